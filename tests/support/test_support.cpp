@@ -1,0 +1,108 @@
+#include "support/test_support.h"
+
+#include <fcntl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <random>
+#include <sstream>
+#include <stdexcept>
+
+extern char** environ;
+
+namespace salt::testing {
+namespace fs = std::filesystem;
+
+TempDir::TempDir() {
+  std::random_device rd;
+  auto base = fs::temp_directory_path();
+  for (int attempt = 0; attempt < 100; ++attempt) {
+    auto candidate = base / ("salt-test-" + std::to_string(rd()));
+    std::error_code ec;
+    if (fs::create_directory(candidate, ec)) {
+      path_ = candidate;
+      return;
+    }
+  }
+  throw std::runtime_error("cannot create a temporary directory under " + base.string());
+}
+
+TempDir::~TempDir() {
+  std::error_code ec;
+  fs::remove_all(path_, ec);
+}
+
+void write_file(const fs::path& path, const std::string& text) {
+  if (path.has_parent_path()) fs::create_directories(path.parent_path());
+  std::ofstream out(path, std::ios::binary);
+  out << text;
+  if (!out) throw std::runtime_error("cannot write " + path.string());
+}
+
+std::string read_file(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw std::runtime_error("cannot read " + path.string());
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+namespace {
+std::string slurp_fd(int fd) {
+  std::string text;
+  char buf[65536];
+  ssize_t n;
+  while ((n = read(fd, buf, sizeof buf)) > 0) text.append(buf, static_cast<size_t>(n));
+  return text;
+}
+}  // namespace
+
+ProcessResult run_process(const std::vector<std::string>& argv, const fs::path& cwd,
+                          const std::vector<std::string>& extra_env) {
+  // Output goes to temp files rather than pipes so a chatty child cannot deadlock.
+  TempDir scratch;
+  auto out_path = scratch / "stdout";
+  auto err_path = scratch / "stderr";
+  pid_t pid = fork();
+  if (pid < 0) throw std::runtime_error("fork failed");
+  if (pid == 0) {
+    int out = open(out_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    int err = open(err_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    int in = open("/dev/null", O_RDONLY);
+    dup2(out, 1);
+    dup2(err, 2);
+    dup2(in, 0);
+    if (!cwd.empty() && chdir(cwd.c_str()) != 0) _exit(127);
+    for (const auto& kv : extra_env) putenv(strdup(kv.c_str()));
+    std::vector<char*> args;
+    for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+    args.push_back(nullptr);
+    execvp(args[0], args.data());
+    _exit(127);
+  }
+  int status = 0;
+  waitpid(pid, &status, 0);
+  ProcessResult result;
+  result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  int fd = open(out_path.c_str(), O_RDONLY);
+  result.out = slurp_fd(fd);
+  close(fd);
+  fd = open(err_path.c_str(), O_RDONLY);
+  result.err = slurp_fd(fd);
+  close(fd);
+  return result;
+}
+
+ProcessResult run_salt(const std::vector<std::string>& args, const fs::path& cwd,
+                       const std::vector<std::string>& extra_env) {
+  std::vector<std::string> argv{SALT_BINARY};
+  argv.insert(argv.end(), args.begin(), args.end());
+  return run_process(argv, cwd, extra_env);
+}
+
+fs::path source_dir() { return SALT_SOURCE_DIR; }
+
+}  // namespace salt::testing

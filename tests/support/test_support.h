@@ -1,0 +1,45 @@
+// Shared helpers for the test suites: scratch directories and running the real
+// `salt` binary as a user would.
+#pragma once
+#include <filesystem>
+#include <string>
+#include <vector>
+
+namespace salt::testing {
+
+// A fresh directory under $TMPDIR, removed (with its contents) on destruction.
+class TempDir {
+ public:
+  TempDir();
+  ~TempDir();
+  TempDir(const TempDir&) = delete;
+  TempDir& operator=(const TempDir&) = delete;
+  const std::filesystem::path& path() const { return path_; }
+  std::filesystem::path operator/(const std::string& name) const { return path_ / name; }
+
+ private:
+  std::filesystem::path path_;
+};
+
+void write_file(const std::filesystem::path& path, const std::string& text);
+std::string read_file(const std::filesystem::path& path);
+
+struct ProcessResult {
+  int exit_code = -1;  // exit status, or 128 + signal number
+  std::string out;
+  std::string err;
+};
+
+// Runs argv[0] with the given arguments (no shell), in `cwd` if non-empty, with
+// extra environment entries "KEY=VALUE" added to the current environment.
+ProcessResult run_process(const std::vector<std::string>& argv, const std::filesystem::path& cwd = {},
+                          const std::vector<std::string>& extra_env = {});
+
+// Runs the `salt` binary built alongside the tests.
+ProcessResult run_salt(const std::vector<std::string>& args, const std::filesystem::path& cwd = {},
+                       const std::vector<std::string>& extra_env = {});
+
+// The repository root (for configs/).
+std::filesystem::path source_dir();
+
+}  // namespace salt::testing
