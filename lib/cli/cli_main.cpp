@@ -1,19 +1,82 @@
 #include "cli/cli_main.h"
 
+#include <spdlog/sinks/stdout_color_sinks.h>
+#include <spdlog/spdlog.h>
+
+#include <CLI/CLI.hpp>
 #include <iostream>
 
+#include "cli/commands.h"
 #include "cli/version.h"
 #include "core/errors.h"
 
 namespace salt::cli {
 
+namespace {
+
+// fit/test/validate/predict take salt's free-form config flags, parsed by
+// config::parse_run_args; CLI11 only routes to them.
+void add_run_command(CLI::App& app, const std::string& name, const std::string& description,
+                     std::vector<std::string>* rest, std::string* chosen) {
+  auto* sub = app.add_subcommand(name, description);
+  sub->set_help_flag();
+  sub->allow_extras();
+  sub->prefix_command();
+  sub->callback([sub, rest, chosen, name] {
+    *rest = sub->remaining();
+    *chosen = name;
+  });
+}
+
+}  // namespace
+
 int main(int argc, char** argv) {
+  // Logs go to stderr: stdout carries results (--print_config, tables) only.
+  spdlog::set_default_logger(spdlog::stderr_color_mt("salt"));
+  spdlog::set_pattern("%^%l%$: %v");
   try {
-    std::cout << version_text();
+    CLI::App app{"salt-cpp: train and evaluate jet flavour-tagging models (the C++ successor of salt)", "salt"};
+    app.require_subcommand(0, 1);
+    bool show_version = false;
+    app.add_flag("-V,--version", show_version, "Print version, commit, LibTorch, CUDA and BLAS, then exit.");
+    std::vector<std::string> rest;
+    std::string run_command;
+    add_run_command(app, "fit", "Train a model.", &rest, &run_command);
+    add_run_command(app, "test", "Evaluate a checkpoint and write predictions.", &rest, &run_command);
+    add_run_command(app, "validate", "Run validation on a checkpoint.", &rest, &run_command);
+    add_run_command(app, "predict", "Write predictions (same as test).", &rest, &run_command);
+    app.add_subcommand("version", "Print version information.")->callback([&] { show_version = true; });
+    add_tool_commands(app);
+
+    try {
+      app.parse(argc, argv);
+    } catch (const CLI::CallForHelp&) {
+      std::cout << app.help();
+      return 0;
+    } catch (const CLI::ParseError& e) {
+      if (e.get_exit_code() == 0) return app.exit(e);
+      std::cerr << "salt: error: " << e.what() << " (see 'salt --help')\n";
+      return 2;
+    }
+    if (show_version) {
+      std::cout << version_text();
+      return 0;
+    }
+    if (!run_command.empty()) return run_config_command(run_command, rest);
+    if (app.get_subcommands().empty()) {
+      std::cout << app.help();
+      return 2;
+    }
     return 0;
   } catch (const UserError& e) {
     std::cerr << "salt: error: " << e.what() << "\n";
     return e.exit_code();
+  } catch (const c10::Error& e) {
+    std::cerr << "salt: error: " << e.what_without_backtrace() << "\n";
+    return 1;
+  } catch (const std::exception& e) {
+    std::cerr << "salt: internal error: " << e.what() << "\n";
+    return 1;
   }
 }
 

@@ -1,0 +1,141 @@
+#include "config/compose.h"
+
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+
+#include "config/schema.h"
+#include "config/tree_ops.h"
+#include "config/validate.h"
+#include "config/yaml_load.h"
+#include "config/yaml_util.h"
+#include "core/errors.h"
+
+namespace salt::config {
+namespace fs = std::filesystem;
+
+namespace {
+
+AcceptsArg schema_accepts() {
+  return [](const std::string& class_path, const std::string& arg) { return components().accepts(class_path, arg); };
+}
+
+void merge_file(Composed& composed, const std::string& path) {
+  auto loaded = load_yaml_file(path);
+  composed.tree = merge_values(composed.tree, loaded.root, schema_accepts());
+  for (const auto& [key, where] : loaded.origins) composed.origins[key] = where;
+}
+
+// The token owns the path it wrote, and every parent it created on the way.
+void record_cli_origin(Origins& origins, const std::string& written, const std::string& token) {
+  const auto where = "command line '" + token + "'";
+  for (auto dot = written.find('.'); dot != std::string::npos; dot = written.find('.', dot + 1))
+    origins.emplace(written.substr(0, dot), where);
+  record_origin(origins, written, where);
+}
+
+void apply_links(YAML::Node config) {
+  YAML::Node model = config["model"];
+  model["name"] = copy_tree(config["name"]);
+  model["global_object"] = copy_tree(config["data"]["global_object"]);
+}
+
+void emit_node(YAML::Emitter& out, const YAML::Node& node) {
+  switch (node.Type()) {
+    case YAML::NodeType::Map:
+      if (node.size() == 0) {
+        out << YAML::Flow << YAML::BeginMap << YAML::EndMap << YAML::Block;
+        return;
+      }
+      out << YAML::BeginMap;
+      for (const auto& kv : node) {
+        out << YAML::Key;
+        emit_node(out, kv.first);
+        out << YAML::Value;
+        emit_node(out, kv.second);
+      }
+      out << YAML::EndMap;
+      return;
+    case YAML::NodeType::Sequence: {
+      bool flat = true;
+      for (const auto& item : node) flat = flat && item.IsScalar();
+      if (node.size() == 0 || flat) out << YAML::Flow;
+      out << YAML::BeginSeq;
+      for (const auto& item : node) emit_node(out, item);
+      out << YAML::EndSeq;
+      if (node.size() == 0 || flat) out << YAML::Block;
+      return;
+    }
+    case YAML::NodeType::Scalar:
+      // A scalar quoted in the source stays a string when read back.
+      if (is_quoted(node)) out << YAML::DoubleQuoted << node.Scalar();
+      else out << node.Scalar();
+      return;
+    default:
+      out << YAML::Null;
+  }
+}
+
+}  // namespace
+
+Composed compose(const std::string& base_file, const std::vector<ConfigOp>& ops) {
+  Composed composed;
+  composed.tree = YAML::Node(YAML::NodeType::Map);
+  if (!base_file.empty()) merge_file(composed, base_file);
+  const auto accepts = schema_accepts();
+  for (const auto& op : ops) {
+    switch (op.kind) {
+      case ConfigOp::Kind::kMergeFile:
+        merge_file(composed, op.target);
+        break;
+      case ConfigOp::Kind::kSet: {
+        auto written = set_path(composed.tree, op.target, parse_cli_value(op.value), accepts, op.token);
+        record_cli_origin(composed.origins, written, op.token);
+        break;
+      }
+      case ConfigOp::Kind::kAppend: {
+        auto written = append_path(composed.tree, op.target, parse_cli_value(op.value), op.token);
+        record_cli_origin(composed.origins, written, op.token);
+        break;
+      }
+    }
+  }
+  return composed;
+}
+
+ResolvedConfig resolve(const std::string& base_file, const std::vector<ConfigOp>& ops) {
+  auto composed = compose(base_file, ops);
+  auto validated = validate(composed.tree, composed.origins);
+  apply_links(validated.resolved);
+  return {validated.resolved, composed.origins, validated.warnings};
+}
+
+std::string find_base_config() {
+  if (const char* env = std::getenv("SALT_BASE_CONFIG"); env && *env) {
+    if (!fs::exists(env)) throw UsageError(std::string("SALT_BASE_CONFIG=") + env + ": no such file");
+    return env;
+  }
+  std::vector<fs::path> candidates;
+  std::error_code ec;
+  auto exe = fs::read_symlink("/proc/self/exe", ec);
+  if (!ec) {
+    auto dir = exe.parent_path();
+    candidates = {dir / "../configs/base.yaml", dir / "../../configs/base.yaml", dir / "../share/salt/configs/base.yaml"};
+  }
+  candidates.push_back(fs::path(SALT_SOURCE_DIR) / "configs/base.yaml");
+  for (const auto& c : candidates)
+    if (fs::exists(c, ec)) return fs::canonical(c).string();
+  throw UsageError("cannot find configs/base.yaml next to the salt binary or in " + std::string(SALT_SOURCE_DIR) +
+                   "; set SALT_BASE_CONFIG to its path");
+}
+
+std::string to_yaml(const YAML::Node& config) {
+  YAML::Emitter out;
+  out.SetIndent(2);
+  out.SetNullFormat(YAML::LowerNull);
+  emit_node(out, config);
+  return std::string(out.c_str()) + "\n";
+}
+
+}  // namespace salt::config

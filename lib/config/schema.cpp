@@ -1,0 +1,136 @@
+#include "config/schema.h"
+
+#include <algorithm>
+
+namespace salt::config {
+namespace {
+
+TypeP make(Type::Kind kind) {
+  auto t = std::make_shared<Type>();
+  t->kind = kind;
+  return t;
+}
+
+}  // namespace
+
+TypeP t_any() { return make(Type::Kind::kAny); }
+TypeP t_null() { return make(Type::Kind::kNull); }
+TypeP t_bool() { return make(Type::Kind::kBool); }
+TypeP t_int() { return make(Type::Kind::kInt); }
+TypeP t_float() { return make(Type::Kind::kFloat); }
+TypeP t_str() { return make(Type::Kind::kString); }
+TypeP t_path() { return make(Type::Kind::kPath); }
+
+TypeP t_choice(std::vector<std::string> choices) {
+  auto t = std::make_shared<Type>();
+  t->kind = Type::Kind::kChoice;
+  t->choices = std::move(choices);
+  return t;
+}
+
+TypeP t_list(TypeP elem) {
+  auto t = std::make_shared<Type>();
+  t->kind = Type::Kind::kList;
+  t->elem = std::move(elem);
+  return t;
+}
+
+TypeP t_dict(TypeP value, TypeP key) {
+  auto t = std::make_shared<Type>();
+  t->kind = Type::Kind::kDict;
+  t->elem = std::move(value);
+  t->key = key ? std::move(key) : t_str();
+  return t;
+}
+
+TypeP t_struct(std::vector<Field> fields) {
+  auto t = std::make_shared<Type>();
+  t->kind = Type::Kind::kStruct;
+  t->fields = std::move(fields);
+  return t;
+}
+
+TypeP t_union(std::vector<TypeP> alternatives) {
+  auto t = std::make_shared<Type>();
+  t->kind = Type::Kind::kUnion;
+  t->alternatives = std::move(alternatives);
+  return t;
+}
+
+TypeP t_optional(TypeP type) { return t_union({std::move(type), t_null()}); }
+
+TypeP t_component(std::string category) {
+  auto t = std::make_shared<Type>();
+  t->kind = Type::Kind::kComponent;
+  t->category = std::move(category);
+  return t;
+}
+
+Field field_null(std::string name, TypeP type, std::string help) {
+  return Field{std::move(name), std::move(type), YAML::Node(YAML::NodeType::Null), std::move(help)};
+}
+
+Field field_node(std::string name, TypeP type, YAML::Node default_value, std::string help) {
+  return Field{std::move(name), std::move(type), std::move(default_value), std::move(help)};
+}
+
+Field required(std::string name, TypeP type, std::string help) {
+  return Field{std::move(name), std::move(type), YAML::Node(YAML::NodeType::Undefined), std::move(help)};
+}
+
+std::string Type::describe() const {
+  switch (kind) {
+    case Kind::kAny: return "any";
+    case Kind::kNull: return "null";
+    case Kind::kBool: return "bool";
+    case Kind::kInt: return "int";
+    case Kind::kFloat: return "float";
+    case Kind::kString: return "str";
+    case Kind::kPath: return "path";
+    case Kind::kChoice: {
+      std::string s = "{";
+      for (std::size_t i = 0; i < choices.size(); ++i) s += (i ? "," : "") + choices[i];
+      return s + "}";
+    }
+    case Kind::kList: return "list[" + elem->describe() + "]";
+    case Kind::kDict: return "dict[" + key->describe() + ", " + elem->describe() + "]";
+    case Kind::kStruct: return "mapping";
+    case Kind::kUnion: {
+      std::string s;
+      for (std::size_t i = 0; i < alternatives.size(); ++i) s += (i ? " | " : "") + alternatives[i]->describe();
+      return s;
+    }
+    case Kind::kComponent: return "component(" + category + ")";
+  }
+  return "?";
+}
+
+const Field* Type::field(const std::string& name) const {
+  for (const auto& f : fields)
+    if (f.name == name) return &f;
+  return nullptr;
+}
+
+void ComponentRegistry::add(ComponentSpec spec) { specs_.push_back(std::move(spec)); }
+
+const ComponentSpec* ComponentRegistry::find(const std::string& class_path) const {
+  for (const auto& s : specs_) {
+    if (s.class_path == class_path) return &s;
+    if (std::find(s.aliases.begin(), s.aliases.end(), class_path) != s.aliases.end()) return &s;
+  }
+  return nullptr;
+}
+
+std::vector<const ComponentSpec*> ComponentRegistry::in_category(const std::string& category) const {
+  std::vector<const ComponentSpec*> out;
+  for (const auto& s : specs_)
+    if (s.category == category) out.push_back(&s);
+  return out;
+}
+
+bool ComponentRegistry::accepts(const std::string& class_path, const std::string& arg) const {
+  const auto* spec = find(class_path);
+  return spec && spec->init_args && spec->init_args->field(arg) != nullptr;
+}
+
+}  // namespace salt::config

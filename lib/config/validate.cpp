@@ -1,0 +1,260 @@
+#include "config/validate.h"
+
+#include <cmath>
+#include <filesystem>
+
+#include "config/did_you_mean.h"
+#include "config/yaml_load.h"
+#include "config/yaml_util.h"
+#include "core/errors.h"
+
+namespace salt::config {
+namespace {
+
+using Kind = Type::Kind;
+
+std::string emit(const YAML::Node& node) {
+  YAML::Emitter out;
+  out << YAML::Flow << node;
+  return out.c_str();
+}
+
+std::string show(const YAML::Node& node) {
+  if (node.IsNull()) return "null";
+  if (node.IsScalar()) return "'" + node.Scalar() + "'";
+  if (node.IsSequence()) return "a list";
+  if (node.IsMap()) return "a mapping";
+  return "nothing";
+}
+
+bool parse_int(const YAML::Node& node, long long* out) {
+  if (!node.IsScalar() || is_quoted(node)) return false;
+  const auto& s = node.Scalar();
+  if (s.empty()) return false;
+  std::size_t pos = 0;
+  try {
+    *out = std::stoll(s, &pos, 10);
+  } catch (...) {
+    return false;
+  }
+  return pos == s.size();
+}
+
+bool parse_float(const YAML::Node& node) {
+  if (!node.IsScalar() || is_quoted(node)) return false;
+  double value;
+  return YAML::convert<double>::decode(node, value);
+}
+
+bool parse_bool(const YAML::Node& node, bool* out) {
+  if (!node.IsScalar() || is_quoted(node)) return false;
+  const auto& s = node.Scalar();
+  if (s == "true" || s == "True" || s == "TRUE") return *out = true, true;
+  if (s == "false" || s == "False" || s == "FALSE") return *out = false, true;
+  return false;
+}
+
+// Could `node` be an instance of this kind at all? Used to pick the union
+// alternative whose error message is worth showing.
+bool shape_fits(const Type& type, const YAML::Node& node) {
+  switch (type.kind) {
+    case Kind::kAny: return true;
+    case Kind::kNull: return node.IsNull();
+    case Kind::kList: return node.IsSequence();
+    case Kind::kDict:
+    case Kind::kStruct: return node.IsMap();
+    case Kind::kComponent: return node.IsMap() || node.IsScalar();
+    case Kind::kUnion:
+      for (const auto& alt : type.alternatives)
+        if (shape_fits(*alt, node)) return true;
+      return false;
+    default: return node.IsScalar();
+  }
+}
+
+class Validator {
+ public:
+  explicit Validator(const Origins& origins) : origins_(origins) {}
+
+  YAML::Node check(const YAML::Node& node, const Type& type, const std::string& path) {
+    switch (type.kind) {
+      case Kind::kAny: return copy_tree(node);
+      case Kind::kNull:
+        if (!node.IsNull()) fail(path, "expected null, got " + show(node));
+        return YAML::Node(YAML::NodeType::Null);
+      case Kind::kBool: {
+        bool value = false;
+        if (!parse_bool(node, &value)) fail(path, "expected true or false, got " + show(node));
+        return YAML::Node(value);
+      }
+      case Kind::kInt: {
+        long long value = 0;
+        if (!parse_int(node, &value)) fail(path, "expected an integer, got " + show(node));
+        return YAML::Node(value);
+      }
+      case Kind::kFloat: {
+        if (!parse_float(node)) fail(path, "expected a number, got " + show(node));
+        // Written back as a float (1.0, not 1) so any YAML reader sees a float.
+        long long as_int = 0;
+        if (parse_int(node, &as_int)) return YAML::Node(node.Scalar() + ".0");
+        return copy_tree(node);
+      }
+      case Kind::kString:
+        if (!node.IsScalar()) fail(path, "expected a string, got " + show(node));
+        return copy_tree(node);
+      case Kind::kPath: {
+        if (!node.IsScalar()) fail(path, "expected a file path, got " + show(node));
+        std::filesystem::path p(node.Scalar());
+        if (p.empty()) fail(path, "expected a file path, got an empty string");
+        return YAML::Node(std::filesystem::absolute(p).lexically_normal().string());
+      }
+      case Kind::kChoice: {
+        if (!node.IsScalar()) fail(path, "expected one of " + type.describe() + ", got " + show(node));
+        for (const auto& c : type.choices)
+          if (node.Scalar() == c) return copy_tree(node);
+        fail(path, "expected one of " + type.describe() + ", got " + show(node) + did_you_mean(node.Scalar(), type.choices));
+      }
+      case Kind::kList: {
+        if (!node.IsSequence()) fail(path, "expected " + type.describe() + ", got " + show(node));
+        YAML::Node out(YAML::NodeType::Sequence);
+        std::size_t i = 0;
+        for (const auto& item : node) out.push_back(check(item, *type.elem, join_path(path, std::to_string(i++))));
+        return out;
+      }
+      case Kind::kDict: {
+        if (!node.IsMap()) fail(path, "expected " + type.describe() + ", got " + show(node));
+        YAML::Node out(YAML::NodeType::Map);
+        for (const auto& kv : node) {
+          const auto key = kv.first.Scalar();
+          if (type.key->kind == Kind::kInt) {
+            long long k = 0;
+            if (!parse_int(kv.first, &k)) fail(join_path(path, key), "expected an integer key, got '" + key + "'");
+            out[YAML::Node(k)] = check(kv.second, *type.elem, join_path(path, key));
+          } else {
+            out[key] = check(kv.second, *type.elem, join_path(path, key));
+          }
+        }
+        return out;
+      }
+      case Kind::kStruct: return check_struct(node, type, path);
+      case Kind::kUnion: return check_union(node, type, path);
+      case Kind::kComponent: return check_component(node, type, path);
+    }
+    return copy_tree(node);
+  }
+
+  std::vector<std::string> warnings;
+
+ private:
+  [[noreturn]] void fail(const std::string& path, const std::string& problem) const {
+    auto where = origin_of(origins_, path);
+    throw UsageError((where.empty() ? std::string("config") : where) + ": " + (path.empty() ? "" : "'" + path + "': ") +
+                     problem);
+  }
+
+  void warn(const std::string& path, const std::string& text) {
+    auto where = origin_of(origins_, path);
+    warnings.push_back((where.empty() ? "" : where + ": ") + text);
+  }
+
+  YAML::Node check_struct(const YAML::Node& node, const Type& type, const std::string& path) {
+    if (!node.IsMap()) fail(path, "expected a mapping of keys, got " + show(node));
+    std::vector<std::string> names;
+    for (const auto& f : type.fields) names.push_back(f.name);
+    for (const auto& kv : node) {
+      const auto key = kv.first.Scalar();
+      if (!type.field(key))
+        fail(join_path(path, key), "unknown key" + did_you_mean(key, names));
+    }
+    YAML::Node out(YAML::NodeType::Map);
+    for (const auto& f : type.fields) {
+      const auto fpath = join_path(path, f.name);
+      auto value = get(node, f.name);
+      if (!value.IsDefined()) {
+        if (f.required()) fail(path, "missing required key '" + f.name + "' (" + f.help + ")");
+        out[f.name] = check(f.default_value, *f.type, fpath);  // also normalises the default's spelling
+        continue;
+      }
+      auto checked = check(value, *f.type, fpath);
+      if (f.support != Support::kFull && !f.required() &&
+          emit(checked) != emit(check(f.default_value, *f.type, fpath))) {
+        if (f.support == Support::kUnsupported) fail(fpath, "is not supported: " + f.note);
+        warn(fpath, "'" + fpath + "' has no effect: " + f.note);
+      }
+      out[f.name] = checked;
+    }
+    return out;
+  }
+
+  YAML::Node check_union(const YAML::Node& node, const Type& type, const std::string& path) {
+    std::vector<const Type*> candidates;
+    for (const auto& alt : type.alternatives)
+      if (shape_fits(*alt, node)) candidates.push_back(alt.get());
+    if (candidates.empty()) fail(path, "expected " + type.describe() + ", got " + show(node));
+    if (candidates.size() == 1) return check(node, *candidates.front(), path);
+    std::string first_error;
+    for (const auto* alt : candidates) {
+      try {
+        Validator trial(origins_);
+        auto out = trial.check(node, *alt, path);
+        warnings.insert(warnings.end(), trial.warnings.begin(), trial.warnings.end());
+        return out;
+      } catch (const UsageError& e) {
+        if (first_error.empty()) first_error = e.what();
+      }
+    }
+    fail(path, "expected " + type.describe() + ", got " + show(node));
+  }
+
+  YAML::Node check_component(const YAML::Node& node, const Type& type, const std::string& path) {
+    const auto& registry = components();
+    std::string class_path;
+    YAML::Node args;
+    if (node.IsScalar()) {
+      class_path = node.Scalar();
+    } else if (node.IsMap()) {
+      for (const auto& kv : node) {
+        const auto key = kv.first.Scalar();
+        if (key != "class_path" && key != "init_args" && key != "dict_kwargs")
+          fail(join_path(path, key), "unknown key in a component (expected class_path and init_args)" +
+                                         did_you_mean(key, {"class_path", "init_args"}));
+      }
+      if (!has_key(node, "class_path")) fail(path, "missing 'class_path'");
+      class_path = class_path_of(node);
+      args.reset(get(node, "init_args"));
+    } else {
+      fail(path, "expected a class path or {class_path, init_args}, got " + show(node));
+    }
+    const auto* spec = registry.find(class_path);
+    std::vector<std::string> fitting;
+    for (const auto* s : registry.in_category(type.category)) fitting.push_back(s->class_path);
+    if (!spec)
+      fail(join_path(path, "class_path"), "unknown class_path '" + class_path + "'" + did_you_mean(class_path, fitting));
+    if (spec->category != type.category) {
+      std::string list;
+      for (const auto& f : fitting) list += (list.empty() ? "" : ", ") + f;
+      fail(join_path(path, "class_path"), "'" + class_path + "' is a " + spec->category + ", but a " + type.category +
+                                              " is needed here (" + list + ")");
+    }
+    if (spec->support == Support::kIgnored) warn(path, spec->class_path + " " + spec->note);
+    YAML::Node out(YAML::NodeType::Map);
+    out["class_path"] = spec->class_path;
+    YAML::Node empty(YAML::NodeType::Map);
+    out["init_args"] = check(args.IsDefined() && !args.IsNull() ? args : empty, *spec->init_args, join_path(path, "init_args"));
+    return out;
+  }
+
+  const Origins& origins_;
+};
+
+}  // namespace
+
+Validated validate(const YAML::Node& tree, const Origins& origins, const TypeP& type) {
+  Validator v(origins);
+  Validated result;
+  result.resolved = v.check(tree, *type, "");
+  result.warnings = std::move(v.warnings);
+  return result;
+}
+
+}  // namespace salt::config

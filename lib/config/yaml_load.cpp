@@ -1,0 +1,133 @@
+#include "config/yaml_load.h"
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "config/yaml_util.h"
+#include "core/errors.h"
+
+namespace salt::config {
+namespace {
+
+YAML::Node copy_scalar(const YAML::Node& node) {
+  YAML::Node out(node.Scalar());
+  out.SetTag(node.Tag());
+  return out;
+}
+
+// A key's own line is where a user looks for it (a block value starts below it).
+void record_key_line(const YAML::Node& key, const std::string& path, const std::string& file, Origins* origins) {
+  if (origins && !file.empty()) (*origins)[path] = file + ":" + std::to_string(key.Mark().line + 1);
+}
+
+// Copies `node`, recording the line of every value under `path` when `file` is set.
+YAML::Node copy_recording(const YAML::Node& node, const std::string& path, const std::string& file,
+                          Origins* origins) {
+  if (origins && !file.empty() && !path.empty())
+    (*origins)[path] = file + ":" + std::to_string(node.Mark().line + 1);
+  switch (node.Type()) {
+    case YAML::NodeType::Scalar:
+      return copy_scalar(node);
+    case YAML::NodeType::Sequence: {
+      YAML::Node out(YAML::NodeType::Sequence);
+      std::size_t i = 0;
+      for (const auto& item : node) out.push_back(copy_recording(item, join_path(path, std::to_string(i++)), file, origins));
+      return out;
+    }
+    case YAML::NodeType::Map: {
+      YAML::Node out(YAML::NodeType::Map);
+      YAML::Node merge_source;
+      bool has_merge = false;
+      for (const auto& kv : node) {
+        const auto key = kv.first.Scalar();
+        if (key == "<<" && !is_quoted(kv.first)) {
+          merge_source.reset(kv.second);
+          has_merge = true;
+          continue;
+        }
+        out[key] = copy_recording(kv.second, join_path(path, key), file, origins);
+        record_key_line(kv.first, join_path(path, key), file, origins);
+      }
+      // `<<: *a` or `<<: [*a, *b]`: keys given explicitly win, then earlier maps win.
+      if (has_merge) {
+        std::vector<YAML::Node> sources;
+        if (merge_source.IsSequence())
+          for (const auto& s : merge_source) sources.push_back(s);
+        else
+          sources.push_back(merge_source);
+        for (const auto& src : sources) {
+          if (!src.IsMap()) {
+            auto line = std::to_string(src.Mark().line + 1);
+            throw UsageError((file.empty() ? std::string("<yaml>") : file) + ":" + line +
+                             ": merge key '<<' needs a map or a list of maps");
+          }
+          for (const auto& kv : src) {
+            const auto key = kv.first.Scalar();
+            if (!has_key(out, key)) {
+              out[key] = copy_recording(kv.second, join_path(path, key), file, origins);
+              record_key_line(kv.first, join_path(path, key), file, origins);
+            }
+          }
+        }
+      }
+      return out;
+    }
+    case YAML::NodeType::Null:
+      return YAML::Node(YAML::NodeType::Null);
+    case YAML::NodeType::Undefined:
+    default:
+      return YAML::Node(YAML::NodeType::Undefined);
+  }
+}
+
+LoadedYaml load_text(const std::string& text, const std::string& where) {
+  YAML::Node parsed;
+  try {
+    parsed = YAML::Load(text);
+  } catch (const YAML::ParserException& e) {
+    throw UsageError(where + ":" + std::to_string(e.mark.line + 1) + ":" + std::to_string(e.mark.column + 1) +
+                     ": invalid YAML: " + e.msg);
+  }
+  LoadedYaml loaded;
+  if (!parsed || parsed.IsNull()) {
+    loaded.root = YAML::Node(YAML::NodeType::Map);
+    return loaded;
+  }
+  if (!parsed.IsMap())
+    throw UsageError(where + ":" + std::to_string(parsed.Mark().line + 1) +
+                     ": a config file must be a mapping of keys to values");
+  loaded.root = copy_recording(parsed, "", where, &loaded.origins);
+  return loaded;
+}
+
+}  // namespace
+
+bool is_quoted(const YAML::Node& scalar) { return scalar.IsScalar() && scalar.Tag() == "!"; }
+
+YAML::Node copy_tree(const YAML::Node& node) { return copy_recording(node, "", "", nullptr); }
+
+LoadedYaml load_yaml_file(const std::string& path) {
+  std::error_code ec;
+  if (!std::filesystem::exists(path, ec)) throw UsageError(path + ": no such config file");
+  if (std::filesystem::is_directory(path, ec)) throw UsageError(path + ": is a directory, not a config file");
+  std::ifstream in(path);
+  if (!in) throw UsageError(path + ": cannot read config file");
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return load_text(ss.str(), path);
+}
+
+LoadedYaml load_yaml_string(const std::string& text, const std::string& where) { return load_text(text, where); }
+
+YAML::Node parse_cli_value(const std::string& text) {
+  try {
+    auto node = YAML::Load(text);
+    if (!node.IsDefined()) return YAML::Node(YAML::NodeType::Null);
+    return copy_tree(node);
+  } catch (const YAML::Exception&) {
+    return YAML::Node(text);
+  }
+}
+
+}  // namespace salt::config

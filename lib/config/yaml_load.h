@@ -1,0 +1,32 @@
+// Reading YAML as salt's users write it: anchors, aliases and `<<` merge keys
+// (which yaml-cpp 0.7 leaves as plain keys) resolved into a tree that shares no
+// nodes, so that later edits to one alias never leak into another.
+#pragma once
+#include <yaml-cpp/yaml.h>
+
+#include <string>
+
+#include "config/origins.h"
+
+namespace salt::config {
+
+struct LoadedYaml {
+  YAML::Node root;
+  Origins origins;  // dotted path (relative to root) -> "file:line"
+};
+
+// Throws UsageError "<file>: no such file" or "<file>:<line>:<col>: invalid YAML: ...".
+LoadedYaml load_yaml_file(const std::string& path);
+LoadedYaml load_yaml_string(const std::string& text, const std::string& where);
+
+// A value given on the command line, parsed as YAML (`null`, `true`, `[1,2]`,
+// `1e-5`); text that is not valid YAML stays a plain string.
+YAML::Node parse_cli_value(const std::string& text);
+
+// Deep copy that resolves merge keys and breaks alias sharing.
+YAML::Node copy_tree(const YAML::Node& node);
+
+// A scalar that was quoted in the source (tag "!") is a string whatever it looks like.
+bool is_quoted(const YAML::Node& scalar);
+
+}  // namespace salt::config

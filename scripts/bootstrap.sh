@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# Installs what salt-cpp needs from Debian 12 packages (as root), idempotently:
+# quiet when everything is already there. Also selects OpenBLAS, since Debian's
+# LibTorch calls whatever libblas.so.3 is selected and the reference BLAS is
+# ~27x slower.
+set -euo pipefail
+
+packages=(
+  g++ cmake ninja-build ccache pkg-config git
+  libtorch-dev libgloo-dev libopenblas0-pthread
+  libyaml-cpp-dev libcli11-dev libgit2-dev libspdlog-dev libfmt-dev
+  libhdf5-dev hdf5-plugin-lzf hdf5-filter-plugin liblzf-dev
+  libgtest-dev libgmock-dev
+)
+
+missing=()
+for p in "${packages[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
+    missing+=("$p")
+  fi
+done
+
+if [ ${#missing[@]} -gt 0 ]; then
+  if [ "$(id -u)" -ne 0 ]; then
+    echo "bootstrap: missing Debian packages: ${missing[*]}; run this as root (or install them)" >&2
+    exit 1
+  fi
+  echo "bootstrap: installing ${missing[*]}"
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq
+  apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+
+# Prefer OpenBLAS for LibTorch's BLAS calls.
+alt=libblas.so.3-x86_64-linux-gnu
+openblas=/usr/lib/x86_64-linux-gnu/openblas-pthread/libblas.so.3
+if [ -e "$openblas" ] && [ "$(readlink -f /etc/alternatives/$alt 2>/dev/null)" != "$openblas" ]; then
+  if [ "$(id -u)" -eq 0 ]; then
+    update-alternatives --set "$alt" "$openblas" >/dev/null
+  else
+    echo "bootstrap: warning: the reference BLAS is selected; as root run: update-alternatives --set $alt $openblas" >&2
+  fi
+fi

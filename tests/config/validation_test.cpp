@@ -1,0 +1,165 @@
+// The schema: defaults made explicit, types checked, and errors that name the
+// key, the file and line (or the command-line token), with a did-you-mean.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+
+#include "config/config_test_util.h"
+#include "config/yaml_util.h"
+#include "core/errors.h"
+
+namespace salt::testing {
+namespace {
+
+std::string error_of(const std::vector<std::string>& args, const std::string& base = repo_config("base.yaml")) {
+  try {
+    resolve_args(args, base);
+  } catch (const UsageError& e) {
+    return e.what();
+  }
+  return "<no error>";
+}
+
+const std::vector<std::string> kGN2{"-c", repo_config("GN2.yaml")};
+
+std::vector<std::string> gn2_with(std::vector<std::string> extra) {
+  auto args = kGN2;
+  args.insert(args.end(), extra.begin(), extra.end());
+  return args;
+}
+
+TEST(Validation, FillsEveryDefault) {
+  auto r = resolve_args(kGN2);
+  EXPECT_EQ(r.config["trainer"]["max_steps"].as<int>(), -1);
+  EXPECT_EQ(r.config["trainer"]["accumulate_grad_batches"].as<int>(), 1);
+  EXPECT_EQ(r.config["data"]["prefetch_factor"].as<int>(), 2);
+  auto tasks = r.config["model"]["model"]["init_args"]["tasks"]["init_args"]["modules"];
+  ASSERT_EQ(tasks.size(), 3u);
+  EXPECT_EQ(tasks[0]["init_args"]["loss"]["init_args"]["ignore_index"].as<int>(), -100);
+  EXPECT_EQ(tasks[0]["init_args"]["weight"].Scalar(), "1.0");
+  EXPECT_EQ(r.config["model"]["model"]["init_args"]["encoder"]["init_args"]["num_registers"].as<int>(), 1);
+}
+
+TEST(Validation, LinksNameAndGlobalObjectIntoModel) {
+  auto r = resolve_args(gn2_with({"-n", "mytagger", "--data.global_object=jets"}));
+  EXPECT_EQ(r.config["model"]["name"].Scalar(), "mytagger");
+  EXPECT_EQ(r.config["model"]["global_object"].Scalar(), "jets");
+}
+
+TEST(Validation, RelativePathsResolveAgainstWorkingDirectory) {
+  auto r = resolve_args(gn2_with({"--data.train_file=some/dir/train.h5"}));
+  auto expected = (std::filesystem::current_path() / "some/dir/train.h5").string();
+  EXPECT_EQ(r.config["data"]["train_file"].Scalar(), expected);
+}
+
+TEST(Validation, SeedEverythingIntOrBool) {
+  EXPECT_EQ(resolve_args(gn2_with({"--seed_everything=true"})).config["seed_everything"].Scalar(), "true");
+  EXPECT_EQ(resolve_args(gn2_with({"--seed_everything=3"})).config["seed_everything"].Scalar(), "3");
+  EXPECT_NE(error_of(gn2_with({"--seed_everything=abc"})).find("expected int | bool"), std::string::npos);
+}
+
+TEST(Validation, DevicesIntListOrAuto) {
+  EXPECT_EQ(yaml_of(resolve_args(gn2_with({"--trainer.devices=[0,1]"})).config["trainer"]["devices"]), "[0, 1]");
+  EXPECT_EQ(resolve_args(gn2_with({"--trainer.devices=2"})).config["trainer"]["devices"].Scalar(), "2");
+}
+
+struct ErrorCase {
+  std::string name;
+  std::string file_text;               // written as bad.yaml (empty: none)
+  std::vector<std::string> extra_args; // after -c GN2.yaml [-c bad.yaml]
+  std::vector<std::string> expected;   // substrings of the message
+};
+
+class ConfigError : public ::testing::TestWithParam<ErrorCase> {};
+
+TEST_P(ConfigError, OneLineNamingKeyAndPlace) {
+  const auto& c = GetParam();
+  TempDir dir;
+  auto args = kGN2;
+  auto bad = (dir / "bad.yaml").string();
+  if (!c.file_text.empty()) {
+    write_file(bad, c.file_text);
+    args.push_back("-c");
+    args.push_back(bad);
+  }
+  for (auto a : c.extra_args) {
+    auto pos = a.find("{bad}");
+    if (pos != std::string::npos) a.replace(pos, 5, bad);
+    args.push_back(a);
+  }
+  auto message = error_of(args);
+  EXPECT_EQ(message.find('\n'), std::string::npos) << message;
+  for (auto e : c.expected) {
+    auto pos = e.find("{bad}");
+    if (pos != std::string::npos) e.replace(pos, 5, bad);
+    EXPECT_NE(message.find(e), std::string::npos) << "missing '" << e << "' in: " << message;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Errors, ConfigError,
+    ::testing::Values(
+        ErrorCase{"UnknownKeyInFile", "trainer:\n  max_epoch: 3\n", {},
+                  {"{bad}:2", "'trainer.max_epoch'", "unknown key", "did you mean 'max_epochs'?"}},
+        ErrorCase{"UnknownKeyOnCommandLine", "", {"--data.batch_sise=10"},
+                  {"command line '--data.batch_sise=10'", "unknown key", "did you mean 'batch_size'?"}},
+        ErrorCase{"UnknownTopLevelKey", "", {"--traner.max_epochs", "3"},
+                  {"command line '--traner.max_epochs 3'", "did you mean 'trainer'?"}},
+        ErrorCase{"WrongTypeInFile", "data:\n  batch_size: lots\n", {},
+                  {"{bad}:2", "'data.batch_size'", "expected an integer, got 'lots'"}},
+        ErrorCase{"WrongTypeOnCommandLine", "", {"--trainer.max_epochs=ten"},
+                  {"command line '--trainer.max_epochs=ten'", "expected an integer"}},
+        ErrorCase{"BadChoiceWithSuggestion", "", {"--model.loss_mode=wsun"},
+                  {"'model.loss_mode'", "expected one of {wsum,GLS}", "did you mean 'wsum'?"}},
+        ErrorCase{"BadActivation", "", {"--model.model.encoder.dense_kwargs.activation=Relu"},
+                  {"did you mean 'ReLU'?"}},
+        ErrorCase{"MissingRequiredKey", "", {"--model.model.init_args.encoder.init_args={num_layers: null}"},
+                  {"expected an integer"}},
+        ErrorCase{"MissingRequiredInitArg", "",
+                  {"--model.model.init_args.pool_net=null", "--model.model.init_args.pool_net=salt.models.GlobalAttentionPooling"},
+                  {"command line '--model.model.init_args.pool_net=salt.models.GlobalAttentionPooling'",
+                   "'model.model.init_args.pool_net.init_args'", "missing required key 'input_size'"}},
+        ErrorCase{"UnknownClassPath", "",
+                  {"--model.model.init_args.encoder.class_path=salt.models.Transfomer"},
+                  {"unknown class_path 'salt.models.Transfomer'", "did you mean 'salt.models.Transformer'?"}},
+        ErrorCase{"ClassOfWrongCategory", "", {"--model.model.init_args.pool_net=salt.models.Transformer"},
+                  {"is a encoder, but a pooling is needed here", "salt.models.GlobalAttentionPooling"}},
+        ErrorCase{"UnsupportedKeyIsAnError", "", {"--data.mf_config={a: 1}"},
+                  {"'data.mf_config'", "is not supported", "MaskFormer"}},
+        ErrorCase{"BadYaml", "trainer:\n  max_epochs: [1, 2\n", {}, {"{bad}:", "invalid YAML"}},
+        ErrorCase{"MissingFile", "", {"-c", "/nonexistent/dir/cfg.yaml"}, {"/nonexistent/dir/cfg.yaml: no such config file"}},
+        ErrorCase{"ConfigNotAMapping", "- 1\n- 2\n", {}, {"{bad}:1", "must be a mapping"}},
+        ErrorCase{"MissingFlagValue", "", {"--config"}, {"'--config'", "needs a value"}},
+        ErrorCase{"DottedFlagWithoutValue", "", {"--trainer.max_epochs"}, {"'--trainer.max_epochs'", "needs a value"}},
+        ErrorCase{"UnexpectedPositional", "", {"oops"}, {"'oops'", "unexpected argument"}},
+        ErrorCase{"AppendToNonList", "", {"--trainer.max_epochs+=3"}, {"is not a list"}},
+        ErrorCase{"BadListIndex", "", {"--model.model.init_args.init_nets.5.input_name=x"}, {"not a valid index"}}),
+    [](const ::testing::TestParamInfo<ErrorCase>& info) { return info.param.name; });
+
+TEST(Validation, MissingRequiredKeyNamesIt) {
+  TempDir dir;
+  write_file(dir / "base.yaml", "data: {train_file: a.h5, val_file: b.h5, norm_dict: n.yaml, num_workers: 0}\n");
+  auto message = error_of({"-c", repo_config("dips.yaml")}, (dir / "base.yaml").string());
+  EXPECT_NE(message.find("missing required key 'batch_size'"), std::string::npos) << message;
+}
+
+TEST(Validation, IgnoredComponentsAndKeysWarnOnce) {
+  TempDir dir;
+  write_file(dir / "salt_base.yaml",
+             "trainer:\n  logger:\n    class_path: lightning.pytorch.loggers.comet.CometLogger\n"
+             "    init_args: { project: salt }\n");
+  auto r = resolve_args({"-c", repo_config("GN2.yaml"), "-c", (dir / "salt_base.yaml").string(), "--compile"});
+  ASSERT_EQ(r.warnings.size(), 2u);
+  auto has = [&](const std::string& text) {
+    for (const auto& w : r.warnings)
+      if (w.find(text) != std::string::npos) return true;
+    return false;
+  };
+  EXPECT_TRUE(has("salt_base.yaml:2: lightning.pytorch.loggers.CometLogger is not available in salt-cpp; "
+                  "metrics are written to <run>/metrics.csv instead"));
+  EXPECT_TRUE(has("command line '--compile': 'compile' has no effect: LibTorch C++ has no torch.compile"));
+  EXPECT_TRUE(resolve_args(kGN2).warnings.empty());
+}
+
+}  // namespace
+}  // namespace salt::testing
