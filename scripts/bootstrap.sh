@@ -11,6 +11,7 @@ packages=(
   libyaml-cpp-dev libcli11-dev libgit2-dev libspdlog-dev libfmt-dev
   libhdf5-dev hdf5-plugin-lzf hdf5-filter-plugin liblzf-dev
   libgtest-dev libgmock-dev
+  python3-torch python3-h5py  # tests cross-check against PyTorch and h5py themselves
 )
 
 missing=()

@@ -106,3 +106,20 @@ ProcessResult run_salt(const std::vector<std::string>& args, const fs::path& cwd
 fs::path source_dir() { return SALT_SOURCE_DIR; }
 
 }  // namespace salt::testing
+
+namespace salt::testing {
+
+ProcessResult run_python(const std::string& script, const std::vector<std::string>& args) {
+  TempDir dir;
+  auto path = dir / "script.py";
+  write_file(path, script);
+  std::vector<std::string> argv{"/usr/bin/python3", path.string()};
+  argv.insert(argv.end(), args.begin(), args.end());
+  return run_process(argv);
+}
+
+bool have_python_module(const std::string& module) {
+  return run_process({"/usr/bin/python3", "-c", "import " + module}).exit_code == 0;
+}
+
+}  // namespace salt::testing

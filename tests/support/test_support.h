@@ -43,3 +43,13 @@ ProcessResult run_salt(const std::vector<std::string>& args, const std::filesyst
 std::filesystem::path source_dir();
 
 }  // namespace salt::testing
+
+namespace salt::testing {
+
+// Debian's /usr/bin/python3 with python3-torch and python3-h5py (installed by
+// scripts/bootstrap.sh): tests cross-check our output against the real PyTorch
+// and h5py. Runs `script` with `args`; the result carries its stdout/stderr.
+ProcessResult run_python(const std::string& script, const std::vector<std::string>& args = {});
+bool have_python_module(const std::string& module);
+
+}  // namespace salt::testing

@@ -1,0 +1,16 @@
+// Writing files so that a crash, a kill or a full disk never leaves a
+// half-written file under the final name: write a temp file next to it, flush,
+// fsync, rename.
+#pragma once
+#include <filesystem>
+#include <string>
+
+namespace salt {
+
+// Throws InputError naming the path when any step fails (the temp file is removed).
+void write_file_atomic(const std::filesystem::path& path, const std::string& content);
+
+// A unique temp name next to `path` (same directory, so the rename is atomic).
+std::filesystem::path temp_name_for(const std::filesystem::path& path);
+
+}  // namespace salt

@@ -1,0 +1,49 @@
+// Checkpoints in Lightning's layout, written with LibTorch's pickler so that
+// Python's `torch.load(path)` opens them as a dict: `state_dict` (salt's key
+// names), `optimizer_states`, `lr_schedulers`, `epoch`, `global_step`, plus
+// `hyper_parameters.config` (the resolved config) and a `salt_cpp` entry with what
+// an exact resume needs (RNG state). Files are written to a temp name and renamed.
+#pragma once
+#include <torch/torch.h>
+
+#include <filesystem>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace salt::training {
+
+class Optimization;
+
+struct AdamParamState {
+  int64_t step = 0;
+  torch::Tensor exp_avg, exp_avg_sq;
+};
+
+struct CheckpointState {
+  int64_t epoch = 0;        // epochs completed (Lightning: the epoch that just ended)
+  int64_t global_step = 0;  // optimizer steps taken
+  std::string config_yaml;  // the run's resolved config
+  std::vector<std::pair<std::string, torch::Tensor>> state_dict;
+  std::vector<AdamParamState> adam_state;  // one per parameter, in parameter order; empty = none
+  int64_t scheduler_total_steps = 0;
+  torch::Tensor cpu_rng_state;                 // torch's default CPU generator
+  std::vector<std::pair<std::string, double>> metrics;  // monitored values at save time
+};
+
+// Everything a module has to save: parameters then buffers, with full dotted names.
+std::vector<std::pair<std::string, torch::Tensor>> module_state(const torch::nn::Module& module);
+
+// Copies a saved state into `module`; unknown, missing or mis-shaped keys are an
+// InputError naming the key and `source`.
+void load_module_state(torch::nn::Module& module, const std::vector<std::pair<std::string, torch::Tensor>>& state,
+                       const std::string& source);
+
+// The optimizer's per-parameter state, and its restoration.
+std::vector<AdamParamState> adam_state(Optimization& optimization);
+void load_adam_state(Optimization& optimization, const std::vector<AdamParamState>& state, const std::string& source);
+
+void save_checkpoint(const std::filesystem::path& path, const CheckpointState& state, const Optimization* optimization);
+CheckpointState load_checkpoint(const std::filesystem::path& path);
+
+}  // namespace salt::training
