@@ -4,11 +4,13 @@
 #include <spdlog/spdlog.h>
 
 #include <CLI/CLI.hpp>
+#include <cstring>
 #include <iostream>
 
 #include "cli/commands.h"
 #include "cli/version.h"
 #include "core/errors.h"
+#include "core/signals.h"
 
 namespace salt::cli {
 
@@ -71,6 +73,10 @@ int main(int argc, char** argv) {
   } catch (const UserError& e) {
     std::cerr << "salt: error: " << e.what() << "\n";
     return e.exit_code();
+  } catch (const StopRequested& s) {
+    std::cerr << "salt: stopped by signal " << s.signal << " (" << strsignal(s.signal)
+              << "); completed checkpoints are kept, temporary files removed\n";
+    return 128 + s.signal;
   } catch (const c10::Error& e) {
     std::cerr << "salt: error: " << e.what_without_backtrace() << "\n";
     return 1;

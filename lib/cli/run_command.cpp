@@ -6,6 +6,9 @@
 #include "config/compose.h"
 #include "config/run_args.h"
 #include "core/errors.h"
+#include "core/signals.h"
+#include "training/evaluate.h"
+#include "training/fit.h"
 
 namespace salt::cli {
 
@@ -21,8 +24,17 @@ int run_config_command(const std::string& command, const std::vector<std::string
     std::cout << config::to_yaml(resolved.config);
     return 0;
   }
-  throw UsageError("'salt " + command + "' cannot run yet: training and evaluation are not implemented in this build; "
-                   "use --print_config to see the resolved config");
+  install_stop_handlers();
+  if (command == "fit") {
+    auto result = training::fit(resolved.config);
+    if (!result.run_dir.empty()) spdlog::info("finished: {}", result.run_dir.string());
+    return 0;
+  }
+  if (command == "test" || command == "predict") {
+    training::evaluate(resolved.config);
+    return 0;
+  }
+  throw UsageError("'salt " + command + "' is not available yet; use 'salt test' to evaluate a checkpoint");
 }
 
 }  // namespace salt::cli

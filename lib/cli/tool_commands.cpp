@@ -1,9 +1,41 @@
+#include <spdlog/spdlog.h>
+
 #include <CLI/CLI.hpp>
+#include <memory>
 
 #include "cli/commands.h"
+#include "data/toy_data.h"
 
 namespace salt::cli {
 
-void add_tool_commands(CLI::App& app) { (void)app; }
+namespace {
+
+// `salt toydata`: the learnable toy data set in the preprocessing's format.
+void add_toydata_command(CLI::App& app) {
+  auto options = std::make_shared<data::ToyDataOptions>();
+  options->out_dir = "data/toy";
+  auto compression = std::make_shared<std::string>("lzf");
+  auto* sub = app.add_subcommand("toydata", "Write a toy data set (train/val/test files, norm and class dicts) in "
+                                            "the ATLAS preprocessing's HDF5 format.");
+  sub->add_option("-o,--output_dir", options->out_dir, "Directory to write into.")->capture_default_str();
+  sub->add_option("--num_train", options->num_train, "Jets in pp_output_train.h5.")->capture_default_str();
+  sub->add_option("--num_val", options->num_val, "Jets in pp_output_val.h5.")->capture_default_str();
+  sub->add_option("--num_test", options->num_test, "Jets in pp_output_test_ttbar.h5.")->capture_default_str();
+  sub->add_option("--seed", options->seed, "Random seed (the files are a pure function of it).")->capture_default_str();
+  sub->add_option("--compression", *compression, "Chunk compression.")
+      ->check(CLI::IsMember({"lzf", "gzip", "none"}))
+      ->capture_default_str();
+  sub->add_flag("--half_precision", options->half_precision, "Store float inputs as float16, like UPP's precision: half.");
+  sub->callback([options, compression] {
+    options->compression = data::h5::parse_compression(*compression);
+    auto files = data::write_toy_data(*options);
+    spdlog::info("wrote {}, {}, {}, {}, {}", files.train.string(), files.val.string(), files.test.string(),
+                 files.norm_dict.string(), files.class_dict.string());
+  });
+}
+
+}  // namespace
+
+void add_tool_commands(CLI::App& app) { add_toydata_command(app); }
 
 }  // namespace salt::cli

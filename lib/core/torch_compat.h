@@ -1,6 +1,7 @@
 // The one place where LibTorch 1.13 (Debian, CI) and 2.x (pip, GPU machine) differ.
 // Code elsewhere calls these wrappers instead of testing TORCH_VERSION itself.
 #pragma once
+#include <ATen/autocast_mode.h>
 #include <torch/torch.h>
 #include <torch/version.h>
 
@@ -24,5 +25,53 @@ inline torch::Tensor fused_attention(const torch::Tensor& q, const torch::Tensor
   return at::scaled_dot_product_attention(q, k, v, mask, dropout_p);
 }
 #endif
+
+// Mixed precision for the forward pass: autocast on `device` to `dtype` while alive.
+class AutocastGuard {
+ public:
+  AutocastGuard(c10::DeviceType device, c10::ScalarType dtype) : device_(device) {
+#if SALT_TORCH_AT_LEAST(2, 4)
+    previous_ = at::autocast::is_autocast_enabled(device_);
+    previous_dtype_ = at::autocast::get_autocast_dtype(device_);
+    at::autocast::set_autocast_dtype(device_, dtype);
+    at::autocast::set_autocast_enabled(device_, true);
+#else
+    if (device_ == c10::DeviceType::CPU) {
+      previous_ = at::autocast::is_cpu_enabled();
+      previous_dtype_ = at::autocast::get_autocast_cpu_dtype();
+      at::autocast::set_autocast_cpu_dtype(dtype);
+      at::autocast::set_cpu_enabled(true);
+    } else {
+      previous_ = at::autocast::is_enabled();
+      previous_dtype_ = at::autocast::get_autocast_gpu_dtype();
+      at::autocast::set_autocast_gpu_dtype(dtype);
+      at::autocast::set_enabled(true);
+    }
+#endif
+    at::autocast::increment_nesting();
+  }
+  ~AutocastGuard() {
+    if (at::autocast::decrement_nesting() == 0) at::autocast::clear_cache();
+#if SALT_TORCH_AT_LEAST(2, 4)
+    at::autocast::set_autocast_enabled(device_, previous_);
+    at::autocast::set_autocast_dtype(device_, previous_dtype_);
+#else
+    if (device_ == c10::DeviceType::CPU) {
+      at::autocast::set_cpu_enabled(previous_);
+      at::autocast::set_autocast_cpu_dtype(previous_dtype_);
+    } else {
+      at::autocast::set_enabled(previous_);
+      at::autocast::set_autocast_gpu_dtype(previous_dtype_);
+    }
+#endif
+  }
+  AutocastGuard(const AutocastGuard&) = delete;
+  AutocastGuard& operator=(const AutocastGuard&) = delete;
+
+ private:
+  c10::DeviceType device_;
+  bool previous_ = false;
+  c10::ScalarType previous_dtype_ = c10::ScalarType::BFloat16;
+};
 
 }  // namespace salt::compat

@@ -1,0 +1,191 @@
+#include "callbacks/prediction_writer.h"
+
+#include <cstring>
+
+#include "core/atomic_file.h"
+#include "core/errors.h"
+#include "data/h5_file.h"
+
+namespace salt::callbacks {
+namespace fs = std::filesystem;
+namespace h5 = data::h5;
+
+namespace {
+
+// One output dataset: where its fields come from and where they go.
+struct Output {
+  std::string input;    // input name
+  std::string dataset;  // dataset name in both files
+  bool sequence = false;
+  int64_t width = 1;  // slots per row in the test file (and the output)
+  std::unique_ptr<h5::Dataset> source;
+  size_t source_record = 0;
+  struct Copy {
+    size_t from, to, size;
+  };
+  std::vector<Copy> copies;
+  struct Pred {
+    std::string task;
+    std::size_t column;
+    size_t offset;
+    bool integer;
+  };
+  std::vector<Pred> preds;
+  size_t mask_offset = 0;
+  size_t record = 0;
+  std::unique_ptr<h5::Dataset> target;
+};
+
+}  // namespace
+
+struct PredictionWriter::Impl {
+  PredictionWriterOptions options;
+  fs::path temp;
+  std::unique_ptr<h5::File> source_file, target_file;
+  std::vector<Output> outputs;
+  bool created = false, finished = false;
+
+  std::string dataset_of(const std::string& input) const {
+    auto it = options.input_map.find(input);
+    return it == options.input_map.end() ? input : it->second;
+  }
+
+  void create(const Columns& columns) {
+    source_file = std::make_unique<h5::File>(h5::File::open_read(options.test_file));
+    target_file = std::make_unique<h5::File>(h5::File::create(temp));
+    for (const auto& [input, tasks] : columns) {
+      const bool sequence = input != options.global_object;
+      if (sequence && !options.write_tracks) continue;
+      Output out;
+      out.input = input;
+      out.dataset = dataset_of(input);
+      out.sequence = sequence;
+      out.source = std::make_unique<h5::Dataset>(source_file->dataset(out.dataset));
+      out.width = sequence ? out.source->cols() : 1;
+      const auto& layout = out.source->layout();
+      out.source_record = layout.record_size;
+
+      std::vector<std::string> fields;
+      auto extra = options.extra_vars ? options.extra_vars[input] : YAML::Node();
+      if (extra && extra.IsSequence() && extra.size() > 0) {
+        for (const auto& f : extra) fields.push_back(f.as<std::string>());
+      } else {
+        fields = layout.names();
+      }
+      h5::CompoundBuilder builder;
+      auto file_type = out.source->file_type();
+      std::vector<h5::Id> member_types;
+      for (const auto& name : fields) {
+        const auto* field = layout.find(name);
+        if (!field) throw InputError("PredictionWriter extra_vars: '" + name + "' is not a field of " + out.source->where());
+        h5::Guard guard;
+        int index = H5Tget_member_index(file_type.get(), name.c_str());
+        member_types.emplace_back(H5Tget_member_type(file_type.get(), static_cast<unsigned>(index)), H5Tclose);
+        builder.add(name, member_types.back().get());
+      }
+      const auto float_type = options.half_precision ? h5::kF2 : h5::kF4;
+      for (const auto& [task, cols] : tasks) {
+        const bool integer = !cols.values.is_floating_point();
+        for (const auto& name : cols.names) builder.add(name, integer ? h5::kI8 : float_type);
+      }
+      if (sequence) builder.add("mask", h5::kBool);
+      auto out_layout = builder.layout();
+      out.record = out_layout.record_size;
+      for (const auto& name : fields)
+        out.copies.push_back({layout.find(name)->offset, out_layout.find(name)->offset, static_cast<size_t>(layout.find(name)->type.size)});
+      for (const auto& [task, cols] : tasks)
+        for (std::size_t c = 0; c < cols.names.size(); ++c)
+          out.preds.push_back({task, c, out_layout.find(cols.names[c])->offset, !cols.values.is_floating_point()});
+      if (sequence) out.mask_offset = out_layout.find("mask")->offset;
+      auto type = builder.build();
+      h5::DatasetSpec spec;
+      spec.shape = sequence ? std::vector<hsize_t>{static_cast<hsize_t>(options.num_rows), static_cast<hsize_t>(out.width)}
+                            : std::vector<hsize_t>{static_cast<hsize_t>(options.num_rows)};
+      out.target = std::make_unique<h5::Dataset>(h5::create_dataset(*target_file, out.dataset, type.get(), spec, out.record));
+      outputs.push_back(std::move(out));
+    }
+    created = true;
+  }
+
+  void write(const Batch& batch, const Columns& columns) {
+    if (!created) create(columns);
+    const int64_t rows = batch.size;
+    for (auto& out : outputs) {
+      std::vector<uint8_t> in(static_cast<size_t>(rows * out.width) * out.source_record);
+      out.source->read_records(batch.start, rows, out.width, in.data());
+      std::vector<uint8_t> buf(static_cast<size_t>(rows * out.width) * out.record, 0);
+      const auto& tasks = columns.at(out.input);
+      // Predictions as contiguous CPU arrays: [rows, L, N] (L = 1 for the global object).
+      std::map<std::string, torch::Tensor> values;
+      for (const auto& [task, cols] : tasks) {
+        auto v = cols.values.detach().to(torch::kCPU);
+        v = v.is_floating_point() ? v.to(torch::kFloat32) : v.to(torch::kInt64);
+        if (!out.sequence) v = v.unsqueeze(1);
+        values[task] = v.contiguous();
+      }
+      torch::Tensor mask;
+      if (out.sequence) mask = batch.pad_masks.at(out.input).to(torch::kCPU).to(torch::kBool).contiguous();
+      for (int64_t r = 0; r < rows; ++r) {
+        for (int64_t s = 0; s < out.width; ++s) {
+          const uint8_t* src = in.data() + static_cast<size_t>(r * out.width + s) * out.source_record;
+          uint8_t* dst = buf.data() + static_cast<size_t>(r * out.width + s) * out.record;
+          for (const auto& c : out.copies) std::memcpy(dst + c.to, src + c.from, c.size);
+          for (const auto& p : out.preds) {
+            const auto& v = values.at(p.task);
+            const int64_t len = v.size(1), n = v.size(2);
+            if (s >= len) continue;  // truncated by num_inputs: zero, as salt pads
+            const int64_t idx = (r * len + s) * n + static_cast<int64_t>(p.column);
+            if (p.integer) {
+              int64_t x = v.data_ptr<int64_t>()[idx];
+              std::memcpy(dst + p.offset, &x, 8);
+            } else if (options.half_precision) {
+              uint16_t x = h5::float_to_half(v.data_ptr<float>()[idx]);
+              std::memcpy(dst + p.offset, &x, 2);
+            } else {
+              float x = v.data_ptr<float>()[idx];
+              std::memcpy(dst + p.offset, &x, 4);
+            }
+          }
+          if (out.sequence) {
+            uint8_t padded = s >= mask.size(1) ? 1 : (mask.data_ptr<bool>()[r * mask.size(1) + s] ? 1 : 0);
+            dst[out.mask_offset] = padded;
+          }
+        }
+      }
+      out.target->write_records(batch.start, rows, buf.data());
+    }
+  }
+};
+
+PredictionWriter::PredictionWriter(PredictionWriterOptions options) : impl_(std::make_unique<Impl>()) {
+  impl_->options = std::move(options);
+  fs::create_directories(impl_->options.output.parent_path());
+  impl_->temp = temp_name_for(impl_->options.output);
+}
+
+PredictionWriter::~PredictionWriter() {
+  if (!impl_->finished) {
+    impl_->outputs.clear();
+    impl_->target_file.reset();
+    std::error_code ec;
+    fs::remove(impl_->temp, ec);
+  }
+}
+
+void PredictionWriter::write(const Batch& batch, const Columns& columns) { impl_->write(batch, columns); }
+
+void PredictionWriter::finish() {
+  if (!impl_->created) throw InputError("no predictions were written to " + impl_->options.output.string());
+  impl_->outputs.clear();
+  impl_->target_file->flush();
+  impl_->target_file.reset();
+  impl_->source_file.reset();
+  std::error_code ec;
+  fs::rename(impl_->temp, impl_->options.output, ec);
+  if (ec) throw InputError(impl_->options.output.string() + ": cannot move the finished file into place (" + ec.message() + ")");
+  impl_->finished = true;
+}
+
+const fs::path& PredictionWriter::output() const { return impl_->options.output; }
+
+}  // namespace salt::callbacks

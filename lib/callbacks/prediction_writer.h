@@ -1,0 +1,52 @@
+// salt.callbacks.PredictionWriter: the `salt test` output file. One dataset per
+// input with tasks (constituents only with write_tracks): the input's own fields
+// copied from the test file (or only extra_vars), then the predictions
+// (<name>_pb ..., f4 or f2 with half_precision), then a bool `mask` (true =
+// padded) for sequences. Rows in file order. Written to a temp name, renamed by
+// finish(); destroyed unfinished, it leaves nothing behind.
+#pragma once
+#include <yaml-cpp/yaml.h>
+
+#include <filesystem>
+#include <map>
+#include <memory>
+#include <string>
+
+#include "data/batch.h"
+#include "models/task.h"
+
+namespace salt::callbacks {
+
+struct PredictionWriterOptions {
+  std::filesystem::path test_file;
+  std::filesystem::path output;
+  std::string global_object = "jets";
+  std::map<std::string, std::string> input_map;  // input -> dataset
+  int64_t num_rows = 0;                          // rows to write (num_test)
+  bool write_tracks = false;
+  bool half_precision = false;
+  YAML::Node extra_vars;  // input -> [fields]; absent = all fields
+};
+
+using Columns = std::map<std::string, std::map<std::string, models::PredictionColumns>>;
+
+class PredictionWriter {
+ public:
+  explicit PredictionWriter(PredictionWriterOptions options);
+  ~PredictionWriter();
+  PredictionWriter(const PredictionWriter&) = delete;
+  PredictionWriter& operator=(const PredictionWriter&) = delete;
+
+  // Rows [batch.start, batch.start + batch.size) with their prediction columns.
+  void write(const Batch& batch, const Columns& columns);
+  // Moves the finished file into place.
+  void finish();
+
+  const std::filesystem::path& output() const;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace salt::callbacks

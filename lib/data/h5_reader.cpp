@@ -1,0 +1,340 @@
+#include "data/h5_reader.h"
+
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+#include <atomic>
+#include <cmath>
+#include <cstring>
+#include <set>
+
+#include "core/errors.h"
+
+namespace salt::data {
+
+namespace fs = std::filesystem;
+using h5::FieldType;
+using h5::Kind;
+
+std::string with_commas(int64_t n) {
+  std::string digits = std::to_string(n < 0 ? -n : n);
+  std::string out;
+  for (size_t i = 0; i < digits.size(); ++i) {
+    if (i && (digits.size() - i) % 3 == 0) out += ',';
+    out += digits[i];
+  }
+  return n < 0 ? "-" + out : out;
+}
+
+namespace {
+
+// Field types as a flat code so the per-record loops switch on a small integer.
+enum class Code : uint8_t { F2, F4, F8, I1, I2, I4, I8, U1, U2, U4, U8, B };
+
+Code code_of(FieldType t) {
+  switch (t.kind) {
+    case Kind::Float: return t.size == 2 ? Code::F2 : t.size == 4 ? Code::F4 : Code::F8;
+    case Kind::Int: return t.size == 1 ? Code::I1 : t.size == 2 ? Code::I2 : t.size == 4 ? Code::I4 : Code::I8;
+    case Kind::UInt: return t.size == 1 ? Code::U1 : t.size == 2 ? Code::U2 : t.size == 4 ? Code::U4 : Code::U8;
+    case Kind::Bool: return Code::B;
+    default: return Code::F4;  // unreachable: unsupported types are rejected up front
+  }
+}
+
+template <typename T>
+inline T load(const uint8_t* p) {
+  T v;
+  std::memcpy(&v, p, sizeof v);
+  return v;
+}
+
+inline float as_float(const uint8_t* p, Code c) {
+  switch (c) {
+    case Code::F2: return h5::half_to_float(load<uint16_t>(p));
+    case Code::F4: return load<float>(p);
+    case Code::F8: return static_cast<float>(load<double>(p));
+    case Code::I1: return static_cast<float>(load<int8_t>(p));
+    case Code::I2: return static_cast<float>(load<int16_t>(p));
+    case Code::I4: return static_cast<float>(load<int32_t>(p));
+    case Code::I8: return static_cast<float>(load<int64_t>(p));
+    case Code::U1: return static_cast<float>(load<uint8_t>(p));
+    case Code::U2: return static_cast<float>(load<uint16_t>(p));
+    case Code::U4: return static_cast<float>(load<uint32_t>(p));
+    case Code::U8: return static_cast<float>(load<uint64_t>(p));
+    case Code::B: return load<uint8_t>(p) ? 1.0f : 0.0f;
+  }
+  return 0.0f;
+}
+
+inline int64_t as_int(const uint8_t* p, Code c) {
+  switch (c) {
+    case Code::I1: return load<int8_t>(p);
+    case Code::I2: return load<int16_t>(p);
+    case Code::I4: return load<int32_t>(p);
+    case Code::I8: return load<int64_t>(p);
+    case Code::U1: return load<uint8_t>(p);
+    case Code::U2: return load<uint16_t>(p);
+    case Code::U4: return load<uint32_t>(p);
+    case Code::U8: return static_cast<int64_t>(load<uint64_t>(p));
+    case Code::B: return load<uint8_t>(p) ? 1 : 0;
+    default: return static_cast<int64_t>(as_float(p, c));
+  }
+}
+
+inline bool is_float(Code c) { return c == Code::F2 || c == Code::F4 || c == Code::F8; }
+
+std::string join(const std::vector<std::string>& v) {
+  std::string out;
+  for (const auto& s : v) out += (out.empty() ? "" : ", ") + s;
+  return out;
+}
+
+}  // namespace
+
+struct H5Reader::Stream {
+  std::string input;    // name in data.variables
+  std::string dataset;  // name in the file
+  std::unique_ptr<h5::Dataset> ds;
+  bool sequence = false;  // 2-D constituents
+  int64_t cols = 1;       // slots read per row (after truncation)
+  size_t record_size = 0;
+  struct Col {
+    std::string name;
+    size_t offset;
+    Code code;
+  };
+  std::vector<Col> inputs;
+  std::vector<Col> labels;
+  bool has_valid = false;
+  Col valid{};
+  bool direct = false;  // read compressed chunks, decode in convert()
+};
+
+H5Reader::H5Reader(const fs::path& path, ReaderOptions options, int64_t num, const std::string& num_key)
+    : path_(path), options_(std::move(options)), file_(h5::File::open_read(path)) {
+  const std::string& global = options_.global_object;
+  const std::string file_str = path_.string();
+
+  // num_inputs may only name inputs that exist (salt's check).
+  for (const auto& [name, n] : options_.num_inputs) {
+    if (!options_.variables.count(name)) {
+      std::vector<std::string> ins;
+      for (const auto& [k, v] : options_.variables) ins.push_back(k);
+      throw InputError(fmt::format("data.num_inputs has the key '{}', which is not an input in data.variables ({})", name,
+                                   join(ins)));
+    }
+    if (n <= 0) throw InputError(fmt::format("data.num_inputs.{} must be positive, got {}", name, n));
+  }
+
+  // Streams: every input with variables or labels, plus the global object (it defines N).
+  std::set<std::string> names;
+  for (const auto& [k, v] : options_.variables)
+    if (!k.empty() && k[0] != '_') names.insert(k);
+  for (const auto& [k, v] : options_.labels)
+    if (!k.empty() && k[0] != '_') names.insert(k);
+  names.insert(global);
+
+  auto dataset_of = [&](const std::string& input) {
+    auto it = options_.input_map.find(input);
+    return it == options_.input_map.end() ? input : it->second;
+  };
+
+  int64_t global_rows = -1;
+  for (const auto& input : names) {
+    auto s = std::make_unique<Stream>();
+    s->input = input;
+    s->dataset = dataset_of(input);
+    s->ds = std::make_unique<h5::Dataset>(file_.dataset(s->dataset));
+    const auto& shape = s->ds->shape();
+    std::string where = s->ds->where();
+    if (input == global) {
+      if (shape.size() != 1)
+        throw InputError(fmt::format("The global object {} must be 1-D (N,), but has {} dimensions", where, shape.size()));
+      global_rows = s->ds->rows();
+    } else {
+      if (shape.size() != 2)
+        throw InputError(fmt::format("The constituents {} must be 2-D (N, L), but has {} dimensions", where, shape.size()));
+      s->sequence = true;
+      s->cols = s->ds->cols();
+      if (auto it = options_.num_inputs.find(input); it != options_.num_inputs.end()) {
+        if (it->second > s->cols)
+          throw InputError(fmt::format("data.num_inputs.{} = {} exceeds the {} slots of {}", input, it->second, s->cols,
+                                       where));
+        s->cols = it->second;
+      }
+    }
+    const h5::CompoundLayout& layout = s->ds->layout();
+    s->record_size = layout.record_size;
+    auto column = [&](const std::string& field, const char* what) {
+      const h5::Field* f = layout.find(field);
+      if (!f) throw InputError(fmt::format("{} '{}' is missing from {}", what, field, where));
+      if (f->type.kind == Kind::Other)
+        throw InputError(fmt::format("{} '{}' of {} has an unsupported type (supported: f2/f4/f8, i1..i8, u1..u8, bool)",
+                                     what, field, where));
+      return Stream::Col{field, f->offset, code_of(f->type)};
+    };
+    if (auto it = options_.variables.find(input); it != options_.variables.end()) {
+      std::vector<std::string> missing;
+      for (const auto& v : it->second)
+        if (!layout.find(v)) missing.push_back(v);
+      if (!missing.empty())
+        throw InputError(fmt::format("Variables [{}] are missing from {}", join(missing), where));
+      for (const auto& v : it->second) s->inputs.push_back(column(v, "Variable"));
+    }
+    if (auto it = options_.labels.find(input); it != options_.labels.end())
+      for (const auto& l : it->second) s->labels.push_back(column(l, "Label"));
+    if (s->sequence && layout.find("valid")) {
+      s->valid = column("valid", "Field");
+      s->has_valid = true;
+    }
+    s->ds->check_filters();
+    s->direct = options_.direct_chunks && s->ds->direct_chunks_supported();
+    streams_.push_back(std::move(s));
+  }
+
+  for (const auto& s : streams_) {
+    if (s->ds->rows() != global_rows)
+      throw InputError(fmt::format("Dataset '{}' has {} rows but the global object '{}' has {} in {}", s->dataset,
+                                   with_commas(s->ds->rows()), dataset_of(global), with_commas(global_rows), file_str));
+  }
+  available_rows_ = global_rows;
+  if (num > available_rows_)
+    throw InputError(fmt::format("Requested {} {} ({}), but only {} are available in the file {}", with_commas(num),
+                                 global, num_key, with_commas(available_rows_), file_str));
+  num_rows_ = num < 0 ? available_rows_ : num;
+}
+
+H5Reader::~H5Reader() = default;
+
+int64_t H5Reader::slots(const std::string& input) const {
+  for (const auto& s : streams_)
+    if (s->input == input) return s->cols;
+  throw InputError(fmt::format("'{}' is not an input read from {}", input, path_.string()));
+}
+
+std::vector<std::string> H5Reader::inputs() const {
+  std::vector<std::string> out;
+  for (const auto& s : streams_) out.push_back(s->input);
+  return out;
+}
+
+RawBatch H5Reader::read_raw(int64_t start, int64_t count) const {
+  if (start < 0 || count < 0 || start + count > num_rows_)
+    throw InputError(fmt::format("Rows {}..{} are outside the {} rows in use of {}", start, start + count,
+                                 with_commas(num_rows_), path_.string()));
+  RawBatch raw;
+  raw.start = start;
+  raw.count = count;
+  raw.records.resize(streams_.size());
+  raw.chunks.resize(streams_.size());
+  for (size_t si = 0; si < streams_.size(); ++si) {
+    const Stream& s = *streams_[si];
+    if (s.direct) {
+      raw.chunks[si] = s.ds->read_chunks(start, count, s.cols);
+    } else {
+      size_t bytes = static_cast<size_t>(count * s.cols) * s.record_size;
+      // new[] without () leaves the buffer uninitialised: HDF5 overwrites all of it.
+      raw.records[si].reset(new uint8_t[std::max<size_t>(bytes, 1)]);
+      s.ds->read_records(start, count, s.cols, raw.records[si].get());
+    }
+  }
+  return raw;
+}
+
+Batch H5Reader::convert(RawBatch&& raw, bool pin_memory) const {
+  static std::atomic<bool> warned{false};
+  const int64_t B = raw.count;
+  auto opts = torch::TensorOptions().pinned_memory(pin_memory);
+  Batch batch;
+  batch.start = raw.start;
+  batch.size = B;
+  for (size_t si = 0; si < streams_.size(); ++si) {
+    const Stream& s = *streams_[si];
+    if (!raw.records[si]) {  // direct path: decompress here, outside HDF5
+      raw.records[si].reset(new uint8_t[std::max<size_t>(static_cast<size_t>(B * s.cols) * s.record_size, 1)]);
+      s.ds->decode_chunks(raw.chunks[si], raw.records[si].get());
+      raw.chunks[si] = h5::RawChunks{};
+    }
+    const uint8_t* base = raw.records[si].get();
+    const int64_t L = s.cols;
+    const int64_t n_records = B * L;
+    const int64_t F = static_cast<int64_t>(s.inputs.size());
+    const size_t rs = s.record_size;
+
+    std::vector<int64_t> shape = s.sequence ? std::vector<int64_t>{B, L} : std::vector<int64_t>{B};
+    torch::Tensor mask;
+    bool* mask_ptr = nullptr;
+    if (s.sequence) {
+      mask = torch::empty(shape, opts.dtype(torch::kBool));
+      mask_ptr = mask.data_ptr<bool>();
+      for (int64_t n = 0; n < n_records; ++n)
+        mask_ptr[n] = s.has_valid ? load<uint8_t>(base + n * rs + s.valid.offset) == 0 : false;
+    }
+
+    if (F > 0) {
+      std::vector<int64_t> xshape = shape;
+      xshape.push_back(F);
+      torch::Tensor x = torch::empty(xshape, opts.dtype(torch::kFloat32));
+      float* out = x.data_ptr<float>();
+      bool non_finite = false;
+      const bool to_num = options_.non_finite_to_num;
+      for (int64_t n = 0; n < n_records; ++n, out += F) {
+        if (mask_ptr && mask_ptr[n]) {
+          std::fill(out, out + F, 0.0f);  // padded slots are zero, whatever the file holds
+          continue;
+        }
+        const uint8_t* rec = base + n * rs;
+        for (int64_t f = 0; f < F; ++f) {
+          const auto& col = s.inputs[static_cast<size_t>(f)];
+          float v = as_float(rec + col.offset, col.code);
+          if (is_float(col.code) && !std::isfinite(v)) {
+            non_finite = true;
+            if (to_num) v = 0.0f;
+          }
+          out[f] = v;
+        }
+      }
+      if (non_finite && !to_num) {
+        if (!options_.ignore_finite_checks)
+          throw InputError(fmt::format("Non-finite inputs for '{}' in {}", s.input, path_.string()));
+        if (!warned.exchange(true))
+          spdlog::warn("Non-finite inputs for '{}' in {}, kept because ignore_finite_checks is set", s.input,
+                       path_.string());
+      }
+      batch.inputs[s.input] = std::move(x);
+    }
+    if (s.sequence) batch.pad_masks[s.input] = std::move(mask);
+
+    for (const auto& col : s.labels) {
+      if (is_float(col.code)) {
+        torch::Tensor y = torch::empty(shape, opts.dtype(torch::kFloat32));
+        float* out = y.data_ptr<float>();
+        for (int64_t n = 0; n < n_records; ++n) out[n] = as_float(base + n * rs + col.offset, col.code);
+        batch.labels[s.input][col.name] = std::move(y);
+      } else {
+        torch::Tensor y = torch::empty(shape, opts.dtype(torch::kInt64));
+        int64_t* out = y.data_ptr<int64_t>();
+        for (int64_t n = 0; n < n_records; ++n) out[n] = as_int(base + n * rs + col.offset, col.code);
+        batch.labels[s.input][col.name] = std::move(y);
+      }
+    }
+  }
+  return batch;
+}
+
+std::vector<std::string> H5Reader::class_names(const std::string& label) const {
+  for (const auto& s : streams_) {
+    if (s->input != options_.global_object) continue;
+    YAML::Node attrs = s->ds->attributes();
+    YAML::Node v = attrs[label];
+    std::vector<std::string> out;
+    if (v && v.IsSequence())
+      for (const auto& e : v) out.push_back(e.as<std::string>());
+    else if (v && v.IsScalar())
+      out.push_back(v.as<std::string>());
+    return out;
+  }
+  return {};
+}
+
+}  // namespace salt::data

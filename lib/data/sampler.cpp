@@ -1,0 +1,89 @@
+#include "data/sampler.h"
+
+#include <fmt/format.h>
+
+#include <random>
+
+#include "core/errors.h"
+
+namespace salt::data {
+
+SamplerOptions SamplerOptions::training(int64_t num_rows, int64_t batch_size, uint64_t seed) {
+  SamplerOptions o;
+  o.num_rows = num_rows;
+  o.batch_size = batch_size;
+  o.shuffle = true;
+  o.drop_last = true;
+  o.seed = seed;
+  return o;
+}
+
+SamplerOptions SamplerOptions::evaluation(int64_t num_rows, int64_t batch_size) {
+  SamplerOptions o;
+  o.num_rows = num_rows;
+  o.batch_size = batch_size;
+  return o;
+}
+
+BatchSampler::BatchSampler(SamplerOptions options) : options_(options) {
+  if (options_.batch_size <= 0) throw InputError(fmt::format("data.batch_size must be positive, got {}", options_.batch_size));
+  if (options_.num_rows < 0) throw InputError(fmt::format("Number of rows must not be negative, got {}", options_.num_rows));
+  if (options_.world_size < 1 || options_.rank < 0 || options_.rank >= options_.world_size)
+    throw InputError(fmt::format("Invalid shard: rank {} of world size {}", options_.rank, options_.world_size));
+}
+
+uint64_t uniform_below(uint64_t n, uint64_t (*next)(void*), void* state) {
+  // Reject the top partial copy of [0, n) so every residue is equally likely.
+  const uint64_t threshold = (0 - n) % n;  // = 2^64 mod n
+  for (;;) {
+    uint64_t r = next(state);
+    if (r >= threshold) return r % n;
+  }
+}
+
+std::vector<int64_t> permutation(int64_t n, uint64_t seed) {
+  std::vector<int64_t> p(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i) p[static_cast<size_t>(i)] = i;
+  std::mt19937_64 rng(seed);
+  auto next = [](void* s) -> uint64_t { return (*static_cast<std::mt19937_64*>(s))(); };
+  // Fisher-Yates, from the back.
+  for (int64_t i = n - 1; i > 0; --i) {
+    auto j = static_cast<int64_t>(uniform_below(static_cast<uint64_t>(i + 1), next, &rng));
+    std::swap(p[static_cast<size_t>(i)], p[static_cast<size_t>(j)]);
+  }
+  return p;
+}
+
+namespace {
+int64_t full_batches(const SamplerOptions& o) { return o.num_rows / o.batch_size; }
+bool has_tail(const SamplerOptions& o) { return !o.drop_last && o.num_rows % o.batch_size != 0; }
+}  // namespace
+
+int64_t BatchSampler::batches_per_epoch() const {
+  int64_t total = full_batches(options_) + (has_tail(options_) ? 1 : 0);
+  return total / options_.world_size;
+}
+
+std::vector<Slice> BatchSampler::epoch(int64_t epoch) const {
+  const auto& o = options_;
+  const int64_t n_full = full_batches(o);
+  std::vector<int64_t> order;
+  if (o.shuffle) {
+    order = permutation(n_full, o.seed + static_cast<uint64_t>(epoch));
+  } else {
+    order.resize(static_cast<size_t>(n_full));
+    for (int64_t i = 0; i < n_full; ++i) order[static_cast<size_t>(i)] = i;
+  }
+  std::vector<Slice> all;
+  all.reserve(order.size() + 1);
+  for (int64_t k : order) all.push_back({k * o.batch_size, o.batch_size});
+  if (has_tail(o)) all.push_back({n_full * o.batch_size, o.num_rows - n_full * o.batch_size});
+
+  const int64_t per_rank = static_cast<int64_t>(all.size()) / o.world_size;
+  std::vector<Slice> mine;
+  mine.reserve(static_cast<size_t>(per_rank));
+  for (int64_t i = 0; i < per_rank; ++i) mine.push_back(all[static_cast<size_t>(o.rank + i * o.world_size)]);
+  return mine;
+}
+
+}  // namespace salt::data

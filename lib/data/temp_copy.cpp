@@ -1,0 +1,189 @@
+#include "data/temp_copy.h"
+
+#include <fmt/format.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <limits>
+#include <fstream>
+#include <functional>
+#include <mutex>
+#include <random>
+#include <set>
+#include <sstream>
+
+#include "core/errors.h"
+
+namespace salt::data {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+constexpr const char* kMarkerSuffix = ".owner";
+
+std::mutex& registry_mutex() {
+  static std::mutex m;
+  return m;
+}
+std::set<TempCopies*>& registry() {
+  static std::set<TempCopies*> r;
+  return r;
+}
+
+// Start time of a process in clock ticks since boot (field 22 of /proc/<pid>/stat),
+// which tells a live owner from a later process that reused its pid. 0 if unknown.
+unsigned long long process_start(long pid) {
+  std::ifstream in(fmt::format("/proc/{}/stat", pid));
+  std::string line;
+  if (!std::getline(in, line)) return 0;
+  auto close = line.rfind(')');
+  if (close == std::string::npos) return 0;
+  std::istringstream rest(line.substr(close + 2));
+  std::string field;
+  // Fields after the command name start at field 3 (state); start time is field 22.
+  for (int i = 3; i <= 22 && rest >> field; ++i)
+    if (i == 22) return std::stoull(field);
+  return 0;
+}
+
+bool process_alive(long pid, unsigned long long start) {
+  if (pid <= 0) return false;
+  if (kill(static_cast<pid_t>(pid), 0) != 0 && errno != EPERM) return false;
+  if (start != 0) {
+    unsigned long long now = process_start(pid);
+    if (now != 0 && now != start) return false;  // pid reused by another process
+  }
+  return true;
+}
+
+std::string random_token() {
+  std::random_device rd;
+  return fmt::format("{:08x}", rd());
+}
+
+void remove_quietly(const fs::path& p) {
+  std::error_code ec;
+  fs::remove(p, ec);
+}
+
+}  // namespace
+
+int remove_stale_temp_copies(const fs::path& dir) {
+  std::error_code ec;
+  if (!fs::is_directory(dir, ec)) return 0;
+  int removed = 0;
+  std::vector<fs::path> markers;
+  for (const auto& entry : fs::directory_iterator(dir, ec)) {
+    const std::string name = entry.path().filename().string();
+    if (name.size() > std::strlen(kMarkerSuffix) && name.find(".salt-") != std::string::npos &&
+        name.compare(name.size() - std::strlen(kMarkerSuffix), std::string::npos, kMarkerSuffix) == 0)
+      markers.push_back(entry.path());
+  }
+  for (const auto& marker : markers) {
+    long pid = 0;
+    unsigned long long start = 0;
+    std::ifstream in(marker);
+    std::string key;
+    while (in >> key) {
+      if (key == "pid") in >> pid;
+      else if (key == "start") in >> start;
+      else in.ignore(std::numeric_limits<std::streamsize>::max(), '\n');
+    }
+    if (pid == 0) {
+      // Marker not readable yet (or truncated by a kill): fall back on the pid in the name.
+      const std::string name = marker.filename().string();
+      auto at = name.find(".salt-");
+      if (at != std::string::npos) pid = std::atol(name.c_str() + at + 6);
+    }
+    if (process_alive(pid, start)) continue;
+    fs::path copy = marker;
+    copy.replace_extension();  // strip ".owner"
+    remove_quietly(copy);
+    remove_quietly(marker);
+    ++removed;
+  }
+  return removed;
+}
+
+TempCopies::TempCopies(const fs::path& dir) : dir_(fs::absolute(dir)) {
+  // Remember which directories we create, so that only those are removed later.
+  std::vector<fs::path> missing;
+  for (fs::path p = dir_; !p.empty() && !fs::exists(p); p = p.parent_path()) {
+    missing.push_back(p);
+    if (p == p.parent_path()) break;
+  }
+  std::error_code ec;
+  fs::create_directories(dir_, ec);
+  if (ec || !fs::is_directory(dir_))
+    throw InputError(fmt::format("Cannot create data.move_files_temp directory {}: {}", dir_.string(), ec.message()));
+  created_dirs_.assign(missing.rbegin(), missing.rend());
+  stale_removed_ = remove_stale_temp_copies(dir_);
+  std::lock_guard<std::mutex> lk(registry_mutex());
+  registry().insert(this);
+}
+
+TempCopies::~TempCopies() {
+  {
+    std::lock_guard<std::mutex> lk(registry_mutex());
+    registry().erase(this);
+  }
+  cleanup();
+}
+
+fs::path TempCopies::copy(const fs::path& source) {
+  std::error_code ec;
+  if (!fs::is_regular_file(source, ec)) throw InputError(fmt::format("Cannot copy {}: not a file", source.string()));
+  const fs::path abs = fs::absolute(source);
+  const size_t hash = std::hash<std::string>{}(abs.lexically_normal().string());
+  const fs::path target =
+      dir_ / fmt::format("{}.salt-{}-{}-{:08x}{}", abs.stem().string(), static_cast<long>(getpid()), random_token(),
+                         static_cast<uint32_t>(hash), abs.extension().string());
+  fs::path marker = target;
+  marker += kMarkerSuffix;
+  {
+    // The marker comes first: a run killed while copying still leaves a claim that
+    // the next run can check and clean up.
+    fs::path tmp = marker;
+    tmp += ".tmp";
+    std::ofstream out(tmp);
+    out << "pid " << getpid() << "\nstart " << process_start(getpid()) << "\nsource " << abs.string() << "\n";
+    out.close();
+    fs::rename(tmp, marker, ec);
+    if (!out || ec) {
+      remove_quietly(tmp);
+      throw InputError(fmt::format("Cannot write in data.move_files_temp directory {}", dir_.string()));
+    }
+  }
+  copies_.push_back(target);
+  fs::copy_file(abs, target, fs::copy_options::overwrite_existing, ec);
+  if (ec) {
+    remove_quietly(target);
+    remove_quietly(marker);
+    copies_.pop_back();
+    throw InputError(fmt::format("Cannot copy {} to {}: {}", abs.string(), target.string(), ec.message()));
+  }
+  return target;
+}
+
+void TempCopies::cleanup() {
+  for (const auto& c : copies_) {
+    remove_quietly(c);
+    fs::path marker = c;
+    marker += kMarkerSuffix;
+    remove_quietly(marker);
+  }
+  copies_.clear();
+  // Directories we created, deepest first; fs::remove refuses non-empty ones.
+  for (auto it = created_dirs_.rbegin(); it != created_dirs_.rend(); ++it) remove_quietly(*it);
+  created_dirs_.clear();
+}
+
+void cleanup_temp_copies() {
+  std::lock_guard<std::mutex> lk(registry_mutex());
+  for (TempCopies* t : registry()) t->cleanup();
+}
+
+}  // namespace salt::data

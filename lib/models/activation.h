@@ -1,0 +1,17 @@
+// Activation modules looked up by salt's names (the class names in torch.nn).
+#pragma once
+#include <torch/torch.h>
+
+#include <string>
+#include <vector>
+
+namespace salt::models {
+
+// A fresh activation module for a torch.nn class name ("ReLU", "SiLU", ...).
+// Throws UsageError naming `where` for an unknown name.
+torch::nn::AnyModule make_activation(const std::string& name, const std::string& where = "activation");
+
+// The names make_activation accepts (for error messages and docs).
+const std::vector<std::string>& activation_names();
+
+}  // namespace salt::models

@@ -1,0 +1,56 @@
+// salt.models.Attention: multi-head self-attention with a packed input projection
+// (`in_proj_weight` [3D, D] xavier-uniform, `in_proj_bias` [3D] zero) and
+// `out_proj` Linear(D, D). Padded tokens may receive attention but never send it.
+#pragma once
+#include <torch/torch.h>
+
+#include <string>
+
+#include "models/norm.h"
+
+namespace salt::models {
+
+// salt's backend names. They select a kernel, never change the result: with
+// LibTorch >= 2.0 all but torch-math use the fused at::scaled_dot_product_attention,
+// otherwise (and for torch-math) an explicit masked softmax.
+bool is_valid_attn_type(const std::string& attn_type);
+bool attn_type_uses_fused_kernel(const std::string& attn_type);
+
+struct AttentionOptions {
+  explicit AttentionOptions(int64_t embed_dim) : embed_dim_(embed_dim) {}
+  TORCH_ARG(int64_t, embed_dim);
+  TORCH_ARG(int64_t, num_heads) = 1;
+  TORCH_ARG(std::string, attn_type) = "torch-meff";  // salt's Attention default
+  TORCH_ARG(double, dropout) = 0.0;
+  TORCH_ARG(bool, bias) = true;
+  TORCH_ARG(bool, do_qk_norm) = false;  // RMSNorm per head on q and k
+  TORCH_ARG(bool, do_v_norm) = false;   // RMSNorm per head on v
+};
+
+// Explicit masked-softmax attention. q, k, v: [B, H, L, Dh]; key_allowed: bool
+// broadcastable to [B, H, Lq, Lk] (true = may attend), or undefined. Rows with no
+// allowed key give zeros.
+torch::Tensor attention_explicit(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
+                                 const torch::Tensor& key_allowed, double dropout_p, double scale);
+
+class AttentionImpl : public torch::nn::Module {
+ public:
+  explicit AttentionImpl(const AttentionOptions& options);
+  // x: [B, L, D]; pad_mask: bool [B, L], true = padded (may be undefined).
+  torch::Tensor forward(const torch::Tensor& x, const torch::Tensor& pad_mask = {});
+  void reset_parameters();
+  // Switch the kernel (salt's set_backend); throws UsageError for an unknown name.
+  void set_backend(const std::string& attn_type);
+  const std::string& attn_type() const { return options_.attn_type(); }
+
+  torch::Tensor in_proj_weight, in_proj_bias;
+  torch::nn::Linear out_proj{nullptr};
+  Norm q_norm{nullptr}, k_norm{nullptr}, v_norm{nullptr};
+
+ private:
+  AttentionOptions options_;
+  int64_t head_dim_;
+};
+TORCH_MODULE(Attention);
+
+}  // namespace salt::models

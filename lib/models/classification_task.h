@@ -1,0 +1,40 @@
+// salt.models.ClassificationTask: CrossEntropy (class weights, ignore_index -1;
+// padded slots and label -2 ignored; `label_map` remaps labels first) or
+// BCEWithLogits for a single output. Inference: softmax (jets), masked softmax
+// (constituents, padded -> 0), sigmoid for BCE.
+#pragma once
+#include <map>
+#include <optional>
+
+#include "models/task.h"
+
+namespace salt::models {
+
+using LabelMap = std::map<int64_t, int64_t>;
+
+struct ClassificationOptions {
+  explicit ClassificationOptions(std::string label = "") : label_(std::move(label)) {}
+  TORCH_ARG(std::string, label);
+  TORCH_ARG(std::vector<std::string>, class_names);  // must match the output size
+  TORCH_ARG(std::optional<LabelMap>, label_map) = std::nullopt;
+};
+
+class ClassificationTaskImpl : public TaskImpl {
+ public:
+  // Throws UsageError if class_names doesn't match the number of outputs or the
+  // class weights don't match the number of classes.
+  ClassificationTaskImpl(const TaskOptions& task, const ClassificationOptions& options);
+  TaskOutput forward(const torch::Tensor& x, const torch::Tensor& pad_mask, const torch::Tensor& context,
+                     const Labels* labels) override;
+  PredictionColumns predict(const torch::Tensor& preds, const torch::Tensor& pad_mask, const Labels* labels,
+                            const std::string& model_name) const override;
+  std::vector<std::string> label_names() const override { return {options_cls_.label()}; }
+  const std::vector<std::string>& class_names() const { return options_cls_.class_names(); }
+  // Labels as the loss sees them: remapped, -1 where ignored (padded, label -2).
+  torch::Tensor prepare_labels(const torch::Tensor& raw, const torch::Tensor& pad_mask) const;
+
+ private:
+  ClassificationOptions options_cls_;
+};
+
+}  // namespace salt::models

@@ -1,0 +1,48 @@
+// salt.models.Dense: an MLP, optionally fed a context vector concatenated FIRST.
+// Layout of `net` (a Sequential, so state-dict indices match salt's nn.Sequential):
+// per layer [Dropout if dropout>0] Linear [activation, except after the last;
+// final_activation after the last if set]. No normalisation layers.
+#pragma once
+#include <torch/torch.h>
+
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace salt::models {
+
+struct DenseOptions {
+  explicit DenseOptions(int64_t input_size) : input_size_(input_size) {}
+  TORCH_ARG(int64_t, input_size);
+  // Absent: equal to input_size (salt's default).
+  TORCH_ARG(std::optional<int64_t>, output_size) = std::nullopt;
+  // Absent: one hidden layer of input_size * hidden_dim_scale nodes.
+  TORCH_ARG(std::optional<std::vector<int64_t>>, hidden_layers) = std::nullopt;
+  TORCH_ARG(int64_t, hidden_dim_scale) = 2;
+  TORCH_ARG(std::string, activation) = "ReLU";
+  TORCH_ARG(std::optional<std::string>, final_activation) = std::nullopt;
+  TORCH_ARG(double, dropout) = 0.0;
+  TORCH_ARG(bool, bias) = true;
+  TORCH_ARG(int64_t, context_size) = 0;
+};
+
+class DenseImpl : public torch::nn::Module {
+ public:
+  explicit DenseImpl(const DenseOptions& options);
+  // x: [..., input_size]; context: [B, context_size] (broadcast over x's middle
+  // dims) or [..., context_size]; required iff context_size > 0.
+  torch::Tensor forward(const torch::Tensor& x, const torch::Tensor& context = {});
+
+  int64_t input_size() const { return options_.input_size(); }
+  int64_t output_size() const { return output_size_; }
+  int64_t context_size() const { return options_.context_size(); }
+
+  torch::nn::Sequential net{nullptr};
+
+ private:
+  DenseOptions options_;
+  int64_t output_size_;
+};
+TORCH_MODULE(Dense);
+
+}  // namespace salt::models

@@ -1,0 +1,28 @@
+#include "models/glu.h"
+
+#include "models/activation.h"
+
+namespace salt::models {
+
+GLUImpl::GLUImpl(const GLUOptions& o) : torch::nn::Module("GLU"), gated_(o.gated()) {
+  const int64_t hidden = o.hidden_dim().value_or(2 * o.embed_dim());
+  in_proj = register_module(
+      "in_proj", torch::nn::Linear(torch::nn::LinearOptions(o.embed_dim(), hidden * (o.gated() ? 2 : 1)).bias(o.bias())));
+  out_proj = register_module("out_proj", torch::nn::Linear(torch::nn::LinearOptions(hidden, o.embed_dim()).bias(o.bias())));
+  drop = register_module("drop", torch::nn::Dropout(o.dropout()));
+  activation = make_activation(o.activation(), "dense_kwargs.activation");
+  register_module("activation", activation.ptr());
+}
+
+torch::Tensor GLUImpl::forward(const torch::Tensor& x) {
+  auto h = in_proj->forward(x);
+  if (gated_) {
+    auto parts = h.chunk(2, -1);
+    h = activation.forward(parts[0]) * parts[1];
+  } else {
+    h = activation.forward(h);
+  }
+  return out_proj->forward(drop->forward(h));
+}
+
+}  // namespace salt::models

@@ -1,0 +1,36 @@
+// salt.models.transformer.GLU: the dense update of an encoder layer.
+// in_proj Linear(D, H (x2 if gated)) -> activation (act(a) * b if gated) -> dropout
+// -> out_proj Linear(H, D). H defaults to 2D.
+#pragma once
+#include <torch/torch.h>
+
+#include <optional>
+#include <string>
+
+namespace salt::models {
+
+struct GLUOptions {
+  explicit GLUOptions(int64_t embed_dim = 0) : embed_dim_(embed_dim) {}
+  TORCH_ARG(int64_t, embed_dim);
+  TORCH_ARG(std::optional<int64_t>, hidden_dim) = std::nullopt;
+  TORCH_ARG(std::string, activation) = "SiLU";  // salt's GLU default (GN2 sets ReLU)
+  TORCH_ARG(double, dropout) = 0.0;
+  TORCH_ARG(bool, bias) = true;
+  TORCH_ARG(bool, gated) = false;
+};
+
+class GLUImpl : public torch::nn::Module {
+ public:
+  explicit GLUImpl(const GLUOptions& options);
+  torch::Tensor forward(const torch::Tensor& x);
+
+  torch::nn::Linear in_proj{nullptr}, out_proj{nullptr};
+  torch::nn::Dropout drop{nullptr};
+  torch::nn::AnyModule activation;
+
+ private:
+  bool gated_;
+};
+TORCH_MODULE(GLU);
+
+}  // namespace salt::models

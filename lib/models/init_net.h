@@ -1,0 +1,40 @@
+// salt.models.InitNet: the initial embedding of one input type. Input =
+// cat([global vars broadcast over L, constituent vars]) when attach_global, then Dense.
+#pragma once
+#include <torch/torch.h>
+
+#include <string>
+
+#include "models/common.h"
+#include "models/dense.h"
+
+namespace salt::models {
+
+struct InitNetOptions {
+  InitNetOptions(std::string input_name, std::string global_object, DenseOptions dense)
+      : input_name_(std::move(input_name)), global_object_(std::move(global_object)), dense_(std::move(dense)) {}
+  TORCH_ARG(std::string, input_name);
+  TORCH_ARG(std::string, global_object);
+  // dense.input_size must already include the global variables when attach_global
+  // (the factory derives it from the variables like salt).
+  TORCH_ARG(DenseOptions, dense);
+  TORCH_ARG(bool, attach_global) = true;
+};
+
+class InitNetImpl : public torch::nn::Module {
+ public:
+  explicit InitNetImpl(const InitNetOptions& options);
+  // inputs: normalised inputs by name; returns [B, L, D] (or [B, D] for the global object).
+  torch::Tensor forward(const TensorMap& inputs);
+
+  const std::string& input_name() const { return options_.input_name(); }
+  int64_t output_size() const { return net->output_size(); }
+
+  Dense net{nullptr};
+
+ private:
+  InitNetOptions options_;
+};
+TORCH_MODULE(InitNet);
+
+}  // namespace salt::models

@@ -1,0 +1,24 @@
+// salt.models.layernorm: "LayerNorm" (no affine parameters, so nothing in the
+// state dict) and "RMSNorm" (a `weight` of ones, eps 1e-5, computed in float32).
+#pragma once
+#include <torch/torch.h>
+
+#include <string>
+
+namespace salt::models {
+
+class NormImpl : public torch::nn::Module {
+ public:
+  // kind: "LayerNorm" or "RMSNorm"; throws UsageError otherwise.
+  NormImpl(const std::string& kind, int64_t dim);
+  torch::Tensor forward(const torch::Tensor& x);
+
+  torch::Tensor weight;  // RMSNorm only
+
+ private:
+  bool rms_;
+  int64_t dim_;
+};
+TORCH_MODULE(Norm);
+
+}  // namespace salt::models

@@ -1,0 +1,22 @@
+// salt.models.GlobalAttentionPooling: weights = softmax over the valid tokens
+// (registers included) of gate_nn(x) = Linear(D, 1); pooled = sum(weights * x).
+// A sequence with no valid token pools to zeros (never NaN).
+#pragma once
+#include <torch/torch.h>
+
+namespace salt::models {
+
+class GlobalAttentionPoolingImpl : public torch::nn::Module {
+ public:
+  explicit GlobalAttentionPoolingImpl(int64_t input_size);
+  // x: [B, L, D]; pad_mask: bool [B, L] true = padded (may be undefined).
+  // Returns [B, D].
+  torch::Tensor forward(const torch::Tensor& x, const torch::Tensor& pad_mask = {});
+  // The softmax weights [B, L] (for tests and inspection).
+  torch::Tensor weights(const torch::Tensor& x, const torch::Tensor& pad_mask = {});
+
+  torch::nn::Linear gate_nn{nullptr};
+};
+TORCH_MODULE(GlobalAttentionPooling);
+
+}  // namespace salt::models

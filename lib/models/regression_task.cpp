@@ -1,0 +1,126 @@
+#include "models/regression_task.h"
+
+#include <cmath>
+
+#include "core/errors.h"
+
+namespace salt::models {
+
+RegressionTaskImpl::RegressionTaskImpl(const TaskOptions& task, const RegressionOptions& o)
+    : TaskImpl(o.gaussian() ? "GaussianRegressionTask" : "RegressionTask", task), reg_(o) {
+  const auto r = static_cast<int64_t>(o.targets().size());
+  const auto kind = loss->kind();
+  if (r == 0) throw UsageError("task '" + name() + "': no regression targets");
+  if (!o.target_denominators().empty() && o.norm_mean())
+    throw UsageError("task '" + name() + "': can only use a single scaling method (norm_params or target_denominators)");
+  if (!o.target_denominators().empty() && static_cast<int64_t>(o.target_denominators().size()) != r)
+    throw UsageError("task '" + name() + "': number of targets (" + std::to_string(r) +
+                     ") does not match number of target denominators (" +
+                     std::to_string(o.target_denominators().size()) + ")");
+  if (o.norm_mean() && (static_cast<int64_t>(o.norm_mean()->size()) != r || !o.norm_std() ||
+                        static_cast<int64_t>(o.norm_std()->size()) != r))
+    throw UsageError("task '" + name() + "': norm_params needs one mean and one std per target (" + std::to_string(r) + ")");
+  if (o.norm_std())
+    for (float s : *o.norm_std())
+      if (s == 0.0f || !std::isfinite(s)) throw UsageError("task '" + name() + "': norm_params std must be finite and non-zero");
+  if (!o.custom_output_names().empty() && static_cast<int64_t>(o.custom_output_names().size()) != r)
+    throw UsageError("task '" + name() + "': custom_output_names needs one name per target");
+  if (o.gaussian()) {
+    if (net->output_size() != 2 * r)
+      throw UsageError("task '" + name() + "': GaussianRegressionTask needs 2 x " + std::to_string(r) +
+                       " outputs (means and variances), got " + std::to_string(net->output_size()));
+    if (kind != LossKind::GaussianNLL)
+      throw UsageError("task '" + name() + "': GaussianRegressionTask needs GaussianNLLLoss, got " + loss_class_name(kind));
+  } else {
+    if (net->output_size() != r)
+      throw UsageError("task '" + name() + "': number of outputs (" + std::to_string(net->output_size()) +
+                       ") does not match number of targets (" + std::to_string(r) + ")");
+    if (kind != LossKind::MSE && kind != LossKind::L1)
+      throw UsageError("task '" + name() + "': RegressionTask needs MSELoss or L1Loss, got " + loss_class_name(kind));
+  }
+}
+
+std::vector<std::string> RegressionTaskImpl::label_names() const {
+  auto out = reg_.targets();
+  out.insert(out.end(), reg_.target_denominators().begin(), reg_.target_denominators().end());
+  return out;
+}
+
+torch::Tensor RegressionTaskImpl::scaled_targets(const Labels& labels) const {
+  std::vector<torch::Tensor> cols;
+  for (size_t i = 0; i < reg_.targets().size(); ++i) {
+    auto t = label(labels, reg_.targets()[i]).to(torch::kFloat32);
+    if (!reg_.target_denominators().empty()) t = t / label(labels, reg_.target_denominators()[i]).to(torch::kFloat32);
+    if (reg_.norm_mean()) t = (t - (*reg_.norm_mean())[i]) / (*reg_.norm_std())[i];
+    cols.push_back(t);
+  }
+  return torch::stack(cols, -1);
+}
+
+TaskOutput RegressionTaskImpl::forward(const torch::Tensor& x, const torch::Tensor& pad_mask,
+                                       const torch::Tensor& context, const Labels* labels) {
+  TaskOutput out;
+  out.preds = net->forward(x, context);
+  if (!labels) return out;
+
+  auto targets = scaled_targets(*labels).to(out.preds.scalar_type());
+  // salt turns NaN targets into 0 (and so trains towards 0) and averages over all
+  // entries; we leave non-finite targets and padded slots out and average over the rest.
+  auto valid = torch::isfinite(targets);
+  if (pad_mask.defined()) valid = valid & pad_mask.logical_not().unsqueeze(-1);
+  auto safe_targets = targets.masked_fill(valid.logical_not(), 0.0);
+
+  torch::Tensor per;
+  if (reg_.gaussian()) {
+    auto parts = out.preds.tensor_split(2, -1);
+    auto variances = torch::nn::functional::softplus(parts[1]);
+    per = loss->elementwise(parts[0], safe_targets, variances);
+  } else {
+    per = loss->elementwise(out.preds, safe_targets);
+  }
+  auto total = per.masked_fill(valid.logical_not(), 0.0).sum();
+  const auto count = valid.sum().clamp_min(1);
+  out.loss = (loss->options().reduction() == "sum" ? total : total / count) * weight();
+  return out;
+}
+
+std::pair<torch::Tensor, torch::Tensor> RegressionTaskImpl::unscale(const Labels* labels, const torch::Tensor& like) const {
+  const auto r = static_cast<int64_t>(reg_.targets().size());
+  auto opts = like.options().dtype(torch::kFloat32);
+  if (reg_.norm_mean())
+    return {torch::tensor(*reg_.norm_std(), opts), torch::tensor(*reg_.norm_mean(), opts)};
+  if (!reg_.target_denominators().empty()) {
+    if (!labels)
+      throw InputError("task '" + name() + "': predictions scaled by target_denominators need the denominators' labels");
+    std::vector<torch::Tensor> d;
+    for (const auto& den : reg_.target_denominators()) d.push_back(label(*labels, den).to(torch::kFloat32));
+    return {torch::stack(d, -1), torch::zeros({r}, opts)};
+  }
+  return {torch::ones({r}, opts), torch::zeros({r}, opts)};
+}
+
+PredictionColumns RegressionTaskImpl::predict(const torch::Tensor& preds, const torch::Tensor& pad_mask,
+                                              const Labels* labels, const std::string& model_name) const {
+  PredictionColumns cols;
+  auto p = preds.detach().to(torch::kFloat32);
+  auto [scale, offset] = unscale(labels, p);
+  if (reg_.gaussian()) {
+    auto parts = p.tensor_split(2, -1);
+    auto means = parts[0] * scale + offset;
+    // sigma = sqrt(softplus(raw variance)) in target units. (salt indexes the
+    // variance as column i+1, right only for one target, and skips the softplus
+    // with denominators; this is the intended formula.)
+    auto stds = torch::sqrt(torch::nn::functional::softplus(parts[1])) * scale.abs();
+    cols.values = torch::cat({means, stds}, -1);
+    for (const auto& t : reg_.targets()) cols.names.push_back(name() + "_" + t);
+    for (const auto& t : reg_.targets()) cols.names.push_back(name() + "_" + t + "_stddev");
+  } else {
+    cols.values = p * scale + offset;
+    const auto& names = reg_.custom_output_names().empty() ? reg_.targets() : reg_.custom_output_names();
+    for (const auto& t : names) cols.names.push_back(model_name + "_" + t);
+  }
+  if (pad_mask.defined()) cols.values = cols.values.masked_fill(pad_mask.unsqueeze(-1), NAN);
+  return cols;
+}
+
+}  // namespace salt::models

@@ -1,0 +1,42 @@
+// salt.models.RegressionTask / GaussianRegressionTask. Targets are scaled by
+// norm_params ((t - mean) / std) or divided by target_denominators (labels of the
+// same input); non-finite targets and padded slots are left out of the loss.
+// Inference undoes the scaling; padded slots are NaN.
+#pragma once
+#include <optional>
+
+#include "models/task.h"
+
+namespace salt::models {
+
+struct RegressionOptions {
+  TORCH_ARG(std::vector<std::string>, targets);
+  TORCH_ARG(std::vector<std::string>, target_denominators);  // empty = none
+  TORCH_ARG(std::optional<std::vector<float>>, norm_mean) = std::nullopt;
+  TORCH_ARG(std::optional<std::vector<float>>, norm_std) = std::nullopt;
+  TORCH_ARG(std::vector<std::string>, custom_output_names);  // RegressionTask only
+  TORCH_ARG(bool, gaussian) = false;  // GaussianRegressionTask: outputs means then variances
+};
+
+class RegressionTaskImpl : public TaskImpl {
+ public:
+  RegressionTaskImpl(const TaskOptions& task, const RegressionOptions& options);
+  TaskOutput forward(const torch::Tensor& x, const torch::Tensor& pad_mask, const torch::Tensor& context,
+                     const Labels* labels) override;
+  // RegressionTask: "<model>_<target>" (or custom_output_names).
+  // GaussianRegressionTask: "<task>_<target>" then "<task>_<target>_stddev", as
+  // salt's prediction writer names them.
+  PredictionColumns predict(const torch::Tensor& preds, const torch::Tensor& pad_mask, const Labels* labels,
+                            const std::string& model_name) const override;
+  std::vector<std::string> label_names() const override;
+
+  // Targets [..., R] scaled as the loss sees them (NaN stays NaN).
+  torch::Tensor scaled_targets(const Labels& labels) const;
+
+ private:
+  // Per-target scale and offset to undo the scaling: value = pred * scale + offset.
+  std::pair<torch::Tensor, torch::Tensor> unscale(const Labels* labels, const torch::Tensor& like) const;
+  RegressionOptions reg_;
+};
+
+}  // namespace salt::models

@@ -1,0 +1,56 @@
+// salt.models.SaltModel: init nets -> encoder (optional; none = deep sets, DIPS)
+// -> pooling (optional; none = a jet-only model like DL1) -> tasks.
+// Several constituent types: their embeddings are concatenated along the sequence
+// in the order of the init nets (then the encoder's registers), masks alike.
+#pragma once
+#include <torch/torch.h>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "models/common.h"
+#include "models/init_net.h"
+#include "models/pooling.h"
+#include "models/task.h"
+#include "models/transformer.h"
+
+namespace salt::models {
+
+struct SaltModelOutput {
+  // input name -> task name -> raw task output (TaskOutput::preds)
+  std::map<std::string, std::map<std::string, torch::Tensor>> preds;
+  // task name -> weighted loss (only with labels)
+  std::map<std::string, torch::Tensor> losses;
+  Sequence sequence;         // encoded constituents (x undefined for a jet-only model)
+  torch::Tensor global_rep;  // [B, D]: pooled vector (or the jet embedding)
+};
+
+class SaltModelImpl : public torch::nn::Module {
+ public:
+  // encoder and pool_net may be empty holders (nullptr). Throws UsageError for
+  // salt's consistency rules (unique names, equal embedding sizes, pooling needed
+  // for constituents).
+  SaltModelImpl(std::string global_object, std::vector<InitNet> init_nets, Transformer encoder,
+                GlobalAttentionPooling pool_net, std::vector<std::shared_ptr<TaskImpl>> tasks);
+
+  // inputs: normalised; pad_masks: constituent name -> bool [B, L] (true = padded;
+  // missing = all valid); labels nullptr for inference.
+  SaltModelOutput forward(const TensorMap& inputs, const TensorMap& pad_masks, const Labels* labels = nullptr);
+
+  const std::string& global_object() const { return global_object_; }
+  const std::vector<std::shared_ptr<TaskImpl>>& task_list() const { return tasks_; }
+  const std::vector<InitNet>& init_net_list() const { return init_nets_; }
+
+  torch::nn::ModuleList init_nets{nullptr}, tasks{nullptr};
+  Transformer encoder{nullptr};
+  GlobalAttentionPooling pool_net{nullptr};
+
+ private:
+  std::string global_object_;
+  std::vector<InitNet> init_nets_;
+  std::vector<std::shared_ptr<TaskImpl>> tasks_;
+};
+TORCH_MODULE(SaltModel);
+
+}  // namespace salt::models

@@ -1,0 +1,65 @@
+// The top-level module, laid out like salt's Lightning ModelWrapper so that
+// state-dict keys match salt's checkpoints: `model` (SaltModel) and `norm`
+// (InputNorm) — e.g. `model.encoder.layers.0.attn.fn.in_proj_weight`,
+// `norm.tracks_means`. Normalises the inputs, runs the model and combines the
+// task losses by loss_mode.
+#pragma once
+#include <torch/torch.h>
+
+#include <map>
+#include <string>
+
+#include "data/batch.h"
+#include "models/input_norm.h"
+#include "models/salt_model.h"
+
+namespace salt::models {
+
+struct ModelOutput {
+  // input name -> task name -> raw task output: logits [B, C] / [B, L, C], edge
+  // logits [E, 1], scaled regression [B, R] / [B, L, R]
+  std::map<std::string, std::map<std::string, torch::Tensor>> preds;
+  // task name -> weighted task loss (only when labels were given)
+  std::map<std::string, torch::Tensor> losses;
+  torch::Tensor loss;  // total: wsum or GLS of `losses`; undefined without labels
+  torch::Tensor global_rep;
+  Sequence sequence;
+};
+
+class SaltWrapperImpl : public torch::nn::Module {
+ public:
+  // loss_mode: "wsum" (sum of weighted losses) or "GLS" (geometric mean; every
+  // task weight must be 1). name: prefix of the output columns ("GN2" -> GN2_pb).
+  SaltWrapperImpl(SaltModel model, InputNorm norm, std::string loss_mode = "wsum", std::string name = "salt");
+
+  // Raw (un-normalised) inputs as the loader gives them.
+  ModelOutput forward(const TensorMap& inputs, const TensorMap& pad_masks, const Labels* labels = nullptr);
+  // Uses batch.labels when with_labels and the batch has any.
+  ModelOutput forward(const Batch& batch, bool with_labels = true);
+
+  torch::Tensor total_loss(const std::map<std::string, torch::Tensor>& losses) const;
+
+  // salt's prediction columns per input and task (see TaskImpl::predict), ready
+  // for the test output file. labels only matter for denominator-scaled regression.
+  std::map<std::string, std::map<std::string, PredictionColumns>> predictions(const ModelOutput& out,
+                                                                              const TensorMap& pad_masks,
+                                                                              const Labels* labels = nullptr) const;
+
+  // input name -> the label names the tasks read (for the data loader).
+  std::map<std::string, std::vector<std::string>> required_labels() const;
+
+  void set_attn_backend(const std::string& attn_type);
+
+  const std::string& loss_mode() const { return loss_mode_; }
+  const std::string& model_name() const { return name_; }
+
+  SaltModel model{nullptr};
+  InputNorm norm{nullptr};
+
+ private:
+  std::string loss_mode_;
+  std::string name_;
+};
+TORCH_MODULE(SaltWrapper);
+
+}  // namespace salt::models

@@ -1,0 +1,68 @@
+// The base of salt's task heads: a Dense `net`, a `loss` module and a loss weight.
+// A task runs at jet level (on the pooled vector, input_name == global object) or
+// at constituent level (on each constituent embedding, with the pooled vector as
+// the Dense context, concatenated first).
+#pragma once
+#include <torch/torch.h>
+
+#include <string>
+#include <vector>
+
+#include "models/common.h"
+#include "models/dense.h"
+#include "models/loss.h"
+
+namespace salt::models {
+
+struct TaskOptions {
+  TaskOptions(std::string name, std::string input_name, DenseOptions dense, LossOptions loss)
+      : name_(std::move(name)), input_name_(std::move(input_name)), dense_(std::move(dense)), loss_(std::move(loss)) {}
+  TORCH_ARG(std::string, name);
+  TORCH_ARG(std::string, input_name);
+  TORCH_ARG(DenseOptions, dense);
+  TORCH_ARG(LossOptions, loss);
+  TORCH_ARG(double, weight) = 1.0;
+};
+
+struct TaskOutput {
+  torch::Tensor preds;  // raw network output (logits, edge logits, scaled regression)
+  torch::Tensor loss;   // weighted scalar loss; undefined without labels
+};
+
+// Inference columns in salt's output order; values [B, N] (jet level) or
+// [B, L, N] (constituents), float32 (probabilities, regression) or int64 (VertexIndex).
+struct PredictionColumns {
+  std::vector<std::string> names;
+  torch::Tensor values;
+};
+
+class TaskImpl : public torch::nn::Module {
+ public:
+  TaskImpl(const std::string& type, const TaskOptions& options);
+
+  // x: [B, D] at jet level (pad_mask, context undefined), or [B, L, D] with
+  // pad_mask bool [B, L] (true = padded) and context [B, C] for constituents.
+  // labels == nullptr: inference, no loss.
+  virtual TaskOutput forward(const torch::Tensor& x, const torch::Tensor& pad_mask, const torch::Tensor& context,
+                             const Labels* labels) = 0;
+  // salt's run_inference + output naming. labels are only needed by regression
+  // tasks scaled by target_denominators. model_name prefixes most columns.
+  virtual PredictionColumns predict(const torch::Tensor& preds, const torch::Tensor& pad_mask, const Labels* labels,
+                                    const std::string& model_name) const = 0;
+  // The label (or target) names this task reads from labels[input_name()].
+  virtual std::vector<std::string> label_names() const = 0;
+
+  const std::string& name() const { return options_.name(); }
+  const std::string& input_name() const { return options_.input_name(); }
+  double weight() const { return options_.weight(); }
+
+  Dense net{nullptr};
+  Loss loss{nullptr};
+
+ protected:
+  // labels[input_name()][label]; InputError naming the task if absent.
+  const torch::Tensor& label(const Labels& labels, const std::string& name) const;
+  TaskOptions options_;
+};
+
+}  // namespace salt::models

@@ -1,0 +1,71 @@
+// salt.models.Transformer (TransformerV2 is the same class in salt): an encoder
+// stack of `layers` (each attn + dense NormResidual), learnable `registers`
+// appended after the constituents (always valid, buffer `register_mask`), then an
+// optional `out_proj` (when out_dim is set) and `out_norm` (do_final_norm).
+#pragma once
+#include <torch/torch.h>
+
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "models/attention.h"
+#include "models/common.h"
+#include "models/glu.h"
+#include "models/norm.h"
+#include "models/residual.h"
+
+namespace salt::models {
+
+class EncoderLayerImpl : public torch::nn::Module {
+ public:
+  EncoderLayerImpl(int64_t embed_dim, const AttentionOptions& attn, const GLUOptions& dense, const ResidualOptions& res);
+  // x: [B, L, D]; pad_mask: bool [B, L] true = padded.
+  torch::Tensor forward(const torch::Tensor& x, const torch::Tensor& pad_mask);
+
+  std::shared_ptr<NormResidualImpl<Attention>> attn;
+  std::shared_ptr<NormResidualImpl<GLU>> dense;
+};
+TORCH_MODULE(EncoderLayer);
+
+struct TransformerOptions {
+  TransformerOptions(int64_t num_layers, int64_t embed_dim) : num_layers_(num_layers), embed_dim_(embed_dim) {}
+  TORCH_ARG(int64_t, num_layers);
+  TORCH_ARG(int64_t, embed_dim);
+  TORCH_ARG(std::optional<int64_t>, out_dim) = std::nullopt;  // set: out_proj D -> out_dim
+  TORCH_ARG(std::string, norm) = "LayerNorm";
+  TORCH_ARG(std::string, attn_type) = "torch-math";
+  TORCH_ARG(bool, do_final_norm) = true;
+  TORCH_ARG(int64_t, num_registers) = 1;  // salt requires >= 1 (no NaN for empty jets)
+  TORCH_ARG(bool, drop_registers) = false;
+  TORCH_ARG(std::string, norm_type) = "pre";
+  TORCH_ARG(std::optional<double>, ls_init) = std::nullopt;
+  TORCH_ARG(double, drop_path) = 0.0;
+  // embed_dim and attn_type inside these are overwritten by the Transformer's own.
+  TORCH_ARG(GLUOptions, dense_kwargs) = GLUOptions();
+  TORCH_ARG(AttentionOptions, attn_kwargs) = AttentionOptions(0);
+};
+
+class TransformerImpl : public torch::nn::Module {
+ public:
+  explicit TransformerImpl(const TransformerOptions& options);
+  // Appends the registers (segment "REGISTERS") unless drop_registers, encodes,
+  // projects; the returned sequence has out_dim features.
+  Sequence forward(const Sequence& in);
+  void set_backend(const std::string& attn_type);
+
+  int64_t out_dim() const { return options_.out_dim().value_or(options_.embed_dim()); }
+  const TransformerOptions& options() const { return options_; }
+
+  torch::nn::ModuleList layers{nullptr};
+  torch::nn::Linear out_proj{nullptr};
+  Norm out_norm{nullptr};
+  torch::Tensor registers, register_mask;
+
+ private:
+  TransformerOptions options_;
+  std::vector<EncoderLayer> typed_layers_;
+};
+TORCH_MODULE(Transformer);
+
+}  // namespace salt::models

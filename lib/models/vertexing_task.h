@@ -1,0 +1,39 @@
+// salt.models.VertexingTask: a Dense classifier on every ordered pair (i != j) of
+// valid constituents, edge features cat([context, x_i, x_j]), edges ordered by
+// (jet, i, j). Loss: BCE-with-logits against "same ftagTruthVertexIndex and both
+// >= 0", each edge weighted 1 + (s_i & s_j) (int bitwise AND) with s = 1 for
+// origin FromB/FromBC/FromC, -1 for Fake, 0 otherwise; summed and divided by the
+// number of positive edges. The origin label is the vertex label's name with
+// "VertexIndex" -> "OriginLabel".
+#pragma once
+#include "models/task.h"
+
+namespace salt::models {
+
+class VertexingTaskImpl : public TaskImpl {
+ public:
+  VertexingTaskImpl(const TaskOptions& task, std::string label);
+  // preds: edge logits [E, 1].
+  TaskOutput forward(const torch::Tensor& x, const torch::Tensor& pad_mask, const torch::Tensor& context,
+                     const Labels* labels) override;
+  // One int64 column "VertexIndex" [B, L, 1]: per constituent the index (among
+  // the jet's valid constituents) of the first member of its predicted vertex;
+  // padded slots -1.
+  PredictionColumns predict(const torch::Tensor& preds, const torch::Tensor& pad_mask, const Labels* labels,
+                            const std::string& model_name) const override;
+  std::vector<std::string> label_names() const override { return {label_, origin_label()}; }
+  std::string origin_label() const;
+
+  // The loss from edge logits, labels [B, L] (vertex index and origin) and the
+  // adjacency [B, L, L] used to build the edges. Exposed for tests.
+  torch::Tensor edge_loss(const torch::Tensor& logits, const torch::Tensor& vertex, const torch::Tensor& origin,
+                          const torch::Tensor& adjacency);
+
+ private:
+  std::string label_;
+};
+
+// Adjacency of the edges: valid_i & valid_j & i != j, bool [B, L, L].
+torch::Tensor edge_adjacency(const torch::Tensor& pad_mask, int64_t batch, int64_t length);
+
+}  // namespace salt::models

@@ -1,1 +1,0 @@
-// placeholder until lib/repro has sources

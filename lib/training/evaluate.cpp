@@ -1,0 +1,170 @@
+#include "training/evaluate.h"
+
+#include <spdlog/spdlog.h>
+
+#include <iostream>
+#include <regex>
+
+#include "callbacks/prediction_writer.h"
+#include "core/errors.h"
+#include "core/signals.h"
+#include "core/torch_compat.h"
+#include "data/loader.h"
+#include "models/classification_task.h"
+#include "training/checkpoint.h"
+#include "training/device.h"
+#include "training/run_setup.h"
+
+namespace salt::training {
+namespace fs = std::filesystem;
+
+fs::path best_checkpoint(const fs::path& ckpt_dir) {
+  static const std::regex loss_value("loss=(-?(?:[0-9]+(?:\\.[0-9]*)?|\\.[0-9]+))");
+  std::error_code ec;
+  if (!fs::is_directory(ckpt_dir, ec))
+    throw UsageError("no --ckpt_path given and " + ckpt_dir.string() +
+                     " does not exist; pass --ckpt_path or the config.yaml of a trained run");
+  fs::path best;
+  double best_loss = 0;
+  for (const auto& entry : fs::directory_iterator(ckpt_dir)) {
+    if (entry.path().extension() != ".ckpt") continue;
+    std::smatch m;
+    const auto name = entry.path().filename().string();
+    if (!std::regex_search(name, m, loss_value)) continue;
+    double loss = std::stod(m[1]);
+    if (best.empty() || loss < best_loss || (loss == best_loss && entry.path() < best)) {
+      best = entry.path();
+      best_loss = loss;
+    }
+  }
+  if (best.empty()) throw UsageError("no --ckpt_path given and no '*loss=*.ckpt' checkpoint in " + ckpt_dir.string());
+  return best;
+}
+
+std::string sample_name(const fs::path& test_file) {
+  const auto stem = test_file.stem().string();
+  std::vector<std::string> tokens;
+  std::size_t start = 0, pos;
+  while ((pos = stem.find('_', start)) != std::string::npos) {
+    tokens.push_back(stem.substr(start, pos - start));
+    start = pos + 1;
+  }
+  tokens.push_back(stem.substr(start));
+  return tokens.size() == 4 ? tokens[3] : stem;
+}
+
+namespace {
+
+// Probabilities and truth for the jet classification task, collected over the test set.
+struct FlavourCollector {
+  std::shared_ptr<models::ClassificationTaskImpl> task;
+  int ib = -1, ic = -1, iu = -1;
+  std::vector<float> pb, pc, pu;
+  std::vector<Flavour> truth;
+
+  static FlavourCollector find(models::SaltWrapper& model) {
+    FlavourCollector c;
+    for (const auto& t : model->model->task_list()) {
+      auto cls = std::dynamic_pointer_cast<models::ClassificationTaskImpl>(t);
+      if (!cls || cls->input_name() != model->model->global_object()) continue;
+      const auto& names = cls->class_names();
+      auto index = [&](const char* n) {
+        auto it = std::find(names.begin(), names.end(), n);
+        return it == names.end() ? -1 : static_cast<int>(it - names.begin());
+      };
+      if (index("bjets") < 0 || index("cjets") < 0 || index("ujets") < 0) continue;
+      c.task = cls;
+      c.ib = index("bjets");
+      c.ic = index("cjets");
+      c.iu = index("ujets");
+      break;
+    }
+    return c;
+  }
+
+  void add(const torch::Tensor& logits, const Batch& batch) {
+    if (!task) return;
+    auto probs = torch::softmax(logits.detach().to(torch::kCPU).to(torch::kFloat32), -1).contiguous();
+    const auto& raw = batch.labels.at(task->input_name()).at(task->label_names()[0]);
+    auto labels = task->prepare_labels(raw.to(torch::kCPU), torch::Tensor()).to(torch::kInt64).contiguous();
+    auto p = probs.accessor<float, 2>();
+    auto l = labels.accessor<int64_t, 1>();
+    for (int64_t i = 0; i < probs.size(0); ++i) {
+      pb.push_back(p[i][ib]);
+      pc.push_back(p[i][ic]);
+      pu.push_back(p[i][iu]);
+      const int64_t y = l[i];
+      truth.push_back(y == ib ? Flavour::kB : y == ic ? Flavour::kC : y == iu ? Flavour::kLight : Flavour::kOther);
+    }
+  }
+};
+
+}  // namespace
+
+EvaluateResult evaluate(const YAML::Node& resolved) {
+  auto setup = prepare_run(resolved, Stage::kTest);
+  const auto& T = setup.trainer;
+  const auto& D = setup.data;
+  EvaluateResult result;
+  const auto ckpt_node = setup.config["ckpt_path"];
+  result.checkpoint = ckpt_node && !ckpt_node.IsNull() ? fs::path(ckpt_node.as<std::string>())
+                                                       : best_checkpoint(fs::path(T.default_root_dir) / "ckpts");
+  spdlog::info("testing checkpoint {}", result.checkpoint.string());
+  auto state = load_checkpoint(result.checkpoint);
+  load_module_state(*setup.model, state.state_dict, result.checkpoint.string());
+
+  auto reader = open_reader(setup, D.test_file, D.num_test, "num_test");
+  const auto device = select_device(T);
+  setup.model->to(device);
+  setup.model->eval();
+
+  std::unique_ptr<callbacks::PredictionWriter> writer;
+  if (T.prediction_writer) {
+    callbacks::PredictionWriterOptions options;
+    options.test_file = D.test_file;
+    auto name = result.checkpoint.stem().string() + "__test_" + sample_name(D.test_file);
+    if (D.test_suff) name += "_" + *D.test_suff;
+    options.output = result.checkpoint.parent_path() / (name + ".h5");
+    options.global_object = D.global_object;
+    options.input_map = D.input_map;
+    options.num_rows = reader->num_rows();
+    options.write_tracks = T.write_tracks;
+    options.half_precision = T.half_precision;
+    options.extra_vars = T.extra_vars;
+    writer = std::make_unique<callbacks::PredictionWriter>(options);
+  }
+
+  data::LoaderOptions loader_options;
+  loader_options.set_num_workers(D.num_workers).set_prefetch_factor(D.prefetch_factor);
+  data::Loader loader(reader, data::SamplerOptions::evaluation(reader->num_rows(), D.batch_size), loader_options);
+  const int64_t batches = T.limit_test.apply(loader.batches_per_epoch());
+  auto flavours = FlavourCollector::find(setup.model);
+  torch::NoGradGuard no_grad;
+  loader.start_epoch(0);
+  for (int64_t b = 0; b < batches; ++b) {
+    if (int sig = stop_signal()) throw StopRequested{sig};
+    auto batch = loader.next();
+    if (!batch) break;
+    Batch on_device = *batch;
+    if (!device.is_cpu()) {
+      for (auto& [k, t] : on_device.inputs) t = t.to(device);
+      for (auto& [k, t] : on_device.pad_masks) t = t.to(device);
+    }
+    auto out = setup.model->forward(on_device, false);
+    if (flavours.task) flavours.add(out.preds.at(flavours.task->input_name()).at(flavours.task->name()), *batch);
+    if (writer) writer->write(*batch, setup.model->predictions(out, on_device.pad_masks, &batch->labels));
+  }
+  loader.stop();
+  if (writer) {
+    writer->finish();
+    result.output = writer->output();
+    spdlog::info("predictions written to {}", result.output.string());
+  }
+  if (flavours.task) {
+    result.performance = btag_performance(flavours.pb, flavours.pc, flavours.pu, flavours.truth);
+    std::cout << format_performance(*result.performance, setup.config["name"].as<std::string>());
+  }
+  return result;
+}
+
+}  // namespace salt::training

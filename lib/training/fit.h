@@ -1,0 +1,32 @@
+// `salt fit`: the training loop over a resolved config, as salt (Lightning) runs
+// it: epochs of training then validation, AdamW + OneCycleLR per optimizer step,
+// checkpoints after every validation, metrics.csv, resume from a checkpoint.
+#pragma once
+#include <yaml-cpp/yaml.h>
+
+#include <filesystem>
+#include <functional>
+#include <string>
+#include <vector>
+
+namespace salt::training {
+
+struct FitResult {
+  std::filesystem::path run_dir;  // empty under fast_dev_run
+  std::vector<std::filesystem::path> checkpoints;
+  int64_t epochs_run = 0;
+  int64_t global_step = 0;
+  std::map<std::string, double> last_val_metrics;
+};
+
+// Hooks that other parts of salt-cpp plug in around a fit (git checks and tags,
+// batch-system requeue); all optional.
+struct FitHooks {
+  // Before anything is written, with the run directory that will be used (not
+  // called under fast_dev_run). May throw to refuse the run; returns metadata keys.
+  std::function<YAML::Node(const std::filesystem::path& run_dir)> before_start;
+};
+
+FitResult fit(const YAML::Node& resolved_config, const FitHooks& hooks = {});
+
+}  // namespace salt::training

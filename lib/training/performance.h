@@ -1,0 +1,34 @@
+// The b-tagging performance table `salt test` prints (ATLAS evaluates with puma;
+// we give the headline numbers at once): D_b = log(p_b / (f_c p_c + (1 - f_c) p_u)),
+// and at the 70/77/85% b-jet efficiency working points the cut on D_b, the light-jet
+// rejection and the c-jet rejection (1 / mistag efficiency).
+#pragma once
+#include <string>
+#include <vector>
+
+namespace salt::training {
+
+enum class Flavour { kB, kC, kLight, kOther };
+
+struct WorkingPoint {
+  double efficiency = 0;  // target b-jet efficiency
+  double cut = 0;         // D_b threshold
+  double light_rejection = 0;
+  double c_rejection = 0;
+};
+
+struct Performance {
+  double f_c = 0.2;
+  int64_t n_b = 0, n_c = 0, n_light = 0;
+  std::vector<WorkingPoint> points;
+};
+
+double discriminant_b(double pb, double pc, double pu, double f_c);
+
+Performance btag_performance(const std::vector<float>& pb, const std::vector<float>& pc, const std::vector<float>& pu,
+                             const std::vector<Flavour>& truth, double f_c = 0.2,
+                             const std::vector<double>& efficiencies = {0.70, 0.77, 0.85});
+
+std::string format_performance(const Performance& perf, const std::string& tagger);
+
+}  // namespace salt::training

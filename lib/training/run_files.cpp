@@ -1,0 +1,111 @@
+#include "training/run_files.h"
+
+#include <unistd.h>
+
+#include <fstream>
+#include <sstream>
+
+#include "config/compose.h"
+#include "config/yaml_load.h"
+#include "core/atomic_file.h"
+#include "core/blas_info.h"
+#include "core/errors.h"
+#include "core/provenance.h"
+#include "core/torch_compat.h"
+
+namespace salt::training {
+namespace fs = std::filesystem;
+
+namespace {
+
+std::string read_text(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw InputError(path.string() + ": cannot read");
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+std::string yaml_text(const YAML::Node& node) {
+  YAML::Emitter out;
+  out.SetIndent(2);
+  out.SetNullFormat(YAML::LowerNull);
+  out << node;
+  return std::string(out.c_str()) + "\n";
+}
+
+YAML::Node attr_or_null(const YAML::Node& attrs, const char* key) {
+  auto v = attrs[key];
+  return v ? config::copy_tree(v) : YAML::Node(YAML::NodeType::Null);
+}
+
+}  // namespace
+
+YAML::Node write_run_files(const fs::path& run_dir, const RunSetup& setup, const RunInfo& info) {
+  fs::create_directories(run_dir);
+  YAML::Node config = config::copy_tree(setup.config);
+
+  // Copies of the dicts, and the config pointing at them (as salt does).
+  auto norm_copy = run_dir / "norm_dict.yaml";
+  write_file_atomic(norm_copy, read_text(setup.data.norm_dict));
+  config["data"]["norm_dict"] = norm_copy.string();
+  config["model"]["norm_config"]["norm_dict"] = norm_copy.string();
+  if (!setup.data.class_dict.empty()) {
+    auto class_copy = run_dir / "class_dict.yaml";
+    write_file_atomic(class_copy, read_text(setup.data.class_dict));
+    config["data"]["class_dict"] = class_copy.string();
+  }
+  // salt records the run directory as the root; resuming from this config strips it again.
+  config["trainer"]["default_root_dir"] = run_dir.string();
+
+  YAML::Node meta(YAML::NodeType::Map);
+  meta["train_file"] = info.train->path().string();
+  meta["val_file"] = info.val->path().string();
+  meta["num_train"] = info.train->num_rows();
+  meta["num_val"] = info.val->num_rows();
+  meta["batch_size"] = setup.data.batch_size;
+  meta["trainable_params"] = info.trainable_params;
+  meta["num_gpus"] = info.num_gpus;
+  YAML::Node ids(YAML::NodeType::Sequence);
+  for (int id : info.gpu_ids) ids.push_back(id);
+  meta["gpu_ids"] = ids;
+  meta["num_workers"] = setup.data.num_workers;
+  meta["available_train"] = info.train->available_rows();
+  meta["available_val"] = info.val->available_rows();
+  auto train_attrs = info.train->file_attributes();
+  auto val_attrs = info.val->file_attributes();
+  meta["num_unique_jets_train"] = attr_or_null(train_attrs, "unique_jets");
+  meta["dsids"] = attr_or_null(train_attrs, "dsids");
+  meta["jet_counts_train"] = attr_or_null(train_attrs, "jet_counts");
+  meta["pp_config_train"] = attr_or_null(train_attrs, "config");
+  meta["num_unique_jets_val"] = attr_or_null(val_attrs, "unique_jets");
+  meta["jet_counts_val"] = attr_or_null(val_attrs, "jet_counts");
+  meta["pp_config_val"] = attr_or_null(val_attrs, "config");
+  auto names = info.train->class_names();
+  if (!names.empty()) {
+    YAML::Node classes(YAML::NodeType::Sequence);
+    for (const auto& n : names) classes.push_back(n);
+    meta["object_classes"] = classes;
+  }
+  meta["salt_hash"] = info.git && info.git["git_commit"] ? config::copy_tree(info.git["git_commit"])
+                                                         : YAML::Node(YAML::NodeType::Null);
+  if (info.git && info.git.IsMap())
+    for (const auto& kv : info.git) meta[kv.first.as<std::string>()] = config::copy_tree(kv.second);
+  meta["timestamp"] = info.timestamp;
+  meta["torch_version"] = compat::torch_version();
+  meta["salt_cpp_version"] = salt_version();
+  meta["salt_cpp_commit"] = build_commit();
+  meta["salt_cpp_build_dirty"] = build_dirty();
+  meta["cuda_available"] = torch::cuda::is_available();
+  meta["blas"] = active_blas().vendor;
+  char host[256] = {0};
+  gethostname(host, sizeof host - 1);
+  meta["hostname"] = std::string(host);
+
+  write_file_atomic(run_dir / "metadata.yaml", yaml_text(meta));
+  // config.yaml last: its presence marks a run directory that started properly.
+  write_file_atomic(run_dir / "config.yaml", config::to_yaml(config));
+  return config;
+}
+
+}  // namespace salt::training

@@ -1,0 +1,28 @@
+// The files salt writes at the start of a fit into the run directory (rank 0):
+// config.yaml (the resolved config, pointing at the dict copies), copies of
+// norm_dict.yaml and class_dict.yaml, and metadata.yaml. All written atomically.
+#pragma once
+#include <yaml-cpp/yaml.h>
+
+#include <filesystem>
+
+#include "data/h5_reader.h"
+#include "training/run_setup.h"
+
+namespace salt::training {
+
+struct RunInfo {
+  const data::H5Reader* train = nullptr;
+  const data::H5Reader* val = nullptr;
+  int64_t trainable_params = 0;
+  int num_gpus = 0;
+  std::vector<int> gpu_ids;
+  std::string timestamp;
+  YAML::Node git;  // git_repo/git_commit/git_branch/git_dirty (null values without a repo)
+};
+
+// Writes config.yaml, the dict copies and metadata.yaml into `run_dir` (created).
+// Returns the config as written.
+YAML::Node write_run_files(const std::filesystem::path& run_dir, const RunSetup& setup, const RunInfo& info);
+
+}  // namespace salt::training

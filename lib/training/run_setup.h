@@ -1,0 +1,48 @@
+// Everything `salt fit` and `salt test` build from a resolved config before any
+// output is written: the data settings, the normalisation and class dicts, the
+// model, the label list for the readers, the seed. Every check that can fail
+// (files, variables, class weights, loss_mode) happens here, so a failed start
+// leaves nothing behind.
+#pragma once
+#include <yaml-cpp/yaml.h>
+
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "data/class_dict.h"
+#include "data/data_config.h"
+#include "data/h5_reader.h"
+#include "data/norm_dict.h"
+#include "models/salt_wrapper.h"
+#include "training/trainer_config.h"
+
+namespace salt::training {
+
+enum class Stage { kFit, kTest };
+
+struct RunSetup {
+  // The resolved config with what salt bakes in at the start of a run: the seed
+  // actually used, class weights of use_class_dict tasks, the init nets' variables,
+  // model.norm_config. This is what config.yaml records.
+  YAML::Node config;
+  data::DataConfig data;
+  TrainerConfig trainer;
+  data::NormDict norm_dict;
+  std::optional<data::ClassDict> class_dict;
+  models::SaltWrapper model{nullptr};
+  data::ReaderOptions reader_options;
+  uint64_t seed = 42;
+};
+
+// `config` is a resolved config (config::resolve); it is copied, not modified.
+RunSetup prepare_run(const YAML::Node& config, Stage stage);
+
+// A reader of `path` with the run's variables and labels; `num` first rows.
+std::shared_ptr<data::H5Reader> open_reader(const RunSetup& setup, const std::string& path, int64_t num,
+                                            const std::string& num_key);
+
+// Seeds torch's generators (weights, dropout) from the run's seed.
+void seed_everything(uint64_t seed);
+
+}  // namespace salt::training

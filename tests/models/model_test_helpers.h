@@ -1,0 +1,223 @@
+// Shared fixtures for the model tests: salt's GN2 / DIPS / DL1 `model.model`
+// sections as YAML (same structure as salt/configs/GN2/GN2.yaml and
+// configs/legacy/{dips,DL1}.yaml, anchors and merge keys included), their data
+// variables, and tiny random batches.
+#pragma once
+#include <torch/torch.h>
+#include <yaml-cpp/yaml.h>
+
+#include <string>
+#include <vector>
+
+#include "models/model_factory.h"
+
+namespace salt::models::testing {
+
+inline const char* kGN2Yaml = R"(
+class_path: salt.models.SaltModel
+init_args:
+  init_nets:
+    - input_name: tracks
+      dense_config:
+        output_size: &embed_dim 256
+        hidden_layers: [256]
+        activation: &activation ReLU
+  encoder:
+    class_path: salt.models.Transformer
+    init_args:
+      num_layers: 4
+      embed_dim: *embed_dim
+      out_dim: &out_dim 128
+      attn_type: flash-varlen
+      norm: LayerNorm
+      do_final_norm: True
+      dense_kwargs:
+        activation: *activation
+        gated: False
+      attn_kwargs:
+        num_heads: 8
+  pool_net:
+    class_path: salt.models.GlobalAttentionPooling
+    init_args: { input_size: *out_dim }
+  tasks:
+    class_path: torch.nn.ModuleList
+    init_args:
+      modules:
+        - class_path: salt.models.ClassificationTask
+          init_args:
+            name: jets_classification
+            input_name: jets
+            label: flavour_label
+            use_class_dict: True
+            loss:
+              class_path: torch.nn.CrossEntropyLoss
+            dense_config: &task_dense_config
+              input_size: *out_dim
+              output_size: 4
+              hidden_layers: [128, 64, 32]
+              activation: *activation
+        - class_path: salt.models.ClassificationTask
+          init_args:
+            name: track_origin
+            input_name: tracks
+            label: ftagTruthOriginLabel
+            use_class_dict: True
+            weight: 0.5
+            loss:
+              class_path: torch.nn.CrossEntropyLoss
+            dense_config:
+              <<: *task_dense_config
+              output_size: 8
+              context_size: *out_dim
+        - class_path: salt.models.VertexingTask
+          init_args:
+            name: track_vertexing
+            input_name: tracks
+            label: ftagTruthVertexIndex
+            weight: 1.5
+            loss:
+              class_path: torch.nn.BCEWithLogitsLoss
+              init_args: { reduction: none }
+            dense_config:
+              <<: *task_dense_config
+              input_size: 256
+              output_size: 1
+              context_size: *out_dim
+)";
+
+inline const char* kDIPSYaml = R"(
+class_path: salt.models.SaltModel
+init_args:
+  init_nets:
+    - input_name: tracks
+      dense_config:
+        input_size: 23
+        output_size: &embed_dim 128
+        hidden_layers: [256]
+        activation: &activation SiLU
+  pool_net:
+    class_path: salt.models.GlobalAttentionPooling
+    init_args: { input_size: *embed_dim }
+  tasks:
+    class_path: torch.nn.ModuleList
+    init_args:
+      modules:
+        - class_path: salt.models.ClassificationTask
+          init_args:
+            name: jets_classification
+            input_name: jets
+            label: HadronConeExclTruthLabelID
+            label_map: { 0: 0, 4: 1, 5: 2 }
+            class_names: [ujets, cjets, bjets]
+            loss: torch.nn.CrossEntropyLoss
+            dense_config:
+              input_size: *embed_dim
+              output_size: 3
+              hidden_layers: [128, 64, 32]
+              activation: *activation
+              dropout: 0.1
+)";
+
+inline const char* kDL1Yaml = R"(
+class_path: salt.models.SaltModel
+init_args:
+  init_nets:
+    - input_name: jets
+      attach_global: false
+      dense_config:
+        input_size: 2
+        hidden_layers: [128, 128, 128]
+        output_size: 64
+        activation: &activation Mish
+  tasks:
+    class_path: torch.nn.ModuleList
+    init_args:
+      modules:
+        - class_path: salt.models.ClassificationTask
+          init_args:
+            name: jets_classification
+            input_name: jets
+            label: flavour_label
+            loss: torch.nn.CrossEntropyLoss
+            dense_config:
+              input_size: 64
+              output_size: 3
+              hidden_layers: [128]
+              activation: *activation
+)";
+
+inline std::vector<std::string> numbered(const std::string& prefix, int n) {
+  std::vector<std::string> v;
+  for (int i = 0; i < n; ++i) v.push_back(prefix + std::to_string(i));
+  return v;
+}
+
+// A context with `n_jet` jet and `n_track` track variables, unit norm stats
+// (mean 0, std 1 unless given), GN2's class weights and flavour names.
+inline ModelContext make_context(int n_jet, int n_track, const std::string& name = "GN2") {
+  ModelContext ctx;
+  ctx.variables["jets"] = numbered("jet_var", n_jet);
+  if (n_track > 0) ctx.variables["tracks"] = numbered("trk_var", n_track);
+  for (const auto& [input, vars] : ctx.variables)
+    ctx.norm[input] = NormStats{std::vector<float>(vars.size(), 0.0f), std::vector<float>(vars.size(), 1.0f)};
+  ctx.class_weights = [](const std::string& input, const std::string& label) -> std::optional<std::vector<float>> {
+    if (input == "jets" && label == "flavour_label") return std::vector<float>{1.0f, 2.0f, 0.5f, 3.0f};
+    if (input == "tracks" && label == "ftagTruthOriginLabel")
+      return std::vector<float>{1, 1, 1, 2, 2, 2, 1, 1};
+    return std::nullopt;
+  };
+  ctx.class_names = [](const std::string& input, const std::string& label) -> std::optional<std::vector<std::string>> {
+    if (input == "jets" && label == "flavour_label") return std::vector<std::string>{"bjets", "cjets", "ujets", "taujets"};
+    return std::nullopt;
+  };
+  ctx.name = name;
+  return ctx;
+}
+
+inline SaltWrapper build(const std::string& yaml, const ModelContext& ctx) {
+  return build_model(YAML::Load(yaml), ctx);
+}
+
+// A small GN2-shaped model (same structure, small dims) for behaviour tests.
+inline std::string small_gn2_yaml(int registers = 1, const std::string& attn_type = "torch-math") {
+  std::string y = kGN2Yaml;
+  auto replace = [&](const std::string& a, const std::string& b) {
+    auto pos = y.find(a);
+    if (pos != std::string::npos) y.replace(pos, a.size(), b);
+  };
+  replace("&embed_dim 256", "&embed_dim 16");
+  replace("hidden_layers: [256]", "hidden_layers: [16]");
+  replace("num_layers: 4", "num_layers: 2");
+  replace("&out_dim 128", "&out_dim 8");
+  replace("attn_type: flash-varlen", "attn_type: " + attn_type + "\n      num_registers: " + std::to_string(registers));
+  replace("num_heads: 8", "num_heads: 2");
+  replace("hidden_layers: [128, 64, 32]", "hidden_layers: [8]");
+  replace("input_size: 256", "input_size: 16");
+  return y;
+}
+
+struct ToyBatch {
+  TensorMap inputs, pad_masks;
+  Labels labels;
+};
+
+// Random jets with n_valid[b] valid tracks (a prefix) out of `length`.
+inline ToyBatch toy_batch(const std::vector<int64_t>& n_valid, int64_t length, int n_jet = 2, int n_track = 19,
+                          uint64_t seed = 1) {
+  torch::manual_seed(seed);
+  const auto b = static_cast<int64_t>(n_valid.size());
+  ToyBatch t;
+  t.inputs["jets"] = torch::randn({b, n_jet});
+  auto tracks = torch::randn({b, length, n_track});
+  auto mask = torch::ones({b, length}, torch::kBool);
+  for (int64_t i = 0; i < b; ++i) mask[i].narrow(0, 0, n_valid[i]).fill_(false);
+  tracks.masked_fill_(mask.unsqueeze(-1), 0.0);
+  t.inputs["tracks"] = tracks;
+  t.pad_masks["tracks"] = mask;
+  t.labels["jets"]["flavour_label"] = torch::randint(0, 4, {b}, torch::kLong);
+  t.labels["tracks"]["ftagTruthOriginLabel"] = torch::randint(0, 8, {b, length}, torch::kLong);
+  t.labels["tracks"]["ftagTruthVertexIndex"] = torch::randint(-1, 3, {b, length}, torch::kLong);
+  return t;
+}
+
+}  // namespace salt::models::testing
