@@ -221,7 +221,9 @@ int main(int argc, char** argv) {
       for (size_t i = 1; i < rss.size(); ++i) max_later = std::max(max_later, rss[i]);
       std::printf("  RSS               after epoch 1: %.0f MB, after epoch %d: %.0f MB (max %.0f MB), growth %+.1f MB\n",
                   after_first, epochs, last, max_later, last - after_first);
-      std::printf("  peak RSS          %.0f MB\n", peak_rss_mb());
+      std::printf("  RSS per epoch    ");
+      for (double r : rss) std::printf(" %.0f", r);
+      std::printf(" MB\n  peak RSS          %.0f MB\n", peak_rss_mb());
     }
   } catch (const std::exception& e) {
     std::fprintf(stderr, "bench_loader: error: %s\n", e.what());

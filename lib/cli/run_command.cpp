@@ -3,6 +3,7 @@
 #include <iostream>
 
 #include "cli/commands.h"
+#include "cli/git_checks.h"
 #include "config/compose.h"
 #include "config/run_args.h"
 #include "core/errors.h"
@@ -26,7 +27,16 @@ int run_config_command(const std::string& command, const std::vector<std::string
   }
   install_stop_handlers();
   if (command == "fit") {
-    auto result = training::fit(resolved.config);
+    training::FitHooks hooks;
+    const auto& c = resolved.config;
+    hooks.before_start = [&c](const std::filesystem::path& run_dir) {
+      GitCheckOptions git;
+      git.force = c["force"].as<bool>();
+      git.tag = c["tag"].as<bool>();
+      git.logs_root = run_dir.parent_path();
+      return check_git_and_tag(run_dir, git);
+    };
+    auto result = training::fit(resolved.config, hooks);
     if (!result.run_dir.empty()) spdlog::info("finished: {}", result.run_dir.string());
     return 0;
   }

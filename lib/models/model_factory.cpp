@@ -83,7 +83,7 @@ Transformer read_encoder(const YAML::Node& node, const std::string& path) {
     throw UsageError(at(path, "class_path") + ": unknown encoder '" + cls +
                      "' (salt-cpp has salt.models.Transformer and salt.models.TransformerV2)");
   const auto p = at(path, "init_args");
-  check_keys(a, p, {"num_layers", "embed_dim", "out_dim", "norm", "attn_type", "do_final_norm", "num_registers",
+  check_keys(a, p, {"num_layers", "depth", "embed_dim", "out_dim", "norm", "attn_type", "do_final_norm", "num_registers",
                     "drop_registers", "edge_embed_dim", "update_edges", "mup", "ls_init", "drop_path", "dense_kwargs",
                     "attn_kwargs", "norm_type", "num_dense"});
   for (const char* k : {"edge_embed_dim", "update_edges", "mup"}) require_unset(a, k, p);

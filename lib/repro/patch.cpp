@@ -1,6 +1,6 @@
 #include "repro/patch.h"
 
-#include "repro/file_io.h"
+#include "core/atomic_file.h"
 #include "repro/path_filter.h"
 
 namespace salt::repro {

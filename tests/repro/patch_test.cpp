@@ -6,7 +6,7 @@
 
 #include "core/errors.h"
 #include "git_fixture.h"
-#include "repro/file_io.h"
+#include "core/atomic_file.h"
 #include "repro/patch.h"
 
 namespace salt::repro::testing {

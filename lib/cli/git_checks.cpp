@@ -1,0 +1,48 @@
+#include "cli/git_checks.h"
+
+#include <spdlog/spdlog.h>
+
+#include "repro/dirty_check.h"
+#include "repro/git_info.h"
+#include "repro/git_state.h"
+#include "repro/patch.h"
+#include "repro/repository.h"
+#include "repro/tag.h"
+
+namespace salt::cli {
+namespace fs = std::filesystem;
+
+YAML::Node check_git_and_tag(const fs::path& run_dir, const GitCheckOptions& options) {
+  auto repo = repro::Repository::discover(fs::current_path());
+  std::optional<repro::RepoState> state;
+  std::vector<fs::path> exclude;
+  if (!options.logs_root.empty()) exclude.push_back(fs::absolute(options.logs_root));
+  if (!repo) {
+    spdlog::warn("{} is not inside a git repository: the run records no commit", fs::current_path().string());
+  } else {
+    state = repro::read_state(*repo, exclude);
+    if (!options.force) repro::refuse_if_dirty(*state);
+  }
+  if (options.force && state && state->is_dirty()) {
+    fs::create_directories(run_dir);
+    repro::PatchOptions patch_options;
+    patch_options.exclude = exclude;
+    if (auto saved = repro::save_uncommitted_patch(*repo, run_dir, patch_options)) {
+      spdlog::warn("running with uncommitted changes (--force); they are saved in {}", saved->path.string());
+      for (const auto& omitted : saved->omitted) spdlog::warn("left out of the patch (too large): {}", omitted);
+    }
+  }
+  if (options.tag) {
+    if (options.force) {
+      spdlog::warn("--tag has no effect with --force (as in salt): no tag is created");
+    } else if (repo) {
+      repro::TagOptions tag_options;
+      tag_options.remote = options.remote;
+      auto result = repro::tag_and_push(*repo, repro::tag_name_for_run(run_dir), tag_options);
+      spdlog::info("tagged {} as {} and pushed it to {}", result.commit, result.name, result.remote_url);
+    }
+  }
+  return repro::git_info_yaml(repro::git_info(state));
+}
+
+}  // namespace salt::cli
