@@ -27,6 +27,20 @@ torch::Tensor attention_explicit(const torch::Tensor& q, const torch::Tensor& k,
   return torch::matmul(weights, v);
 }
 
+torch::Tensor attention_key_padded(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
+                                   const torch::Tensor& key_pad, double dropout_p, double scale) {
+  const int64_t b = q.size(0), h = q.size(1), lq = q.size(2), lk = k.size(2), dh = q.size(3);
+  auto bias = torch::zeros({b, 1, 1, lk}, q.options())
+                  .masked_fill_(key_pad.view({b, 1, 1, lk}), -std::numeric_limits<float>::infinity())
+                  .expand({b, h, 1, lk})
+                  .reshape({b * h, 1, lk});
+  auto scores = torch::baddbmm(bias, q.reshape({b * h, lq, dh}), k.reshape({b * h, lk, dh}).transpose(1, 2),
+                               /*beta=*/1.0, /*alpha=*/scale);
+  auto weights = torch::softmax(scores, -1);
+  if (dropout_p > 0) weights = torch::dropout(weights, dropout_p, /*train=*/true);
+  return torch::bmm(weights, v.reshape({b * h, lk, dh})).view({b, h, lq, dh});
+}
+
 AttentionImpl::AttentionImpl(const AttentionOptions& options) : torch::nn::Module("Attention"), options_(options) {
   const auto d = options.embed_dim();
   if (options.num_heads() <= 0 || d % options.num_heads() != 0)
@@ -82,6 +96,30 @@ torch::Tensor AttentionImpl::forward(const torch::Tensor& x, const torch::Tensor
 #endif
   if (!out.defined()) out = attention_explicit(q, k, v, allowed, dropout, 1.0 / std::sqrt(double(head_dim_)));
   return out_proj->forward(out.transpose(1, 2).reshape({b, l, d}));
+}
+
+torch::Tensor AttentionImpl::forward_packed(const torch::Tensor& x, const TokenLayout& layout) {
+  const int64_t b = layout.batch, l = layout.length, d = x.size(1), h = options_.num_heads();
+  // One fused projection on the packed tokens, then [B, Lc, 3, H, Dh] -> q, k, v [B, H, Lc, Dh].
+  auto qkv = layout.scatter(torch::nn::functional::linear(x, in_proj_weight, in_proj_bias))
+                 .view({b, l, 3, h, head_dim_})
+                 .permute({2, 0, 3, 1, 4});
+  auto q = qkv[0], k = qkv[1], v = qkv[2];
+  if (q_norm) {
+    q = q_norm->forward(q);
+    k = k_norm->forward(k);
+  }
+  if (v_norm) v = v_norm->forward(v);
+  const double dropout = is_training() ? options_.dropout() : 0.0;
+  torch::Tensor out;
+#if SALT_TORCH_AT_LEAST(2, 0)
+  if (attn_type_uses_fused_kernel(options_.attn_type()))
+    out = compat::fused_attention(q.contiguous(), k.contiguous(), v.contiguous(),
+                                  layout.pad_mask.logical_not().view({b, 1, 1, l}).expand({b, 1, l, l}), dropout);
+#endif
+  if (!out.defined())
+    out = attention_key_padded(q, k, v, layout.pad_mask, dropout, 1.0 / std::sqrt(double(head_dim_)));
+  return out_proj->forward(layout.gather(out.transpose(1, 2).reshape({b * l, d})));
 }
 
 }  // namespace salt::models

@@ -6,6 +6,7 @@
 
 #include <string>
 
+#include "models/common.h"
 #include "models/norm.h"
 
 namespace salt::models {
@@ -33,11 +34,22 @@ struct AttentionOptions {
 torch::Tensor attention_explicit(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
                                  const torch::Tensor& key_allowed, double dropout_p, double scale);
 
+// Explicit attention with a per-key padding mask, q, k, v [B, H, L, Dh] and
+// key_pad bool [B, L] (true = may not send); every row must have an allowed key
+// (the encoder's registers guarantee it). scale * q k^T and the mask are applied
+// in one baddbmm.
+torch::Tensor attention_key_padded(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
+                                   const torch::Tensor& key_pad, double dropout_p, double scale);
+
 class AttentionImpl : public torch::nn::Module {
  public:
   explicit AttentionImpl(const AttentionOptions& options);
   // x: [B, L, D]; pad_mask: bool [B, L], true = padded (may be undefined).
   torch::Tensor forward(const torch::Tensor& x, const torch::Tensor& pad_mask = {});
+  // Packed tokens x [N, D] (see TokenLayout): the projections run on the N tokens
+  // only; q, k, v are scattered to the compact [B, Lc] layout for the kernel and the
+  // output gathered back before out_proj. Same result as forward() on the valid tokens.
+  torch::Tensor forward_packed(const torch::Tensor& x, const TokenLayout& layout);
   void reset_parameters();
   // Switch the kernel (salt's set_backend); throws UsageError for an unknown name.
   void set_backend(const std::string& attn_type);

@@ -46,9 +46,25 @@ TaskOutput ClassificationTaskImpl::forward(const torch::Tensor& x, const torch::
                                            const torch::Tensor& context, const Labels* labels) {
   TaskOutput out;
   out.preds = net->forward(x, context);
-  if (!labels) return out;
+  if (labels) out.loss = compute_loss(out.preds, prepare_labels(label(*labels, options_cls_.label()), pad_mask));
+  return out;
+}
 
-  auto y = prepare_labels(label(*labels, options_cls_.label()), pad_mask);
+TaskOutput ClassificationTaskImpl::forward_packed(const torch::Tensor& rows, const TokenIndex& idx,
+                                                  const torch::Tensor& pad_mask, const torch::Tensor& context,
+                                                  const Labels* labels) {
+  // The head runs on the valid tokens only; padded slots of preds are 0.
+  auto preds = net->forward_gathered(rows, context, idx.jet);
+  TaskOutput out;
+  out.preds = idx.scatter(preds);
+  if (labels) {
+    auto y = prepare_labels(label(*labels, options_cls_.label()), pad_mask);
+    out.loss = compute_loss(preds, y.reshape({-1}).index_select(0, idx.flat));
+  }
+  return out;
+}
+
+torch::Tensor ClassificationTaskImpl::compute_loss(const torch::Tensor& preds, const torch::Tensor& y) {
   auto valid = y != -1;
   const int64_t num_classes = loss->kind() == LossKind::BCEWithLogits ? 2 : net->output_size();
   if ((valid & ((y < 0) | (y >= num_classes))).any().item<bool>()) {
@@ -57,22 +73,19 @@ TaskOutput ClassificationTaskImpl::forward(const torch::Tensor& x, const torch::
                      " outside [0, " + std::to_string(num_classes) + ") (missing label_map entry?)");
   }
   // With no valid label torch's mean would be 0/0; keep the graph and give 0.
-  if (!valid.any().item<bool>()) {
-    out.loss = out.preds.sum() * 0.0;
-    return out;
-  }
+  if (!valid.any().item<bool>()) return preds.sum() * 0.0;
+  torch::Tensor result;
   if (loss->kind() == LossKind::BCEWithLogits) {
-    auto logits = out.preds.squeeze(-1);
+    auto logits = preds.squeeze(-1);
     auto target = y.clamp_min(0).to(logits.scalar_type());
     auto per = loss->elementwise(logits, target).masked_select(valid);
     const auto& r = loss->options().reduction();
-    out.loss = r == "sum" ? per.sum() : per.mean();
+    result = r == "sum" ? per.sum() : per.mean();
   } else {
-    out.loss = out.preds.dim() == 3 ? loss->forward(out.preds.permute({0, 2, 1}), y) : loss->forward(out.preds, y);
-    if (out.loss.dim() != 0) out.loss = out.loss.sum() / valid.sum();  // reduction none: mean over valid slots
+    result = preds.dim() == 3 ? loss->forward(preds.permute({0, 2, 1}), y) : loss->forward(preds, y);
+    if (result.dim() != 0) result = result.sum() / valid.sum();  // reduction none: mean over valid slots
   }
-  out.loss = out.loss * weight();
-  return out;
+  return result * weight();
 }
 
 PredictionColumns ClassificationTaskImpl::predict(const torch::Tensor& preds, const torch::Tensor& pad_mask,

@@ -26,6 +26,8 @@ class ClassificationTaskImpl : public TaskImpl {
   ClassificationTaskImpl(const TaskOptions& task, const ClassificationOptions& options);
   TaskOutput forward(const torch::Tensor& x, const torch::Tensor& pad_mask, const torch::Tensor& context,
                      const Labels* labels) override;
+  TaskOutput forward_packed(const torch::Tensor& rows, const TokenIndex& idx, const torch::Tensor& pad_mask,
+                            const torch::Tensor& context, const Labels* labels) override;
   PredictionColumns predict(const torch::Tensor& preds, const torch::Tensor& pad_mask, const Labels* labels,
                             const std::string& model_name) const override;
   std::vector<std::string> label_names() const override { return {options_cls_.label()}; }
@@ -34,6 +36,8 @@ class ClassificationTaskImpl : public TaskImpl {
   torch::Tensor prepare_labels(const torch::Tensor& raw, const torch::Tensor& pad_mask) const;
 
  private:
+  // Weighted loss of preds [N, C] (or [B, L, C]) against prepared labels [N] ([B, L]).
+  torch::Tensor compute_loss(const torch::Tensor& preds, const torch::Tensor& y);
   ClassificationOptions options_cls_;
 };
 

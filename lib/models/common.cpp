@@ -43,3 +43,127 @@ torch::Tensor attach_context(const torch::Tensor& x, const torch::Tensor& contex
 }
 
 }  // namespace salt::models
+
+namespace salt::models {
+
+namespace {
+std::vector<int64_t> row_shape(int64_t rows, const torch::Tensor& t) {
+  std::vector<int64_t> shape{rows};
+  for (int64_t d = 1; d < t.dim(); ++d) shape.push_back(t.size(d));
+  return shape;
+}
+torch::Tensor scatter_rows(const torch::Tensor& rows, const torch::Tensor& dest, int64_t total) {
+  // index_copy forward, index_select (a parallel gather) backward.
+  return torch::zeros(row_shape(total, rows), rows.options()).index_copy_(0, dest, rows);
+}
+}  // namespace
+
+TokenIndex TokenIndex::from_mask(const torch::Tensor& pad_mask) {
+  TokenIndex t;
+  t.batch = pad_mask.size(0);
+  t.length = pad_mask.size(1);
+  t.flat = pad_mask.logical_not().reshape({-1}).nonzero().reshape({-1});
+  t.jet = t.length > 0 ? t.flat.div(t.length, "floor") : t.flat.clone();
+  return t;
+}
+
+torch::Tensor TokenIndex::gather(const torch::Tensor& padded) const {
+  std::vector<int64_t> shape{batch * length};
+  for (int64_t d = 2; d < padded.dim(); ++d) shape.push_back(padded.size(d));
+  return padded.reshape(shape).index_select(0, flat);
+}
+
+torch::Tensor TokenIndex::scatter(const torch::Tensor& rows) const {
+  auto shape = row_shape(batch, rows);
+  shape.insert(shape.begin() + 1, length);
+  return scatter_rows(rows, flat, batch * length).view(shape);
+}
+
+void PackedSequence::append(const std::string& name, const torch::Tensor& mask, const TokenIndex& idx,
+                            const torch::Tensor& rows) {
+  if (offsets.empty()) offsets.push_back(0);
+  batch = mask.size(0);
+  segments.push_back({name, mask});
+  index.push_back(idx);
+  offsets.push_back(offsets.back() + idx.size());
+  x = x.defined() ? torch::cat({x, rows}, 0) : rows;
+}
+
+void PackedSequence::pop_back() {
+  segments.pop_back();
+  index.pop_back();
+  offsets.pop_back();
+  x = x.narrow(0, 0, offsets.back());
+}
+
+PackedSequence PackedSequence::pack(const Sequence& seq) {
+  PackedSequence p;
+  p.offsets.push_back(0);
+  p.batch = seq.x.size(0);
+  std::vector<torch::Tensor> rows;
+  int64_t offset = 0;
+  for (const auto& s : seq.segments) {
+    auto idx = TokenIndex::from_mask(s.mask);
+    rows.push_back(idx.gather(seq.x.narrow(1, offset, s.mask.size(1))));
+    offset += s.mask.size(1);
+    p.segments.push_back(s);
+    p.index.push_back(idx);
+    p.offsets.push_back(p.offsets.back() + idx.size());
+  }
+  p.x = rows.size() == 1 ? rows.front() : torch::cat(rows, 0);
+  return p;
+}
+
+Sequence PackedSequence::unpack() const {
+  Sequence s;
+  s.segments = segments;
+  std::vector<torch::Tensor> parts;
+  for (size_t i = 0; i < segments.size(); ++i) parts.push_back(index[i].scatter(rows(static_cast<int64_t>(i))));
+  s.x = parts.size() == 1 ? parts.front() : torch::cat(parts, 1);
+  return s;
+}
+
+int64_t PackedSequence::find(const std::string& name) const {
+  for (size_t i = 0; i < segments.size(); ++i)
+    if (segments[i].name == name) return static_cast<int64_t>(i);
+  return -1;
+}
+
+torch::Tensor PackedSequence::jet() const {
+  std::vector<torch::Tensor> jets;
+  for (const auto& idx : index) jets.push_back(idx.jet);
+  return jets.size() == 1 ? jets.front() : torch::cat(jets, 0);
+}
+
+TokenLayout TokenLayout::of(const PackedSequence& seq) {
+  TokenLayout t;
+  t.batch = seq.batch;
+  const auto device = seq.x.defined() ? seq.x.device() : torch::Device(torch::kCPU);
+  auto count = torch::zeros({seq.batch}, torch::dtype(torch::kLong).device(device));
+  std::vector<torch::Tensor> positions;
+  for (size_t i = 0; i < seq.segments.size(); ++i) {
+    auto valid = seq.segments[i].mask.logical_not().to(torch::kLong);
+    // Position of slot l of jet b: tokens of earlier segments + valid slots before it.
+    auto pos = valid.cumsum(1) - 1 + count.unsqueeze(1);
+    positions.push_back(pos.reshape({-1}).index_select(0, seq.index[i].flat));
+    count = count + valid.sum(1);
+  }
+  t.length = seq.batch > 0 ? count.max().item<int64_t>() : 0;
+  t.jet = seq.jet();
+  auto pos = positions.size() == 1 ? positions.front() : torch::cat(positions, 0);
+  t.dest = t.jet * t.length + pos;
+  t.pad_mask = torch::arange(t.length, count.options()).unsqueeze(0) >= count.unsqueeze(1);
+  return t;
+}
+
+torch::Tensor TokenLayout::scatter(const torch::Tensor& rows) const {
+  auto shape = row_shape(batch, rows);
+  shape.insert(shape.begin() + 1, length);
+  return scatter_rows(rows, dest, batch * length).view(shape);
+}
+
+torch::Tensor TokenLayout::gather(const torch::Tensor& padded) const {
+  return padded.reshape({batch * length, padded.size(-1)}).index_select(0, dest);
+}
+
+}  // namespace salt::models

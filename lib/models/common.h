@@ -37,6 +37,60 @@ struct Sequence {
 
 inline const char* kRegisters = "REGISTERS";
 
+// The valid slots of one padded segment, "packed": flat = b * L + l of every valid
+// slot in ascending (jet, slot) order, jet = b. Per-token layers run on the packed
+// rows [N, ...] only, so padded slots cost nothing.
+struct TokenIndex {
+  torch::Tensor flat;  // [N] int64
+  torch::Tensor jet;   // [N] int64
+  int64_t batch = 0, length = 0;
+
+  // pad_mask: bool [B, L], true = padded.
+  static TokenIndex from_mask(const torch::Tensor& pad_mask);
+  int64_t size() const { return flat.size(0); }
+  // [B, L, ...] -> [N, ...]: the valid slots.
+  torch::Tensor gather(const torch::Tensor& padded) const;
+  // [N, ...] -> [B, L, ...], zeros at padded slots.
+  torch::Tensor scatter(const torch::Tensor& rows) const;
+};
+
+// A Sequence in packed form: x holds the valid tokens of every segment, segment
+// after segment (registers last), each segment in (jet, slot) order.
+struct PackedSequence {
+  torch::Tensor x;                 // [N, D]
+  std::vector<Segment> segments;   // the padded masks, as in Sequence
+  std::vector<TokenIndex> index;   // per segment
+  std::vector<int64_t> offsets;    // per segment: first row in x; back() = N (size segments + 1)
+  int64_t batch = 0;
+
+  // Appends a segment: its mask and its packed rows (rows.size(0) valid tokens).
+  void append(const std::string& name, const torch::Tensor& mask, const TokenIndex& idx, const torch::Tensor& rows);
+  void pop_back();
+  static PackedSequence pack(const Sequence& seq);
+  // Padded layout again, zeros at padded slots.
+  Sequence unpack() const;
+  int64_t find(const std::string& name) const;  // segment index or -1
+  torch::Tensor rows(int64_t segment) const { return x.narrow(0, offsets[segment], offsets[segment + 1] - offsets[segment]); }
+  torch::Tensor jet() const;  // [N] int64
+};
+
+// Where attention and pooling put the packed tokens: a compact padded [B, Lc]
+// layout with each jet's tokens (all segments, registers included) at positions
+// 0..n_b-1 and Lc = max n_b (<= the padded length). Attention is permutation
+// equivariant over a jet's tokens, so this order changes nothing but the work.
+struct TokenLayout {
+  torch::Tensor dest;      // [N] int64: b * Lc + position of each packed row
+  torch::Tensor jet;       // [N] int64
+  torch::Tensor pad_mask;  // bool [B, Lc], true = no token
+  int64_t batch = 0, length = 0;
+
+  static TokenLayout of(const PackedSequence& seq);
+  // [N, F] -> [B, Lc, F], zeros where pad_mask.
+  torch::Tensor scatter(const torch::Tensor& rows) const;
+  // [B, Lc, F] (or [B * Lc, F]) -> [N, F].
+  torch::Tensor gather(const torch::Tensor& padded) const;
+};
+
 // Softmax along `dim` that ignores masked (true) entries and returns 0 for them;
 // a slice with every entry masked gives all zeros, never NaN. `mask` must be
 // broadcastable to x.

@@ -37,4 +37,26 @@ torch::Tensor DenseImpl::forward(const torch::Tensor& x, const torch::Tensor& co
   return net->forward(x);
 }
 
+torch::nn::Linear DenseImpl::first_linear() const {
+  return torch::nn::Linear(net->ptr<torch::nn::LinearImpl>(0));
+}
+
+torch::Tensor DenseImpl::forward_after_first(torch::Tensor h) {
+  for (auto it = net->begin() + 1; it != net->end(); ++it) h = it->forward(h);
+  return h;
+}
+
+torch::Tensor DenseImpl::forward_gathered(const torch::Tensor& x, const torch::Tensor& context,
+                                          const torch::Tensor& jet) {
+  const int64_t c = options_.context_size();
+  if (c == 0) return net->forward(x);
+  if (!context.defined()) throw UsageError("Dense: expected a context vector, none given");
+  if (!first_layer_is_linear()) return net->forward(attach_context(x, context.index_select(0, jet)));
+  auto first = first_linear();
+  const auto& w = first->weight;
+  auto h = torch::nn::functional::linear(x, w.narrow(1, c, w.size(1) - c));
+  auto ctx = torch::nn::functional::linear(context, w.narrow(1, 0, c), first->bias);
+  return forward_after_first(h + ctx.index_select(0, jet));
+}
+
 }  // namespace salt::models

@@ -32,6 +32,18 @@ class DenseImpl : public torch::nn::Module {
   // x: [..., input_size]; context: [B, context_size] (broadcast over x's middle
   // dims) or [..., context_size]; required iff context_size > 0.
   torch::Tensor forward(const torch::Tensor& x, const torch::Tensor& context = {});
+  // Per-token rows x [N, input_size] with a per-jet context [B, context_size] and
+  // jet [N] (the row of context each token belongs to). Same result as
+  // forward(x, context.index_select(0, jet)), but the first Linear is split into
+  // W_x x + (W_c context + b)[jet]: the context product is computed once per jet
+  // and the [N, C + input] concatenation is never built (unless dropout comes first).
+  torch::Tensor forward_gathered(const torch::Tensor& x, const torch::Tensor& context, const torch::Tensor& jet);
+
+  // For callers that split the first layer themselves (vertexing): whether net
+  // starts with its Linear (no dropout before it), that Linear, and the rest of net.
+  bool first_layer_is_linear() const { return options_.dropout() <= 0; }
+  torch::nn::Linear first_linear() const;
+  torch::Tensor forward_after_first(torch::Tensor h);
 
   int64_t input_size() const { return options_.input_size(); }
   int64_t output_size() const { return output_size_; }

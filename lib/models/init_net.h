@@ -26,6 +26,8 @@ class InitNetImpl : public torch::nn::Module {
   explicit InitNetImpl(const InitNetOptions& options);
   // inputs: normalised inputs by name; returns [B, L, D] (or [B, D] for the global object).
   torch::Tensor forward(const TensorMap& inputs);
+  // The embeddings of the valid slots only: [idx.size(), D] (see TokenIndex).
+  torch::Tensor forward_packed(const TensorMap& inputs, const TokenIndex& idx);
 
   const std::string& input_name() const { return options_.input_name(); }
   int64_t output_size() const { return net->output_size(); }

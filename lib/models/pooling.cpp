@@ -18,4 +18,10 @@ torch::Tensor GlobalAttentionPoolingImpl::forward(const torch::Tensor& x, const 
   return (x * weights(x, pad_mask).unsqueeze(-1)).sum(1);
 }
 
+torch::Tensor GlobalAttentionPoolingImpl::forward_packed(const torch::Tensor& x, const TokenLayout& layout) {
+  auto scores = layout.scatter(gate_nn->forward(x)).squeeze(-1);  // [B, Lc]
+  auto w = masked_softmax(scores, layout.pad_mask, 1);
+  return torch::bmm(w.unsqueeze(1), layout.scatter(x)).squeeze(1);
+}
+
 }  // namespace salt::models

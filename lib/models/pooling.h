@@ -4,6 +4,8 @@
 #pragma once
 #include <torch/torch.h>
 
+#include "models/common.h"
+
 namespace salt::models {
 
 class GlobalAttentionPoolingImpl : public torch::nn::Module {
@@ -12,6 +14,9 @@ class GlobalAttentionPoolingImpl : public torch::nn::Module {
   // x: [B, L, D]; pad_mask: bool [B, L] true = padded (may be undefined).
   // Returns [B, D].
   torch::Tensor forward(const torch::Tensor& x, const torch::Tensor& pad_mask = {});
+  // Packed tokens x [N, D] (see TokenLayout); same result as forward() on the
+  // padded layout. Returns [B, D].
+  torch::Tensor forward_packed(const torch::Tensor& x, const TokenLayout& layout);
   // The softmax weights [B, L] (for tests and inspection).
   torch::Tensor weights(const torch::Tensor& x, const torch::Tensor& pad_mask = {});
 

@@ -34,6 +34,11 @@ TORCH_MODULE(LayerScale);
 // Stochastic depth: drops the whole residual branch per sample while training.
 torch::Tensor drop_path(const torch::Tensor& x, double prob, bool training);
 
+// The same on packed tokens [N, ...]: one draw per jet (`jet` [N] indexes [batch]),
+// so all tokens of a jet keep or drop the branch together, as on the padded layout.
+torch::Tensor drop_path_tokens(const torch::Tensor& x, double prob, bool training, const torch::Tensor& jet,
+                               int64_t batch);
+
 // Validates norm_type; throws UsageError naming it otherwise.
 void check_norm_type(const std::string& norm_type);
 
@@ -54,6 +59,17 @@ class NormResidualImpl : public torch::nn::Module {
     auto out = fn->forward(pre ? norm->forward(x) : x, std::forward<Args>(args)...);
     if (ls) out = ls->forward(out);
     out = x + drop_path(out, options_.drop_path(), is_training());
+    return options_.norm_type() == "post" ? norm->forward(out) : out;
+  }
+
+  // forward() on packed tokens [N, D] (jet [N] of `batch` jets), fn replaced by
+  // call(normed x) so that the caller picks fn's packed entry point.
+  template <class Call>
+  torch::Tensor forward_tokens(const torch::Tensor& x, const torch::Tensor& jet, int64_t batch, Call&& call) {
+    const bool pre = options_.norm_type() == "pre";
+    auto out = call(pre ? norm->forward(x) : x);
+    if (ls) out = ls->forward(out);
+    out = x + drop_path_tokens(out, options_.drop_path(), is_training(), jet, batch);
     return options_.norm_type() == "post" ? norm->forward(out) : out;
   }
 

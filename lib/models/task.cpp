@@ -9,6 +9,11 @@ TaskImpl::TaskImpl(const std::string& type, const TaskOptions& options) : torch:
   loss = register_module("loss", Loss(options.loss()));
 }
 
+TaskOutput TaskImpl::forward_packed(const torch::Tensor& rows, const TokenIndex& idx, const torch::Tensor& pad_mask,
+                                    const torch::Tensor& context, const Labels* labels) {
+  return forward(idx.scatter(rows), pad_mask, context, labels);
+}
+
 const torch::Tensor& TaskImpl::label(const Labels& labels, const std::string& label_name) const {
   auto in = labels.find(input_name());
   if (in != labels.end()) {

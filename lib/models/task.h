@@ -45,6 +45,12 @@ class TaskImpl : public torch::nn::Module {
   // labels == nullptr: inference, no loss.
   virtual TaskOutput forward(const torch::Tensor& x, const torch::Tensor& pad_mask, const torch::Tensor& context,
                              const Labels* labels) = 0;
+  // A constituent task on packed tokens: rows [N, D] are the valid slots `idx` of
+  // the padded [B, L] input (pad_mask), context [B, C]. Same preds and loss as
+  // forward() (per-constituent preds are [B, L, ...] with 0 at padded slots). The
+  // default scatters rows back to [B, L, D] and calls forward().
+  virtual TaskOutput forward_packed(const torch::Tensor& rows, const TokenIndex& idx, const torch::Tensor& pad_mask,
+                                    const torch::Tensor& context, const Labels* labels);
   // salt's run_inference + output naming. labels are only needed by regression
   // tasks scaled by target_denominators. model_name prefixes most columns.
   virtual PredictionColumns predict(const torch::Tensor& preds, const torch::Tensor& pad_mask, const Labels* labels,

@@ -15,6 +15,12 @@ torch::Tensor EncoderLayerImpl::forward(const torch::Tensor& x, const torch::Ten
   return dense->forward(attn->forward(x, pad_mask));
 }
 
+torch::Tensor EncoderLayerImpl::forward_packed(const torch::Tensor& x, const TokenLayout& layout) {
+  auto y = attn->forward_tokens(x, layout.jet, layout.batch,
+                                [&](const torch::Tensor& t) { return attn->fn->forward_packed(t, layout); });
+  return dense->forward_tokens(y, layout.jet, layout.batch, [&](const torch::Tensor& t) { return dense->fn->forward(t); });
+}
+
 TransformerImpl::TransformerImpl(const TransformerOptions& options) : torch::nn::Module("Transformer"), options_(options) {
   const int64_t d = options.embed_dim();
   if (options.num_registers() < 1)
@@ -49,22 +55,24 @@ void TransformerImpl::set_backend(const std::string& attn_type) {
   options_.attn_type(attn_type);
 }
 
-Sequence TransformerImpl::forward(const Sequence& in) {
-  const int64_t b = in.x.size(0), r = options_.num_registers();
-  Sequence out;
-  out.segments = in.segments;
-  out.x = torch::cat({in.x, registers.unsqueeze(0).expand({b, r, registers.size(1)})}, 1);
-  out.segments.push_back({kRegisters, register_mask.unsqueeze(0).expand({b, r})});
-  const auto mask = out.mask();
+Sequence TransformerImpl::forward(const Sequence& in) { return forward_packed(PackedSequence::pack(in)).unpack(); }
 
-  for (auto& layer : typed_layers_) out.x = layer->forward(out.x, mask);
-  if (out_proj) out.x = out_proj->forward(out.x);
-  if (out_norm) out.x = out_norm->forward(out.x);
+PackedSequence TransformerImpl::forward_packed(const PackedSequence& in) {
+  const int64_t b = in.batch, r = options_.num_registers();
+  PackedSequence out = in;
+  // Registers: jet-major rows, always valid.
+  auto reg_mask = register_mask.unsqueeze(0).expand({b, r});
+  auto reg_index = TokenIndex::from_mask(reg_mask);
+  out.append(kRegisters, reg_mask, reg_index, registers.unsqueeze(0).expand({b, r, registers.size(1)}).reshape({b * r, -1}));
+  const auto layout = TokenLayout::of(out);
 
-  if (options_.drop_registers()) {
-    out.x = out.x.narrow(1, 0, out.x.size(1) - r);
-    out.segments.pop_back();
-  }
+  auto x = out.x;
+  for (auto& layer : typed_layers_) x = layer->forward_packed(x, layout);
+  if (out_proj) x = out_proj->forward(x);
+  if (out_norm) x = out_norm->forward(x);
+  out.x = x;
+
+  if (options_.drop_registers()) out.pop_back();
   return out;
 }
 

@@ -22,6 +22,8 @@ class EncoderLayerImpl : public torch::nn::Module {
   EncoderLayerImpl(int64_t embed_dim, const AttentionOptions& attn, const GLUOptions& dense, const ResidualOptions& res);
   // x: [B, L, D]; pad_mask: bool [B, L] true = padded.
   torch::Tensor forward(const torch::Tensor& x, const torch::Tensor& pad_mask);
+  // Packed tokens x [N, D] laid out by `layout` (see TokenLayout).
+  torch::Tensor forward_packed(const torch::Tensor& x, const TokenLayout& layout);
 
   std::shared_ptr<NormResidualImpl<Attention>> attn;
   std::shared_ptr<NormResidualImpl<GLU>> dense;
@@ -52,6 +54,9 @@ class TransformerImpl : public torch::nn::Module {
   // Appends the registers (segment "REGISTERS") unless drop_registers, encodes,
   // projects; the returned sequence has out_dim features.
   Sequence forward(const Sequence& in);
+  // The same on packed tokens (what SaltModel uses): appends the registers as the
+  // last segment; every per-token layer runs on the valid tokens only.
+  PackedSequence forward_packed(const PackedSequence& in);
   void set_backend(const std::string& attn_type);
 
   int64_t out_dim() const { return options_.out_dim().value_or(options_.embed_dim()); }

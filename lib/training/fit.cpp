@@ -110,9 +110,7 @@ FitResult fit(const YAML::Node& resolved_config, const FitHooks& hooks) {
     std::optional<std::string> suffix;
     if (!setup.config["log_suffix"].IsNull()) suffix = setup.config["log_suffix"].as<std::string>();
     const auto name = setup.config["name"].as<std::string>();
-    fs::path root = T.default_root_dir;
-    if (suffix && root.filename() == name + "_" + *suffix) root = root.parent_path();
-    run_dir = run_directory(root, name, suffix, timestamp_now());
+    run_dir = run_directory(T.default_root_dir, name, suffix, timestamp_now());
     if (fs::exists(run_dir / "config.yaml") && !setup.config["overwrite_config"].as<bool>())
       throw UsageError((run_dir / "config.yaml").string() +
                        " already exists; use --overwrite_config (-oc) to reuse this run directory, or another --name/--log_suffix");
@@ -260,7 +258,8 @@ FitResult fit(const YAML::Node& resolved_config, const FitHooks& hooks) {
     result.last_val_metrics = val_metrics;
     std::string summary;
     for (const auto& [k, v] : val_metrics) summary += (summary.empty() ? "" : ", ") + k + " " + std::to_string(v);
-    progress.finish(summary);
+    progress.finish("validated");
+    spdlog::info("epoch {} step {}: {}", epoch, global_step, summary);
     if (dev_run) {
       ++result.epochs_run;
       break;

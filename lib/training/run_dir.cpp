@@ -22,7 +22,10 @@ bool ends_with_timestamp(const std::string& name) {
 std::filesystem::path run_directory(const std::filesystem::path& default_root_dir, const std::string& name,
                                     const std::optional<std::string>& log_suffix, const std::string& timestamp) {
   auto root = default_root_dir.empty() ? std::filesystem::path("logs") : default_root_dir;
-  if (ends_with_timestamp(root.filename().string())) root = root.parent_path();
+  // Resuming from a run's saved config: its default_root_dir is the run directory itself.
+  std::error_code ec;
+  if (ends_with_timestamp(root.filename().string()) || std::filesystem::exists(root / "config.yaml", ec))
+    root = root.parent_path();
   return root / (name + "_" + (log_suffix ? *log_suffix : timestamp));
 }
 

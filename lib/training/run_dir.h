@@ -1,6 +1,7 @@
 // salt's run directories: <default_root_dir>/<name>_<YYYYmmdd-THHMMSS>, or
 // <name>_<log_suffix>. A root whose basename already ends in such a timestamp
-// (the saved default_root_dir of a run being resumed) is replaced by its parent.
+// (the saved default_root_dir of a run being resumed) is replaced by its parent;
+// so is a root that holds a config.yaml (a run directory named by log_suffix).
 #pragma once
 #include <filesystem>
 #include <optional>

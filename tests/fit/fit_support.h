@@ -1,0 +1,63 @@
+// Running `salt fit` / `salt test` as a user would, in a scratch directory that
+// holds a small toy data set (data/toy, where configs/base.yaml looks).
+#pragma once
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <regex>
+#include <string>
+#include <vector>
+
+#include "support/test_support.h"
+
+namespace salt::testing {
+
+class FitTest : public ::testing::Test {
+ protected:
+  void SetUp() override { make_toy_data(2000, 500, 500); }
+
+  void make_toy_data(int train, int val, int test) {
+    auto r = run_salt({"toydata", "-o", "data/toy", "--num_train", std::to_string(train), "--num_val",
+                       std::to_string(val), "--num_test", std::to_string(test)},
+                      dir.path());
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+  }
+
+  static std::string cfg(const std::string& name) { return (source_dir() / "configs" / name).string(); }
+
+  // GN2 made small enough for a test: the CPU variant, batches of 250.
+  static std::vector<std::string> small_gn2(std::vector<std::string> extra = {}) {
+    std::vector<std::string> args{"-c", cfg("GN2.yaml"), "-c", cfg("GN2_cpu.yaml"), "--data.batch_size", "250",
+                                  "--data.num_workers", "1", "--trainer.enable_progress_bar", "false"};
+    args.insert(args.end(), extra.begin(), extra.end());
+    return args;
+  }
+
+  ProcessResult salt(const std::string& command, const std::vector<std::string>& args,
+                     const std::vector<std::string>& env = {"OMP_NUM_THREADS=1"}) {
+    std::vector<std::string> all{command};
+    all.insert(all.end(), args.begin(), args.end());
+    return run_salt(all, dir.path(), env);
+  }
+
+  // The run directories under logs/, sorted.
+  std::vector<std::filesystem::path> runs() const {
+    std::vector<std::filesystem::path> out;
+    if (!std::filesystem::exists(dir / "logs")) return out;
+    for (const auto& e : std::filesystem::directory_iterator(dir / "logs")) out.push_back(e.path());
+    std::sort(out.begin(), out.end());
+    return out;
+  }
+
+  static std::vector<std::filesystem::path> checkpoints(const std::filesystem::path& run) {
+    std::vector<std::filesystem::path> out;
+    for (const auto& e : std::filesystem::directory_iterator(run / "ckpts"))
+      if (e.path().extension() == ".ckpt") out.push_back(e.path());
+    std::sort(out.begin(), out.end());
+    return out;
+  }
+
+  TempDir dir;
+};
+
+}  // namespace salt::testing
