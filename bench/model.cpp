@@ -3,6 +3,7 @@
 // kernel alone (explicit masked softmax vs fused SDPA where LibTorch >= 2.0).
 // Usage: bench_model [--batch N] [--iters N] [--threads N]   (defaults 1000, 1, LibTorch's)
 #include <torch/torch.h>
+#include <torch/csrc/autograd/profiler_legacy.h>
 #include <yaml-cpp/yaml.h>
 
 #include <chrono>
@@ -121,6 +122,7 @@ int main(int argc, char** argv) {
     };
     step();  // warm-up
     auto t0 = std::chrono::steady_clock::now();
+    if (std::getenv("SALT_PROF")) { torch::autograd::profiler::RecordProfile rp(std::getenv("SALT_PROF")); step(); }
     for (int64_t i = 0; i < iters; ++i) step();
     const double dt = seconds_since(t0) / static_cast<double>(iters);
     std::printf("  attn_type %-11s (%s): %.3f s/batch, %.0f jets/s\n", kernel.c_str(),

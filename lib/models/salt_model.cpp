@@ -42,23 +42,28 @@ SaltModelImpl::SaltModelImpl(std::string global_object, std::vector<InitNet> ini
 
 SaltModelOutput SaltModelImpl::forward(const TensorMap& inputs, const TensorMap& pad_masks, const Labels* labels) {
   SaltModelOutput out;
+  // Constituents travel packed (valid tokens only) from the init nets to the task
+  // heads; attention and pooling use a compact padded layout (TokenLayout) and
+  // out.sequence is the padded view for callers (zeros at padded slots).
+  PackedSequence packed;
   if (!pool_net) {
     out.global_rep = init_nets_.front()->forward(inputs);
   } else {
-    std::vector<torch::Tensor> embeddings;
     for (auto& net : init_nets_) {
-      auto x = net->forward(inputs);
+      auto it = inputs.find(net->input_name());
+      if (it == inputs.end()) throw InputError("InitNet: input '" + net->input_name() + "' missing from the batch");
+      const auto& x = it->second;
       if (x.dim() != 3)
         throw InputError("SaltModel: input '" + net->input_name() + "' is not a constituent input (shape [B, L, F])");
-      auto it = pad_masks.find(net->input_name());
-      auto mask = it != pad_masks.end() ? it->second.to(torch::kBool)
-                                        : torch::zeros({x.size(0), x.size(1)}, torch::dtype(torch::kBool).device(x.device()));
-      embeddings.push_back(x);
-      out.sequence.segments.push_back({net->input_name(), mask});
+      auto m = pad_masks.find(net->input_name());
+      auto mask = m != pad_masks.end() ? m->second.to(torch::kBool)
+                                       : torch::zeros({x.size(0), x.size(1)}, torch::dtype(torch::kBool).device(x.device()));
+      auto idx = TokenIndex::from_mask(mask);
+      packed.append(net->input_name(), mask, idx, net->forward_packed(inputs, idx));
     }
-    out.sequence.x = torch::cat(embeddings, 1);
-    if (encoder) out.sequence = encoder->forward(out.sequence);
-    out.global_rep = pool_net->forward(out.sequence.x, out.sequence.mask());
+    if (encoder) packed = encoder->forward_packed(packed);
+    out.global_rep = pool_net->forward_packed(packed.x, TokenLayout::of(packed));
+    out.sequence = packed.unpack();
   }
   // salt appends un-pooled "global" inputs to the pooled vector when present.
   if (auto g = inputs.find("global"); g != inputs.end()) out.global_rep = torch::cat({out.global_rep, g->second}, -1);
@@ -68,11 +73,11 @@ SaltModelOutput SaltModelImpl::forward(const TensorMap& inputs, const TensorMap&
     if (task->input_name() == global_object_) {
       result = task->forward(out.global_rep, {}, {}, labels);
     } else {
-      const Segment* seg = out.sequence.find(task->input_name());
-      if (!seg)
+      const int64_t s = packed.find(task->input_name());
+      if (s < 0)
         throw UsageError("task '" + task->name() + "': input '" + task->input_name() +
                          "' has no init net (constituent tasks need one)");
-      result = task->forward(out.sequence.slice(task->input_name()), seg->mask, out.global_rep, labels);
+      result = task->forward_packed(packed.rows(s), packed.index[s], packed.segments[s].mask, out.global_rep, labels);
     }
     out.preds[task->input_name()][task->name()] = result.preds;
     if (result.loss.defined()) out.losses[task->name()] = result.loss;

@@ -32,20 +32,57 @@ std::string VertexingTaskImpl::origin_label() const {
 TaskOutput VertexingTaskImpl::forward(const torch::Tensor& x, const torch::Tensor& pad_mask,
                                       const torch::Tensor& context, const Labels* labels) {
   if (x.dim() != 3) throw UsageError("task '" + name() + "': VertexingTask needs constituent inputs, not '" + input_name() + "'");
-  const int64_t b = x.size(0), n = x.size(1);
+  auto mask = pad_mask.defined() ? pad_mask : torch::zeros({x.size(0), x.size(1)}, torch::dtype(torch::kBool).device(x.device()));
+  auto idx = TokenIndex::from_mask(mask);
+  return forward_packed(idx.gather(x), idx, pad_mask, context, labels);
+}
+
+TaskOutput VertexingTaskImpl::forward_packed(const torch::Tensor& rows, const TokenIndex& idx,
+                                             const torch::Tensor& pad_mask, const torch::Tensor& context,
+                                             const Labels* labels) {
+  const int64_t b = idx.batch, n = idx.length;
   auto adjacency = edge_adjacency(pad_mask, b, n);
   // nonzero() walks (jet, i, j) in row-major order, the order salt's boolean indexing gives.
-  auto idx = adjacency.nonzero();
-  auto jet = idx.select(1, 0), i = idx.select(1, 1), j = idx.select(1, 2);
-  auto edges = torch::cat({x.index({jet, i}), x.index({jet, j})}, -1);
-  torch::Tensor ctx;
-  if (context.defined()) ctx = context.index_select(0, jet);
+  auto e = adjacency.nonzero();
+  auto jet = e.select(1, 0);
+  auto slot_i = jet * n + e.select(1, 1), slot_j = jet * n + e.select(1, 2);
+  // Padded slot -> packed row.
+  auto row_of = torch::full({b * n}, -1, idx.flat.options()).index_copy_(0, idx.flat, torch::arange(idx.size(), idx.flat.options()));
 
   TaskOutput out;
-  out.preds = net->forward(edges, ctx);
+  out.preds = edge_logits(rows, idx, context, row_of.index_select(0, slot_i), row_of.index_select(0, slot_j), jet);
   if (labels)
     out.loss = edge_loss(out.preds, label(*labels, label_), label(*labels, origin_label()), adjacency) * weight();
   return out;
+}
+
+torch::Tensor VertexingTaskImpl::edge_logits(const torch::Tensor& rows, const TokenIndex& idx,
+                                             const torch::Tensor& context, const torch::Tensor& row_i,
+                                             const torch::Tensor& row_j, const torch::Tensor& jet) {
+  const int64_t c = net->context_size(), d = rows.size(1);
+  if (c > 0 && !context.defined()) throw UsageError("Dense: expected a context vector, none given");
+  if (net->input_size() != 2 * d)
+    throw UsageError("task '" + name() + "': edge features have " + std::to_string(2 * d) +
+                     " values (2 x " + std::to_string(d) + "), the network expects input_size " +
+                     std::to_string(net->input_size()));
+  if (!net->first_layer_is_linear()) {
+    auto edges = torch::cat({rows.index_select(0, row_i), rows.index_select(0, row_j)}, -1);
+    return net->forward(edges, c > 0 ? context.index_select(0, jet) : torch::Tensor());
+  }
+  auto first = net->first_linear();
+  const auto& w = first->weight;  // [H, C + 2D]: context, x_i, x_j
+  const int64_t hidden = w.size(0);
+  // Per token: [W_i x | W_j x] in one product, [N, 2H].
+  auto p = torch::nn::functional::linear(rows, torch::cat({w.narrow(1, c, d), w.narrow(1, c + d, d)}, 0));
+  auto p_i = p.narrow(1, 0, hidden), p_j = p.narrow(1, hidden, hidden);
+  // Per jet: W_ctx ctx + b, added to the sender's term once per token.
+  if (c > 0)
+    p_i = p_i + torch::nn::functional::linear(context, w.narrow(1, 0, c), first->bias).index_select(0, idx.jet);
+  else if (first->bias.defined())
+    p_i = p_i + first->bias;
+  auto h = p_i.index_select(0, row_i);
+  h.add_(p_j.index_select(0, row_j));
+  return net->forward_after_first(h);
 }
 
 torch::Tensor VertexingTaskImpl::edge_loss(const torch::Tensor& logits, const torch::Tensor& vertex_raw,

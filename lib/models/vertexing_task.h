@@ -16,6 +16,13 @@ class VertexingTaskImpl : public TaskImpl {
   // preds: edge logits [E, 1].
   TaskOutput forward(const torch::Tensor& x, const torch::Tensor& pad_mask, const torch::Tensor& context,
                      const Labels* labels) override;
+  // The edges are built from the packed valid tokens; the edge net's first Linear
+  // is split as W_ctx ctx + W_i x_i + W_j x_j: the three products are computed once
+  // per jet / token and gathered per edge, never materialising cat([ctx, x_i, x_j])
+  // for every edge (identical up to float rounding). With dropout before the first
+  // Linear the concatenation is built as in salt.
+  TaskOutput forward_packed(const torch::Tensor& rows, const TokenIndex& idx, const torch::Tensor& pad_mask,
+                            const torch::Tensor& context, const Labels* labels) override;
   // One int64 column "VertexIndex" [B, L, 1]: per constituent the index (among
   // the jet's valid constituents) of the first member of its predicted vertex;
   // padded slots -1.
@@ -30,6 +37,9 @@ class VertexingTaskImpl : public TaskImpl {
                           const torch::Tensor& adjacency);
 
  private:
+  // Edge logits [E, 1] for the edges (row_i, row_j) between packed rows of jet `jet`.
+  torch::Tensor edge_logits(const torch::Tensor& rows, const TokenIndex& idx, const torch::Tensor& context,
+                            const torch::Tensor& row_i, const torch::Tensor& row_j, const torch::Tensor& jet);
   std::string label_;
 };
 

@@ -62,7 +62,7 @@ TEST(ShippedConfigs, CpuVariantShrinksGN2ButKeepsItsStructure) {
 TEST(ShippedConfigs, DipsKeepsLabelMapWithIntKeys) {
   auto c = resolve_args({"-c", repo_config("dips.yaml")}).config;
   auto task = c["model"]["model"]["init_args"]["tasks"]["init_args"]["modules"][0]["init_args"];
-  EXPECT_EQ(yaml_of(task["label_map"]), "{0: 0, 4: 1, 5: 2}");
+  EXPECT_EQ(yaml_of(task["label_map"]), "{0: 0, 4: 1, 5: 2, 15: 3}");
   EXPECT_EQ(yaml_of(task["loss"]), yaml_of(config::parse_cli_value(
                                        "{class_path: torch.nn.CrossEntropyLoss, init_args: {weight: null, "
                                        "ignore_index: -100, reduction: mean, label_smoothing: 0.0}}")));

@@ -1,0 +1,137 @@
+// `salt test` end to end: best checkpoint, salt's output file layout read back
+// with the HDF5 library, the performance table; and every shipped model config
+// trains and tests on the toy data.
+#include <cstring>
+
+#include "core/errors.h"
+#include "data/h5_file.h"
+#include "fit/fit_support.h"
+#include "training/evaluate.h"
+
+namespace salt::testing {
+namespace fs = std::filesystem;
+
+TEST(BestCheckpoint, LowestLossValueWins) {
+  TempDir dir;
+  for (const auto* name : {"epoch=000-val_loss=0.50000.ckpt", "epoch=001-val_loss=0.40000.ckpt",
+                           "epoch=002-val_loss=0.45000.ckpt", "epoch=003-val_loss=-0.10000.txt", "notes.ckpt"})
+    write_file(dir / name, "x");
+  EXPECT_EQ(training::best_checkpoint(dir.path()).filename(), "epoch=001-val_loss=0.40000.ckpt");
+  write_file(dir / "epoch=004-val_loss=-0.20000.ckpt", "x");  // negative losses parse too
+  EXPECT_EQ(training::best_checkpoint(dir.path()).filename(), "epoch=004-val_loss=-0.20000.ckpt");
+  TempDir empty;
+  EXPECT_THROW(training::best_checkpoint(empty.path()), UsageError);
+  EXPECT_THROW(training::best_checkpoint(empty / "missing"), UsageError);
+}
+
+TEST(SampleName, SaltsRule) {
+  EXPECT_EQ(training::sample_name("/x/pp_output_test_ttbar.h5"), "ttbar");
+  EXPECT_EQ(training::sample_name("pp_output_test_zprime.h5"), "zprime");
+  EXPECT_EQ(training::sample_name("my_test_file.h5"), "my_test_file");
+  EXPECT_EQ(training::sample_name("a_b_c_d_e.h5"), "a_b_c_d_e");
+}
+
+TEST_F(FitTest, TestWritesSaltsPredictionFile) {
+  auto fit = salt("fit", small_gn2({"--trainer.max_epochs", "2", "-ls", "run"}));
+  ASSERT_EQ(fit.exit_code, 0) << fit.err;
+  const auto run = dir / "logs" / "GN2_cpu_run";
+  // write_tracks through the list index of the PredictionWriter callback
+  auto r = salt("test", {"-c", (run / "config.yaml").string(), "--trainer.callbacks.1.init_args.write_tracks=true"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  auto best = training::best_checkpoint(run / "ckpts");
+  EXPECT_NE(r.err.find("testing checkpoint " + best.string()), std::string::npos) << r.err;
+  auto out = best.parent_path() / (best.stem().string() + "__test_ttbar.h5");
+  ASSERT_TRUE(fs::exists(out)) << out;
+  EXPECT_NE(r.out.find("GN2_cpu b-tagging performance (f_c = 0.20"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("77%"), std::string::npos) << r.out;
+
+  auto file = data::h5::File::open_read(out);
+  auto input = data::h5::File::open_read(dir / "data/toy/pp_output_test_ttbar.h5");
+  auto jets = file.dataset("jets");
+  auto in_jets = input.dataset("jets");
+  ASSERT_EQ(jets.rows(), 500);
+  auto names = jets.layout().names();
+  auto in_names = in_jets.layout().names();
+  // the input's own fields first, in order, then the predictions
+  ASSERT_GE(names.size(), in_names.size() + 4);
+  for (std::size_t i = 0; i < in_names.size(); ++i) EXPECT_EQ(names[i], in_names[i]);
+  std::vector<std::string> preds(names.begin() + static_cast<long>(in_names.size()), names.end());
+  EXPECT_EQ(preds, (std::vector<std::string>{"GN2_cpu_pb", "GN2_cpu_pc", "GN2_cpu_pu", "GN2_cpu_ptau"}));
+  // rows in input order, probabilities summing to one
+  std::vector<uint8_t> a(500 * jets.layout().record_size), b(500 * in_jets.layout().record_size);
+  jets.read_records(0, 500, 1, a.data());
+  in_jets.read_records(0, 500, 1, b.data());
+  const auto* ev_out = jets.layout().find("eventNumber");
+  const auto* ev_in = in_jets.layout().find("eventNumber");
+  for (int i = 0; i < 500; ++i) {
+    int64_t x, y;
+    std::memcpy(&x, a.data() + i * jets.layout().record_size + ev_out->offset, 8);
+    std::memcpy(&y, b.data() + i * in_jets.layout().record_size + ev_in->offset, 8);
+    ASSERT_EQ(x, y) << "row " << i;
+    float sum = 0;
+    for (const auto& p : preds) {
+      float v;
+      std::memcpy(&v, a.data() + i * jets.layout().record_size + jets.layout().find(p)->offset, 4);
+      EXPECT_GE(v, 0.0f);
+      sum += v;
+    }
+    EXPECT_NEAR(sum, 1.0f, 1e-4);
+  }
+  auto tracks = file.dataset("tracks");
+  EXPECT_EQ(tracks.rows(), 500);
+  EXPECT_EQ(tracks.cols(), 40);
+  auto track_names = tracks.layout().names();
+  for (const auto* f : {"d0", "valid", "GN2_cpu_pPileup", "GN2_cpu_pFromB", "GN2_cpu_pOtherSecondary", "VertexIndex", "mask"})
+    EXPECT_NE(std::find(track_names.begin(), track_names.end(), f), track_names.end()) << f;
+  EXPECT_EQ(tracks.layout().find("mask")->type.str(), "bool");
+  EXPECT_EQ(tracks.layout().find("VertexIndex")->type.str(), "i8");
+  EXPECT_EQ(tracks.layout().find("GN2_cpu_pFromB")->type.str(), "f4");
+  // mask == !valid on every slot
+  std::vector<uint8_t> t(500 * 40 * tracks.layout().record_size);
+  tracks.read_records(0, 500, 40, t.data());
+  const auto rs = tracks.layout().record_size;
+  for (int k = 0; k < 500 * 40; ++k)
+    ASSERT_EQ(t[k * rs + tracks.layout().find("mask")->offset], 1 - t[k * rs + tracks.layout().find("valid")->offset]);
+
+  // no stray temp files next to the output
+  for (const auto& e : fs::directory_iterator(best.parent_path()))
+    EXPECT_EQ(e.path().filename().string().find(".tmp."), std::string::npos) << e.path();
+}
+
+TEST_F(FitTest, TestSuffixHalfPrecisionAndExplicitCheckpoint) {
+  auto fit = salt("fit", small_gn2({"--trainer.max_epochs", "2", "-ls", "run"}));
+  ASSERT_EQ(fit.exit_code, 0) << fit.err;
+  const auto run = dir / "logs" / "GN2_cpu_run";
+  auto first = checkpoints(run).at(0);
+  auto r = salt("test", {"-c", (run / "config.yaml").string(), "--ckpt_path", first.string(), "--data.test_suff", "v2",
+                         "--data.num_test", "300", "--trainer.callbacks.1.init_args.half_precision=true"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  auto out = run / "ckpts" / (first.stem().string() + "__test_ttbar_v2.h5");
+  ASSERT_TRUE(fs::exists(out));
+  auto jets = data::h5::File::open_read(out).dataset("jets");
+  EXPECT_EQ(jets.rows(), 300);
+  EXPECT_EQ(jets.layout().find("GN2_cpu_pb")->type.str(), "f2");
+}
+
+class ShippedModel : public FitTest, public ::testing::WithParamInterface<std::string> {};
+
+TEST_P(ShippedModel, TrainsAndTestsOnToyData) {
+  const auto config = GetParam();
+  auto fit = salt("fit", {"-c", cfg(config), "--trainer.max_epochs", "1", "--data.batch_size", "250", "--data.num_workers",
+                          "1", "-ls", "x", "--trainer.precision", "32", "--trainer.enable_progress_bar", "false"});
+  ASSERT_EQ(fit.exit_code, 0) << fit.err;
+  auto runs_now = runs();
+  ASSERT_EQ(runs_now.size(), 1u);
+  auto test = salt("test", {"-c", (runs_now[0] / "config.yaml").string()});
+  ASSERT_EQ(test.exit_code, 0) << test.err;
+  EXPECT_NE(test.out.find("b-tagging performance"), std::string::npos) << test.out;
+  auto ckpt = checkpoints(runs_now[0]).at(0);
+  EXPECT_TRUE(fs::exists(ckpt.parent_path() / (ckpt.stem().string() + "__test_ttbar.h5")));
+}
+
+INSTANTIATE_TEST_SUITE_P(Configs, ShippedModel, ::testing::Values("GN2.yaml", "dips.yaml", "DL1.yaml"),
+                         [](const ::testing::TestParamInfo<std::string>& info) {
+                           return info.param.substr(0, info.param.find('.'));
+                         });
+
+}  // namespace salt::testing
