@@ -1,6 +1,11 @@
 #include "models/attention.h"
 
+#include <ATen/Parallel.h>
+
+#include <algorithm>
 #include <cmath>
+#include <limits>
+#include <vector>
 
 #include "core/errors.h"
 #include "core/torch_compat.h"
@@ -39,6 +44,143 @@ torch::Tensor attention_key_padded(const torch::Tensor& q, const torch::Tensor& 
   auto weights = torch::softmax(scores, -1);
   if (dropout_p > 0) weights = torch::dropout(weights, dropout_p, /*train=*/true);
   return torch::bmm(weights, v.reshape({b * h, lk, dh})).view({b, h, lq, dh});
+}
+
+namespace {
+
+inline float dot(const float* a, const float* b, int64_t n) {
+  // Eight partial sums so the compiler vectorises without -ffast-math.
+  float acc[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+  int64_t d = 0;
+  for (; d + 8 <= n; d += 8)
+    for (int u = 0; u < 8; ++u) acc[u] += a[d + u] * b[d + u];
+  float sum = ((acc[0] + acc[1]) + (acc[2] + acc[3])) + ((acc[4] + acc[5]) + (acc[6] + acc[7]));
+  for (; d < n; ++d) sum += a[d] * b[d];
+  return sum;
+}
+
+inline void axpy(float alpha, const float* x, float* y, int64_t n) {
+  for (int64_t d = 0; d < n; ++d) y[d] += alpha * x[d];
+}
+
+// Where jet b's probabilities start in the flat P buffer: heads * sum_{b' < b} n_b'^2.
+std::vector<int64_t> prob_offsets(const int64_t* starts, int64_t batch, int64_t heads) {
+  std::vector<int64_t> off(batch + 1, 0);
+  for (int64_t b = 0; b < batch; ++b) {
+    const int64_t n = starts[b + 1] - starts[b];
+    off[b + 1] = off[b] + heads * n * n;
+  }
+  return off;
+}
+
+class VarlenAttention : public torch::autograd::Function<VarlenAttention> {
+ public:
+  static torch::Tensor forward(torch::autograd::AutogradContext* ctx, const torch::Tensor& qkv,
+                               const torch::Tensor& order_in, const torch::Tensor& starts_in, int64_t heads,
+                               double scale) {
+    auto order = order_in.contiguous(), starts = starts_in.contiguous();
+    const int64_t n_tok = qkv.size(0), d3 = qkv.size(1), d = d3 / 3, dh = d / heads, batch = starts.size(0) - 1;
+    const int64_t* st = starts.data_ptr<int64_t>();
+    const int64_t* ord = order.data_ptr<int64_t>();
+    const auto off = prob_offsets(st, batch, heads);
+    auto probs = torch::empty({off[batch]}, qkv.options());
+    auto out = torch::empty({n_tok, d}, qkv.options());
+    const float* x = qkv.data_ptr<float>();
+    float* p_all = probs.data_ptr<float>();
+    float* o = out.data_ptr<float>();
+    const float sc = static_cast<float>(scale);
+    at::parallel_for(0, batch * heads, 16, [&](int64_t begin, int64_t end) {
+      for (int64_t w = begin; w < end; ++w) {
+        const int64_t b = w / heads, h = w % heads, n = st[b + 1] - st[b];
+        const int64_t* rows = ord + st[b];
+        float* p = p_all + off[b] + h * n * n;
+        for (int64_t i = 0; i < n; ++i) {
+          const float* qi = x + rows[i] * d3 + h * dh;
+          float* pi = p + i * n;
+          float mx = -std::numeric_limits<float>::infinity();
+          for (int64_t j = 0; j < n; ++j) {
+            pi[j] = sc * dot(qi, x + rows[j] * d3 + d + h * dh, dh);
+            mx = std::max(mx, pi[j]);
+          }
+          float sum = 0;
+          for (int64_t j = 0; j < n; ++j) sum += (pi[j] = std::exp(pi[j] - mx));
+          const float inv = 1.0f / sum;
+          float* oi = o + rows[i] * d + h * dh;
+          std::fill(oi, oi + dh, 0.0f);
+          for (int64_t j = 0; j < n; ++j) {
+            pi[j] *= inv;
+            axpy(pi[j], x + rows[j] * d3 + 2 * d + h * dh, oi, dh);
+          }
+        }
+      }
+    });
+    ctx->save_for_backward({qkv, order, starts, probs});
+    ctx->saved_data["heads"] = heads;
+    ctx->saved_data["scale"] = scale;
+    return out;
+  }
+
+  static torch::autograd::variable_list backward(torch::autograd::AutogradContext* ctx,
+                                                 torch::autograd::variable_list grads) {
+    auto saved = ctx->get_saved_variables();
+    const auto& qkv = saved[0];
+    const auto& order = saved[1];
+    const auto& starts = saved[2];
+    const auto& probs = saved[3];
+    const int64_t heads = ctx->saved_data["heads"].toInt();
+    const float sc = static_cast<float>(ctx->saved_data["scale"].toDouble());
+    auto dout = grads[0].contiguous();
+    const int64_t d3 = qkv.size(1), d = d3 / 3, dh = d / heads, batch = starts.size(0) - 1;
+    const int64_t* st = starts.data_ptr<int64_t>();
+    const int64_t* ord = order.data_ptr<int64_t>();
+    const auto off = prob_offsets(st, batch, heads);
+    auto dqkv = torch::zeros_like(qkv);
+    const float* x = qkv.data_ptr<float>();
+    const float* p_all = probs.data_ptr<float>();
+    const float* go = dout.data_ptr<float>();
+    float* gx = dqkv.data_ptr<float>();
+    at::parallel_for(0, batch * heads, 16, [&](int64_t begin, int64_t end) {
+      std::vector<float> dp;
+      for (int64_t w = begin; w < end; ++w) {
+        const int64_t b = w / heads, h = w % heads, n = st[b + 1] - st[b];
+        const int64_t* rows = ord + st[b];
+        const float* p = p_all + off[b] + h * n * n;
+        dp.resize(n);
+        for (int64_t i = 0; i < n; ++i) {
+          const float* pi = p + i * n;
+          const float* doi = go + rows[i] * d + h * dh;
+          const float* qi = x + rows[i] * d3 + h * dh;
+          float* dqi = gx + rows[i] * d3 + h * dh;
+          float delta = 0;
+          for (int64_t j = 0; j < n; ++j) {
+            dp[j] = dot(doi, x + rows[j] * d3 + 2 * d + h * dh, dh);  // dO_i . v_j
+            delta += pi[j] * dp[j];
+          }
+          for (int64_t j = 0; j < n; ++j) {
+            const float ds = pi[j] * (dp[j] - delta) * sc;
+            axpy(ds, x + rows[j] * d3 + d + h * dh, dqi, dh);     // dq_i += ds k_j
+            axpy(ds, qi, gx + rows[j] * d3 + d + h * dh, dh);     // dk_j += ds q_i
+            axpy(pi[j], doi, gx + rows[j] * d3 + 2 * d + h * dh, dh);  // dv_j += p_ij dO_i
+          }
+        }
+      }
+    });
+    return {dqkv, torch::Tensor(), torch::Tensor(), torch::Tensor(), torch::Tensor()};
+  }
+};
+
+}  // namespace
+
+bool varlen_attention_applies(const torch::Tensor& qkv, double dropout_p) {
+  return dropout_p == 0.0 && qkv.defined() && qkv.device().is_cpu() && qkv.scalar_type() == torch::kFloat32 &&
+         qkv.dim() == 2;
+}
+
+torch::Tensor varlen_attention(const torch::Tensor& qkv, const torch::Tensor& order, const torch::Tensor& starts,
+                               int64_t num_heads, double scale) {
+  if (!varlen_attention_applies(qkv, 0.0) || qkv.size(1) % (3 * num_heads) != 0)
+    throw UsageError("varlen_attention: needs a CPU float32 qkv [N, 3D] with D divisible by the number of heads");
+  return VarlenAttention::apply(qkv.contiguous(), order.to(torch::kLong), starts.to(torch::kLong), num_heads, scale);
 }
 
 AttentionImpl::AttentionImpl(const AttentionOptions& options) : torch::nn::Module("Attention"), options_(options) {
@@ -100,8 +242,14 @@ torch::Tensor AttentionImpl::forward(const torch::Tensor& x, const torch::Tensor
 
 torch::Tensor AttentionImpl::forward_packed(const torch::Tensor& x, const TokenLayout& layout) {
   const int64_t b = layout.batch, l = layout.length, d = x.size(1), h = options_.num_heads();
+  const double dropout = is_training() ? options_.dropout() : 0.0;
+  const double scale = 1.0 / std::sqrt(double(head_dim_));
+  auto projected = torch::nn::functional::linear(x, in_proj_weight, in_proj_bias);
+  // CPU float32 without q/k/v norms: the varlen kernel straight on the packed rows.
+  if (!q_norm && !v_norm && varlen_attention_applies(projected, dropout))
+    return out_proj->forward(varlen_attention(projected, layout.order, layout.starts, h, scale));
   // One fused projection on the packed tokens, then [B, Lc, 3, H, Dh] -> q, k, v [B, H, Lc, Dh].
-  auto qkv = layout.scatter(torch::nn::functional::linear(x, in_proj_weight, in_proj_bias))
+  auto qkv = layout.scatter(projected)
                  .view({b, l, 3, h, head_dim_})
                  .permute({2, 0, 3, 1, 4});
   auto q = qkv[0], k = qkv[1], v = qkv[2];
@@ -110,7 +258,6 @@ torch::Tensor AttentionImpl::forward_packed(const torch::Tensor& x, const TokenL
     k = k_norm->forward(k);
   }
   if (v_norm) v = v_norm->forward(v);
-  const double dropout = is_training() ? options_.dropout() : 0.0;
   torch::Tensor out;
 #if SALT_TORCH_AT_LEAST(2, 0)
   if (attn_type_uses_fused_kernel(options_.attn_type()))
@@ -118,7 +265,7 @@ torch::Tensor AttentionImpl::forward_packed(const torch::Tensor& x, const TokenL
                                   layout.pad_mask.logical_not().view({b, 1, 1, l}).expand({b, 1, l, l}), dropout);
 #endif
   if (!out.defined())
-    out = attention_key_padded(q, k, v, layout.pad_mask, dropout, 1.0 / std::sqrt(double(head_dim_)));
+    out = attention_key_padded(q, k, v, layout.pad_mask, dropout, scale);
   return out_proj->forward(layout.gather(out.transpose(1, 2).reshape({b * l, d})));
 }
 

@@ -41,6 +41,18 @@ torch::Tensor attention_explicit(const torch::Tensor& q, const torch::Tensor& k,
 torch::Tensor attention_key_padded(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
                                    const torch::Tensor& key_pad, double dropout_p, double scale);
 
+// Variable-length self-attention on packed tokens, a CPU float32 kernel with its
+// own backward (autograd function). qkv [N, 3D]: the fused in-projection of N
+// packed tokens ([q | k | v], heads of D / heads values each). The tokens of jet b
+// are rows order[starts[b] .. starts[b+1]) (see TokenLayout); every token attends
+// to all tokens of its jet and nothing else — exactly the padded kernel with the
+// padding mask, without computing padded rows or keys, and with no per-(jet, head)
+// dispatch (LibTorch 1.13's bmm loops over small matrices one by one). Returns
+// [N, D]. Needs a defined, contiguous CPU float32 qkv and no attention dropout.
+bool varlen_attention_applies(const torch::Tensor& qkv, double dropout_p);
+torch::Tensor varlen_attention(const torch::Tensor& qkv, const torch::Tensor& order, const torch::Tensor& starts,
+                               int64_t num_heads, double scale);
+
 class AttentionImpl : public torch::nn::Module {
  public:
   explicit AttentionImpl(const AttentionOptions& options);

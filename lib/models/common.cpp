@@ -152,6 +152,10 @@ TokenLayout TokenLayout::of(const PackedSequence& seq) {
   t.jet = seq.jet();
   auto pos = positions.size() == 1 ? positions.front() : torch::cat(positions, 0);
   t.dest = t.jet * t.length + pos;
+  t.starts = torch::cat({torch::zeros({1}, count.options()), count.cumsum(0)});
+  const int64_t n = t.dest.size(0);
+  t.order = torch::empty({n}, count.options())
+                .index_copy_(0, t.starts.index_select(0, t.jet) + pos, torch::arange(n, count.options()));
   t.pad_mask = torch::arange(t.length, count.options()).unsqueeze(0) >= count.unsqueeze(1);
   return t;
 }

@@ -82,6 +82,8 @@ struct TokenLayout {
   torch::Tensor dest;      // [N] int64: b * Lc + position of each packed row
   torch::Tensor jet;       // [N] int64
   torch::Tensor pad_mask;  // bool [B, Lc], true = no token
+  torch::Tensor starts;    // [B + 1] int64: jet b's tokens are order[starts[b] .. starts[b+1])
+  torch::Tensor order;     // [N] int64: packed rows sorted by (jet, position)
   int64_t batch = 0, length = 0;
 
   static TokenLayout of(const PackedSequence& seq);

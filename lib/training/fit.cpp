@@ -2,6 +2,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include <chrono>
 #include <cmath>
 #include <cstdio>
 
@@ -189,6 +190,7 @@ FitResult fit(const YAML::Node& resolved_config, const FitHooks& hooks) {
   for (int64_t epoch = start_epoch; (max_epochs < 0 || epoch < max_epochs) && !stop; ++epoch) {
     // ---- training ----
     setup.model->train();
+    const auto train_start = std::chrono::steady_clock::now();
     train_loader.start_epoch(epoch);
     progress.start("train", epoch, max_epochs, train_batches);
     LossTotals interval;
@@ -208,6 +210,7 @@ FitResult fit(const YAML::Node& resolved_config, const FitHooks& hooks) {
       if (!std::isfinite(loss_value)) throw InputError(nan_message("train/loss", epoch, global_step, run_dir));
       (out.loss / static_cast<double>(T.accumulate_grad_batches)).backward();
       interval.add(out, on_device.size);
+      result.train_jets += on_device.size;
       const bool boundary = (b + 1) % T.accumulate_grad_batches == 0 || b + 1 == train_batches;
       if (boundary) {
         if (T.gradient_clip_val) {
@@ -232,10 +235,15 @@ FitResult fit(const YAML::Node& resolved_config, const FitHooks& hooks) {
       if (stop) break;
     }
     train_loader.stop();
+    result.train_seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - train_start).count();
     progress.finish("step " + std::to_string(global_step));
 
     // ---- validation ----
-    if ((epoch + 1) % T.check_val_every_n_epoch != 0 && !stop && epoch + 1 != max_epochs) continue;
+    // limit_val_batches=0 turns validation (and so checkpointing) off, as in Lightning.
+    if (val_batches == 0 || ((epoch + 1) % T.check_val_every_n_epoch != 0 && !stop && epoch + 1 != max_epochs)) {
+      ++result.epochs_run;
+      continue;
+    }
     setup.model->eval();
     torch::NoGradGuard no_grad;
     val_loader.start_epoch(epoch);

@@ -17,6 +17,8 @@ struct FitResult {
   int64_t epochs_run = 0;
   int64_t global_step = 0;
   std::map<std::string, double> last_val_metrics;
+  double train_seconds = 0;  // wall time in training batches (loading included, validation not)
+  int64_t train_jets = 0;
 };
 
 // Hooks that other parts of salt-cpp plug in around a fit (git checks and tags,
