@@ -21,6 +21,7 @@
 #include "training/fit.h"
 #include "training/optimization.h"
 #include "training/run_setup.h"
+#include "training/threads.h"
 
 namespace fs = std::filesystem;
 using namespace salt;
@@ -102,6 +103,7 @@ int main(int argc, char** argv) {
     }
   }
   if (threads > 0) torch::set_num_threads(threads);
+  else training::configure_torch_threads();
   spdlog::set_level(spdlog::level::warn);
   if (quick) jets = std::min<int64_t>(jets, 4000);
   auto tmp = fs::temp_directory_path() / ("salt-bench-fit-" + std::to_string(getpid()));

@@ -10,6 +10,7 @@
 #include "core/signals.h"
 #include "training/evaluate.h"
 #include "training/fit.h"
+#include "training/threads.h"
 
 namespace salt::cli {
 
@@ -26,6 +27,8 @@ int run_config_command(const std::string& command, const std::vector<std::string
     return 0;
   }
   install_stop_handlers();
+  const int threads = training::configure_torch_threads();
+  spdlog::info("computing with {} CPU thread(s) (set OMP_NUM_THREADS to change)", threads);
   if (command == "fit") {
     training::FitHooks hooks;
     const auto& c = resolved.config;
