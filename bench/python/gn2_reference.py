@@ -139,11 +139,7 @@ def main():
         torch.set_num_threads(a.threads)
     torch.manual_seed(a.seed)
 
-    hidden = [int(h) for h in a.task_hidden.split(",") if h]
-    model = GN2(a.jet_vars, a.track_vars, a.embed, a.layers, a.heads, a.out, hidden)
-    model.train()
-    n_params = sum(p.numel() for p in model.parameters() if p.requires_grad)
-
+    # Random batch first, in bench/model.cpp's order, so both see the same jets.
     b, n = a.batch, a.length
     n_valid = torch.randint(a.min_valid, a.max_valid + 1, (b,))
     pad = torch.arange(n)[None, :] >= n_valid[:, None]
@@ -152,6 +148,11 @@ def main():
     flavour = torch.randint(0, 4, (b,))
     origin = torch.randint(0, 8, (b, n))
     vertex = torch.randint(-1, 4, (b, n))
+
+    hidden = [int(h) for h in a.task_hidden.split(",") if h]
+    model = GN2(a.jet_vars, a.track_vars, a.embed, a.layers, a.heads, a.out, hidden)
+    model.train()
+    n_params = sum(p.numel() for p in model.parameters() if p.requires_grad)
 
     def step():
         model.zero_grad(set_to_none=True)

@@ -154,6 +154,7 @@ void save_checkpoint(const std::filesystem::path& path, const CheckpointState& s
   for (const auto& [name, value] : state.metrics) metrics.insert(name, value);
   auto extra = new_dict();
   extra.insert("metrics", metrics);
+  extra.insert("batch_in_epoch", state.batch_in_epoch);
   if (state.cpu_rng_state.defined()) extra.insert("cpu_rng_state", state.cpu_rng_state);
   root.insert("salt_cpp", extra);
 
@@ -202,6 +203,8 @@ CheckpointState load_checkpoint(const std::filesystem::path& path) {
   auto extra = root.find("salt_cpp");
   if (extra != root.end()) {
     auto e = extra->value().toGenericDict();
+    auto batch = e.find("batch_in_epoch");
+    if (batch != e.end()) state.batch_in_epoch = batch->value().toInt();
     auto rng = e.find("cpu_rng_state");
     if (rng != e.end()) state.cpu_rng_state = rng->value().toTensor();
     auto metrics = e.find("metrics");

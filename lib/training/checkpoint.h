@@ -21,7 +21,8 @@ struct AdamParamState {
 };
 
 struct CheckpointState {
-  int64_t epoch = 0;        // epochs completed (Lightning: the epoch that just ended)
+  int64_t epoch = 0;        // the epoch the state belongs to (0-based, as Lightning)
+  int64_t batch_in_epoch = -1;  // -1: saved after the epoch's validation; else training batches done in `epoch`
   int64_t global_step = 0;  // optimizer steps taken
   std::string config_yaml;  // the run's resolved config
   std::vector<std::pair<std::string, torch::Tensor>> state_dict;

@@ -5,6 +5,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 
 #include "config/compose.h"
 #include "core/errors.h"
@@ -68,6 +69,36 @@ std::string checkpoint_name(int64_t epoch, const std::string& fname_string, doub
   return buf;
 }
 
+void save_requeue_checkpoint(const fs::path& run_dir, const RunSetup& setup, Optimization& optimization,
+                             int64_t epoch, int64_t batch_in_epoch, int64_t global_step, int64_t total_steps) {
+  CheckpointState state;
+  state.epoch = epoch;
+  state.batch_in_epoch = batch_in_epoch;
+  state.global_step = global_step;
+  state.config_yaml = config::to_yaml(setup.config);
+  state.state_dict = module_state(*setup.model);
+  state.adam_state = adam_state(optimization);
+  state.scheduler_total_steps = total_steps;
+  state.cpu_rng_state = cpu_rng_state();
+  auto path = run_dir / "ckpts" / kRequeueCheckpoint;
+  fs::create_directories(path.parent_path());
+  save_checkpoint(path, state, &optimization);
+  spdlog::warn("SIGUSR1: saved {} at epoch {}, batch {} (step {})", path.string(), epoch, batch_in_epoch, global_step);
+}
+
+// Under Slurm, puts this job back in the queue; its next start resumes from the
+// requeue checkpoint (same run directory: a fixed --log_suffix and -oc).
+void request_requeue() {
+  const char* job = std::getenv("SLURM_JOB_ID");
+  if (!job || !*job) {
+    spdlog::warn("not running under Slurm (no SLURM_JOB_ID): not requeued; rerun the same command to resume");
+    return;
+  }
+  std::string command = std::string("scontrol requeue ") + job;
+  spdlog::info("requeueing: {}", command);
+  if (std::system(command.c_str()) != 0) spdlog::error("'{}' failed; resume by resubmitting the same job", command);
+}
+
 void check_stop() {
   if (int sig = stop_signal()) throw StopRequested{sig};
 }
@@ -99,13 +130,6 @@ FitResult fit(const YAML::Node& resolved_config, const FitHooks& hooks) {
   auto train_reader = open_reader(setup, D.train_file, D.num_train, "num_train");
   auto val_reader = open_reader(setup, D.val_file, D.num_val, "num_val");
 
-  std::optional<CheckpointState> resume;
-  const auto ckpt_node = setup.config["ckpt_path"];
-  if (ckpt_node && !ckpt_node.IsNull()) {
-    resume = load_checkpoint(ckpt_node.as<std::string>());
-    load_module_state(*setup.model, resume->state_dict, ckpt_node.as<std::string>());
-  }
-
   fs::path run_dir;
   if (!dev_run) {
     std::optional<std::string> suffix;
@@ -115,6 +139,19 @@ FitResult fit(const YAML::Node& resolved_config, const FitHooks& hooks) {
     if (fs::exists(run_dir / "config.yaml") && !setup.config["overwrite_config"].as<bool>())
       throw UsageError((run_dir / "config.yaml").string() +
                        " already exists; use --overwrite_config (-oc) to reuse this run directory, or another --name/--log_suffix");
+  }
+
+  // Resume: an explicit --ckpt_path, else a requeue checkpoint left in this run directory.
+  std::optional<CheckpointState> resume;
+  std::string resume_source;
+  const auto ckpt_node = setup.config["ckpt_path"];
+  const bool same_dir_resume = !dev_run && fs::exists(run_dir / "ckpts" / kRequeueCheckpoint);
+  if (ckpt_node && !ckpt_node.IsNull()) resume_source = ckpt_node.as<std::string>();
+  else if (same_dir_resume) resume_source = (run_dir / "ckpts" / kRequeueCheckpoint).string();
+  if (!resume_source.empty()) {
+    resume = load_checkpoint(resume_source);
+    load_module_state(*setup.model, resume->state_dict, resume_source);
+    spdlog::info("resuming from {} (epoch {}, step {})", resume_source, resume->epoch, resume->global_step);
   }
   YAML::Node git_meta;
   if (!dev_run && hooks.before_start) git_meta = hooks.before_start(run_dir);
@@ -142,7 +179,7 @@ FitResult fit(const YAML::Node& resolved_config, const FitHooks& hooks) {
   lrs.last_epoch = l["last_epoch"].as<int64_t>();
   Optimization optimization(setup.model->parameters(), lrs, total_steps, resume ? resume->global_step : 0);
   if (resume) {
-    load_adam_state(optimization, resume->adam_state, ckpt_node.as<std::string>());
+    load_adam_state(optimization, resume->adam_state, resume_source);
     if (resume->cpu_rng_state.defined()) set_cpu_rng_state(resume->cpu_rng_state);
   }
 
@@ -179,12 +216,16 @@ FitResult fit(const YAML::Node& resolved_config, const FitHooks& hooks) {
       dev_run ? std::min(T.fast_dev_run, val_loader.batches_per_epoch()) : T.limit_val.apply(val_loader.batches_per_epoch());
 
   MetricsLog metrics(dev_run ? fs::path() : run_dir / "metrics.csv");
+  if (same_dir_resume) metrics.load_existing();
   Progress progress(T.enable_progress_bar, T.progress_refresh_rate);
   const bool autocast = T.precision != Precision::kFloat32;
   const auto autocast_dtype =
       device.is_cuda() && T.precision == Precision::kFloat16Mixed ? torch::kFloat16 : torch::kBFloat16;
 
-  int64_t start_epoch = resume ? resume->epoch + 1 : 0;
+  // A mid-epoch (requeue) checkpoint continues its epoch after the batches it had done.
+  const bool mid_epoch = resume && resume->batch_in_epoch >= 0;
+  int64_t start_epoch = resume ? (mid_epoch ? resume->epoch : resume->epoch + 1) : 0;
+  int64_t skip_batches = mid_epoch ? resume->batch_in_epoch : 0;
   int64_t global_step = optimization.steps_done();
   bool stop = false;
   for (int64_t epoch = start_epoch; (max_epochs < 0 || epoch < max_epochs) && !stop; ++epoch) {
@@ -199,6 +240,7 @@ FitResult fit(const YAML::Node& resolved_config, const FitHooks& hooks) {
       check_stop();
       auto batch = train_loader.next();
       if (!batch) break;
+      if (b < skip_batches) continue;  // done before the requeue: same batch order, so skip them
       auto on_device = to_device(std::move(*batch), device);
       models::ModelOutput out;
       {
@@ -230,14 +272,21 @@ FitResult fit(const YAML::Node& resolved_config, const FitHooks& hooks) {
           interval = LossTotals{};
         }
         if (T.max_steps > 0 && global_step >= T.max_steps) stop = true;
+        if (!dev_run && take_requeue_request()) {
+          save_requeue_checkpoint(run_dir, setup, optimization, epoch, b + 1, global_step, total_steps);
+          result.requeued = true;
+          stop = true;
+        }
       }
       progress.update(b, loss_value, on_device.size);
       if (stop) break;
     }
     train_loader.stop();
+    skip_batches = 0;
     result.train_seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - train_start).count();
     progress.finish("step " + std::to_string(global_step));
 
+    if (result.requeued) break;
     // ---- validation ----
     // limit_val_batches=0 turns validation (and so checkpointing) off, as in Lightning.
     if (val_batches == 0 || ((epoch + 1) % T.check_val_every_n_epoch != 0 && !stop && epoch + 1 != max_epochs)) {
@@ -294,6 +343,12 @@ FitResult fit(const YAML::Node& resolved_config, const FitHooks& hooks) {
   }
   metrics.flush();
   result.global_step = global_step;
+  if (result.requeued) {
+    request_requeue();
+  } else if (!dev_run) {
+    std::error_code ec;  // finished: a later run in this directory must not resume from it
+    fs::remove(run_dir / "ckpts" / kRequeueCheckpoint, ec);
+  }
   return result;
 }
 

@@ -17,6 +17,7 @@ struct FitResult {
   int64_t epochs_run = 0;
   int64_t global_step = 0;
   std::map<std::string, double> last_val_metrics;
+  bool requeued = false;  // stopped by SIGUSR1 after saving ckpts/requeue.ckpt
   double train_seconds = 0;  // wall time in training batches (loading included, validation not)
   int64_t train_jets = 0;
 };
@@ -30,5 +31,9 @@ struct FitHooks {
 };
 
 FitResult fit(const YAML::Node& resolved_config, const FitHooks& hooks = {});
+
+// The mid-epoch checkpoint written on SIGUSR1 (a batch system's pre-timeout
+// warning); a fit started in the same run directory resumes from it by itself.
+inline constexpr const char* kRequeueCheckpoint = "requeue.ckpt";
 
 }  // namespace salt::training

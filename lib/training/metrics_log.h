@@ -15,6 +15,8 @@ class MetricsLog {
   explicit MetricsLog(std::filesystem::path path) : path_(std::move(path)) {}
   void log(int64_t epoch, int64_t step, const std::map<std::string, double>& metrics);
   void flush() const;
+  // Keeps the rows of an existing file (a run resumed in its own directory).
+  void load_existing();
   const std::vector<std::string>& columns() const { return columns_; }
 
  private:

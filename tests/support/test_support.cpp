@@ -123,3 +123,56 @@ bool have_python_module(const std::string& module) {
 }
 
 }  // namespace salt::testing
+
+#include <signal.h>
+
+namespace salt::testing {
+
+BackgroundProcess::BackgroundProcess(const std::vector<std::string>& argv, const std::filesystem::path& cwd,
+                                     const std::vector<std::string>& extra_env) {
+  dir_ = std::filesystem::temp_directory_path() / ("salt-bg-" + std::to_string(getpid()) + "-" + std::to_string(rand()));
+  std::filesystem::create_directories(dir_);
+  out_ = dir_ / "stdout";
+  err_ = dir_ / "stderr";
+  pid_ = fork();
+  if (pid_ < 0) throw std::runtime_error("fork failed");
+  if (pid_ == 0) {
+    int out = open(out_.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    int err = open(err_.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    int in = open("/dev/null", O_RDONLY);
+    dup2(out, 1);
+    dup2(err, 2);
+    dup2(in, 0);
+    if (!cwd.empty() && chdir(cwd.c_str()) != 0) _exit(127);
+    for (const auto& kv : extra_env) putenv(strdup(kv.c_str()));
+    std::vector<char*> args;
+    for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+    args.push_back(nullptr);
+    execvp(args[0], args.data());
+    _exit(127);
+  }
+}
+
+BackgroundProcess::~BackgroundProcess() {
+  if (!reaped_ && pid_ > 0) {
+    kill(pid_, SIGKILL);
+    waitpid(pid_, nullptr, 0);
+  }
+  std::error_code ec;
+  std::filesystem::remove_all(dir_, ec);
+}
+
+void BackgroundProcess::signal(int sig) const { kill(pid_, sig); }
+
+ProcessResult BackgroundProcess::wait() {
+  int status = 0;
+  waitpid(pid_, &status, 0);
+  reaped_ = true;
+  ProcessResult r;
+  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  r.out = read_file(out_);
+  r.err = read_file(err_);
+  return r;
+}
+
+}  // namespace salt::testing

@@ -53,3 +53,24 @@ ProcessResult run_python(const std::string& script, const std::vector<std::strin
 bool have_python_module(const std::string& module);
 
 }  // namespace salt::testing
+
+namespace salt::testing {
+
+// A process started in the background (stdout/stderr to files), for tests that
+// signal or kill it. wait() reaps it; the destructor kills it if still running.
+class BackgroundProcess {
+ public:
+  BackgroundProcess(const std::vector<std::string>& argv, const std::filesystem::path& cwd = {},
+                    const std::vector<std::string>& extra_env = {});
+  ~BackgroundProcess();
+  int pid() const { return pid_; }
+  void signal(int sig) const;
+  ProcessResult wait();  // exit code (128 + signal when killed) and output
+
+ private:
+  int pid_ = -1;
+  std::filesystem::path dir_, out_, err_;
+  bool reaped_ = false;
+};
+
+}  // namespace salt::testing
