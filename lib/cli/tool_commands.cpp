@@ -36,6 +36,9 @@ void add_toydata_command(CLI::App& app) {
 
 }  // namespace
 
-void add_tool_commands(CLI::App& app) { add_toydata_command(app); }
+void add_tool_commands(CLI::App& app) {
+  add_toydata_command(app);
+  add_submit_commands(app);
+}
 
 }  // namespace salt::cli

@@ -1,0 +1,1 @@
+// placeholder until lib/dist has sources
