@@ -120,8 +120,7 @@ TEST_F(FitTest, FailedStartLeavesNothingBehind) {
            {"--trainer.callbacks.0.init_args.monitor_loss", "val/nope_loss"}}) {
     auto r = salt("fit", small_gn2(extra));
     EXPECT_NE(r.exit_code, 0) << extra[0];
-    EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
-    EXPECT_EQ(r.err.rfind("salt: error: ", 0), 0u) << r.err;
+    EXPECT_EQ(error_lines(r.err), 1) << r.err;
     EXPECT_TRUE(runs().empty()) << extra[0];
   }
 }

@@ -105,6 +105,17 @@ ProcessResult run_salt(const std::vector<std::string>& args, const fs::path& cwd
 
 fs::path source_dir() { return SALT_SOURCE_DIR; }
 
+int error_lines(const std::string& err) {
+  int n = 0;
+  std::istringstream lines(err);
+  std::string line;
+  while (std::getline(lines, line))
+    if (line.rfind("salt: error:", 0) == 0 || line.find("terminate") != std::string::npos ||
+        line.find("Exception raised from") != std::string::npos)
+      ++n;
+  return n;
+}
+
 }  // namespace salt::testing
 
 namespace salt::testing {

@@ -42,6 +42,10 @@ ProcessResult run_salt(const std::vector<std::string>& args, const std::filesyst
 // The repository root (for configs/).
 std::filesystem::path source_dir();
 
+// How many lines of `err` report an error ("salt: error: ..." or a crash's
+// "terminate ..."): a bad input must give exactly one, and no stack trace.
+int error_lines(const std::string& err);
+
 }  // namespace salt::testing
 
 namespace salt::testing {

@@ -1,1 +1,0 @@
-// placeholder until lib/submit has sources

@@ -1,0 +1,104 @@
+#include "submit/slurm_options.h"
+
+#include <CLI/CLI.hpp>
+#include <algorithm>
+
+#include "core/errors.h"
+
+namespace salt::submit {
+namespace {
+
+// salt's argparse short options that CLI11 cannot declare (more than one letter).
+const std::map<std::string, std::string> kAliases{
+    {"-cn", "--constraint"}, {"-gt", "--gpu_type"}, {"-cpt", "--cpus_per_task"}, {"-ex", "--exclusive"},
+    {"-ti", "--time"},       {"-sls", "--salt_log_suffix"}, {"-rpg", "--runs_per_gpu"}};
+
+struct Counted {
+  CLI::Option* nodes = nullptr;
+  CLI::Option* gpus = nullptr;
+  CLI::Option* cpus = nullptr;
+  int nodes_v = 1, gpus_v = 1, cpus_v = 1;
+};
+
+std::unique_ptr<CLI::App> make_app(SlurmOptions& o, Counted& c) {
+  auto app = std::make_unique<CLI::App>(
+      "Submit `salt fit` to Slurm. Every run's config is composed and validated (files opened, model built) "
+      "before the job script is written to slurm/batch/sbatch_<tag>.sh; logs go to slurm/batch_logs/.\n"
+      "Extra #SBATCH lines: --slurm.KEY=VALUE. Extra salt flags: --config.KEY=VALUE.",
+      "salt submit_slurm");
+  app->add_option("-c,--config", o.configs, "Config file(s) for `salt fit`, merged in order (repeatable).")
+      ->required();
+  app->add_option("-t,--tag", o.tag, "Job name; the script is slurm/batch/sbatch_<tag>.sh.")->capture_default_str();
+  app->add_option("-p,--partition", o.partition, "Slurm partition.");
+  app->add_option("--constraint", o.constraint, "(-cn) Constraint on the requested nodes.");
+  app->add_option("-a,--account", o.account, "Slurm account.");
+  app->add_option("-q,--qos", o.qos, "Quality of service.");
+  app->add_option("-e,--environment", o.env.kind, "Where the job finds salt.")
+      ->check(CLI::IsMember(environment_kinds()))
+      ->capture_default_str();
+  c.nodes = app->add_option("-n,--nodes", c.nodes_v, "Nodes (= trainer.num_nodes; default: the config's).");
+  c.gpus = app->add_option("-g,--gpus_per_node", c.gpus_v,
+                           "GPUs per node = tasks per node = trainer.devices (default: the config's, else 1); "
+                           "0: a CPU job.");
+  app->add_flag("--cpu", o.request.cpu, "A CPU job: no GPUs requested, trainer.accelerator=cpu (= -g 0).");
+  app->add_option("--gpu_type", o.gpu_type, "(-gt) GPU type, e.g. v100; empty: any.");
+  c.cpus = app->add_option("--cpus_per_task", c.cpus_v,
+                           "(-cpt) CPUs per task = data.num_workers (default: the config's).");
+  app->add_option("-m,--memory", o.memory, "Memory per node (--mem); 'none' leaves it out.")->capture_default_str();
+  app->add_flag("--exclusive", o.exclusive, "(-ex) Exclusive use of the nodes.");
+  app->add_option("--time", o.time, "(-ti) Time limit, e.g. 24:00:00.");
+  app->add_flag("-f,--force", o.force, "Pass --force to salt (train from a dirty git tree).");
+  app->add_option("-b,--bind", o.env.binds, "Singularity bind mounts, e.g. /data:/inputs (repeatable).");
+  app->add_flag("-r,--requeue", o.requeue,
+                "Requeue before the time limit: salt saves a checkpoint on --signal and the job resumes from it.");
+  app->add_option("-s,--signal", o.signal, "Signal and seconds before the time limit, for --requeue.")
+      ->capture_default_str();
+  app->add_option("--salt_log_suffix", o.salt_log_suffix,
+                  "(-sls) Run directory suffix: logs/<name>_<suffix> (default: a timestamp; fixed with --requeue).");
+  app->add_option("--sweep", o.sweep, "YAML file with a 'grid' and/or 'list' of config overrides: one job array.");
+  app->add_option("--runs_per_gpu", o.runs_per_gpu, "(-rpg) Sweep runs packed on one GPU (one array task each).")
+      ->capture_default_str();
+  app->add_flag("--dry-run,--dry_run", o.dry_run, "Validate and print the job script (and sweep runs); submit nothing.");
+  app->add_option("--conda_activate", o.env.conda_activate, "conda's activate script (-e conda).")
+      ->capture_default_str();
+  app->add_option("--conda_env", o.env.conda_env, "conda environment (-e conda).")->capture_default_str();
+  app->add_option("--image", o.env.image, "Singularity image (-e singularity).");
+  app->add_option("--salt_binary", o.env.salt_binary,
+                  "salt as the job calls it (default: this binary; 'salt' inside singularity).");
+  return app;
+}
+
+}  // namespace
+
+SlurmOptions parse_slurm_options(const std::vector<std::string>& args) {
+  SlurmOptions o;
+  auto split = split_args(args, kAliases, "slurm");
+  o.slurm_extra = split.batch;
+  o.config_extra = split.config;
+  if (std::find(split.args.begin(), split.args.end(), "--help") != split.args.end() ||
+      std::find(split.args.begin(), split.args.end(), "-h") != split.args.end()) {
+    o.help = true;
+    return o;
+  }
+  Counted c;
+  auto app = make_app(o, c);
+  std::vector<std::string> reversed(split.args.rbegin(), split.args.rend());  // CLI11 takes them reversed
+  try {
+    app->parse(reversed);
+  } catch (const CLI::ParseError& e) {
+    throw UsageError(std::string("submit_slurm: ") + e.what() + " (see 'salt submit_slurm --help')");
+  }
+  if (c.nodes->count()) o.request.nodes = c.nodes_v;
+  if (c.gpus->count()) o.request.gpus_per_node = c.gpus_v;
+  if (c.cpus->count()) o.request.cpus_per_task = c.cpus_v;
+  if (o.env.salt_binary.empty()) o.env.salt_binary = o.env.kind == "singularity" ? "salt" : current_executable();
+  return o;
+}
+
+std::string slurm_help() {
+  SlurmOptions o;
+  Counted c;
+  return make_app(o, c)->help();
+}
+
+}  // namespace salt::submit
