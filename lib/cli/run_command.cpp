@@ -1,6 +1,7 @@
 #include <spdlog/spdlog.h>
 
 #include <iostream>
+#include <optional>
 
 #include "cli/commands.h"
 #include "cli/git_checks.h"
@@ -8,11 +9,37 @@
 #include "config/run_args.h"
 #include "core/errors.h"
 #include "core/signals.h"
+#include "dist/launch_env.h"
+#include "dist/local_launch.h"
 #include "training/evaluate.h"
 #include "training/fit.h"
 #include "training/threads.h"
+#include "training/trainer_config.h"
 
 namespace salt::cli {
+
+namespace {
+
+// `salt fit --trainer.devices N` with no launcher around it: this process starts the
+// N workers itself (same command) and supervises them. Returns nullopt when this
+// process should train itself (one device, or a launcher already set it up).
+std::optional<int> launch_local_workers(const std::string& command, const std::vector<std::string>& args,
+                                        const YAML::Node& config) {
+  if (command != "fit") return std::nullopt;
+  const auto trainer = training::trainer_config_from_yaml(config);
+  if (trainer.num_devices * trainer.num_nodes <= 1) return std::nullopt;
+  if (dist::launched_externally(dist::read_dist_env(dist::process_environment()))) return std::nullopt;
+  if (trainer.num_nodes > 1)
+    throw UsageError("trainer.num_nodes=" + std::to_string(trainer.num_nodes) +
+                     " needs a launcher that starts the processes on every node (srun under Slurm, or torchrun-style "
+                     "variables); see docs/distributed.md");
+  std::vector<std::string> worker_args{command};
+  worker_args.insert(worker_args.end(), args.begin(), args.end());
+  return dist::run_local_workers(
+      dist::LocalLaunchOptions().set_args(worker_args).set_num_processes(trainer.num_devices));
+}
+
+}  // namespace
 
 int run_config_command(const std::string& command, const std::vector<std::string>& args) {
   auto run = config::parse_run_args(command, args);
@@ -26,6 +53,7 @@ int run_config_command(const std::string& command, const std::vector<std::string
     std::cout << config::to_yaml(resolved.config);
     return 0;
   }
+  if (auto code = launch_local_workers(command, args, resolved.config)) return *code;
   install_stop_handlers();
   const int threads = training::configure_torch_threads();
   spdlog::info("computing with {} CPU thread(s) (set OMP_NUM_THREADS to change)", threads);
@@ -40,14 +68,18 @@ int run_config_command(const std::string& command, const std::vector<std::string
       return check_git_and_tag(run_dir, git);
     };
     auto result = training::fit(resolved.config, hooks);
-    if (!result.run_dir.empty()) spdlog::info("finished: {}", result.run_dir.string());
+    if (!result.run_dir.empty() && result.rank == 0) spdlog::info("finished: {}", result.run_dir.string());
     return 0;
   }
   if (command == "test" || command == "predict") {
     training::evaluate(resolved.config);
     return 0;
   }
-  throw UsageError("'salt " + command + "' is not available yet; use 'salt test' to evaluate a checkpoint");
+  if (command == "validate") {
+    training::validate_checkpoint(resolved.config);
+    return 0;
+  }
+  throw UsageError("unknown command 'salt " + command + "'");
 }
 
 }  // namespace salt::cli

@@ -111,6 +111,7 @@ namespace {
 std::string default_text(const Field& f) {
   if (f.required()) return "required";
   YAML::Emitter out;
+  out.SetNullFormat(YAML::LowerNull);
   out << YAML::Flow << f.default_value;
   return std::string("default: ") + out.c_str();
 }

@@ -180,6 +180,7 @@ void broadcast_module(ProcessGroup& group, torch::nn::Module& module) {
     std::vector<torch::Tensor> flats;
     for (auto& t : tensors) flats.push_back(t.reshape(-1));
     auto flat = torch::cat(flats);
+    if (flat.scalar_type() == torch::kBool) flat = flat.to(torch::kUInt8);  // Gloo has no bool
     group.broadcast(flat, 0);
     int64_t offset = 0;
     for (auto& t : tensors) {

@@ -67,7 +67,7 @@ class ProcessGroup {
   struct Impl;
   ProcessGroup(DistEnv env, GroupOptions options, std::unique_ptr<Impl> impl);
   [[noreturn]] void fail(const std::string& what, const std::exception& e) const;
-  friend struct PendingReduce::Impl;
+  friend class PendingReduce;
 
   DistEnv env_;
   GroupOptions options_;

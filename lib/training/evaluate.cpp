@@ -2,6 +2,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include <cstdio>
 #include <iostream>
 #include <regex>
 
@@ -101,14 +102,65 @@ struct FlavourCollector {
 
 }  // namespace
 
+namespace {
+
+std::filesystem::path chosen_checkpoint(const RunSetup& setup) {
+  const auto ckpt_node = setup.config["ckpt_path"];
+  return ckpt_node && !ckpt_node.IsNull() ? fs::path(ckpt_node.as<std::string>())
+                                          : best_checkpoint(fs::path(setup.trainer.default_root_dir) / "ckpts");
+}
+
+}  // namespace
+
+std::map<std::string, double> validate_checkpoint(const YAML::Node& resolved) {
+  auto setup = prepare_run(resolved, Stage::kFit);
+  const auto& D = setup.data;
+  const auto checkpoint = chosen_checkpoint(setup);
+  spdlog::info("validating checkpoint {}", checkpoint.string());
+  load_module_state(*setup.model, load_checkpoint(checkpoint).state_dict, checkpoint.string());
+  auto reader = open_reader(setup, D.val_file, D.num_val, "num_val");
+  const auto device = select_device(setup.trainer);
+  setup.model->to(device);
+  setup.model->eval();
+  data::LoaderOptions loader_options;
+  loader_options.set_num_workers(D.num_workers).set_prefetch_factor(D.prefetch_factor);
+  data::Loader loader(reader, data::SamplerOptions::evaluation(reader->num_rows(), D.batch_size), loader_options);
+  const int64_t batches = setup.trainer.limit_val.apply(loader.batches_per_epoch());
+  torch::NoGradGuard no_grad;
+  std::map<std::string, double> sums;
+  double jets = 0;
+  loader.start_epoch(0);
+  for (int64_t b = 0; b < batches; ++b) {
+    if (int sig = stop_signal()) throw StopRequested{sig};
+    auto batch = loader.next();
+    if (!batch) break;
+    Batch on_device = *batch;
+    if (!device.is_cpu()) {
+      for (auto& [k, t] : on_device.inputs) t = t.to(device);
+      for (auto& [k, t] : on_device.pad_masks) t = t.to(device);
+      for (auto& [input, labels] : on_device.labels)
+        for (auto& [k, t] : labels) t = t.to(device);
+    }
+    auto out = setup.model->forward(on_device, true);
+    const double w = static_cast<double>(batch->size);
+    sums["val/loss"] += out.loss.item<double>() * w;
+    for (const auto& [task, loss] : out.losses) sums["val/" + task + "_loss"] += loss.item<double>() * w;
+    jets += w;
+  }
+  loader.stop();
+  for (auto& [k, v] : sums) {
+    v /= std::max(jets, 1.0);
+    std::printf("%-40s %.6f\n", k.c_str(), v);
+  }
+  return sums;
+}
+
 EvaluateResult evaluate(const YAML::Node& resolved) {
   auto setup = prepare_run(resolved, Stage::kTest);
   const auto& T = setup.trainer;
   const auto& D = setup.data;
   EvaluateResult result;
-  const auto ckpt_node = setup.config["ckpt_path"];
-  result.checkpoint = ckpt_node && !ckpt_node.IsNull() ? fs::path(ckpt_node.as<std::string>())
-                                                       : best_checkpoint(fs::path(T.default_root_dir) / "ckpts");
+  result.checkpoint = chosen_checkpoint(setup);
   spdlog::info("testing checkpoint {}", result.checkpoint.string());
   auto state = load_checkpoint(result.checkpoint);
   load_module_state(*setup.model, state.state_dict, result.checkpoint.string());

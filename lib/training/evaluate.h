@@ -18,6 +18,10 @@ struct EvaluateResult {
 
 EvaluateResult evaluate(const YAML::Node& resolved_config);
 
+// `salt validate`: the validation losses of a checkpoint on data.val_file
+// (num_val rows, limit_val_batches), printed and returned as val/<...> metrics.
+std::map<std::string, double> validate_checkpoint(const YAML::Node& resolved_config);
+
 // The checkpoint with the lowest `loss=` value in `ckpt_dir` (salt's rule).
 std::filesystem::path best_checkpoint(const std::filesystem::path& ckpt_dir);
 

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <sstream>
 
 #include "config/compose.h"
 #include "core/errors.h"
@@ -13,6 +14,7 @@
 #include "core/torch_compat.h"
 #include "data/loader.h"
 #include "data/temp_copy.h"
+#include "dist/session.h"
 #include "models/summary.h"
 #include "training/checkpoint.h"
 #include "training/device.h"
@@ -103,6 +105,35 @@ void check_stop() {
   if (int sig = stop_signal()) throw StopRequested{sig};
 }
 
+// Ranks other than 0 log warnings and errors only: one copy of every info line.
+class QuietLogs {
+ public:
+  explicit QuietLogs(bool quiet) : previous_(spdlog::get_level()), quiet_(quiet) {
+    if (quiet_) spdlog::set_level(spdlog::level::warn);
+  }
+  ~QuietLogs() {
+    if (quiet_) spdlog::set_level(previous_);
+  }
+
+ private:
+  spdlog::level::level_enum previous_;
+  bool quiet_;
+};
+
+// The number of processes a checkpoint's run had (its saved trainer.devices x num_nodes).
+int saved_world_size(const std::string& config_yaml) {
+  try {
+    auto t = YAML::Load(config_yaml)["trainer"];
+    int devices = 1;
+    if (t["devices"] && t["devices"].IsSequence()) devices = static_cast<int>(t["devices"].size());
+    else if (t["devices"] && t["devices"].Scalar() != "auto") devices = t["devices"].as<int>();
+    const int nodes = t["num_nodes"] ? t["num_nodes"].as<int>() : 1;
+    return std::max(1, devices * nodes);
+  } catch (const std::exception&) {
+    return 1;
+  }
+}
+
 }  // namespace
 
 FitResult fit(const YAML::Node& resolved_config, const FitHooks& hooks) {
@@ -110,10 +141,27 @@ FitResult fit(const YAML::Node& resolved_config, const FitHooks& hooks) {
   const auto& T = setup.trainer;
   const auto& D = setup.data;
   const bool dev_run = T.fast_dev_run > 0;
-  if (T.num_devices * T.num_nodes > 1)
-    throw UsageError("trainer.devices=" + std::to_string(T.num_devices) + " x num_nodes=" + std::to_string(T.num_nodes) +
-                     ": training on several devices is not available in this build yet; use --trainer.devices=1");
-  const auto device = select_device(T);
+  // Data parallel: a launcher (salt's own, torchrun-style, srun) says which rank this
+  // is; devices x num_nodes must match the processes it started.
+  const auto dist_env = dist::Session::environment_for(T.num_devices, T.num_nodes);
+  const auto device = select_device(T, dist_env.local_rank);
+  std::unique_ptr<dist::Session> session;
+  if (dist_env.distributed()) session = dist::Session::join(dist_env, device);
+  const int rank = session ? session->rank() : 0;
+  const int world = session ? session->size() : 1;
+  const bool main_rank = rank == 0;
+  QuietLogs quiet(!main_rank);
+  if (session) {
+    spdlog::info("data parallel: {} processes ({}, master {}:{}), backend {}; global batch {} = {} x {}", world,
+                 dist::launcher_name(dist_env.launcher), dist_env.master_addr, dist_env.master_port,
+                 session->group().backend_name(), D.batch_size * world, D.batch_size, world);
+    // A drawn seed (seed_everything: true) differs per process; the batch order must not.
+    const auto seed = std::stoull(session->from_rank0("seed", "choose the seed", [&] { return std::to_string(setup.seed); }));
+    if (seed != setup.seed) {
+      setup.seed = seed;
+      seed_everything(seed);
+    }
+  }
   if (T.precision == Precision::kFloat16Mixed && device.is_cpu())
     spdlog::warn("precision=16-mixed is not supported on CPU; using bf16-mixed instead (as salt does)");
 
@@ -130,39 +178,71 @@ FitResult fit(const YAML::Node& resolved_config, const FitHooks& hooks) {
   auto train_reader = open_reader(setup, D.train_file, D.num_train, "num_train");
   auto val_reader = open_reader(setup, D.val_file, D.num_val, "num_val");
 
+  // Rank 0 names the run directory (timestamps differ between processes), decides
+  // what to resume from and runs the git checks; the others follow its answer.
   fs::path run_dir;
-  if (!dev_run) {
-    std::optional<std::string> suffix;
-    if (!setup.config["log_suffix"].IsNull()) suffix = setup.config["log_suffix"].as<std::string>();
-    const auto name = setup.config["name"].as<std::string>();
-    run_dir = run_directory(T.default_root_dir, name, suffix, timestamp_now());
-    if (fs::exists(run_dir / "config.yaml") && !setup.config["overwrite_config"].as<bool>())
-      throw UsageError((run_dir / "config.yaml").string() +
-                       " already exists; use --overwrite_config (-oc) to reuse this run directory, or another --name/--log_suffix");
-  }
-
-  // Resume: an explicit --ckpt_path, else a requeue checkpoint left in this run directory.
   std::optional<CheckpointState> resume;
   std::string resume_source;
-  const auto ckpt_node = setup.config["ckpt_path"];
-  const bool same_dir_resume = !dev_run && fs::exists(run_dir / "ckpts" / kRequeueCheckpoint);
-  if (ckpt_node && !ckpt_node.IsNull()) resume_source = ckpt_node.as<std::string>();
-  else if (same_dir_resume) resume_source = (run_dir / "ckpts" / kRequeueCheckpoint).string();
-  if (!resume_source.empty()) {
+  bool same_dir_resume = false;
+  YAML::Node git_meta;
+  auto load_resume = [&] {
+    if (resume_source.empty()) return;
     resume = load_checkpoint(resume_source);
     load_module_state(*setup.model, resume->state_dict, resume_source);
     spdlog::info("resuming from {} (epoch {}, step {})", resume_source, resume->epoch, resume->global_step);
+  };
+  auto decide_start = [&]() -> std::string {
+    if (!dev_run) {
+      std::optional<std::string> suffix;
+      if (!setup.config["log_suffix"].IsNull()) suffix = setup.config["log_suffix"].as<std::string>();
+      const auto name = setup.config["name"].as<std::string>();
+      run_dir = run_directory(T.default_root_dir, name, suffix, timestamp_now());
+      if (fs::exists(run_dir / "config.yaml") && !setup.config["overwrite_config"].as<bool>())
+        throw UsageError((run_dir / "config.yaml").string() +
+                         " already exists; use --overwrite_config (-oc) to reuse this run directory, or another --name/--log_suffix");
+    }
+    // Resume: an explicit --ckpt_path, else a requeue checkpoint left in this run directory.
+    const auto ckpt_node = setup.config["ckpt_path"];
+    same_dir_resume = !dev_run && fs::exists(run_dir / "ckpts" / kRequeueCheckpoint);
+    if (ckpt_node && !ckpt_node.IsNull()) resume_source = ckpt_node.as<std::string>();
+    else if (same_dir_resume) resume_source = (run_dir / "ckpts" / kRequeueCheckpoint).string();
+    load_resume();
+    if (!dev_run && hooks.before_start) git_meta = hooks.before_start(run_dir);
+    return run_dir.string() + "\n" + resume_source + "\n" + (same_dir_resume ? "1" : "0");
+  };
+  if (!session) {
+    decide_start();
+  } else {
+    const auto decided = session->from_rank0("start", "start the run", decide_start);
+    if (!main_rank) {
+      std::istringstream lines(decided);
+      std::string dir, source, same;
+      std::getline(lines, dir);
+      std::getline(lines, source);
+      std::getline(lines, same);
+      run_dir = dir;
+      resume_source = source;
+      same_dir_resume = same == "1";
+      load_resume();
+    }
   }
-  YAML::Node git_meta;
-  if (!dev_run && hooks.before_start) git_meta = hooks.before_start(run_dir);
 
   setup.model->to(device);
-  const int64_t per_epoch_available = data::BatchSampler(data::SamplerOptions::training(
-                                          train_reader->num_rows(), D.batch_size, setup.seed)).batches_per_epoch();
+  std::unique_ptr<dist::GradSync> grad_sync;
+  if (session) {
+    dist::broadcast_module(session->group(), *setup.model);  // every rank starts from rank 0's weights
+    grad_sync = session->gradient_sync(setup.model->parameters());
+  }
+  // Each rank takes every world-th batch of the same seeded order (see data.md).
+  const auto train_sampler =
+      data::SamplerOptions::training(train_reader->num_rows(), D.batch_size, setup.seed).set_shard(rank, world);
+  const int64_t per_epoch_available = data::BatchSampler(train_sampler).batches_per_epoch();
   int64_t train_batches = dev_run ? std::min(T.fast_dev_run, per_epoch_available) : T.limit_train.apply(per_epoch_available);
   if (train_batches <= 0)
     throw UsageError("no training batches: " + std::to_string(train_reader->num_rows()) + " training jets with batch_size " +
-                     std::to_string(D.batch_size) + " (the partial last batch is dropped)");
+                     std::to_string(D.batch_size) + (world > 1 ? " over " + std::to_string(world) + " processes" : "") +
+                     " (the partial last batch is dropped)");
+  // Steps per epoch are per rank: the global batch is batch_size x world size.
   const int64_t steps_per_epoch = (train_batches + T.accumulate_grad_batches - 1) / T.accumulate_grad_batches;
   const int64_t max_epochs = dev_run ? 1 : T.max_epochs;
   int64_t total_steps = max_epochs > 0 ? steps_per_epoch * max_epochs : T.max_steps;
@@ -194,30 +274,35 @@ FitResult fit(const YAML::Node& resolved_config, const FitHooks& hooks) {
 
   FitResult result;
   result.run_dir = run_dir;
+  result.rank = rank;
+  result.world_size = world;
   auto counts = models::count_parameters(*setup.model);
-  if (!dev_run) {
-    RunInfo info{train_reader.get(), val_reader.get(), counts.trainable, device.is_cuda() ? 1 : 0, {}, timestamp_now(),
-                 git_meta};
-    if (device.is_cuda()) info.gpu_ids.push_back(device.index());
+  if (!dev_run && main_rank) {
+    RunInfo info{train_reader.get(), val_reader.get(), counts.trainable, device.is_cuda() ? T.num_devices * T.num_nodes : 0,
+                 {}, timestamp_now(), git_meta};
+    if (device.is_cuda())
+      for (int i = 0; i < T.num_devices; ++i)
+        info.gpu_ids.push_back(T.device_ids.empty() ? i : T.device_ids[static_cast<std::size_t>(i)]);
     write_run_files(run_dir, setup, info);
     spdlog::info("run directory: {}", run_dir.string());
   }
-  if (T.enable_model_summary) std::fprintf(stderr, "%s", models::model_summary(*setup.model, T.summary_max_depth).c_str());
+  if (T.enable_model_summary && main_rank)
+    std::fprintf(stderr, "%s", models::model_summary(*setup.model, T.summary_max_depth).c_str());
 
   data::LoaderOptions loader_options;
   loader_options.set_num_workers(D.num_workers)
       .set_prefetch_factor(D.prefetch_factor)
       .set_pin_memory(D.pin_memory && device.is_cuda())
       .set_persistent_workers(D.persistent_workers);
-  data::Loader train_loader(train_reader, data::SamplerOptions::training(train_reader->num_rows(), D.batch_size, setup.seed),
-                            loader_options);
-  data::Loader val_loader(val_reader, data::SamplerOptions::evaluation(val_reader->num_rows(), D.batch_size), loader_options);
+  data::Loader train_loader(train_reader, train_sampler, loader_options);
+  data::Loader val_loader(val_reader, data::SamplerOptions::evaluation(val_reader->num_rows(), D.batch_size).set_shard(rank, world),
+                          loader_options);
   const int64_t val_batches =
       dev_run ? std::min(T.fast_dev_run, val_loader.batches_per_epoch()) : T.limit_val.apply(val_loader.batches_per_epoch());
 
-  MetricsLog metrics(dev_run ? fs::path() : run_dir / "metrics.csv");
-  if (same_dir_resume) metrics.load_existing();
-  Progress progress(T.enable_progress_bar, T.progress_refresh_rate);
+  MetricsLog metrics(dev_run || !main_rank ? fs::path() : run_dir / "metrics.csv");
+  if (same_dir_resume && main_rank) metrics.load_existing();
+  Progress progress(T.enable_progress_bar && main_rank, T.progress_refresh_rate);
   const bool autocast = T.precision != Precision::kFloat32;
   const auto autocast_dtype =
       device.is_cuda() && T.precision == Precision::kFloat16Mixed ? torch::kFloat16 : torch::kBFloat16;
@@ -226,6 +311,16 @@ FitResult fit(const YAML::Node& resolved_config, const FitHooks& hooks) {
   const bool mid_epoch = resume && resume->batch_in_epoch >= 0;
   int64_t start_epoch = resume ? (mid_epoch ? resume->epoch : resume->epoch + 1) : 0;
   int64_t skip_batches = mid_epoch ? resume->batch_in_epoch : 0;
+  if (mid_epoch) {
+    // batch_in_epoch counts the saving run's per-rank batches; with another world size
+    // the same share of the epoch is skipped (the batches themselves differ a little).
+    const int saved_world = saved_world_size(resume->config_yaml);
+    if (saved_world != world) {
+      skip_batches = skip_batches * saved_world / world;
+      spdlog::warn("resuming mid-epoch with {} processes from a run with {}: skipping {} batches per process", world,
+                   saved_world, skip_batches);
+    }
+  }
   int64_t global_step = optimization.steps_done();
   bool stop = false;
   for (int64_t epoch = start_epoch; (max_epochs < 0 || epoch < max_epochs) && !stop; ++epoch) {
@@ -236,8 +331,9 @@ FitResult fit(const YAML::Node& resolved_config, const FitHooks& hooks) {
     progress.start("train", epoch, max_epochs, train_batches);
     LossTotals interval;
     optimization.zero_grad();
+    bool nan_pending = false;  // data parallel: a non-finite loss, reported at the step boundary
     for (int64_t b = 0; b < train_batches; ++b) {
-      check_stop();
+      if (!session) check_stop();  // several ranks agree on stopping at step boundaries instead
       auto batch = train_loader.next();
       if (!batch) break;
       if (b < skip_batches) continue;  // done before the requeue: same batch order, so skip them
@@ -249,12 +345,25 @@ FitResult fit(const YAML::Node& resolved_config, const FitHooks& hooks) {
         out = setup.model->forward(on_device, true);
       }
       const double loss_value = out.loss.item<double>();
-      if (!std::isfinite(loss_value)) throw InputError(nan_message("train/loss", epoch, global_step, run_dir));
+      if (!std::isfinite(loss_value)) {
+        if (!session) throw InputError(nan_message("train/loss", epoch, global_step, run_dir));
+        nan_pending = true;
+      }
+      const bool boundary = (b + 1) % T.accumulate_grad_batches == 0 || b + 1 == train_batches;
+      if (grad_sync) grad_sync->begin_backward(boundary);  // accumulation: reduce only at the step boundary
       (out.loss / static_cast<double>(T.accumulate_grad_batches)).backward();
       interval.add(out, on_device.size);
       result.train_jets += on_device.size;
-      const bool boundary = (b + 1) % T.accumulate_grad_batches == 0 || b + 1 == train_batches;
       if (boundary) {
+        bool requeue_now = !dev_run && take_requeue_request();
+        if (session) {
+          grad_sync->finish();  // every .grad is now the mean over ranks
+          const auto flags = session->agree(nan_pending, stop_signal(), requeue_now);
+          if (flags.nan_rank >= 0)
+            throw InputError(nan_message("train/loss on rank " + std::to_string(flags.nan_rank), epoch, global_step, run_dir));
+          if (flags.stop_signal) throw StopRequested{flags.stop_signal};
+          requeue_now = flags.requeue && !dev_run;
+        }
         if (T.gradient_clip_val) {
           if (T.gradient_clip_algorithm == "value")
             torch::nn::utils::clip_grad_value_(setup.model->parameters(), *T.gradient_clip_val);
@@ -266,14 +375,14 @@ FitResult fit(const YAML::Node& resolved_config, const FitHooks& hooks) {
         optimization.zero_grad();
         ++global_step;
         if (global_step % T.log_every_n_steps == 0) {
-          auto m = interval.means("train");
+          auto m = interval.means("train");  // rank 0's batches, as Lightning logs without sync_dist
           m["lr-AdamW"] = lr;
           metrics.log(epoch, global_step, m);
           interval = LossTotals{};
         }
         if (T.max_steps > 0 && global_step >= T.max_steps) stop = true;
-        if (!dev_run && take_requeue_request()) {
-          save_requeue_checkpoint(run_dir, setup, optimization, epoch, b + 1, global_step, total_steps);
+        if (requeue_now) {  // every rank stops here; rank 0 saves
+          if (main_rank) save_requeue_checkpoint(run_dir, setup, optimization, epoch, b + 1, global_step, total_steps);
           result.requeued = true;
           stop = true;
         }
@@ -299,7 +408,7 @@ FitResult fit(const YAML::Node& resolved_config, const FitHooks& hooks) {
     progress.start("val", epoch, max_epochs, val_batches);
     LossTotals val;
     for (int64_t b = 0; b < val_batches; ++b) {
-      check_stop();
+      if (!session) check_stop();
       auto batch = val_loader.next();
       if (!batch) break;
       auto on_device = to_device(std::move(*batch), device);
@@ -310,6 +419,17 @@ FitResult fit(const YAML::Node& resolved_config, const FitHooks& hooks) {
       progress.update(b, out.loss.item<double>(), on_device.size);
     }
     val_loader.stop();
+    if (session) {
+      // Jet-weighted means over all ranks' shards: sum the sums and the jet counts.
+      std::vector<double> totals{val.jets};
+      for (const auto& [k, v] : val.sums) totals.push_back(v);
+      totals = session->sum(totals);
+      val.jets = totals[0];
+      std::size_t i = 1;
+      for (auto& [k, v] : val.sums) v = totals[i++];
+      if (const auto flags = session->agree(false, stop_signal(), false); flags.stop_signal)
+        throw StopRequested{flags.stop_signal};
+    }
     auto val_metrics = val.means("val");
     if (!std::isfinite(val_metrics["val/loss"])) throw InputError(nan_message("val/loss", epoch, global_step, run_dir));
     result.last_val_metrics = val_metrics;
@@ -324,7 +444,7 @@ FitResult fit(const YAML::Node& resolved_config, const FitHooks& hooks) {
     metrics.log(epoch, global_step, val_metrics);
     metrics.flush();
 
-    if (T.checkpoint_callback && T.enable_checkpointing) {
+    if (T.checkpoint_callback && T.enable_checkpointing && main_rank) {
       CheckpointState state;
       state.epoch = epoch;
       state.global_step = global_step;
@@ -344,11 +464,21 @@ FitResult fit(const YAML::Node& resolved_config, const FitHooks& hooks) {
   metrics.flush();
   result.global_step = global_step;
   if (result.requeued) {
-    request_requeue();
-  } else if (!dev_run) {
+    if (main_rank) request_requeue();
+  } else if (!dev_run && main_rank) {
     std::error_code ec;  // finished: a later run in this directory must not resume from it
     fs::remove(run_dir / "ckpts" / kRequeueCheckpoint, ec);
   }
+  if (result.train_seconds > 0)
+    spdlog::info("trained {} jets in {:.2f} s: {:.0f} jets/s over {} process(es)", result.train_jets * world,
+                 result.train_seconds, static_cast<double>(result.train_jets * world) / result.train_seconds, world);
+  if (grad_sync && grad_sync->stats().steps > 0) {
+    const auto& st = grad_sync->stats();
+    spdlog::info("gradient sync: {} bucket(s), {} started during backward and {} after it, {:.3f} s waiting per step",
+                 grad_sync->num_buckets(), st.buckets_launched_in_backward, st.buckets_launched_after,
+                 st.wait_seconds / static_cast<double>(st.steps));
+  }
+  if (session) session->group().barrier();  // rank 0's files are complete when any rank reports success
   return result;
 }
 

@@ -1,6 +1,9 @@
 // `salt fit`: the training loop over a resolved config, as salt (Lightning) runs
 // it: epochs of training then validation, AdamW + OneCycleLR per optimizer step,
 // checkpoints after every validation, metrics.csv, resume from a checkpoint.
+// Data parallel when a launcher started several processes (see lib/dist and
+// docs/distributed.md): each rank trains on its shard, gradients are averaged,
+// rank 0 alone writes the run directory.
 #pragma once
 #include <yaml-cpp/yaml.h>
 
@@ -19,14 +22,17 @@ struct FitResult {
   std::map<std::string, double> last_val_metrics;
   bool requeued = false;  // stopped by SIGUSR1 after saving ckpts/requeue.ckpt
   double train_seconds = 0;  // wall time in training batches (loading included, validation not)
-  int64_t train_jets = 0;
+  int64_t train_jets = 0;  // this process's share
+  int rank = 0;            // data parallel: this process's rank (0 writes everything)
+  int world_size = 1;      // processes in the run
 };
 
 // Hooks that other parts of salt-cpp plug in around a fit (git checks and tags,
 // batch-system requeue); all optional.
 struct FitHooks {
   // Before anything is written, with the run directory that will be used (not
-  // called under fast_dev_run). May throw to refuse the run; returns metadata keys.
+  // called under fast_dev_run; only on rank 0 of a data-parallel run). May throw to
+  // refuse the run; returns metadata keys.
   std::function<YAML::Node(const std::filesystem::path& run_dir)> before_start;
 };
 

@@ -39,6 +39,7 @@ TEST(Cli, FitHelpListsEveryKeyWithItsDefault) {
       std::string expected_default = "required";
       if (!f.required()) {
         YAML::Emitter e;
+        e.SetNullFormat(YAML::LowerNull);
         e << YAML::Flow << f.default_value;
         expected_default = std::string("default: ") + e.c_str();
       }

@@ -135,3 +135,22 @@ INSTANTIATE_TEST_SUITE_P(Configs, ShippedModel, ::testing::Values("GN2.yaml", "d
                          });
 
 }  // namespace salt::testing
+
+namespace salt::testing {
+
+TEST_F(FitTest, ValidatePrintsTheCheckpointsValidationLosses) {
+  auto fit = salt("fit", small_gn2({"--trainer.max_epochs", "1", "-ls", "v"}));
+  ASSERT_EQ(fit.exit_code, 0) << fit.err;
+  const auto run = dir / "logs" / "GN2_cpu_v";
+  auto r = salt("validate", {"-c", (run / "config.yaml").string()});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  // The same number the fit logged for this checkpoint (its name carries it).
+  auto ckpt = checkpoints(run).at(0).filename().string();
+  const double logged = std::stod(ckpt.substr(ckpt.find("val_loss=") + 9, 7));
+  auto pos = r.out.find("val/jets_classification_loss");
+  ASSERT_NE(pos, std::string::npos) << r.out;
+  const double validated = std::stod(r.out.substr(pos + std::string("val/jets_classification_loss").size()));
+  EXPECT_NEAR(validated, logged, 1e-5) << r.out;
+}
+
+}  // namespace salt::testing

@@ -1,0 +1,10 @@
+// A TCP port that is free on this machine right now (the kernel picks it), for a
+// rendezvous on loopback. Another process could take it before rank 0 binds it;
+// that rare case fails with a clear "could not join" error and a rerun fixes it.
+#pragma once
+
+namespace salt::dist {
+
+int free_local_port();  // InputError when no socket can be bound
+
+}  // namespace salt::dist

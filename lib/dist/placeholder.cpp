@@ -1,1 +1,0 @@
-// placeholder until lib/dist has sources

@@ -1,0 +1,191 @@
+// Data-parallel training end to end: real `salt fit` processes talking Gloo over
+// loopback, on the toy data set, one CPU thread each.
+//
+// Equivalence: 2 ranks with batch_size B average the gradients of batches p[2i]
+// (rank 0) and p[2i+1] (rank 1) of the shared seeded permutation p of B-row batches
+// (the sampler's sharding). A single process with batch_size B and
+// accumulate_grad_batches 2 visits p[2i], p[2i+1] in one optimizer step and uses
+// (g(p[2i]) + g(p[2i+1])) / 2: the same rows, the same global batch of 2B, and the
+// same mean of per-batch mean losses (a single batch of 2B rows would weight the
+// masked track losses differently). Same number of steps, same OneCycle schedule.
+#include <signal.h>
+
+#include "dist/dist_support.h"
+#include "dist/free_port.h"
+
+namespace salt::testing {
+namespace fs = std::filesystem;
+using namespace std::chrono_literals;
+
+namespace {
+
+// Weights may differ only by float rounding of the gradient average; (a + b) / 2 and
+// a / 2 + b / 2 are in fact equal in binary floating point, so this is loose.
+constexpr double kTolerance = 1e-5;
+
+class DistFitTest : public FitTest {
+ protected:
+  std::vector<std::string> two_ranks(std::vector<std::string> extra = {}) {
+    std::vector<std::string> args{"--trainer.devices", "2", "--trainer.accelerator", "cpu"};
+    args.insert(args.end(), extra.begin(), extra.end());
+    return small_gn2(args);
+  }
+};
+
+}  // namespace
+
+TEST_F(DistFitTest, TwoProcessesTrainLikeOneWithTheSameGlobalBatches) {
+  auto single = salt("fit", small_gn2({"--trainer.max_epochs", "2", "--trainer.accumulate_grad_batches", "2", "-ls", "single"}));
+  ASSERT_EQ(single.exit_code, 0) << single.err;
+  auto dist = salt("fit", two_ranks({"--trainer.max_epochs", "2", "-ls", "ddp"}));
+  ASSERT_EQ(dist.exit_code, 0) << dist.err;
+  // Many small buckets (launch order) and no hooks (the synchronous path) give the same.
+  auto buckets = salt("fit", two_ranks({"--trainer.max_epochs", "2", "-ls", "buckets"}),
+                      {"OMP_NUM_THREADS=1", "SALT_DIST_BUCKET_MB=0.02"});
+  ASSERT_EQ(buckets.exit_code, 0) << buckets.err;
+  auto sync = salt("fit", two_ranks({"--trainer.max_epochs", "2", "-ls", "sync"}), {"OMP_NUM_THREADS=1", "SALT_DIST_OVERLAP=0"});
+  ASSERT_EQ(sync.exit_code, 0) << sync.err;
+
+  EXPECT_NE(dist.err.find("[rank 0] info: data parallel: 2 processes"), std::string::npos) << dist.err;
+  EXPECT_NE(dist.err.find("global batch 500 = 250 x 2"), std::string::npos) << dist.err;
+  EXPECT_NE(buckets.err.find("gradient sync: 7 bucket(s)"), std::string::npos) << buckets.err;
+  EXPECT_NE(sync.err.find("0 started during backward"), std::string::npos) << sync.err;
+
+  auto a = checkpoints(dir / "logs" / "GN2_cpu_single");
+  ASSERT_EQ(a.size(), 2u);
+  for (const char* run : {"ddp", "buckets", "sync"}) {
+    auto b = checkpoints(dir / "logs" / (std::string("GN2_cpu_") + run));
+    ASSERT_EQ(b.size(), 2u) << run;
+    for (std::size_t i = 0; i < 2; ++i) EXPECT_EQ(a[i].filename(), b[i].filename()) << run;  // same val loss, 5 digits
+    auto ca = training::load_checkpoint(a[1]), cb = training::load_checkpoint(b[1]);
+    EXPECT_EQ(ca.global_step, 8);  // 16 batches of 250 per epoch... 8 steps per epoch / 2 = 4 per epoch x 2
+    EXPECT_EQ(cb.global_step, ca.global_step) << run;
+    EXPECT_LT(max_weight_diff(a[1], b[1]), kTolerance) << run;
+    // Validation metrics are jet-weighted means over both ranks' shards: the val set
+    // (500 jets, 2 batches) splits evenly, so they equal the single process's.
+    ASSERT_EQ(ca.metrics.size(), cb.metrics.size());
+    for (std::size_t i = 0; i < ca.metrics.size(); ++i)
+      EXPECT_NEAR(ca.metrics[i].second, cb.metrics[i].second, 1e-6) << run << " " << ca.metrics[i].first;
+  }
+}
+
+TEST_F(DistFitTest, AKilledRankEndsTheRunWithAClearErrorAndNoHang) {
+  auto args = two_ranks({"--trainer.max_epochs", "200", "-ls", "killed"});
+  std::vector<std::string> argv{SALT_BINARY, "fit"};
+  argv.insert(argv.end(), args.begin(), args.end());
+  BackgroundProcess launcher(argv, dir.path(), {"OMP_NUM_THREADS=1"});
+  const auto run = dir / "logs" / "GN2_cpu_killed";
+  ASSERT_TRUE(wait_until([&] { return fs::exists(run / "metrics.csv"); }, 60s));  // training is under way
+  int victim = -1;
+  ASSERT_TRUE(wait_until([&] { return (victim = worker_pid(launcher.pid(), 1)) > 0; }, 10s));
+  const auto t0 = std::chrono::steady_clock::now();
+  ::kill(victim, SIGKILL);
+  ASSERT_TRUE(wait_until([&] { return !process_alive(launcher.pid()); }, 30s)) << "the launcher hangs";
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  auto r = launcher.wait();
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE(r.err.find("salt: error: rank 1 was killed by signal 9"), std::string::npos) << r.err;
+  EXPECT_LT(seconds, 15.0);  // noticed at once, not after a timeout
+  EXPECT_EQ(worker_pid(launcher.pid(), 0), -1);  // rank 0 was stopped too
+}
+
+TEST_F(DistFitTest, TorchrunStyleVariablesByHandAndOnlyRankZeroWrites) {
+  const int port = dist::free_local_port();
+  auto args = two_ranks({"--trainer.max_epochs", "2"});  // timestamped run directory: rank 0 names it
+  std::vector<std::string> argv{SALT_BINARY, "fit"};
+  argv.insert(argv.end(), args.begin(), args.end());
+  auto env = [&](int rank) {
+    return std::vector<std::string>{"OMP_NUM_THREADS=1",  "RANK=" + std::to_string(rank), "LOCAL_RANK=" + std::to_string(rank),
+                                    "WORLD_SIZE=2",       "MASTER_ADDR=127.0.0.1",         "MASTER_PORT=" + std::to_string(port),
+                                    "SALT_DIST_TIMEOUT=30"};
+  };
+  BackgroundProcess rank1(argv, dir.path(), env(1));  // the non-server rank first: it waits for rank 0
+  std::this_thread::sleep_for(1s);
+  BackgroundProcess rank0(argv, dir.path(), env(0));
+  auto r0 = rank0.wait();
+  auto r1 = rank1.wait();
+  ASSERT_EQ(r0.exit_code, 0) << r0.err;
+  ASSERT_EQ(r1.exit_code, 0) << r1.err;
+  EXPECT_EQ(r0.err.find("[rank"), std::string::npos);  // no launcher of ours: plain output
+  EXPECT_NE(r0.err.find("run directory:"), std::string::npos) << r0.err;
+  EXPECT_NE(r0.err.find("finished:"), std::string::npos) << r0.err;
+  EXPECT_EQ(r1.err.find("run directory:"), std::string::npos) << r1.err;
+  EXPECT_EQ(r1.err.find("finished:"), std::string::npos) << r1.err;
+  EXPECT_EQ(r1.err.find("Params"), std::string::npos) << r1.err;  // no model summary either
+  auto all = runs();
+  ASSERT_EQ(all.size(), 1u);  // one run directory, named by rank 0
+  for (const char* f : {"config.yaml", "metadata.yaml", "metrics.csv", "norm_dict.yaml", "class_dict.yaml"})
+    EXPECT_TRUE(fs::exists(all[0] / f)) << f;
+  EXPECT_EQ(checkpoints(all[0]).size(), 2u);
+}
+
+TEST_F(DistFitTest, Sigusr1RequeuesEveryRankAtTheSameStepAndTheRerunResumesExactly) {
+  auto straight = salt("fit", two_ranks({"--trainer.max_epochs", "4", "-ls", "straight"}));
+  ASSERT_EQ(straight.exit_code, 0) << straight.err;
+  auto args = two_ranks({"--trainer.max_epochs", "4", "-ls", "requeued", "-oc", "--trainer.log_every_n_steps", "1"});
+  std::vector<std::string> argv{SALT_BINARY, "fit"};
+  argv.insert(argv.end(), args.begin(), args.end());
+  const auto run = dir / "logs" / "GN2_cpu_requeued";
+  {
+    BackgroundProcess first(argv, dir.path(), {"OMP_NUM_THREADS=1"});
+    ASSERT_TRUE(wait_until([&] { return fs::exists(run / "ckpts") && !checkpoints(run).empty(); }, 60s));
+    first.signal(SIGUSR1);  // to the launcher, which forwards it
+    ASSERT_TRUE(wait_until([&] { return !process_alive(first.pid()); }, 60s));
+    auto r = first.wait();
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_NE(r.err.find("[rank 0] warning: SIGUSR1: saved"), std::string::npos) << r.err;
+  }
+  ASSERT_TRUE(fs::exists(run / "ckpts" / "requeue.ckpt"));
+  auto second = salt("fit", args);
+  ASSERT_EQ(second.exit_code, 0) << second.err;
+  EXPECT_NE(second.err.find("resuming from " + (run / "ckpts" / "requeue.ckpt").string()), std::string::npos) << second.err;
+  EXPECT_FALSE(fs::exists(run / "ckpts" / "requeue.ckpt"));
+  auto a = checkpoints(dir / "logs" / "GN2_cpu_straight");
+  auto b = checkpoints(run);
+  ASSERT_EQ(a.size(), 4u);
+  ASSERT_EQ(b.size(), 4u);
+  EXPECT_EQ(max_weight_diff(a[3], b[3]), 0.0);
+}
+
+TEST_F(DistFitTest, ResumesAnyWorldSizeFromAnEpochCheckpoint) {
+  // Checkpoints hold unsharded state: a 2-rank run's epoch-1 checkpoint continued by
+  // one process (same global batches via accumulation) ends like the 2-rank run.
+  auto ddp = salt("fit", two_ranks({"--trainer.max_epochs", "3", "-ls", "ddp3"}));
+  ASSERT_EQ(ddp.exit_code, 0) << ddp.err;
+  auto ckpts = checkpoints(dir / "logs" / "GN2_cpu_ddp3");
+  ASSERT_EQ(ckpts.size(), 3u);
+  auto single = salt("fit", small_gn2({"--trainer.max_epochs", "3", "--trainer.accumulate_grad_batches", "2", "-ls", "resumed",
+                                       "--ckpt_path", ckpts[0].string()}));
+  ASSERT_EQ(single.exit_code, 0) << single.err;
+  auto resumed = checkpoints(dir / "logs" / "GN2_cpu_resumed");
+  ASSERT_EQ(resumed.size(), 2u);
+  EXPECT_LT(max_weight_diff(ckpts[2], resumed[1]), kTolerance);
+}
+
+TEST_F(DistFitTest, ConfigAndLauncherMustAgree) {
+  auto r = salt("fit", small_gn2({"--trainer.devices", "3", "--trainer.accelerator", "cpu"}),
+                {"OMP_NUM_THREADS=1", "RANK=0", "WORLD_SIZE=2", "MASTER_ADDR=127.0.0.1", "MASTER_PORT=1"});
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_NE(r.err.find("salt: error: torchrun-style variables started 2 process(es) but trainer.devices=3"),
+            std::string::npos)
+      << r.err;
+  EXPECT_TRUE(runs().empty());
+}
+
+TEST_F(DistFitTest, AMissingPeerTimesOutWithOneLine) {
+  const int port = dist::free_local_port();
+  const auto t0 = std::chrono::steady_clock::now();
+  auto r = salt("fit", two_ranks(),
+                {"OMP_NUM_THREADS=1", "RANK=0", "WORLD_SIZE=2", "MASTER_ADDR=127.0.0.1",
+                 "MASTER_PORT=" + std::to_string(port), "SALT_DIST_TIMEOUT=2"});
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  EXPECT_NE(r.err.find("salt: error: rank 0 of 2 could not join the run at 127.0.0.1:" + std::to_string(port) +
+                       " within 2 s"),
+            std::string::npos)
+      << r.err;
+  EXPECT_LT(seconds, 20.0);
+  EXPECT_TRUE(runs().empty());
+}
+
+}  // namespace salt::testing
