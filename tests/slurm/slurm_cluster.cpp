@@ -1,6 +1,8 @@
 #include "slurm/slurm_cluster.h"
 
 #include <fcntl.h>
+#include <functional>
+#include <iostream>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
