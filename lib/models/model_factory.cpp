@@ -4,6 +4,7 @@
 
 #include "core/errors.h"
 #include "models/classification_task.h"
+#include "config/yaml_load.h"
 #include "models/class_names.h"
 #include "models/regression_task.h"
 #include "models/vertexing_task.h"
@@ -302,7 +303,9 @@ InputNorm build_norm(const ModelContext& ctx) {
 }  // namespace
 
 SaltWrapper build_model(const YAML::Node& raw, const ModelContext& ctx, const std::string& path) {
-  const auto node = resolve_merges(raw);
+  // Configs from config::resolve have no merge keys left; YAML from elsewhere (tests,
+  // scripts) gets them resolved the same way (explicit keys win).
+  const auto node = config::copy_tree(raw);
   auto [cls, a] = class_and_args(node, path);
   if (!class_is(cls, "SaltModel", {"saltmodel"}))
     throw UsageError(at(path, "class_path") + ": unknown model '" + cls + "' (salt-cpp has salt.models.SaltModel)");

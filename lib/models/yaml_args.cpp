@@ -27,35 +27,7 @@ T convert(const YAML::Node& n, const std::string& path, const char* what) {
   }
 }
 
-// Merge `src` map into `dst` without overriding keys dst already has.
-void merge_missing(YAML::Node& dst, const YAML::Node& src, const std::string& path) {
-  if (!src.IsMap()) throw UsageError(path + ": the merge key '<<' needs a mapping (or a list of mappings)");
-  for (const auto& kv : src) {
-    const auto key = kv.first.Scalar();
-    if (!dst[key]) dst[key] = kv.second;
-  }
-}
-
 }  // namespace
-
-YAML::Node resolve_merges(const YAML::Node& node) {
-  if (node.IsSequence()) {
-    YAML::Node out(YAML::NodeType::Sequence);
-    for (const auto& item : node) out.push_back(resolve_merges(item));
-    return out;
-  }
-  if (!node.IsMap()) return YAML::Clone(node);
-  YAML::Node out(YAML::NodeType::Map);
-  for (const auto& kv : node)
-    if (kv.first.Scalar() != "<<") out[kv.first.Scalar()] = resolve_merges(kv.second);
-  if (const auto merge = node["<<"]) {
-    if (merge.IsSequence())
-      for (const auto& m : merge) merge_missing(out, resolve_merges(m), "<<");
-    else
-      merge_missing(out, resolve_merges(merge), "<<");
-  }
-  return out;
-}
 
 YAML::Node as_map(const YAML::Node& node, const std::string& path) {
   if (!node || node.IsNull()) return YAML::Node(YAML::NodeType::Map);

@@ -12,10 +12,6 @@
 
 namespace salt::models::yaml {
 
-// A deep copy of `node` with every `<<` merge key resolved (explicit keys win,
-// then earlier merged maps over later ones, as the YAML merge spec says).
-YAML::Node resolve_merges(const YAML::Node& node);
-
 // A map node (or null/absent = empty map) at `path`; UsageError otherwise.
 YAML::Node as_map(const YAML::Node& node, const std::string& path);
 

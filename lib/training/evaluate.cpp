@@ -12,6 +12,7 @@
 #include "core/torch_compat.h"
 #include "data/loader.h"
 #include "models/classification_task.h"
+#include "training/batch_device.h"
 #include "training/checkpoint.h"
 #include "training/device.h"
 #include "training/run_setup.h"
@@ -134,13 +135,7 @@ std::map<std::string, double> validate_checkpoint(const YAML::Node& resolved) {
     if (int sig = stop_signal()) throw StopRequested{sig};
     auto batch = loader.next();
     if (!batch) break;
-    Batch on_device = *batch;
-    if (!device.is_cpu()) {
-      for (auto& [k, t] : on_device.inputs) t = t.to(device);
-      for (auto& [k, t] : on_device.pad_masks) t = t.to(device);
-      for (auto& [input, labels] : on_device.labels)
-        for (auto& [k, t] : labels) t = t.to(device);
-    }
+    Batch on_device = batch_to_device(*batch, device);
     auto out = setup.model->forward(on_device, true);
     const double w = static_cast<double>(batch->size);
     sums["val/loss"] += out.loss.item<double>() * w;
@@ -197,11 +192,7 @@ EvaluateResult evaluate(const YAML::Node& resolved) {
     if (int sig = stop_signal()) throw StopRequested{sig};
     auto batch = loader.next();
     if (!batch) break;
-    Batch on_device = *batch;
-    if (!device.is_cpu()) {
-      for (auto& [k, t] : on_device.inputs) t = t.to(device);
-      for (auto& [k, t] : on_device.pad_masks) t = t.to(device);
-    }
+    Batch on_device = batch_to_device(*batch, device);
     auto out = setup.model->forward(on_device, false);
     if (flavours.task) flavours.add(out.preds.at(flavours.task->input_name()).at(flavours.task->name()), *batch);
     if (writer) writer->write(*batch, setup.model->predictions(out, on_device.pad_masks, &batch->labels));

@@ -48,7 +48,9 @@ TEST_F(DistFitTest, TwoProcessesTrainLikeOneWithTheSameGlobalBatches) {
 
   EXPECT_NE(dist.err.find("[rank 0] info: data parallel: 2 processes"), std::string::npos) << dist.err;
   EXPECT_NE(dist.err.find("global batch 500 = 250 x 2"), std::string::npos) << dist.err;
-  EXPECT_NE(buckets.err.find("gradient sync: 7 bucket(s)"), std::string::npos) << buckets.err;
+  std::smatch m;
+  ASSERT_TRUE(std::regex_search(buckets.err, m, std::regex("gradient sync: ([0-9]+) bucket"))) << buckets.err;
+  EXPECT_GT(std::stoi(m[1]), 4) << buckets.err;  // 0.33 MB of gradients in 0.02 MB buckets
   EXPECT_NE(sync.err.find("0 started during backward"), std::string::npos) << sync.err;
 
   auto a = checkpoints(dir / "logs" / "GN2_cpu_single");
@@ -58,7 +60,7 @@ TEST_F(DistFitTest, TwoProcessesTrainLikeOneWithTheSameGlobalBatches) {
     ASSERT_EQ(b.size(), 2u) << run;
     for (std::size_t i = 0; i < 2; ++i) EXPECT_EQ(a[i].filename(), b[i].filename()) << run;  // same val loss, 5 digits
     auto ca = training::load_checkpoint(a[1]), cb = training::load_checkpoint(b[1]);
-    EXPECT_EQ(ca.global_step, 8);  // 16 batches of 250 per epoch... 8 steps per epoch / 2 = 4 per epoch x 2
+    EXPECT_EQ(ca.global_step, 8);  // 2000 jets: 8 batches of 250, 4 steps of 2 batches per epoch, 2 epochs
     EXPECT_EQ(cb.global_step, ca.global_step) << run;
     EXPECT_LT(max_weight_diff(a[1], b[1]), kTolerance) << run;
     // Validation metrics are jet-weighted means over both ranks' shards: the val set

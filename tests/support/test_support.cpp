@@ -1,6 +1,7 @@
 #include "support/test_support.h"
 
 #include <fcntl.h>
+#include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -50,50 +51,11 @@ std::string read_file(const fs::path& path) {
   return ss.str();
 }
 
-namespace {
-std::string slurp_fd(int fd) {
-  std::string text;
-  char buf[65536];
-  ssize_t n;
-  while ((n = read(fd, buf, sizeof buf)) > 0) text.append(buf, static_cast<size_t>(n));
-  return text;
-}
-}  // namespace
-
 ProcessResult run_process(const std::vector<std::string>& argv, const fs::path& cwd,
                           const std::vector<std::string>& extra_env) {
   // Output goes to temp files rather than pipes so a chatty child cannot deadlock.
-  TempDir scratch;
-  auto out_path = scratch / "stdout";
-  auto err_path = scratch / "stderr";
-  pid_t pid = fork();
-  if (pid < 0) throw std::runtime_error("fork failed");
-  if (pid == 0) {
-    int out = open(out_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    int err = open(err_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    int in = open("/dev/null", O_RDONLY);
-    dup2(out, 1);
-    dup2(err, 2);
-    dup2(in, 0);
-    if (!cwd.empty() && chdir(cwd.c_str()) != 0) _exit(127);
-    for (const auto& kv : extra_env) putenv(strdup(kv.c_str()));
-    std::vector<char*> args;
-    for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
-    args.push_back(nullptr);
-    execvp(args[0], args.data());
-    _exit(127);
-  }
-  int status = 0;
-  waitpid(pid, &status, 0);
-  ProcessResult result;
-  result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-  int fd = open(out_path.c_str(), O_RDONLY);
-  result.out = slurp_fd(fd);
-  close(fd);
-  fd = open(err_path.c_str(), O_RDONLY);
-  result.err = slurp_fd(fd);
-  close(fd);
-  return result;
+  BackgroundProcess process(argv, cwd, extra_env);
+  return process.wait();
 }
 
 ProcessResult run_salt(const std::vector<std::string>& args, const fs::path& cwd,
@@ -135,7 +97,6 @@ bool have_python_module(const std::string& module) {
 
 }  // namespace salt::testing
 
-#include <signal.h>
 
 namespace salt::testing {
 
