@@ -54,6 +54,15 @@ bool parse_bool(const YAML::Node& node, bool* out) {
   return false;
 }
 
+// Equal as values: 0 and 0.0 are the same number, whatever the spelling.
+bool same_value(const YAML::Node& a, const YAML::Node& b) {
+  double x, y;
+  if (a.IsScalar() && b.IsScalar() && !is_quoted(a) && !is_quoted(b) && YAML::convert<double>::decode(a, x) &&
+      YAML::convert<double>::decode(b, y))
+    return x == y;
+  return emit(a) == emit(b);
+}
+
 // Could `node` be an instance of this kind at all? Used to pick the union
 // alternative whose error message is worth showing.
 bool shape_fits(const Type& type, const YAML::Node& node) {
@@ -176,8 +185,7 @@ class Validator {
         continue;
       }
       auto checked = check(value, *f.type, fpath);
-      if (f.support != Support::kFull && !f.required() &&
-          emit(checked) != emit(check(f.default_value, *f.type, fpath))) {
+      if (f.support != Support::kFull && !f.required() && !same_value(checked, check(f.default_value, *f.type, fpath))) {
         if (f.support == Support::kUnsupported) fail(fpath, "is not supported: " + f.note);
         warn(fpath, "'" + fpath + "' has no effect: " + f.note);
       }

@@ -13,8 +13,9 @@ class LineForwarder {
   void feed(const char* data, std::size_t size);
   void finish();  // the last line, if it had no newline
 
-  // The last "salt: ..." error line, else the last non-empty line.
-  const std::string& error_line() const { return error_line_.empty() ? last_line_ : error_line_; }
+  // The last "salt: ..." error (or stop) line; empty if there was none.
+  const std::string& error_line() const { return error_line_; }
+  const std::string& last_line() const { return last_line_; }  // the last non-empty line
 
  private:
   void emit(const std::string& line);

@@ -154,7 +154,9 @@ void pump(int& fd, LineForwarder& fwd) {
 int exit_code_of(int status) { return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status); }
 
 std::string failure_message(const Worker& w) {
+  // A worker that died from a signal printed nothing about it: only a real error line helps.
   std::string line = w.err->error_line();
+  if (line.empty() && !WIFSIGNALED(w.status)) line = w.err->last_line();
   for (const char* p : {"salt: error: ", "salt: "})
     if (line.rfind(p, 0) == 0) {
       line.erase(0, std::strlen(p));

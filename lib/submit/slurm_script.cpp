@@ -53,7 +53,7 @@ void write_preamble(std::ostream& out, const SlurmJob& job) {
   // GPU jobs: salt's setting. CPU jobs: torch computes with the task's CPUs.
   out << (job.gpus ? "export OMP_NUM_THREADS=1\n" : "export OMP_NUM_THREADS=${SLURM_CPUS_PER_TASK:-1}\n");
   out << "echo \"salt job ${SLURM_JOB_ID:-?} on $(hostname): restart ${SLURM_RESTART_COUNT:-0}, "
-         "CUDA_VISIBLE_DEVICES=${CUDA_VISIBLE_DEVICES:-}\"\n";
+         "CUDA_VISIBLE_DEVICES=${CUDA_VISIBLE_DEVICES:-}, $(date +%T)\"\n";
   out << environment_setup(job.env);
   out << kWaitFunction << "\n";
 }
@@ -76,7 +76,7 @@ void write_trap(std::ostream& out, const SlurmJob& job) {
       << "# salt then saves ckpts/requeue.ckpt and exits, and the requeued job resumes from it.\n"
       << "got_signal=0\n"
       << "trap 'got_signal=1; echo \"salt job: SIG" << job.signal_name
-      << " received, asking salt to save a requeue checkpoint\"; kill -USR1 \"${pids[@]}\" 2>/dev/null' "
+      << " received at $(date +%T), asking salt to save a requeue checkpoint\"; kill -USR1 \"${pids[@]}\" 2>/dev/null' "
       << job.signal_name << "\n";
 }
 

@@ -129,3 +129,179 @@ TEST(Cli, BaseConfigCanBeOverridden) {
 
 }  // namespace
 }  // namespace salt::testing
+
+namespace salt::testing {
+namespace {
+
+TEST(Cli, ConfigReferenceDocIsUpToDate) {
+  auto help = run_salt({"fit", "--help"});
+  ASSERT_EQ(help.exit_code, 0);
+  auto doc = read_file(source_dir() / "docs" / "config-reference.md");
+  EXPECT_NE(doc.find("```text\n" + help.out + "```"), std::string::npos)
+      << "docs/config-reference.md is out of date: run scripts/update_docs.sh";
+}
+
+// The config.yaml salt itself writes into a run directory carries every
+// Lightning trainer argument, the logger and callbacks, links and what salt
+// injects (init nets' variables, norm_config): salt-cpp reads it as it is.
+TEST(Cli, ConfigWrittenBySaltIsAccepted) {
+  TempDir dir;
+  write_file(dir / "config.yaml", R"(# lightning.pytorch==2.4.0
+seed_everything: 42
+trainer:
+  accelerator: gpu
+  strategy: auto
+  devices: 1
+  num_nodes: 1
+  precision: 16-mixed
+  logger:
+    class_path: lightning.pytorch.loggers.CometLogger
+    init_args:
+      api_key: null
+      save_dir: null
+      project_name: salt
+      experiment_name: GN2
+  callbacks:
+  - class_path: salt.callbacks.Checkpoint
+    init_args:
+      monitor_loss: val/jets_classification_loss
+  - class_path: salt.callbacks.PredictionWriter
+    init_args:
+      write_tracks: false
+      write_objects: false
+      half_precision: false
+      object_classes: null
+      extra_vars: null
+  - class_path: lightning.pytorch.callbacks.LearningRateMonitor
+    init_args:
+      logging_interval: null
+      log_momentum: false
+      log_weight_decay: false
+  fast_dev_run: false
+  max_epochs: 40
+  min_epochs: null
+  max_steps: -1
+  min_steps: null
+  max_time: null
+  limit_train_batches: null
+  limit_val_batches: null
+  limit_test_batches: null
+  limit_predict_batches: null
+  overfit_batches: 0.0
+  val_check_interval: null
+  check_val_every_n_epoch: 1
+  num_sanity_val_steps: null
+  log_every_n_steps: 50
+  enable_checkpointing: null
+  enable_progress_bar: null
+  enable_model_summary: null
+  accumulate_grad_batches: 1
+  gradient_clip_val: null
+  gradient_clip_algorithm: null
+  deterministic: null
+  benchmark: null
+  inference_mode: true
+  use_distributed_sampler: true
+  profiler: null
+  detect_anomaly: false
+  barebones: false
+  plugins: null
+  sync_batchnorm: false
+  reload_dataloaders_every_n_epochs: 0
+  default_root_dir: logs/GN2_20240101-T120000
+model:
+  model:
+    class_path: salt.models.SaltModel
+    init_args:
+      init_nets:
+      - input_name: tracks
+        dense_config:
+          output_size: 256
+          hidden_layers: [256]
+          activation: ReLU
+        variables:
+          jets: [pt_btagJes, eta_btagJes]
+          tracks: [d0, z0SinTheta]
+        global_object: jets
+      tasks:
+        class_path: torch.nn.ModuleList
+        init_args:
+          modules:
+          - class_path: salt.models.ClassificationTask
+            init_args:
+              name: jets_classification
+              input_name: jets
+              dense_config: {input_size: 256, output_size: 4, hidden_layers: [128]}
+              loss:
+                class_path: torch.nn.CrossEntropyLoss
+                init_args:
+                  weight: [1.0, 2.0, 1.5, 9.0]
+              label: flavour_label
+              use_class_dict: true
+      pool_net:
+        class_path: salt.models.GlobalAttentionPooling
+        init_args:
+          input_size: 256
+  lrs_config:
+    initial: 1.0e-07
+    max: 0.0005
+    end: 1.0e-05
+    pct_start: 0.01
+    weight_decay: 1.0e-05
+  global_object: jets
+  norm_config:
+    norm_dict: logs/GN2_20240101-T120000/norm_dict.yaml
+    variables:
+      jets: [pt_btagJes, eta_btagJes]
+      tracks: [d0, z0SinTheta]
+    global_object: jets
+  name: GN2
+  mup_config: null
+  loss_mode: wsum
+  optimizer: AdamW
+data:
+  train_file: /data/pp_output_train.h5
+  val_file: /data/pp_output_val.h5
+  batch_size: 4000
+  num_workers: 40
+  num_train: -1
+  num_val: -1
+  num_test: -1
+  move_files_temp: null
+  class_dict: logs/GN2_20240101-T120000/class_dict.yaml
+  test_file: null
+  test_suff: null
+  pin_memory: true
+  persistent_workers: true
+  prefetch_factor: 2
+  multiprocessing_context: null
+  norm_dict: logs/GN2_20240101-T120000/norm_dict.yaml
+  variables:
+    jets: [pt_btagJes, eta_btagJes]
+    tracks: [d0, z0SinTheta]
+  global_object: jets
+  input_map: null
+  num_inputs: null
+  non_finite_to_num: false
+  labels: null
+name: GN2
+ckpt_path: null
+force: false
+tag: false
+compile: false
+overwrite_config: false
+log_suffix: null
+)");
+  auto r = run_salt({"fit", "-c", (dir / "config.yaml").string(), "--print_config"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  auto printed = YAML::Load(r.out);
+  EXPECT_EQ(printed["trainer"]["max_epochs"].as<int>(), 40);
+  EXPECT_EQ(printed["model"]["model"]["init_args"]["init_nets"][0]["global_object"].as<std::string>(), "jets");
+  // The Comet logger is accepted with a warning saying what happens instead.
+  EXPECT_NE(r.err.find("CometLogger is not available in salt-cpp; metrics are written to <run>/metrics.csv"),
+            std::string::npos)
+      << r.err;
+}
+
+}  // namespace
+}  // namespace salt::testing

@@ -122,7 +122,8 @@ TEST_F(SlurmTest, ARequeuedFitResumesFromItsCheckpointToCompletion) {
   std::smatch m;
   auto saved = std::regex_search(log, m, std::regex("SIGUSR1: saved [^\n]*")) ? m[0].str() : "";
   std::cout << "requeue: job " << id << " done in " << seconds << " s with " << info["Restarts"]
-            << " restart(s); " << saved << "\n";
+            << " restart(s); " << saved << "\n"
+            << read_file(dir / "slurm" / "batch_logs" / ("slurm-" + id + ".out"));
 }
 
 TEST_F(SlurmTest, ASweepRunsAsOneJobArray) {
