@@ -15,8 +15,7 @@ namespace fs = std::filesystem;
 YAML::Node check_git_and_tag(const fs::path& run_dir, const GitCheckOptions& options) {
   auto repo = repro::Repository::discover(fs::current_path());
   std::optional<repro::RepoState> state;
-  std::vector<fs::path> exclude;
-  if (!options.logs_root.empty()) exclude.push_back(fs::absolute(options.logs_root));
+  const auto exclude = repro::salt_output_dirs(options.logs_root, fs::current_path());
   if (!repo) {
     spdlog::warn("{} is not inside a git repository: the run records no commit", fs::current_path().string());
   } else {

@@ -7,6 +7,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <csignal>
 #include <cstring>
@@ -85,9 +86,13 @@ std::vector<std::string> worker_environment(const LocalLaunchOptions& o, int ran
                                      "LOCAL_WORLD_SIZE=" + std::to_string(o.num_processes),
                                      "MASTER_ADDR=127.0.0.1",
                                      "MASTER_PORT=" + std::to_string(port)};
-  if (threads > 0) overrides.push_back("OMP_NUM_THREADS=" + std::to_string(threads));
-  for (const auto& kv : o.extra_env) overrides.push_back(kv);
   auto key = [](const std::string& kv) { return kv.substr(0, kv.find('=')); };
+  if (threads > 0) overrides.push_back("OMP_NUM_THREADS=" + std::to_string(threads));
+  for (const auto& kv : o.extra_env) {  // the caller's settings win
+    overrides.erase(std::remove_if(overrides.begin(), overrides.end(), [&](const std::string& x) { return key(x) == key(kv); }),
+                    overrides.end());
+    overrides.push_back(kv);
+  }
   std::vector<std::string> env;
   for (char** e = environ; *e; ++e) {
     std::string kv(*e);

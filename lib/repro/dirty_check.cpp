@@ -38,4 +38,11 @@ void refuse_if_dirty(const RepoState& state) {
                    "); commit them or rerun with --force (which records them in <run>/uncommitted.patch)");
 }
 
+std::vector<std::filesystem::path> salt_output_dirs(const std::filesystem::path& logs_root,
+                                                    const std::filesystem::path& workdir) {
+  std::vector<std::filesystem::path> dirs{workdir / "slurm", workdir / "condor"};
+  if (!logs_root.empty()) dirs.insert(dirs.begin(), std::filesystem::absolute(logs_root).lexically_normal());
+  return dirs;
+}
+
 }  // namespace salt::repro

@@ -1,7 +1,9 @@
 // The check `salt fit` runs before training: refuse to train from a working
 // tree whose state no commit describes, unless the user says --force.
 #pragma once
+#include <filesystem>
 #include <string>
+#include <vector>
 
 #include "repro/git_state.h"
 
@@ -19,5 +21,11 @@ std::string describe_dirty(const RepoState& state, size_t max_paths = kMaxListed
 //   them or rerun with --force
 // Does nothing on a clean tree. The caller skips it under fast_dev_run/--force.
 void refuse_if_dirty(const RepoState& state);
+
+// What salt-cpp itself writes into the working directory, never counted as
+// uncommitted changes: the run directories' root and the batch helpers' job
+// scripts and logs (slurm/, condor/), which exist before the job's fit starts.
+std::vector<std::filesystem::path> salt_output_dirs(const std::filesystem::path& logs_root,
+                                                    const std::filesystem::path& workdir);
 
 }  // namespace salt::repro

@@ -7,6 +7,9 @@
 #include "core/errors.h"
 #include "submit/shell_quote.h"
 #include "training/run_dir.h"
+#include "repro/dirty_check.h"
+#include "repro/git_state.h"
+#include "repro/repository.h"
 #include "training/run_setup.h"
 
 namespace salt::submit {
@@ -208,6 +211,15 @@ Plan make_plan(const PlanInput& in) {
       }
       return 0;
     });
+  }
+  // A dirty git tree would make every job refuse at its start: say so now (the
+  // same check `salt fit` runs; -f/--force skips both).
+  if (!in.force) {
+    if (auto repo = repro::Repository::discover(fs::current_path())) {
+      auto logs = resolve_args(plan.common_args).config["trainer"]["default_root_dir"];
+      fs::path logs_root = logs.IsNull() ? fs::path("logs") : fs::path(logs.as<std::string>());
+      repro::refuse_if_dirty(repro::read_state(*repo, repro::salt_output_dirs(logs_root, fs::current_path())));
+    }
   }
   return plan;
 }

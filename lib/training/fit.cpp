@@ -474,9 +474,9 @@ FitResult fit(const YAML::Node& resolved_config, const FitHooks& hooks) {
                  result.train_seconds, static_cast<double>(result.train_jets * world) / result.train_seconds, world);
   if (grad_sync && grad_sync->stats().steps > 0) {
     const auto& st = grad_sync->stats();
-    spdlog::info("gradient sync: {} bucket(s), {} started during backward and {} after it, {:.3f} s waiting per step",
+    spdlog::info("gradient sync: {} bucket(s), {} started during backward and {} after it, {:.2f} ms waiting per step",
                  grad_sync->num_buckets(), st.buckets_launched_in_backward, st.buckets_launched_after,
-                 st.wait_seconds / static_cast<double>(st.steps));
+                 1000 * st.wait_seconds / static_cast<double>(st.steps));
   }
   if (session) session->group().barrier();  // rank 0's files are complete when any rank reports success
   return result;

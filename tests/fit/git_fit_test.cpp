@@ -106,6 +106,29 @@ TEST_F(GitFit, FailingPushIsAClearError) {
   EXPECT_NE(r.err.find("origin"), std::string::npos) << r.err;
 }
 
+TEST_F(GitFit, SubmitRefusesADirtyTreeBeforeSubmittingAndIgnoresItsOwnJobFiles) {
+  auto submit = [&](std::vector<std::string> extra) {
+    std::vector<std::string> args{"submit_slurm", "-c", (salt::testing::source_dir() / "configs/DL1.yaml").string(),
+                                  "-t", "t", "--cpu", "--dry-run", "--config.data.batch_size=250"};
+    args.insert(args.end(), extra.begin(), extra.end());
+    return run_salt(args, work);
+  };
+  // Job scripts and logs left by earlier submissions are not uncommitted changes.
+  write(work / "slurm/batch/sbatch_old.sh", "#!/bin/bash\n");
+  write(work / "slurm/batch_logs/old.out", "log\n");
+  auto clean = submit({});
+  EXPECT_EQ(clean.exit_code, 0) << clean.err;
+  write(work / "notes.md", "changed\n");
+  auto dirty = submit({});
+  EXPECT_EQ(dirty.exit_code, 1) << dirty.err;
+  EXPECT_NE(dirty.err.find("modified: notes.md"), std::string::npos) << dirty.err;
+  EXPECT_EQ(dirty.err.find("slurm/"), std::string::npos) << dirty.err;
+  EXPECT_EQ(submit({"-f"}).exit_code, 0);
+  // ... and salt fit itself ignores them too.
+  write(work / "notes.md", "my analysis\n");
+  EXPECT_EQ(fit({"-ls", "withjobs"}).exit_code, 0);
+}
+
 TEST(GitFitOutside, NoRepositoryWarnsAndRecordsNull) {
   salt::testing::TempDir dir;
   auto gen = run_salt({"toydata", "-o", "data/toy", "--num_train", "1000", "--num_val", "200", "--num_test", "0"}, dir.path());
