@@ -115,6 +115,13 @@ RunSetup prepare_run(const YAML::Node& resolved, Stage stage) {
   ctx.name = s.config["name"].as<std::string>();
 
   seed_everything(s.seed);  // weight initialisation draws from it
+  // trainer.deterministic: LibTorch's deterministic algorithms (bitwise-repeatable
+  // GPU runs; an op without a deterministic kernel then fails with LibTorch's error).
+  // "warn" only warns about such ops, as in Lightning.
+  if (s.trainer.deterministic) {
+    const bool warn_only = s.config["trainer"]["deterministic"].Scalar() == "warn";
+    at::globalContext().setDeterministicAlgorithms(true, warn_only);
+  }
   s.model = models::build_model(s.config["model"]["model"], ctx);
 
   auto labels = s.model->required_labels();

@@ -70,4 +70,12 @@ TEST_F(FitTest, Bf16MixedTrainsAndSixteenMixedFallsBackOnCpu) {
   for (const auto& [k, v] : state.metrics) EXPECT_TRUE(std::isfinite(v)) << k;
 }
 
+TEST_F(FitTest, DeterministicAlgorithmsChangeNothingOnCpu) {
+  auto plain = salt("fit", small_gn2({"--trainer.max_epochs", "1", "-ls", "plain"}));
+  auto det = salt("fit", small_gn2({"--trainer.max_epochs", "1", "-ls", "det", "--trainer.deterministic", "true"}));
+  ASSERT_EQ(plain.exit_code, 0) << plain.err;
+  ASSERT_EQ(det.exit_code, 0) << det.err;
+  EXPECT_TRUE(same_weights(checkpoints(dir / "logs" / "GN2_cpu_plain").at(0), checkpoints(dir / "logs" / "GN2_cpu_det").at(0)));
+}
+
 }  // namespace salt::testing
