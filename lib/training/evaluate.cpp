@@ -16,6 +16,7 @@
 #include "training/checkpoint.h"
 #include "training/device.h"
 #include "training/run_setup.h"
+#include "training/validation.h"
 
 namespace salt::training {
 namespace fs = std::filesystem;
@@ -122,32 +123,13 @@ std::map<std::string, double> validate_checkpoint(const YAML::Node& resolved) {
   auto reader = open_reader(setup, D.val_file, D.num_val, "num_val");
   const auto device = select_device(setup.trainer);
   setup.model->to(device);
-  setup.model->eval();
   data::LoaderOptions loader_options;
   loader_options.set_num_workers(D.num_workers).set_prefetch_factor(D.prefetch_factor);
   data::Loader loader(reader, data::SamplerOptions::evaluation(reader->num_rows(), D.batch_size), loader_options);
   const int64_t batches = setup.trainer.limit_val.apply(loader.batches_per_epoch());
-  torch::NoGradGuard no_grad;
-  std::map<std::string, double> sums;
-  double jets = 0;
-  loader.start_epoch(0);
-  for (int64_t b = 0; b < batches; ++b) {
-    if (int sig = stop_signal()) throw StopRequested{sig};
-    auto batch = loader.next();
-    if (!batch) break;
-    Batch on_device = batch_to_device(*batch, device);
-    auto out = setup.model->forward(on_device, true);
-    const double w = static_cast<double>(batch->size);
-    sums["val/loss"] += out.loss.item<double>() * w;
-    for (const auto& [task, loss] : out.losses) sums["val/" + task + "_loss"] += loss.item<double>() * w;
-    jets += w;
-  }
-  loader.stop();
-  for (auto& [k, v] : sums) {
-    v /= std::max(jets, 1.0);
-    std::printf("%-40s %.6f\n", k.c_str(), v);
-  }
-  return sums;
+  auto means = validation_pass(setup.model, loader, 0, batches, device, Autocast{}, nullptr, true).means("val");
+  for (const auto& [k, v] : means) std::printf("%-40s %.6f\n", k.c_str(), v);
+  return means;
 }
 
 EvaluateResult evaluate(const YAML::Node& resolved) {

@@ -16,6 +16,7 @@
 #include "data/temp_copy.h"
 #include "dist/session.h"
 #include "models/summary.h"
+#include "training/batch_device.h"
 #include "training/checkpoint.h"
 #include "training/device.h"
 #include "training/metrics_log.h"
@@ -25,37 +26,12 @@
 #include "training/run_dir.h"
 #include "training/run_files.h"
 #include "training/run_setup.h"
+#include "training/validation.h"
 
 namespace salt::training {
 namespace fs = std::filesystem;
 
 namespace {
-
-Batch to_device(Batch batch, const torch::Device& device) {
-  if (device.is_cpu()) return batch;
-  for (auto& [k, t] : batch.inputs) t = t.to(device, /*non_blocking=*/true);
-  for (auto& [k, t] : batch.pad_masks) t = t.to(device, true);
-  for (auto& [input, labels] : batch.labels)
-    for (auto& [k, t] : labels) t = t.to(device, true);
-  return batch;
-}
-
-// Sums of per-task losses weighted by batch size, for epoch means.
-struct LossTotals {
-  std::map<std::string, double> sums;
-  double jets = 0;
-  void add(const models::ModelOutput& out, int64_t jets_in_batch) {
-    const double w = static_cast<double>(jets_in_batch);
-    sums["loss"] += out.loss.item<double>() * w;
-    for (const auto& [task, loss] : out.losses) sums[task + "_loss"] += loss.item<double>() * w;
-    jets += w;
-  }
-  std::map<std::string, double> means(const std::string& stage) const {
-    std::map<std::string, double> m;
-    for (const auto& [k, v] : sums) m[stage + "/" + k] = jets > 0 ? v / jets : NAN;
-    return m;
-  }
-};
 
 std::string nan_message(const std::string& what, int64_t epoch, int64_t step, const fs::path& run_dir) {
   std::string msg = what + " is not finite at epoch " + std::to_string(epoch) + ", step " + std::to_string(step) +
@@ -71,17 +47,24 @@ std::string checkpoint_name(int64_t epoch, const std::string& fname_string, doub
   return buf;
 }
 
-void save_requeue_checkpoint(const fs::path& run_dir, const RunSetup& setup, Optimization& optimization,
-                             int64_t epoch, int64_t batch_in_epoch, int64_t global_step, int64_t total_steps) {
+// The full training state at this point, as a checkpoint holds it.
+CheckpointState capture_state(const RunSetup& setup, Optimization& optimization, int64_t epoch, int64_t global_step,
+                              int64_t total_steps) {
   CheckpointState state;
   state.epoch = epoch;
-  state.batch_in_epoch = batch_in_epoch;
   state.global_step = global_step;
   state.config_yaml = config::to_yaml(setup.config);
   state.state_dict = module_state(*setup.model);
   state.adam_state = adam_state(optimization);
   state.scheduler_total_steps = total_steps;
   state.cpu_rng_state = cpu_rng_state();
+  return state;
+}
+
+void save_requeue_checkpoint(const fs::path& run_dir, const RunSetup& setup, Optimization& optimization,
+                             int64_t epoch, int64_t batch_in_epoch, int64_t global_step, int64_t total_steps) {
+  auto state = capture_state(setup, optimization, epoch, global_step, total_steps);
+  state.batch_in_epoch = batch_in_epoch;
   auto path = run_dir / "ckpts" / kRequeueCheckpoint;
   fs::create_directories(path.parent_path());
   save_checkpoint(path, state, &optimization);
@@ -249,15 +232,8 @@ FitResult fit(const YAML::Node& resolved_config, const FitHooks& hooks) {
   if (T.max_steps > 0 && !dev_run) total_steps = std::min(total_steps, T.max_steps);
   if (resume && resume->scheduler_total_steps > 0) total_steps = resume->scheduler_total_steps;
 
-  LrsConfig lrs;
-  const auto l = setup.config["model"]["lrs_config"];
-  lrs.initial = l["initial"].as<double>();
-  lrs.max = l["max"].as<double>();
-  lrs.end = l["end"].as<double>();
-  lrs.pct_start = l["pct_start"].as<double>();
-  lrs.weight_decay = l["weight_decay"].as<double>();
-  lrs.last_epoch = l["last_epoch"].as<int64_t>();
-  Optimization optimization(setup.model->parameters(), lrs, total_steps, resume ? resume->global_step : 0);
+  Optimization optimization(setup.model->parameters(), lrs_config_from_yaml(setup.config["model"]["lrs_config"]),
+                            total_steps, resume ? resume->global_step : 0);
   if (resume) {
     load_adam_state(optimization, resume->adam_state, resume_source);
     if (resume->cpu_rng_state.defined()) set_cpu_rng_state(resume->cpu_rng_state);
@@ -303,9 +279,9 @@ FitResult fit(const YAML::Node& resolved_config, const FitHooks& hooks) {
   MetricsLog metrics(dev_run || !main_rank ? fs::path() : run_dir / "metrics.csv");
   if (same_dir_resume && main_rank) metrics.load_existing();
   Progress progress(T.enable_progress_bar && main_rank, T.progress_refresh_rate);
-  const bool autocast = T.precision != Precision::kFloat32;
-  const auto autocast_dtype =
-      device.is_cuda() && T.precision == Precision::kFloat16Mixed ? torch::kFloat16 : torch::kBFloat16;
+  Autocast autocast;
+  autocast.enabled = T.precision != Precision::kFloat32;
+  autocast.dtype = device.is_cuda() && T.precision == Precision::kFloat16Mixed ? torch::kFloat16 : torch::kBFloat16;
 
   // A mid-epoch (requeue) checkpoint continues its epoch after the batches it had done.
   const bool mid_epoch = resume && resume->batch_in_epoch >= 0;
@@ -337,11 +313,11 @@ FitResult fit(const YAML::Node& resolved_config, const FitHooks& hooks) {
       auto batch = train_loader.next();
       if (!batch) break;
       if (b < skip_batches) continue;  // done before the requeue: same batch order, so skip them
-      auto on_device = to_device(std::move(*batch), device);
+      auto on_device = batch_to_device(std::move(*batch), device);
       models::ModelOutput out;
       {
         std::optional<compat::AutocastGuard> guard;
-        if (autocast) guard.emplace(device.type(), autocast_dtype);
+        if (autocast.enabled) guard.emplace(device.type(), autocast.dtype);
         out = setup.model->forward(on_device, true);
       }
       const double loss_value = out.loss.item<double>();
@@ -402,23 +378,8 @@ FitResult fit(const YAML::Node& resolved_config, const FitHooks& hooks) {
       ++result.epochs_run;
       continue;
     }
-    setup.model->eval();
-    torch::NoGradGuard no_grad;
-    val_loader.start_epoch(epoch);
     progress.start("val", epoch, max_epochs, val_batches);
-    LossTotals val;
-    for (int64_t b = 0; b < val_batches; ++b) {
-      if (!session) check_stop();
-      auto batch = val_loader.next();
-      if (!batch) break;
-      auto on_device = to_device(std::move(*batch), device);
-      std::optional<compat::AutocastGuard> guard;
-      if (autocast) guard.emplace(device.type(), autocast_dtype);
-      auto out = setup.model->forward(on_device, true);
-      val.add(out, on_device.size);
-      progress.update(b, out.loss.item<double>(), on_device.size);
-    }
-    val_loader.stop();
+    auto val = validation_pass(setup.model, val_loader, epoch, val_batches, device, autocast, &progress, !session);
     if (session) {
       // Jet-weighted means over all ranks' shards: sum the sums and the jet counts.
       std::vector<double> totals{val.jets};
@@ -445,14 +406,7 @@ FitResult fit(const YAML::Node& resolved_config, const FitHooks& hooks) {
     metrics.flush();
 
     if (T.checkpoint_callback && T.enable_checkpointing && main_rank) {
-      CheckpointState state;
-      state.epoch = epoch;
-      state.global_step = global_step;
-      state.config_yaml = config::to_yaml(setup.config);
-      state.state_dict = module_state(*setup.model);
-      state.adam_state = adam_state(optimization);
-      state.scheduler_total_steps = total_steps;
-      state.cpu_rng_state = cpu_rng_state();
+      auto state = capture_state(setup, optimization, epoch, global_step, total_steps);
       for (const auto& [k, v] : val_metrics) state.metrics.emplace_back(k, v);
       auto path = run_dir / "ckpts" / checkpoint_name(epoch, T.checkpoint_fname_string, val_metrics[T.monitor_loss]);
       fs::create_directories(path.parent_path());

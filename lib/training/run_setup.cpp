@@ -83,6 +83,17 @@ void bake_into_config(RunSetup& s) {
 
 void seed_everything(uint64_t seed) { torch::manual_seed(seed); }
 
+LrsConfig lrs_config_from_yaml(const YAML::Node& l) {
+  LrsConfig lrs;
+  lrs.initial = l["initial"].as<double>();
+  lrs.max = l["max"].as<double>();
+  lrs.end = l["end"].as<double>();
+  lrs.pct_start = l["pct_start"].as<double>();
+  lrs.weight_decay = l["weight_decay"].as<double>();
+  lrs.last_epoch = l["last_epoch"].as<int64_t>();
+  return lrs;
+}
+
 RunSetup prepare_run(const YAML::Node& resolved, Stage stage) {
   RunSetup s;
   s.config = config::copy_tree(resolved);

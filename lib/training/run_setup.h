@@ -15,6 +15,7 @@
 #include "data/h5_reader.h"
 #include "data/norm_dict.h"
 #include "models/salt_wrapper.h"
+#include "training/one_cycle.h"
 #include "training/trainer_config.h"
 
 namespace salt::training {
@@ -41,6 +42,9 @@ RunSetup prepare_run(const YAML::Node& config, Stage stage);
 // A reader of `path` with the run's variables and labels; `num` first rows.
 std::shared_ptr<data::H5Reader> open_reader(const RunSetup& setup, const std::string& path, int64_t num,
                                             const std::string& num_key);
+
+// model.lrs_config of a resolved config.
+LrsConfig lrs_config_from_yaml(const YAML::Node& lrs_config);
 
 // Seeds torch's generators (weights, dropout) from the run's seed.
 void seed_everything(uint64_t seed);
