@@ -1,5 +1,6 @@
 #include "cli/cli_main.h"
 
+#include <c10/util/Exception.h>
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
 

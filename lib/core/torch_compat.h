@@ -5,6 +5,10 @@
 #include <torch/torch.h>
 #include <torch/version.h>
 
+#include <sstream>
+#include <string>
+#include <type_traits>
+
 #define SALT_TORCH_AT_LEAST(major, minor) \
   (TORCH_VERSION_MAJOR > (major) || (TORCH_VERSION_MAJOR == (major) && TORCH_VERSION_MINOR >= (minor)))
 
@@ -25,6 +29,20 @@ inline torch::Tensor fused_attention(const torch::Tensor& q, const torch::Tensor
   return at::scaled_dot_product_attention(q, k, v, mask, dropout_p);
 }
 #endif
+
+// The key of a parameter in an optimizer's state map: a string spelling the
+// TensorImpl pointer in LibTorch 1.13 (as c10::guts::to_string wrote it), the
+// pointer itself in 2.x. Chosen from the map's key type, not from a version number.
+template <class StateMap>
+typename StateMap::key_type optimizer_state_key(const StateMap&, const torch::Tensor& parameter) {
+  if constexpr (std::is_same_v<typename StateMap::key_type, std::string>) {
+    std::ostringstream out;
+    out << parameter.unsafeGetTensorImpl();
+    return out.str();
+  } else {
+    return parameter.unsafeGetTensorImpl();
+  }
+}
 
 // Mixed precision for the forward pass: autocast on `device` to `dtype` while alive.
 class AutocastGuard {

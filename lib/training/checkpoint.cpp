@@ -7,6 +7,7 @@
 
 #include "core/atomic_file.h"
 #include "core/errors.h"
+#include "core/torch_compat.h"
 #include "training/optimization.h"
 
 namespace salt::training {
@@ -65,7 +66,7 @@ std::vector<AdamParamState> adam_state(Optimization& optimization) {
   auto& adamw = optimization.adamw();
   auto& state = adamw.state();
   for (const auto& p : optimization.parameters()) {
-    auto it = state.find(c10::guts::to_string(p.unsafeGetTensorImpl()));
+    auto it = state.find(compat::optimizer_state_key(state, p));
     if (it == state.end()) {
       out.push_back({});
       continue;
@@ -89,7 +90,7 @@ void load_adam_state(Optimization& optimization, const std::vector<AdamParamStat
     s->step(saved[i].step);
     s->exp_avg(saved[i].exp_avg.to(params[i].device()).clone());
     s->exp_avg_sq(saved[i].exp_avg_sq.to(params[i].device()).clone());
-    state[c10::guts::to_string(params[i].unsafeGetTensorImpl())] = std::move(s);
+    state[compat::optimizer_state_key(state, params[i])] = std::move(s);
   }
 }
 
