@@ -1,5 +1,8 @@
 #include "submit/arg_prepass.h"
 
+#include <CLI/CLI.hpp>
+#include <algorithm>
+
 #include "core/errors.h"
 
 namespace salt::submit {
@@ -50,5 +53,19 @@ SplitArgs split_args(const std::vector<std::string>& args, const std::map<std::s
 }
 
 std::string salt_flag(const Passthrough& p) { return p.value ? "--" + p.key + "=" + *p.value : "--" + p.key; }
+
+bool wants_help(const std::vector<std::string>& args) {
+  return std::find(args.begin(), args.end(), "--help") != args.end() ||
+         std::find(args.begin(), args.end(), "-h") != args.end();
+}
+
+void parse_with(CLI::App& app, const std::vector<std::string>& args, const std::string& command) {
+  std::vector<std::string> reversed(args.rbegin(), args.rend());
+  try {
+    app.parse(reversed);
+  } catch (const CLI::ParseError& e) {
+    throw UsageError(command + ": " + e.what() + " (see 'salt " + command + " --help')");
+  }
+}
 
 }  // namespace salt::submit

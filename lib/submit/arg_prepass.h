@@ -9,6 +9,10 @@
 #include <utility>
 #include <vector>
 
+namespace CLI {
+class App;
+}
+
 namespace salt::submit {
 
 struct Passthrough {
@@ -31,5 +35,12 @@ SplitArgs split_args(const std::vector<std::string>& args, const std::map<std::s
 
 // A passthrough to `salt fit`: --key=value, or --key for a bare flag.
 std::string salt_flag(const Passthrough& p);
+
+// Whether -h/--help is among the arguments left for CLI11.
+bool wants_help(const std::vector<std::string>& args);
+
+// Parses `args` with `app` (CLI11 takes them in reverse order); a parse error
+// becomes one UsageError line naming `command` and its --help.
+void parse_with(CLI::App& app, const std::vector<std::string>& args, const std::string& command);
 
 }  // namespace salt::submit

@@ -75,19 +75,13 @@ SlurmOptions parse_slurm_options(const std::vector<std::string>& args) {
   auto split = split_args(args, kAliases, "slurm");
   o.slurm_extra = split.batch;
   o.config_extra = split.config;
-  if (std::find(split.args.begin(), split.args.end(), "--help") != split.args.end() ||
-      std::find(split.args.begin(), split.args.end(), "-h") != split.args.end()) {
+  if (wants_help(split.args)) {
     o.help = true;
     return o;
   }
   Counted c;
   auto app = make_app(o, c);
-  std::vector<std::string> reversed(split.args.rbegin(), split.args.rend());  // CLI11 takes them reversed
-  try {
-    app->parse(reversed);
-  } catch (const CLI::ParseError& e) {
-    throw UsageError(std::string("submit_slurm: ") + e.what() + " (see 'salt submit_slurm --help')");
-  }
+  parse_with(*app, split.args, "submit_slurm");
   if (c.nodes->count()) o.request.nodes = c.nodes_v;
   if (c.gpus->count()) o.request.gpus_per_node = c.gpus_v;
   if (c.cpus->count()) o.request.cpus_per_task = c.cpus_v;

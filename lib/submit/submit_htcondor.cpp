@@ -63,19 +63,13 @@ CondorOptions parse_condor_options(const std::vector<std::string>& args) {
   auto split = split_args(args, kAliases, "condor");
   o.condor_extra = split.batch;
   o.config_extra = split.config;
-  if (std::find(split.args.begin(), split.args.end(), "--help") != split.args.end() ||
-      std::find(split.args.begin(), split.args.end(), "-h") != split.args.end()) {
+  if (wants_help(split.args)) {
     o.help = true;
     return o;
   }
   Counted c;
   auto app = make_app(o, c);
-  std::vector<std::string> reversed(split.args.rbegin(), split.args.rend());
-  try {
-    app->parse(reversed);
-  } catch (const CLI::ParseError& e) {
-    throw UsageError(std::string("submit_htcondor: ") + e.what() + " (see 'salt submit_htcondor --help')");
-  }
+  parse_with(*app, split.args, "submit_htcondor");
   o.request.multi_node = false;
   if (c.gpus->count()) o.request.gpus_per_node = c.gpus_v;
   if (c.cpus->count()) o.request.cpus_per_task = c.cpus_v;
