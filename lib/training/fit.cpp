@@ -230,7 +230,18 @@ FitResult fit(const YAML::Node& resolved_config, const FitHooks& hooks) {
   const int64_t max_epochs = dev_run ? 1 : T.max_epochs;
   int64_t total_steps = max_epochs > 0 ? steps_per_epoch * max_epochs : T.max_steps;
   if (T.max_steps > 0 && !dev_run) total_steps = std::min(total_steps, T.max_steps);
-  if (resume && resume->scheduler_total_steps > 0) total_steps = resume->scheduler_total_steps;
+  if (resume && resume->scheduler_total_steps > 0) {
+    // The schedule continues where it was, so its plan cannot grow. torch (and salt)
+    // would fail when stepping past it, possibly hours in; say so before training.
+    const int64_t wanted = total_steps;
+    total_steps = resume->scheduler_total_steps;
+    const int64_t offset = setup.config["model"]["lrs_config"]["last_epoch"].as<int64_t>() + 1;
+    if (wanted + offset > total_steps)
+      throw UsageError("this run would take " + std::to_string(wanted) + " optimizer steps but the checkpoint's " +
+                       "one-cycle schedule plans " + std::to_string(total_steps) + " (trainer.max_epochs/max_steps " +
+                       "larger than the original run's); keep the original max_epochs, or set " +
+                       "model.lrs_config.last_epoch to start the schedule later");
+  }
 
   Optimization optimization(setup.model->parameters(), lrs_config_from_yaml(setup.config["model"]["lrs_config"]),
                             total_steps, resume ? resume->global_step : 0);

@@ -177,3 +177,19 @@ with h5py.File(sys.argv[2], "r+") as f:
 }
 
 }  // namespace salt::testing
+
+namespace salt::testing {
+
+TEST_F(FitTest, ResumingPastTheScheduleFailsBeforeTraining) {
+  auto a = salt("fit", small_gn2({"--trainer.max_epochs", "2", "-ls", "short"}));
+  ASSERT_EQ(a.exit_code, 0) << a.err;
+  auto run = dir / "logs" / "GN2_cpu_short";
+  auto r = salt("fit", {"-c", (run / "config.yaml").string(), "--ckpt_path", checkpoints(run).at(0).string(),
+                        "--trainer.max_epochs", "5", "-ls", "longer"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(error_lines(r.err), 1) << r.err;
+  EXPECT_NE(r.err.find("one-cycle schedule plans 16"), std::string::npos) << r.err;
+  EXPECT_FALSE(std::filesystem::exists(dir / "logs" / "GN2_cpu_longer"));
+}
+
+}  // namespace salt::testing
