@@ -13,6 +13,7 @@
 #include <filesystem>
 #include <string>
 #include <vector>
+#include <unistd.h>  // getpid
 
 #include "config/compose.h"
 #include "config/run_args.h"

@@ -26,6 +26,8 @@
 #include <torch/csrc/distributed/c10d/TCPStore.hpp>
 #include <torch/csrc/distributed/c10d/Types.hpp>
 #include <torch/csrc/distributed/c10d/Work.hpp>
+#include <type_traits>
+#include <utility>
 
 #include "core/torch_compat.h"
 
@@ -63,6 +65,29 @@ using CollectiveBackend = c10d::ProcessGroup;
 
 using Work = c10d::Work;
 
+// TCPStoreOptions::useLibUV (LibTorch 2.x, true by default in recent releases) is
+// refused by a LibTorch built without libuv (Debian's 2.6, for one). Detected from
+// the options struct rather than a version number; 1.13 has no such member.
+template <class Options, class = void>
+struct HasUseLibUV : std::false_type {};
+template <class Options>
+struct HasUseLibUV<Options, std::void_t<decltype(std::declval<Options&>().useLibUV)>> : std::true_type {};
+
+// A template so that the branch naming useLibUV is discarded on LibTorch 1.13.
+template <class Options>
+c10::intrusive_ptr<c10d::Store> construct_tcp_store(const std::string& host, Options opts) {
+  if constexpr (HasUseLibUV<Options>::value) {
+    try {
+      return c10::make_intrusive<c10d::TCPStore>(host, opts);
+    } catch (const c10::Error& e) {
+      // Without libuv in this build: the classic socket backend serves the same protocol.
+      if (!opts.useLibUV || std::string(e.what()).find("libuv") == std::string::npos) throw;
+      opts.useLibUV = false;
+    }
+  }
+  return c10::make_intrusive<c10d::TCPStore>(host, opts);
+}
+
 inline c10::intrusive_ptr<c10d::Store> make_tcp_store(const std::string& host, int port, bool is_server, int world,
                                                       std::chrono::milliseconds timeout) {
   c10d::TCPStoreOptions opts;
@@ -71,7 +96,7 @@ inline c10::intrusive_ptr<c10d::Store> make_tcp_store(const std::string& host, i
   opts.numWorkers = static_cast<std::size_t>(world);
   opts.waitWorkers = false;  // the Gloo/NCCL rendezvous waits for everyone, with our timeout
   opts.timeout = timeout;
-  return c10::make_intrusive<c10d::TCPStore>(host, opts);
+  return construct_tcp_store(host, opts);
 }
 
 inline c10::intrusive_ptr<c10d::Store> prefixed(const std::string& prefix, const c10::intrusive_ptr<c10d::Store>& store) {
