@@ -3,6 +3,7 @@
 // for jets with varied valid counts, non-prefix masks and all-padded jets.
 #include <gtest/gtest.h>
 
+#include "core/torch_compat.h"
 #include "model_test_helpers.h"
 #include "models/attention.h"
 #include "models/classification_task.h"
@@ -164,6 +165,33 @@ TEST(Packed, AttentionPackedEqualsPadded) {
   expect_close(unpacked.masked_select(valid), padded.masked_select(valid), 1e-5,
                std::string("attention, qk_norm ") + (qk_norm ? "on" : "off"));
   }
+}
+
+TEST(Packed, FusedAttentionOnTheCompactLayoutEqualsExplicit) {
+  if (!salt::compat::kHasFusedAttention) GTEST_SKIP() << "LibTorch " << salt::compat::torch_version() << " has no fused SDPA";
+  // do_qk_norm keeps the packed path off the varlen kernel: q, k, v go to the compact
+  // layout, where the fused kernel (2.x) or the explicit one runs.
+  torch::manual_seed(8);
+  const int64_t b = 5, l = 7;
+  auto mask = torch::rand({b, l}) > 0.4;
+  mask[3].fill_(true);
+  auto x = torch::randn({b, l, 12});
+  auto reg = torch::randn({b, 12});
+  auto outputs = [&](const std::string& attn_type) {
+    torch::manual_seed(3);
+    Attention attn(AttentionOptions(12).num_heads(3).do_qk_norm(true).attn_type(attn_type));
+    PackedSequence seq = PackedSequence::pack(Sequence{x, {{"tracks", mask}}});
+    auto reg_mask = torch::zeros({b, 1}, torch::kBool);
+    seq.append(kRegisters, reg_mask, TokenIndex::from_mask(reg_mask), reg);
+    auto rows = seq.x.clone().requires_grad_(true);
+    auto out = attn->forward_packed(rows, TokenLayout::of(seq));
+    out.pow(2).sum().backward();
+    return std::make_pair(out.detach(), rows.grad());
+  };
+  auto [explicit_out, explicit_grad] = outputs("torch-math");
+  auto [fused_out, fused_grad] = outputs("torch-meff");
+  expect_close(fused_out, explicit_out, 1e-5, "packed attention output");
+  expect_close(fused_grad, explicit_grad, 1e-4, "packed attention input gradient");
 }
 
 TEST(Packed, DenseGatheredEqualsConcatenated) {
