@@ -9,7 +9,10 @@
 // track origin + vertexing with their losses. Both parameter counts are printed
 // and must be equal. Then the attention kernels alone at GN2's shape.
 // Usage: bench_model [--quick] [--threads N] [--iters N] [--no-python]
-//   defaults: 2 threads, 2 timed steps after a warm-up (--quick: 1 step, GN2 at batch 250)
+//                    [--device cpu|cuda] [--precision 32|bf16-mixed] [--python PATH]
+//   defaults: 2 threads, 2 timed steps after a warm-up (--quick: 1 step, GN2 at batch 250),
+//   CPU, float32, /usr/bin/python3 (on the GPU machine: --device cuda --python python3).
+#include <torch/cuda.h>
 #include <torch/torch.h>
 #include <yaml-cpp/yaml.h>
 
@@ -19,6 +22,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -86,6 +90,16 @@ struct Size {
   int64_t batch;
 };
 
+// Where and how the step runs; the PyTorch reference gets the same.
+struct Setup {
+  torch::Device device = torch::kCPU;
+  std::string precision = "32";
+  bool bf16() const { return precision == "bf16-mixed"; }
+  void sync() const {
+    if (device.is_cuda()) torch::cuda::synchronize();
+  }
+};
+
 struct Result {
   double jets_per_s = 0;
   long long params = 0;
@@ -113,7 +127,7 @@ std::string model_yaml(const Size& s) {
 }
 
 // Same random batch as gn2_reference.py (same generator calls after seed 0).
-Result run_salt_cpp(const Size& s, int64_t length, int64_t iters) {
+Result run_salt_cpp(const Size& s, int64_t length, int64_t iters, const Setup& setup) {
   torch::manual_seed(0);
   const int64_t batch = s.batch;
   auto n_valid = torch::randint(5, 26, {batch}, torch::kLong);
@@ -125,6 +139,10 @@ Result run_salt_cpp(const Size& s, int64_t length, int64_t iters) {
   labels["jets"]["flavour_label"] = torch::randint(0, 4, {batch}, torch::kLong);
   labels["tracks"]["ftagTruthOriginLabel"] = torch::randint(0, 8, {batch, length}, torch::kLong);
   labels["tracks"]["ftagTruthVertexIndex"] = torch::randint(-1, 4, {batch, length}, torch::kLong);
+  for (auto* map : {&inputs, &masks})
+    for (auto& [name, t] : *map) t = t.to(setup.device);
+  for (auto& [group, by_name] : labels)
+    for (auto& [name, t] : by_name) t = t.to(setup.device);
 
   ModelContext ctx;
   ctx.variables = {{"jets", {"pt_btagJes", "eta_btagJes"}}, {"tracks", std::vector<std::string>(19, "v")}};
@@ -132,16 +150,24 @@ Result run_salt_cpp(const Size& s, int64_t length, int64_t iters) {
               {"tracks", {std::vector<float>(19, 0.f), std::vector<float>(19, 1.f)}}};
   ctx.name = "GN2";
   auto model = build_model(YAML::Load(model_yaml(s)), ctx);
+  model->to(setup.device);
   model->train();
 
   auto step = [&] {
     model->zero_grad();
-    auto out = model->forward(inputs, masks, &labels);
-    out.loss.backward();
+    torch::Tensor loss;
+    {
+      std::optional<salt::compat::AutocastGuard> autocast;
+      if (setup.bf16()) autocast.emplace(setup.device.type(), torch::kBFloat16);
+      loss = model->forward(inputs, masks, &labels).loss;
+    }
+    loss.backward();
   };
   step();  // warm-up
+  setup.sync();
   auto t0 = std::chrono::steady_clock::now();
   for (int64_t i = 0; i < iters; ++i) step();
+  setup.sync();
   const double dt = seconds_since(t0) / static_cast<double>(iters);
   std::printf("  salt-cpp: %.3f s/batch, %.1f valid tracks/jet\n", dt, n_valid.to(torch::kDouble).mean().item<double>());
   return {batch / dt, static_cast<long long>(count_parameters(*model).trainable), true};
@@ -153,19 +179,20 @@ std::string reference_script() {
   return "bench/python/gn2_reference.py";
 }
 
-const char* kPython = "/usr/bin/python3";
+// Debian's python3-torch here; the GPU machine's python3 holds a CUDA torch.
+std::string python = "/usr/bin/python3";
 
 // Empty when torch is importable, else why not.
 std::string python_unavailable() {
-  if (!std::ifstream(kPython).good()) return std::string(kPython) + " not found";
-  const std::string cmd = std::string(kPython) + " -c 'import torch' >/dev/null 2>&1";
-  if (std::system(cmd.c_str()) != 0) return "torch is not importable by " + std::string(kPython);
+  const std::string cmd = python + " -c 'import torch' >/dev/null 2>&1";
+  if (std::system(cmd.c_str()) != 0) return "torch is not importable by " + python;
   if (!std::ifstream(reference_script()).good()) return reference_script() + " not found";
   return {};
 }
 
-Result run_pytorch(const Size& s, int64_t length, int64_t iters, int threads) {
-  const std::string cmd = std::string(kPython) + " " + reference_script() + " --batch " + std::to_string(s.batch) +
+Result run_pytorch(const Size& s, int64_t length, int64_t iters, int threads, const Setup& setup) {
+  const std::string cmd = python + " " + reference_script() + " --batch " + std::to_string(s.batch) +
+                          " --device " + (setup.device.is_cuda() ? "cuda" : "cpu") + " --precision " + setup.precision +
                           " --length " + std::to_string(length) + " --threads " + std::to_string(threads) +
                           " --embed " + std::to_string(s.embed) + " --layers " + std::to_string(s.layers) +
                           " --heads " + std::to_string(s.heads) + " --out " + std::to_string(s.out) +
@@ -197,17 +224,38 @@ Result run_pytorch(const Size& s, int64_t length, int64_t iters, int threads) {
 int main(int argc, char** argv) {
   int64_t iters = 2;
   int threads = 2;
-  bool quick = false, python = true;
+  bool quick = false, use_python = true;
+  Setup setup;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     if (a == "--quick") quick = true;
-    else if (a == "--no-python") python = false;
+    else if (a == "--no-python") use_python = false;
+    else if (a == "--python" && i + 1 < argc) python = argv[++i];
+    else if (a == "--device" && i + 1 < argc) {
+      const std::string d = argv[++i];
+      if (d != "cpu" && d.rfind("cuda", 0) != 0) {
+        std::fprintf(stderr, "bench_model: --device must be cpu or cuda[:N], not '%s'\n", d.c_str());
+        return 2;
+      }
+      setup.device = torch::Device(d);
+    }
+    else if (a == "--precision" && i + 1 < argc) setup.precision = argv[++i];
     else if (a == "--iters" && i + 1 < argc) iters = std::atoll(argv[++i]);
     else if (a == "--threads" && i + 1 < argc) threads = std::atoi(argv[++i]);
     else {
-      std::fprintf(stderr, "usage: bench_model [--quick] [--threads N] [--iters N] [--no-python]\n");
+      std::fprintf(stderr,
+                   "usage: bench_model [--quick] [--threads N] [--iters N] [--no-python] [--device cpu|cuda] "
+                   "[--precision 32|bf16-mixed] [--python PATH]\n");
       return 2;
     }
+  }
+  if (setup.precision != "32" && setup.precision != "bf16-mixed") {
+    std::fprintf(stderr, "bench_model: --precision must be 32 or bf16-mixed, not '%s'\n", setup.precision.c_str());
+    return 2;
+  }
+  if (setup.device.is_cuda() && !torch::cuda::is_available()) {
+    std::fprintf(stderr, "bench_model: --device cuda but this LibTorch sees no CUDA device\n");
+    return 2;
   }
   if (quick) iters = 1;
   torch::set_num_threads(threads);
@@ -217,19 +265,19 @@ int main(int argc, char** argv) {
       {"GN2_cpu (embed 64, 2 layers, 4 heads, out 32, heads [32,16])", 64, 2, 4, 32, "32,16", 500},
   };
 
-  std::printf("bench_model: forward+backward training step, LibTorch %s, %d threads, %lld track slots, 5-25 valid, "
-              "%lld timed step(s) after a warm-up\n",
-              salt::compat::torch_version().c_str(), torch::get_num_threads(), static_cast<long long>(length),
-              static_cast<long long>(iters));
-  std::string no_python = python ? python_unavailable() : "disabled by --no-python";
+  std::printf("bench_model: forward+backward training step, LibTorch %s, %s, precision %s, %d threads, %lld track "
+              "slots, 5-25 valid, %lld timed step(s) after a warm-up\n",
+              salt::compat::torch_version().c_str(), setup.device.str().c_str(), setup.precision.c_str(),
+              torch::get_num_threads(), static_cast<long long>(length), static_cast<long long>(iters));
+  std::string no_python = use_python ? python_unavailable() : "disabled by --no-python";
   if (!no_python.empty()) std::printf("PyTorch reference skipped: %s\n", no_python.c_str());
 
   bool params_equal = true;
   for (const auto& s : sizes) {
     std::printf("%s, batch %lld\n", s.name.c_str(), static_cast<long long>(s.batch));
-    auto cpp = run_salt_cpp(s, length, iters);
+    auto cpp = run_salt_cpp(s, length, iters, setup);
     Result py;
-    if (no_python.empty()) py = run_pytorch(s, length, iters, threads);
+    if (no_python.empty()) py = run_pytorch(s, length, iters, threads, setup);
     std::printf("  parameters: salt-cpp %lld", cpp.params);
     if (py.ok) {
       std::printf(", PyTorch %lld (%s)\n", py.params, py.params == cpp.params ? "equal" : "DIFFERENT");
@@ -242,7 +290,8 @@ int main(int argc, char** argv) {
   }
 
   // The attention kernels alone, forward, at GN2's shape (D 256, 8 heads, 40 slots + 1 register).
-  {
+  // CPU only: the packed varlen kernel is a CPU kernel.
+  if (!setup.device.is_cuda()) {
     torch::manual_seed(0);
     const int64_t batch = quick ? 250 : 1000, h = 8, dh = 32, l = length + 1, d = h * dh;
     auto n_valid = torch::randint(5, 26, {batch}, torch::kLong) + 1;  // + the register

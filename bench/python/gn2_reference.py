@@ -16,7 +16,8 @@ It prints one machine-readable line for bench/model.cpp:
     RESULT params=<n> sec_per_batch=<s> jets_per_s=<x>
 
 Usage: /usr/bin/python3 bench/python/gn2_reference.py --batch 1000 --length 40 \
-           --threads 2 --embed 256 --layers 4 --heads 8 --out 128 --task-hidden 128,64,32
+           --threads 2 --embed 256 --layers 4 --heads 8 --out 128 --task-hidden 128,64,32 \
+           [--device cuda] [--precision bf16-mixed]
 """
 import argparse
 import math
@@ -103,7 +104,7 @@ class GN2(nn.Module):
         loss_origin = F.cross_entropy(logits.permute(0, 2, 1), origin.masked_fill(pad, -1), ignore_index=-1)
 
         valid = ~pad
-        adj = valid[:, :, None] & valid[:, None, :] & ~torch.eye(n, dtype=torch.bool)
+        adj = valid[:, :, None] & valid[:, None, :] & ~torch.eye(n, dtype=torch.bool, device=pad.device)
         jet_i, i, j = adj.nonzero(as_tuple=True)
         edges = torch.cat([pooled[jet_i], trk[jet_i, i], trk[jet_i, j]], -1)
         edge_logits = self.vertex_head(edges).squeeze(-1)
@@ -134,6 +135,8 @@ def main():
     p.add_argument("--track-vars", type=int, default=19)
     p.add_argument("--iters", type=int, default=1)
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--device", default="cpu")
+    p.add_argument("--precision", default="32", choices=["32", "bf16-mixed"])
     a = p.parse_args()
     if a.threads > 0:
         torch.set_num_threads(a.threads)
@@ -153,15 +156,26 @@ def main():
     model = GN2(a.jet_vars, a.track_vars, a.embed, a.layers, a.heads, a.out, hidden)
     model.train()
     n_params = sum(p.numel() for p in model.parameters() if p.requires_grad)
+    device = torch.device(a.device)
+    model.to(device)
+    jets, tracks, pad, flavour, origin, vertex = (t.to(device) for t in (jets, tracks, pad, flavour, origin, vertex))
+
+    def sync():
+        if device.type == "cuda":
+            torch.cuda.synchronize()
 
     def step():
         model.zero_grad(set_to_none=True)
-        model(jets, tracks, pad, flavour, origin, vertex).backward()
+        with torch.autocast(device.type, dtype=torch.bfloat16, enabled=a.precision == "bf16-mixed"):
+            loss = model(jets, tracks, pad, flavour, origin, vertex)
+        loss.backward()
 
     step()  # warm-up
+    sync()
     t0 = time.perf_counter()
     for _ in range(a.iters):
         step()
+    sync()
     dt = (time.perf_counter() - t0) / a.iters
     print(f"torch {torch.__version__}, {torch.get_num_threads()} threads, {n_valid.float().mean():.1f} valid tracks/jet")
     print(f"RESULT params={n_params} sec_per_batch={dt:.4f} jets_per_s={b / dt:.1f}", flush=True)

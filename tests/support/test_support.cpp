@@ -82,17 +82,22 @@ int error_lines(const std::string& err) {
 
 namespace salt::testing {
 
+std::string test_python() {
+  const char* env = std::getenv("SALT_TEST_PYTHON");
+  return env && *env ? env : "/usr/bin/python3";
+}
+
 ProcessResult run_python(const std::string& script, const std::vector<std::string>& args) {
   TempDir dir;
   auto path = dir / "script.py";
   write_file(path, script);
-  std::vector<std::string> argv{"/usr/bin/python3", path.string()};
+  std::vector<std::string> argv{test_python(), path.string()};
   argv.insert(argv.end(), args.begin(), args.end());
   return run_process(argv);
 }
 
 bool have_python_module(const std::string& module) {
-  return run_process({"/usr/bin/python3", "-c", "import " + module}).exit_code == 0;
+  return run_process({test_python(), "-c", "import " + module}).exit_code == 0;
 }
 
 }  // namespace salt::testing

@@ -51,8 +51,10 @@ int error_lines(const std::string& err);
 namespace salt::testing {
 
 // Debian's /usr/bin/python3 with python3-torch and python3-h5py (installed by
-// scripts/bootstrap.sh): tests cross-check our output against the real PyTorch
-// and h5py. Runs `script` with `args`; the result carries its stdout/stderr.
+// scripts/bootstrap.sh), or $SALT_TEST_PYTHON (the GPU machine's python3): tests
+// cross-check our output against the real PyTorch and h5py. Runs `script` with
+// `args`; the result carries its stdout/stderr.
+std::string test_python();
 ProcessResult run_python(const std::string& script, const std::vector<std::string>& args = {});
 bool have_python_module(const std::string& module);
 
