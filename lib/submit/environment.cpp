@@ -1,11 +1,29 @@
 #include "submit/environment.h"
 
+#include <CLI/CLI.hpp>
 #include <filesystem>
 
 #include "core/errors.h"
 #include "submit/shell_quote.h"
 
 namespace salt::submit {
+
+void add_environment_options(CLI::App& app, Environment& env, const std::string& image_help,
+                             const std::string& bind_help) {
+  app.add_option("-e,--environment", env.kind, "Where the job finds salt.")
+      ->check(CLI::IsMember(environment_kinds()))
+      ->capture_default_str();
+  app.add_option("--conda_activate", env.conda_activate, "conda's activate script (-e conda).")->capture_default_str();
+  app.add_option("--conda_env", env.conda_env, "conda environment (-e conda).")->capture_default_str();
+  app.add_option("--image", env.image, image_help);
+  app.add_option("-b,--bind", env.binds, bind_help);
+  app.add_option("--salt_binary", env.salt_binary,
+                 "salt as the job calls it (default: this binary; 'salt' inside singularity).");
+}
+
+void default_salt_binary(Environment& env) {
+  if (env.salt_binary.empty()) env.salt_binary = env.kind == "singularity" ? "salt" : current_executable();
+}
 
 void check_environment(const Environment& env) {
   if (!env.binds.empty() && env.kind != "singularity")

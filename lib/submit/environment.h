@@ -5,6 +5,10 @@
 #include <string>
 #include <vector>
 
+namespace CLI {
+class App;
+}
+
 namespace salt::submit {
 
 struct Environment {
@@ -20,6 +24,15 @@ inline const std::vector<std::string>& environment_kinds() {
   static const std::vector<std::string> kinds{"conda", "singularity", "local"};
   return kinds;
 }
+
+// The options both submit commands share: -e/--environment, --conda_activate,
+// --conda_env, --image, -b/--bind, --salt_binary. The help of --image and --bind
+// names what they become in that batch system's files.
+void add_environment_options(CLI::App& app, Environment& env, const std::string& image_help,
+                             const std::string& bind_help);
+
+// After parsing: the job calls `salt` inside singularity, else this binary.
+void default_salt_binary(Environment& env);
 
 // Throws UsageError: --bind without singularity, singularity without --image.
 void check_environment(const Environment& env);

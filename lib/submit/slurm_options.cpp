@@ -33,9 +33,6 @@ std::unique_ptr<CLI::App> make_app(SlurmOptions& o, Counted& c) {
   app->add_option("--constraint", o.constraint, "(-cn) Constraint on the requested nodes.");
   app->add_option("-a,--account", o.account, "Slurm account.");
   app->add_option("-q,--qos", o.qos, "Quality of service.");
-  app->add_option("-e,--environment", o.env.kind, "Where the job finds salt.")
-      ->check(CLI::IsMember(environment_kinds()))
-      ->capture_default_str();
   c.nodes = app->add_option("-n,--nodes", c.nodes_v, "Nodes (= trainer.num_nodes; default: the config's).");
   c.gpus = app->add_option("-g,--gpus_per_node", c.gpus_v,
                            "GPUs per node = tasks per node = trainer.devices (default: the config's, else 1); "
@@ -48,7 +45,6 @@ std::unique_ptr<CLI::App> make_app(SlurmOptions& o, Counted& c) {
   app->add_flag("--exclusive", o.exclusive, "(-ex) Exclusive use of the nodes.");
   app->add_option("--time", o.time, "(-ti) Time limit, e.g. 24:00:00.");
   app->add_flag("-f,--force", o.force, "Pass --force to salt (train from a dirty git tree).");
-  app->add_option("-b,--bind", o.env.binds, "Singularity bind mounts, e.g. /data:/inputs (repeatable).");
   app->add_flag("-r,--requeue", o.requeue,
                 "Requeue before the time limit: salt saves a checkpoint on --signal and the job resumes from it.");
   app->add_option("-s,--signal", o.signal, "Signal and seconds before the time limit, for --requeue.")
@@ -59,12 +55,8 @@ std::unique_ptr<CLI::App> make_app(SlurmOptions& o, Counted& c) {
   app->add_option("--runs_per_gpu", o.runs_per_gpu, "(-rpg) Sweep runs packed on one GPU (one array task each).")
       ->capture_default_str();
   app->add_flag("--dry-run,--dry_run", o.dry_run, "Validate and print the job script (and sweep runs); submit nothing.");
-  app->add_option("--conda_activate", o.env.conda_activate, "conda's activate script (-e conda).")
-      ->capture_default_str();
-  app->add_option("--conda_env", o.env.conda_env, "conda environment (-e conda).")->capture_default_str();
-  app->add_option("--image", o.env.image, "Singularity image (-e singularity).");
-  app->add_option("--salt_binary", o.env.salt_binary,
-                  "salt as the job calls it (default: this binary; 'salt' inside singularity).");
+  add_environment_options(*app, o.env, "Singularity image (-e singularity).",
+                          "Singularity bind mounts, e.g. /data:/inputs (repeatable).");
   return app;
 }
 
@@ -85,7 +77,7 @@ SlurmOptions parse_slurm_options(const std::vector<std::string>& args) {
   if (c.nodes->count()) o.request.nodes = c.nodes_v;
   if (c.gpus->count()) o.request.gpus_per_node = c.gpus_v;
   if (c.cpus->count()) o.request.cpus_per_task = c.cpus_v;
-  if (o.env.salt_binary.empty()) o.env.salt_binary = o.env.kind == "singularity" ? "salt" : current_executable();
+  default_salt_binary(o.env);
   return o;
 }
 

@@ -32,9 +32,6 @@ std::unique_ptr<CLI::App> make_app(CondorOptions& o, Counted& c) {
       "salt submit_htcondor");
   app->add_option("-c,--config", o.configs, "Config file(s) for `salt fit`, merged in order (repeatable).")->required();
   app->add_option("-t,--tag", o.tag, "Job name; the files are condor/batch/batch_<tag>.sh/.job.")->capture_default_str();
-  app->add_option("-e,--environment", o.env.kind, "Where the job finds salt.")
-      ->check(CLI::IsMember(environment_kinds()))
-      ->capture_default_str();
   c.gpus = app->add_option("--gpus", c.gpus_v, "request_GPUs = trainer.devices (default: the config's, else 1); 0: CPU.");
   app->add_flag("--cpu", o.request.cpu, "A CPU job: no GPUs, trainer.accelerator=cpu (= --gpus 0).");
   c.cpus = app->add_option("--cpus", c.cpus_v, "request_CPUs = data.num_workers (default: the config's).");
@@ -46,11 +43,8 @@ std::unique_ptr<CLI::App> make_app(CondorOptions& o, Counted& c) {
   app->add_flag("-f,--force", o.force, "Pass --force to salt (train from a dirty git tree).");
   app->add_option("--salt_log_suffix", o.salt_log_suffix, "(-sls) Run directory suffix: logs/<name>_<suffix>.");
   app->add_flag("--dry-run,--dry_run", o.dry_run, "Validate and print the files; submit nothing.");
-  app->add_option("--conda_activate", o.env.conda_activate, "conda's activate script (-e conda).")->capture_default_str();
-  app->add_option("--conda_env", o.env.conda_env, "conda environment (-e conda).")->capture_default_str();
-  app->add_option("--image", o.env.image, "Singularity image (-e singularity): +MySingularityImage.");
-  app->add_option("-b,--bind", o.env.binds, "Singularity bind mounts (+MySingularityArgs).");
-  app->add_option("--salt_binary", o.env.salt_binary, "salt as the job calls it (default: this binary; 'salt' in singularity).");
+  add_environment_options(*app, o.env, "Singularity image (-e singularity): +MySingularityImage.",
+                          "Singularity bind mounts (+MySingularityArgs).");
   return app;
 }
 
@@ -73,7 +67,7 @@ CondorOptions parse_condor_options(const std::vector<std::string>& args) {
   o.request.multi_node = false;
   if (c.gpus->count()) o.request.gpus_per_node = c.gpus_v;
   if (c.cpus->count()) o.request.cpus_per_task = c.cpus_v;
-  if (o.env.salt_binary.empty()) o.env.salt_binary = o.env.kind == "singularity" ? "salt" : current_executable();
+  default_salt_binary(o.env);
   return o;
 }
 
