@@ -2,6 +2,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include "core/atomic_file.h"
 #include "repro/dirty_check.h"
 #include "repro/git_info.h"
 #include "repro/git_state.h"
@@ -23,7 +24,7 @@ YAML::Node check_git_and_tag(const fs::path& run_dir, const GitCheckOptions& opt
     if (!options.force) repro::refuse_if_dirty(*state);
   }
   if (options.force && state && state->is_dirty()) {
-    fs::create_directories(run_dir);
+    create_directories_or_fail(run_dir, "run directory (trainer.default_root_dir)");
     repro::PatchOptions patch_options;
     patch_options.exclude = exclude;
     if (auto saved = repro::save_uncommitted_patch(*repo, run_dir, patch_options)) {

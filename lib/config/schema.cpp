@@ -1,6 +1,7 @@
 #include "config/schema.h"
 
 #include <algorithm>
+#include <sstream>
 
 namespace salt::config {
 namespace {
@@ -18,6 +19,13 @@ TypeP t_null() { return make(Type::Kind::kNull); }
 TypeP t_bool() { return make(Type::Kind::kBool); }
 TypeP t_int() { return make(Type::Kind::kInt); }
 TypeP t_float() { return make(Type::Kind::kFloat); }
+
+TypeP at_least(const TypeP& type, double min) {
+  auto t = std::make_shared<Type>(*type);
+  if (t->kind == Type::Kind::kInt || t->kind == Type::Kind::kFloat) t->min = min;
+  for (auto& alt : t->alternatives) alt = at_least(alt, min);
+  return t;
+}
 TypeP t_str() { return make(Type::Kind::kString); }
 TypeP t_path() { return make(Type::Kind::kPath); }
 
@@ -83,8 +91,16 @@ std::string Type::describe() const {
     case Kind::kAny: return "any";
     case Kind::kNull: return "null";
     case Kind::kBool: return "bool";
-    case Kind::kInt: return "int";
-    case Kind::kFloat: return "float";
+    case Kind::kInt:
+    case Kind::kFloat: {
+      std::string s = kind == Kind::kInt ? "int" : "float";
+      if (min) {
+        std::ostringstream bound;
+        bound << *min;
+        s += " >= " + bound.str();
+      }
+      return s;
+    }
     case Kind::kString: return "str";
     case Kind::kPath: return "path";
     case Kind::kChoice: {

@@ -6,6 +6,7 @@
 #include <yaml-cpp/yaml.h>
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -44,6 +45,7 @@ struct Type {
   std::vector<TypeP> alternatives;   // kUnion
   std::vector<std::string> choices;  // kChoice
   std::string category;              // kComponent: which registered components fit here
+  std::optional<double> min;         // kInt, kFloat: smallest allowed value
 
   std::string describe() const;  // "int", "list[str]", "int | list[int] | null", "component(encoder)"
   const Field* field(const std::string& name) const;
@@ -64,6 +66,9 @@ TypeP t_struct(std::vector<Field> fields);
 TypeP t_union(std::vector<TypeP> alternatives);
 TypeP t_optional(TypeP type);  // type | null
 TypeP t_component(std::string category);
+// The same number type with a lower bound (`int >= 1`); on a union, each number
+// alternative gets it. Keeps a 0 where the code divides or loops from failing late.
+TypeP at_least(const TypeP& type, double min);
 
 // Field constructors: with a default, or required.
 template <class T>

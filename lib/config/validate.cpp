@@ -99,10 +99,12 @@ class Validator {
       case Kind::kInt: {
         long long value = 0;
         if (!parse_int(node, &value)) fail(path, "expected an integer, got " + show(node));
+        check_min(type, static_cast<double>(value), node, path);
         return YAML::Node(value);
       }
       case Kind::kFloat: {
         if (!parse_float(node)) fail(path, "expected a number, got " + show(node));
+        check_min(type, node.as<double>(), node, path);
         // Written back as a float (1.0, not 1) so any YAML reader sees a float.
         long long as_int = 0;
         if (parse_int(node, &as_int)) return YAML::Node(node.Scalar() + ".0");
@@ -161,6 +163,21 @@ class Validator {
                      problem);
   }
 
+  // A number of the right type but out of range: preferred over "expected int |
+  // float" when every alternative of a union fails.
+  struct RangeError : UsageError {
+    using UsageError::UsageError;
+  };
+
+  void check_min(const Type& type, double value, const YAML::Node& node, const std::string& path) const {
+    if (!type.min || value >= *type.min) return;
+    try {
+      fail(path, "must be " + type.describe().substr(type.describe().find(">=")) + ", got " + show(node));
+    } catch (const UsageError& e) {
+      throw RangeError(e.what());
+    }
+  }
+
   void warn(const std::string& path, const std::string& text) {
     auto where = origin_of(origins_, path);
     warnings.push_back((where.empty() ? "" : where + ": ") + text);
@@ -200,17 +217,19 @@ class Validator {
       if (shape_fits(*alt, node)) candidates.push_back(alt.get());
     if (candidates.empty()) fail(path, "expected " + type.describe() + ", got " + show(node));
     if (candidates.size() == 1) return check(node, *candidates.front(), path);
-    std::string first_error;
+    std::string range_error;
     for (const auto* alt : candidates) {
       try {
         Validator trial(origins_);
         auto out = trial.check(node, *alt, path);
         warnings.insert(warnings.end(), trial.warnings.begin(), trial.warnings.end());
         return out;
-      } catch (const UsageError& e) {
-        if (first_error.empty()) first_error = e.what();
+      } catch (const RangeError& e) {
+        if (range_error.empty()) range_error = e.what();
+      } catch (const UsageError&) {
       }
     }
+    if (!range_error.empty()) throw UsageError(range_error);
     fail(path, "expected " + type.describe() + ", got " + show(node));
   }
 

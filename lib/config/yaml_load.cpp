@@ -21,9 +21,31 @@ void record_key_line(const YAML::Node& key, const std::string& path, const std::
   if (origins && !file.empty()) (*origins)[path] = file + ":" + std::to_string(key.Mark().line + 1);
 }
 
+// Aliases make a YAML document a graph: `a: &x [*x]` is a cycle, and a few lines of
+// nested aliases (the "billion laughs") expand to billions of nodes. Copying stops
+// at limits no real config comes near.
+struct CopyBudget {
+  static constexpr int kMaxDepth = 256;
+  static constexpr std::size_t kMaxNodes = 200'000;
+  std::size_t nodes = 0;
+};
+
+YAML::Node copy_impl(const YAML::Node& node, const std::string& path, const std::string& file, Origins* origins,
+                     CopyBudget& budget, int depth);
+
 // Copies `node`, recording the line of every value under `path` when `file` is set.
 YAML::Node copy_recording(const YAML::Node& node, const std::string& path, const std::string& file,
                           Origins* origins) {
+  CopyBudget budget;
+  return copy_impl(node, path, file, origins, budget, 0);
+}
+
+YAML::Node copy_impl(const YAML::Node& node, const std::string& path, const std::string& file, Origins* origins,
+                     CopyBudget& budget, int depth) {
+  if (depth > CopyBudget::kMaxDepth || ++budget.nodes > CopyBudget::kMaxNodes)
+    throw UsageError((file.empty() ? std::string("<yaml>") : file) + ":" + std::to_string(node.Mark().line + 1) +
+                     ": the document is " + (depth > CopyBudget::kMaxDepth ? "nested too deeply" : "too large") +
+                     " (a recursive or exponentially repeated alias?)");
   if (origins && !file.empty() && !path.empty())
     (*origins)[path] = file + ":" + std::to_string(node.Mark().line + 1);
   switch (node.Type()) {
@@ -32,7 +54,7 @@ YAML::Node copy_recording(const YAML::Node& node, const std::string& path, const
     case YAML::NodeType::Sequence: {
       YAML::Node out(YAML::NodeType::Sequence);
       std::size_t i = 0;
-      for (const auto& item : node) out.push_back(copy_recording(item, join_path(path, std::to_string(i++)), file, origins));
+      for (const auto& item : node) out.push_back(copy_impl(item, join_path(path, std::to_string(i++)), file, origins, budget, depth + 1));
       return out;
     }
     case YAML::NodeType::Map: {
@@ -46,7 +68,7 @@ YAML::Node copy_recording(const YAML::Node& node, const std::string& path, const
           has_merge = true;
           continue;
         }
-        out[key] = copy_recording(kv.second, join_path(path, key), file, origins);
+        out[key] = copy_impl(kv.second, join_path(path, key), file, origins, budget, depth + 1);
         record_key_line(kv.first, join_path(path, key), file, origins);
       }
       // `<<: *a` or `<<: [*a, *b]`: keys given explicitly win, then earlier maps win.
@@ -65,7 +87,7 @@ YAML::Node copy_recording(const YAML::Node& node, const std::string& path, const
           for (const auto& kv : src) {
             const auto key = kv.first.Scalar();
             if (!has_key(out, key)) {
-              out[key] = copy_recording(kv.second, join_path(path, key), file, origins);
+              out[key] = copy_impl(kv.second, join_path(path, key), file, origins, budget, depth + 1);
               record_key_line(kv.first, join_path(path, key), file, origins);
             }
           }
@@ -111,6 +133,7 @@ LoadedYaml load_yaml_file(const std::string& path) {
   std::error_code ec;
   if (!std::filesystem::exists(path, ec)) throw UsageError(path + ": no such config file");
   if (std::filesystem::is_directory(path, ec)) throw UsageError(path + ": is a directory, not a config file");
+  if (!std::filesystem::is_regular_file(path, ec)) throw UsageError(path + ": not a regular file, not a config file");
   std::ifstream in(path);
   if (!in) throw UsageError(path + ": cannot read config file");
   std::stringstream ss;

@@ -17,6 +17,12 @@ std::filesystem::path temp_name_for(const std::filesystem::path& path) {
   return path.parent_path() / name;
 }
 
+void create_directories_or_fail(const std::filesystem::path& dir, const std::string& what) {
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  if (ec) throw InputError("cannot create the " + what + " " + dir.string() + ": " + ec.message());
+}
+
 void write_file_atomic(const std::filesystem::path& path, const std::string& content) {
   auto tmp = temp_name_for(path);
   int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);

@@ -10,6 +10,10 @@ namespace salt {
 // Throws InputError naming the path when any step fails (the temp file is removed).
 void write_file_atomic(const std::filesystem::path& path, const std::string& content);
 
+// fs::create_directories, but a failure (a path under a regular file, /proc, no
+// permission) is an InputError naming `what` (e.g. "run directory (trainer.default_root_dir)").
+void create_directories_or_fail(const std::filesystem::path& dir, const std::string& what);
+
 // A unique temp name next to `path` (same directory, so the rename is atomic).
 std::filesystem::path temp_name_for(const std::filesystem::path& path);
 

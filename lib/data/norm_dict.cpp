@@ -79,6 +79,9 @@ NormParams norm_params(const NormDict& dict, const std::string& dataset, const s
                                    var, dataset, file, mean, std));
     if (std == 0.0)
       throw InputError(fmt::format("Zero standard deviation for variable '{}' of '{}' in norm_dict {}", var, dataset, file));
+    if (std < 0.0)
+      throw InputError(fmt::format("Negative standard deviation ({}) for variable '{}' of '{}' in norm_dict {}", std, var,
+                                   dataset, file));
     p.mean.push_back(static_cast<float>(mean));
     p.std.push_back(static_cast<float>(std));
   }

@@ -165,6 +165,10 @@ void save_checkpoint(const std::filesystem::path& path, const CheckpointState& s
 
 CheckpointState load_checkpoint(const std::filesystem::path& path) {
   const auto source = path.string();
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(path, ec))
+    throw InputError(source + (std::filesystem::exists(path, ec) ? ": not a regular file" : ": no such file") +
+                     ", expected a checkpoint (.ckpt)");
   std::ifstream in(path, std::ios::binary);
   if (!in) throw InputError(source + ": cannot read checkpoint");
   std::vector<char> bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());

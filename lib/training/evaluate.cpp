@@ -4,6 +4,7 @@
 
 #include <cstdio>
 #include <iostream>
+#include <limits>
 #include <regex>
 
 #include "callbacks/prediction_writer.h"
@@ -22,7 +23,8 @@ namespace salt::training {
 namespace fs = std::filesystem;
 
 fs::path best_checkpoint(const fs::path& ckpt_dir) {
-  static const std::regex loss_value("loss=(-?(?:[0-9]+(?:\\.[0-9]*)?|\\.[0-9]+))");
+  // A diverged run writes loss=nan: such a checkpoint is the worst, not invisible.
+  static const std::regex loss_value("loss=(nan|-?(?:[0-9]+(?:\\.[0-9]*)?|\\.[0-9]+))");
   std::error_code ec;
   if (!fs::is_directory(ckpt_dir, ec))
     throw UsageError("no --ckpt_path given and " + ckpt_dir.string() +
@@ -34,7 +36,7 @@ fs::path best_checkpoint(const fs::path& ckpt_dir) {
     std::smatch m;
     const auto name = entry.path().filename().string();
     if (!std::regex_search(name, m, loss_value)) continue;
-    double loss = std::stod(m[1]);
+    const double loss = m[1] == "nan" ? std::numeric_limits<double>::infinity() : std::stod(m[1]);
     if (best.empty() || loss < best_loss || (loss == best_loss && entry.path() < best)) {
       best = entry.path();
       best_loss = loss;

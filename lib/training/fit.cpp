@@ -6,7 +6,9 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <exception>
 #include <sstream>
+#include <system_error>
 
 #include "config/compose.h"
 #include "core/errors.h"
@@ -117,6 +119,27 @@ int saved_world_size(const std::string& config_yaml) {
   }
 }
 
+// Removes a run directory that did not exist when the run started, if the run
+// fails before its first optimizer step (config, data and git problems found
+// late, e.g. a bad first batch). Later failures keep it: it holds metrics and
+// checkpoints by then.
+class RunDirCleanup {
+ public:
+  explicit RunDirCleanup(fs::path dir) : armed_(!dir.empty() && !fs::exists(dir)), dir_(std::move(dir)) {}
+  RunDirCleanup(const RunDirCleanup&) = delete;
+  RunDirCleanup& operator=(const RunDirCleanup&) = delete;
+  ~RunDirCleanup() {
+    if (!armed_ || std::uncaught_exceptions() == 0) return;
+    std::error_code ec;
+    fs::remove_all(dir_, ec);
+  }
+  void disarm() { armed_ = false; }
+
+ private:
+  bool armed_;
+  fs::path dir_;
+};
+
 }  // namespace
 
 FitResult fit(const YAML::Node& resolved_config, const FitHooks& hooks) {
@@ -190,7 +213,6 @@ FitResult fit(const YAML::Node& resolved_config, const FitHooks& hooks) {
     if (ckpt_node && !ckpt_node.IsNull()) resume_source = ckpt_node.as<std::string>();
     else if (same_dir_resume) resume_source = (run_dir / "ckpts" / kRequeueCheckpoint).string();
     load_resume();
-    if (!dev_run && hooks.before_start) git_meta = hooks.before_start(run_dir);
     return run_dir.string() + "\n" + resume_source + "\n" + (same_dir_resume ? "1" : "0");
   };
   if (!session) {
@@ -249,6 +271,18 @@ FitResult fit(const YAML::Node& resolved_config, const FitHooks& hooks) {
     load_adam_state(optimization, resume->adam_state, resume_source);
     if (resume->cpu_rng_state.defined()) set_cpu_rng_state(resume->cpu_rng_state);
   }
+
+  // Every check that can refuse the run has passed: now the git checks (which may
+  // create the run directory for uncommitted.patch, and push a tag) on rank 0. A
+  // failure from here until the first optimizer step removes a run directory this
+  // run created, so a start that fails leaves none behind.
+  RunDirCleanup cleanup(main_rank && !dev_run ? run_dir : fs::path());
+  auto git_checks = [&]() -> std::string {
+    if (!dev_run && hooks.before_start) git_meta = hooks.before_start(run_dir);
+    return "";
+  };
+  if (!session) git_checks();
+  else session->from_rank0("git", "check the git working tree", git_checks);
 
   // Temp copies (not under fast_dev_run, like salt); removed on every way out.
   std::unique_ptr<data::TempCopies> temp;
@@ -359,6 +393,7 @@ FitResult fit(const YAML::Node& resolved_config, const FitHooks& hooks) {
         }
         const double lr = optimization.current_lr();
         optimization.step();
+        cleanup.disarm();
         optimization.zero_grad();
         ++global_step;
         if (global_step % T.log_every_n_steps == 0) {

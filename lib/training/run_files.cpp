@@ -42,7 +42,7 @@ YAML::Node attr_or_null(const YAML::Node& attrs, const char* key) {
 }  // namespace
 
 YAML::Node write_run_files(const fs::path& run_dir, const RunSetup& setup, const RunInfo& info) {
-  fs::create_directories(run_dir);
+  create_directories_or_fail(run_dir, "run directory (trainer.default_root_dir)");
   YAML::Node config = config::copy_tree(setup.config);
 
   // Copies of the dicts, and the config pointing at them (as salt does).

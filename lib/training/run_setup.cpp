@@ -31,7 +31,8 @@ std::optional<std::vector<std::string>> file_class_names(const data::DataConfig&
   if (input != data.global_object || file.empty()) return std::nullopt;
   auto h5 = data::h5::File::open_read(file);
   const auto dataset = data.dataset_of(input);
-  if (!h5.has_dataset(dataset)) return std::nullopt;
+  // Said here, or the user would only hear that class_names are unknown.
+  if (!h5.has_dataset(dataset)) throw InputError(file + ": no dataset '" + dataset + "' (the jets, data.global_object)");
   auto attrs = h5.dataset(dataset).attributes();
   auto names = attrs[label];
   if (!names || !names.IsSequence()) return std::nullopt;

@@ -133,7 +133,29 @@ INSTANTIATE_TEST_SUITE_P(
         ErrorCase{"DottedFlagWithoutValue", "", {"--trainer.max_epochs"}, {"'--trainer.max_epochs'", "needs a value"}},
         ErrorCase{"UnexpectedPositional", "", {"oops"}, {"'oops'", "unexpected argument"}},
         ErrorCase{"AppendToNonList", "", {"--trainer.max_epochs+=3"}, {"is not a list"}},
-        ErrorCase{"BadListIndex", "", {"--model.model.init_args.init_nets.5.input_name=x"}, {"not a valid index"}}),
+        ErrorCase{"BadListIndex", "", {"--model.model.init_args.init_nets.5.input_name=x"}, {"not a valid index"}},
+        // Values the code divides by or loops over: refused before anything runs.
+        ErrorCase{"ZeroLogInterval", "", {"--trainer.log_every_n_steps=0"},
+                  {"'trainer.log_every_n_steps'", "must be >= 1, got '0'"}},
+        ErrorCase{"ZeroValInterval", "trainer:\n  check_val_every_n_epoch: 0\n", {},
+                  {"{bad}:2", "'trainer.check_val_every_n_epoch'", "must be >= 1"}},
+        ErrorCase{"ZeroBatchSize", "", {"--data.batch_size=0"}, {"'data.batch_size'", "must be >= 1"}},
+        ErrorCase{"NegativeWorkers", "", {"--data.num_workers=-1"}, {"'data.num_workers'", "must be >= 0"}},
+        ErrorCase{"ZeroPrefetch", "", {"--data.prefetch_factor=0"}, {"'data.prefetch_factor'", "must be >= 1"}},
+        ErrorCase{"NegativeWeightDecay", "", {"--model.lrs_config.weight_decay=-1"},
+                  {"'model.lrs_config.weight_decay'", "must be >= 0"}},
+        ErrorCase{"NegativeClipInUnion", "", {"--trainer.gradient_clip_val=-0.5"},
+                  {"'trainer.gradient_clip_val'", "must be >= 0, got '-0.5'"}},
+        ErrorCase{"ZeroNodes", "", {"--trainer.num_nodes=0"}, {"'trainer.num_nodes'", "must be >= 1"}},
+        ErrorCase{"NumTrainBelowAll", "", {"--data.num_train=-5"}, {"'data.num_train'", "must be >= -1"}},
+        ErrorCase{"RecursiveAlias", "x: &a\n  - *a\n", {}, {"{bad}:", "nested too deeply", "alias"}},
+        ErrorCase{"AliasBomb",
+                  "a: &a [1, 1, 1, 1, 1, 1, 1, 1, 1, 1]\nb: &b [*a, *a, *a, *a, *a, *a, *a, *a, *a, *a]\n"
+                  "c: &c [*b, *b, *b, *b, *b, *b, *b, *b, *b, *b]\nd: &d [*c, *c, *c, *c, *c, *c, *c, *c, *c, *c]\n"
+                  "e: &e [*d, *d, *d, *d, *d, *d, *d, *d, *d, *d]\nf: &f [*e, *e, *e, *e, *e, *e, *e, *e, *e, *e]\n"
+                  "g: &g [*f, *f, *f, *f, *f, *f, *f, *f, *f, *f]\n",
+                  {}, {"{bad}:", "too large", "alias"}},
+        ErrorCase{"ConfigIsNotARegularFile", "", {"-c", "/dev/null"}, {"/dev/null: not a regular file"}}),
     [](const ::testing::TestParamInfo<ErrorCase>& info) { return info.param.name; });
 
 TEST(Validation, MissingRequiredKeyNamesIt) {

@@ -86,6 +86,20 @@ TEST_F(DistFitTest, WithAccumulationOnlyTheStepBoundarySynchronises) {
   EXPECT_LT(max_weight_diff(a[0], b[0]), kTolerance);
 }
 
+TEST_F(DistFitTest, AnErrorEveryRankHitsIsReportedOnce) {
+  auto r = salt("fit", two_ranks({"--data.norm_dict", "data/toy/no_such_norm_dict.yaml"}), {"OMP_NUM_THREADS=1"});
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  EXPECT_EQ(error_lines(r.err), 1) << r.err;
+  EXPECT_NE(r.err.find("salt: error: rank "), std::string::npos) << r.err;
+  // Once: not again for each rank's "[rank N] salt: error: ..." line.
+  int mentions = 0;
+  for (auto pos = r.err.find("no_such_norm_dict.yaml"); pos != std::string::npos;
+       pos = r.err.find("no_such_norm_dict.yaml", pos + 1))
+    ++mentions;
+  EXPECT_EQ(mentions, 1) << r.err;
+  EXPECT_TRUE(runs().empty());
+}
+
 TEST_F(DistFitTest, AKilledRankEndsTheRunWithAClearErrorAndNoHang) {
   auto args = two_ranks({"--trainer.max_epochs", "200", "-ls", "killed"});
   std::vector<std::string> argv{SALT_BINARY, "fit"};

@@ -117,7 +117,10 @@ TEST_F(FitTest, FailedStartLeavesNothingBehind) {
            {"--data.train_file", "data/toy/missing.h5"},
            {"--data.num_train", "999999"},
            {"--model.loss_mode", "GLS"},
-           {"--trainer.callbacks.0.init_args.monitor_loss", "val/nope_loss"}}) {
+           {"--trainer.callbacks.0.init_args.monitor_loss", "val/nope_loss"},
+           {"--trainer.max_epochs", "0"},
+           {"--ckpt_path", "data/toy"},  // a directory
+           {"--trainer.default_root_dir", "data/toy/norm_dict.yaml/logs"}}) {
     auto r = salt("fit", small_gn2(extra));
     EXPECT_NE(r.exit_code, 0) << extra[0];
     EXPECT_EQ(error_lines(r.err), 1) << r.err;
@@ -132,6 +135,9 @@ TEST_F(FitTest, ErrorsNameWhatAndWhere) {
   r = salt("fit", small_gn2({"--data.num_train", "999999"}));
   EXPECT_NE(r.err.find("999"), std::string::npos) << r.err;
   EXPECT_NE(r.err.find("2,000"), std::string::npos) << r.err;
+  r = salt("fit", small_gn2({"--trainer.default_root_dir", "data/toy/norm_dict.yaml/logs"}));
+  EXPECT_NE(r.err.find("cannot create the run directory (trainer.default_root_dir)"), std::string::npos) << r.err;
+  EXPECT_EQ(r.err.find("internal error"), std::string::npos) << r.err;
 }
 
 TEST_F(FitTest, ExistingConfigIsRefusedUnlessOverwriteConfig) {

@@ -68,6 +68,36 @@ TEST_F(GitFit, DirtyTreeIsRefusedWithItsPaths) {
   EXPECT_EQ(fit({"--trainer.fast_dev_run", "1"}).exit_code, 0);
 }
 
+TEST_F(GitFit, AStartThatFailsLeavesNoRunDirectory) {
+  write(work / "notes.md", "changed\n");  // dirty: --force writes uncommitted.patch into the run directory
+  // Refused while planning (no optimizer step), before the git checks.
+  auto r = fit({"-ls", "zero", "--force", "--trainer.max_epochs", "0"});
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_EQ(error_lines(r.err), 1) << r.err;
+  EXPECT_FALSE(std::filesystem::exists(work / "logs/DL1_zero"));
+  // Failing on the first batch, after the patch and config.yaml were written: the
+  // directory is removed again.
+  if (!salt::testing::have_python_module("h5py")) GTEST_SKIP() << "SKIP: python3-h5py is not installed";
+  auto py = salt::testing::run_python(R"(
+import shutil, sys, h5py, numpy as np
+shutil.copy(sys.argv[1], sys.argv[2])
+with h5py.File(sys.argv[2], "r+") as f:
+    jets = f["jets"][:]
+    jets["pt_btagJes"] = np.nan
+    f["jets"][:] = jets
+)", {(work / "data/toy/pp_output_train.h5").string(), (work / "data/nan.h5").string()});
+  ASSERT_EQ(py.exit_code, 0) << py.err;
+  r = fit({"-ls", "nan", "--force", "--data.train_file", "data/nan.h5"});
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  EXPECT_NE(r.err.find("Non-finite inputs"), std::string::npos) << r.err;
+  EXPECT_FALSE(std::filesystem::exists(work / "logs/DL1_nan"));
+  // A run directory that existed before (here: an earlier run's, reused with -oc) stays.
+  ASSERT_EQ(fit({"-ls", "kept", "--force"}).exit_code, 0);
+  r = fit({"-ls", "kept", "--force", "-oc", "--data.train_file", "data/nan.h5"});
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  EXPECT_TRUE(std::filesystem::exists(work / "logs/DL1_kept/config.yaml"));
+}
+
 TEST_F(GitFit, ForceRunsAndSavesThePatchThatRestoresTheTree) {
   write(work / "notes.md", "changed\n");
   write(work / "new_idea.py", "print(1)\n");

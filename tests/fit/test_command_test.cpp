@@ -19,6 +19,11 @@ TEST(BestCheckpoint, LowestLossValueWins) {
   EXPECT_EQ(training::best_checkpoint(dir.path()).filename(), "epoch=001-val_loss=0.40000.ckpt");
   write_file(dir / "epoch=004-val_loss=-0.20000.ckpt", "x");  // negative losses parse too
   EXPECT_EQ(training::best_checkpoint(dir.path()).filename(), "epoch=004-val_loss=-0.20000.ckpt");
+  write_file(dir / "epoch=005-val_loss=nan.ckpt", "x");  // a diverged epoch is never the best...
+  EXPECT_EQ(training::best_checkpoint(dir.path()).filename(), "epoch=004-val_loss=-0.20000.ckpt");
+  TempDir diverged;  // ...but still found when it is all there is
+  write_file(diverged / "epoch=000-val_loss=nan.ckpt", "x");
+  EXPECT_EQ(training::best_checkpoint(diverged.path()).filename(), "epoch=000-val_loss=nan.ckpt");
   TempDir empty;
   EXPECT_THROW(training::best_checkpoint(empty.path()), UsageError);
   EXPECT_THROW(training::best_checkpoint(empty / "missing"), UsageError);

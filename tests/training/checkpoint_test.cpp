@@ -91,6 +91,12 @@ TEST(Checkpoint, MismatchedModelIsAClearError) {
   write_file(dir / "junk.ckpt", "not a checkpoint");
   EXPECT_THROW(training::load_checkpoint(dir / "junk.ckpt"), InputError);
   EXPECT_THROW(training::load_checkpoint(dir / "missing.ckpt"), InputError);
+  try {  // a directory is refused by name, not with a stream error
+    training::load_checkpoint(dir.path());
+    ADD_FAILURE() << "a directory was loaded as a checkpoint";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("not a regular file, expected a checkpoint"), std::string::npos) << e.what();
+  }
 }
 
 TEST(Checkpoint, PythonTorchLoadSeesLightningLayout) {
