@@ -52,7 +52,7 @@ struct PredictionWriter::Impl {
 
   void create(const Columns& columns) {
     source_file = std::make_unique<h5::File>(h5::File::open_read(options.test_file));
-    target_file = std::make_unique<h5::File>(h5::File::create(temp));
+    target_file = std::make_unique<h5::File>(h5::File::create(temp, options.output));
     for (const auto& [input, tasks] : columns) {
       const bool sequence = input != options.global_object;
       if (sequence && !options.write_tracks) continue;
@@ -176,13 +176,17 @@ void PredictionWriter::write(const Batch& batch, const Columns& columns) { impl_
 
 void PredictionWriter::finish() {
   if (!impl_->created) throw InputError("no predictions were written to " + impl_->options.output.string());
-  impl_->outputs.clear();
+  // Checked flush, close and fsync: a full disk fails here (HDF5 writes cached chunks
+  // late), and then the destructor removes the temp file instead of a rename. The
+  // flush comes while the datasets are open: closing one writes its cached chunks
+  // unchecked (~Id), and the file only closes once they are gone.
   impl_->target_file->flush();
-  impl_->target_file.reset();
+  impl_->outputs.clear();
   impl_->source_file.reset();
+  impl_->target_file->close();
   std::error_code ec;
   fs::rename(impl_->temp, impl_->options.output, ec);
-  if (ec) throw InputError(impl_->options.output.string() + ": cannot move the finished file into place (" + ec.message() + ")");
+  if (ec) throw InputError("cannot write " + impl_->options.output.string() + ": " + ec.message());
   impl_->finished = true;
 }
 

@@ -39,7 +39,8 @@ class PredictionWriter {
 
   // Rows [batch.start, batch.start + batch.size) with their prediction columns.
   void write(const Batch& batch, const Columns& columns);
-  // Moves the finished file into place.
+  // Closes the file (checked, fsync'ed) and moves it into place. InputError
+  // "cannot write <output>: <reason>" on failure; the temp file is then removed.
   void finish();
 
   const std::filesystem::path& output() const;

@@ -76,7 +76,7 @@ int main(int argc, char** argv) {
     return e.exit_code();
   } catch (const StopRequested& s) {
     std::cerr << "salt: stopped by signal " << s.signal << " (" << strsignal(s.signal)
-              << "); completed checkpoints are kept, temporary files removed\n";
+              << "); completed outputs (checkpoints, files) are kept, temporary files removed\n";
     return 128 + s.signal;
   } catch (const c10::Error& e) {
     std::cerr << "salt: error: " << e.what_without_backtrace() << "\n";

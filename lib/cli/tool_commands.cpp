@@ -4,6 +4,7 @@
 #include <memory>
 
 #include "cli/commands.h"
+#include "core/signals.h"
 #include "data/toy_data.h"
 
 namespace salt::cli {
@@ -18,9 +19,16 @@ void add_toydata_command(CLI::App& app) {
   auto* sub = app.add_subcommand("toydata", "Write a toy data set (train/val/test files, norm and class dicts) in "
                                             "the ATLAS preprocessing's HDF5 format.");
   sub->add_option("-o,--output_dir", options->out_dir, "Directory to write into.")->capture_default_str();
-  sub->add_option("--num_train", options->num_train, "Jets in pp_output_train.h5.")->capture_default_str();
-  sub->add_option("--num_val", options->num_val, "Jets in pp_output_val.h5.")->capture_default_str();
-  sub->add_option("--num_test", options->num_test, "Jets in pp_output_test_ttbar.h5.")->capture_default_str();
+  // Range checks here make bad counts usage errors (exit 2), like every other bad flag.
+  sub->add_option("--num_train", options->num_train, "Jets in pp_output_train.h5.")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  sub->add_option("--num_val", options->num_val, "Jets in pp_output_val.h5 (0: none).")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
+  sub->add_option("--num_test", options->num_test, "Jets in pp_output_test_ttbar.h5 (0: none).")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
   sub->add_option("--seed", options->seed, "Random seed (the files are a pure function of it).")->capture_default_str();
   sub->add_option("--compression", *compression, "Chunk compression.")
       ->check(CLI::IsMember({"lzf", "gzip", "none"}))
@@ -28,6 +36,9 @@ void add_toydata_command(CLI::App& app) {
   sub->add_flag("--half_precision", options->half_precision, "Store float inputs as float16, like UPP's precision: half.");
   sub->callback([options, compression] {
     options->compression = data::h5::parse_compression(*compression);
+    // SIGINT/SIGTERM stop between blocks: temp files removed, main() prints one line
+    // and exits 128 + signal, as `salt fit` does.
+    install_stop_handlers();
     auto files = data::write_toy_data(*options);
     spdlog::info("wrote {}, {}, {}, {}, {}", files.train.string(), files.val.string(), files.test.string(),
                  files.norm_dict.string(), files.class_dict.string());

@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 #include <liblzf/lzf.h>
+#include <fcntl.h>
+#include <unistd.h>
 #include <zlib.h>
 
 #include <algorithm>
@@ -50,7 +52,19 @@ std::recursive_mutex& fallback_mutex() {
   return m;
 }
 
+// HDF5 1.10 bug: when H5Fclose fails (a full disk while flushing), the file's ID stays
+// in HDF5's table although the file structure behind it has been freed; the library's
+// atexit cleanup (H5_term_library) then "closes" it again and segfaults after our
+// error message. Every file is closed explicitly (RAII), so that cleanup is not needed:
+// switch it off before anything can initialise the library (a static initialiser).
+// H5dont_atexit does not itself initialise the library.
+const bool kNoHdf5Atexit = [] {
+  H5dont_atexit();
+  return true;
+}();
+
 void process_init() {
+  (void)kNoHdf5Atexit;
   static std::once_flag once;
   std::call_once(once, [] {
     // Like salt: file locking fails on Lustre/GPFS (errno 524) and buys nothing for
@@ -84,13 +98,28 @@ void quiet_errors() {
 }
 
 std::string last_error() {
-  std::string msg;
+  struct Found {
+    std::string innermost;
+    int sys_errno = 0;
+  } found;
   auto walk = [](unsigned n, const H5E_error2_t* err, void* data) -> herr_t {
-    auto* out = static_cast<std::string*>(data);
-    if (n == 0 && err->desc) *out = err->desc;  // innermost: where it was detected
+    auto* out = static_cast<Found*>(data);
+    if (!err->desc) return 0;
+    if (n == 0) out->innermost = err->desc;  // innermost: where it was detected
+    // A failed system call: HDF5 formats "..., errno = 28, error message = '...', buf = ..."
+    // (and a ctime() with its newline); the errno says all the user needs.
+    const char* e = std::strstr(err->desc, "errno = ");
+    if (e && out->sys_errno == 0) out->sys_errno = std::atoi(e + 8);
     return 0;
   };
-  H5Ewalk2(H5E_DEFAULT, H5E_WALK_UPWARD, walk, &msg);
+  H5Ewalk2(H5E_DEFAULT, H5E_WALK_UPWARD, walk, &found);
+  if (found.sys_errno > 0) return std::strerror(found.sys_errno);
+  std::string msg;
+  for (char c : found.innermost) {  // one line
+    if (c == '\n' || c == '\r') c = ' ';
+    if (!(c == ' ' && !msg.empty() && msg.back() == ' ')) msg += c;
+  }
+  while (!msg.empty() && msg.back() == ' ') msg.pop_back();
   return msg;
 }
 
@@ -559,12 +588,14 @@ File File::open_read(const fs::path& path) {
   return f;
 }
 
-File File::create(const fs::path& path) {
+File File::create(const fs::path& path, const fs::path& shown) {
   Guard guard;
   File f;
   f.path_ = path;
+  f.shown_ = shown;
+  f.writable_ = true;
   f.id_ = Id(H5Fcreate(path.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT), H5Fclose);
-  if (!f.id_.valid()) fail(fmt::format("Cannot create HDF5 file {}", path.string()));
+  if (!f.id_.valid()) fail(fmt::format("cannot write {}", f.shown().string()));
   return f;
 }
 
@@ -611,7 +642,23 @@ Dataset File::dataset(const std::string& name) const {
 
 void File::flush() const {
   Guard guard;
-  H5Fflush(id(), H5F_SCOPE_LOCAL);
+  if (H5Fflush(id(), H5F_SCOPE_LOCAL) < 0) fail(fmt::format("cannot write {}", shown().string()));
+}
+
+void File::close() {
+  if (!id_.valid()) return;
+  {
+    Guard guard;
+    // released first: a failed H5Fclose must not be retried by ~Id (see kNoHdf5Atexit)
+    if (H5Fclose(id_.release()) < 0) fail(fmt::format("cannot write {}", shown().string()));
+  }
+  if (!writable_) return;
+  // HDF5 only write()s; get the data onto the disk before anyone renames the file.
+  int fd = ::open(path_.c_str(), O_RDONLY | O_CLOEXEC);
+  int err = fd < 0 ? errno : 0;
+  if (fd >= 0 && ::fsync(fd) != 0) err = errno;
+  if (fd >= 0) ::close(fd);
+  if (err) throw InputError(fmt::format("cannot write {}: {}", shown().string(), std::strerror(err)));
 }
 
 // --- datasets -------------------------------------------------------------------------------------
@@ -867,8 +914,8 @@ Dataset create_dataset(const File& file, const std::string& name, hid_t type, co
   }
   Id space = space_id(H5Screate_simple(static_cast<int>(spec.shape.size()), spec.shape.data(), nullptr));
   Id ds(H5Dcreate2(file.id(), name.c_str(), type, space.get(), H5P_DEFAULT, dcpl.get(), H5P_DEFAULT), H5Dclose);
-  if (!ds.valid()) fail(fmt::format("Cannot create dataset '{}' in {}", name, file.path().string()));
-  return Dataset(std::move(ds), name, file.path());
+  if (!ds.valid()) fail(fmt::format("Cannot create dataset '{}' in {}", name, file.shown().string()));
+  return Dataset(std::move(ds), name, file.shown());  // the name for messages only
 }
 
 // --- float16 --------------------------------------------------------------------------------------

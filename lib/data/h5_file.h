@@ -34,6 +34,12 @@ class Id {
   hid_t get() const { return id_; }
   bool valid() const { return id_ >= 0; }
   void reset();
+  // Gives up ownership without closing (for closes whose result must be checked).
+  hid_t release() {
+    hid_t id = id_;
+    id_ = -1;
+    return id;
+  }
 
  private:
   hid_t id_ = -1;
@@ -58,7 +64,9 @@ class Guard {
 // Silences HDF5's automatic error-stack printing for the calling thread (the setting
 // is per-thread in thread-safe builds). Every wrapper calls it; cheap after the first.
 void quiet_errors();
-// The innermost message of the calling thread's HDF5 error stack ("" if empty).
+// The innermost message of the calling thread's HDF5 error stack ("" if empty), as
+// one line: a failed system call gives just its strerror text ("No space left on
+// device"), not HDF5's multi-line dump of times, buffers and byte counts.
 std::string last_error();
 
 // --- element types --------------------------------------------------------------
@@ -156,19 +164,30 @@ class Dataset;
 class File {
  public:
   static File open_read(const std::filesystem::path& path);
-  static File create(const std::filesystem::path& path);  // truncates
+  // Truncates. `shown` is the name error messages use (the final name when `path`
+  // is a temp file that is renamed into place later); empty: `path`.
+  static File create(const std::filesystem::path& path, const std::filesystem::path& shown = {});
   hid_t id() const { return id_.get(); }
   const std::filesystem::path& path() const { return path_; }
+  const std::filesystem::path& shown() const { return shown_.empty() ? path_ : shown_; }
   bool has_dataset(const std::string& name) const;
   std::vector<std::string> names() const;  // top-level links
   Dataset dataset(const std::string& name) const;
   YAML::Node attributes() const { return read_attributes(id()); }
+  // Both throw InputError "cannot write <shown>: <reason>" on failure (e.g. a full
+  // disk: HDF5 writes cached chunks and metadata only here).
   void flush() const;
-  void close() { id_.reset(); }
+  // Closes the file, checking the result; a created file is also fsync'ed, so it is
+  // on disk before the caller renames it into place. Order: flush() while the file's
+  // Datasets are open (destroying one writes its cached chunks, unchecked), then
+  // destroy them, then close() (HDF5 keeps the file open, unchecked, while one is).
+  // Afterwards the File is empty, also when this throws.
+  void close();
 
  private:
   Id id_;
-  std::filesystem::path path_;
+  std::filesystem::path path_, shown_;
+  bool writable_ = false;
 };
 
 struct StorageInfo {

@@ -1,9 +1,11 @@
 #include "data/toy_data.h"
 
+#include <fcntl.h>
 #include <fmt/format.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <cmath>
 #include <cstring>
 #include <fstream>
@@ -11,6 +13,7 @@
 #include <random>
 
 #include "core/errors.h"
+#include "core/signals.h"
 
 namespace salt::data {
 
@@ -300,33 +303,50 @@ void put_float(uint8_t* p, float v, FieldType t) {
   }
 }
 
-// Removes a temporary file unless released (files are renamed into place when complete).
-struct TempFile {
-  fs::path path;
-  bool keep = false;
-  ~TempFile() {
-    if (!keep) {
+// Temp files of one output set, removed on destruction unless committed; commit()
+// renames them all into place, so a failure or a stop leaves none of the outputs.
+class PendingFiles {
+ public:
+  PendingFiles() = default;
+  PendingFiles(const PendingFiles&) = delete;
+  PendingFiles& operator=(const PendingFiles&) = delete;
+  ~PendingFiles() {
+    for (const auto& f : files_) {
       std::error_code ec;
-      fs::remove(path, ec);
+      if (!committed_) fs::remove(f.first, ec);
     }
   }
+  // A new temp name next to `final_path`, removed again unless committed.
+  fs::path add(const fs::path& final_path) {
+    files_.emplace_back(final_path.parent_path() / fmt::format(".{}.tmp-{}", final_path.filename().string(), getpid()),
+                        final_path);
+    return files_.back().first;
+  }
+  void commit() {
+    for (const auto& [tmp, final_path] : files_) {
+      std::error_code ec;
+      fs::rename(tmp, final_path, ec);
+      if (ec) throw InputError(fmt::format("cannot write {}: {}", final_path.string(), ec.message()));
+    }
+    committed_ = true;
+  }
+
+ private:
+  std::vector<std::pair<fs::path, fs::path>> files_;  // temp, final
+  bool committed_ = false;
 };
 
-fs::path temp_name(const fs::path& final_path) {
-  return final_path.parent_path() / fmt::format(".{}.tmp-{}", final_path.filename().string(), getpid());
-}
-
-void write_toy_file_impl(const fs::path& path, int64_t num_jets, const ToyDataOptions& o, uint64_t stream,
-                         Stats* stats) {
+// Writes `num_jets` jets to `tmp`; `shown` (the final name) is what messages name.
+void write_toy_file_impl(const fs::path& tmp, const fs::path& shown, int64_t num_jets, const ToyDataOptions& o,
+                         uint64_t stream, Stats* stats) {
   if (num_jets <= 0) throw InputError(fmt::format("Toy data: number of jets must be positive, got {}", num_jets));
   if (o.max_tracks < 1 || o.max_tracks > 127) throw InputError("Toy data: max_tracks must be in 1..127");
   const Layouts lay(o.half_precision);
   const int64_t L = o.max_tracks;
   const int64_t block = std::max<int64_t>(1, o.block_jets);
 
-  TempFile tmp{temp_name(path)};
-  {
-    h5::File file = h5::File::create(tmp.path);
+  h5::File file = h5::File::create(tmp, shown);
+  {  // the datasets close before the file (H5Fclose only reports errors of the last close)
     h5::Id jet_type = lay.jets.build();
     h5::Id track_type = lay.tracks.build();
     h5::DatasetSpec jspec;
@@ -344,6 +364,9 @@ void write_toy_file_impl(const fs::path& path, int64_t num_jets, const ToyDataOp
     BlockMoments jet_bm[2];
     BlockMoments trk_bm[kNumTrackFloats + kNumTrackHits];
     for (int64_t first = 0, b = 0; first < num_jets; first += block, ++b) {
+      // SIGINT/SIGTERM (with install_stop_handlers): stop between blocks; the callers'
+      // PendingFiles remove the temp files while the exception unwinds.
+      if (int sig = stop_signal()) throw StopRequested{sig};
       const int64_t n = std::min(block, num_jets - first);
       Rng rng(splitmix64(splitmix64(o.seed) ^ splitmix64(stream * 0x100000001b3ull + static_cast<uint64_t>(b))));
       jbuf.assign(static_cast<size_t>(n) * lay.jet_size, 0);
@@ -406,12 +429,16 @@ void write_toy_file_impl(const fs::path& path, int64_t num_jets, const ToyDataOp
                                o.half_precision ? "half" : "full", L));
     h5::write_attr(file.id(), "upp_hash", std::string("toy"));
     h5::write_attr(file.id(), "resampling_method", std::string("none"));
-    file.flush();
-  }  // closes the file before the rename
-  std::error_code ec;
-  fs::rename(tmp.path, path, ec);
-  if (ec) throw InputError(fmt::format("Cannot move {} to {}: {}", tmp.path.string(), path.string(), ec.message()));
-  tmp.keep = true;
+    file.flush();  // HDF5 writes most cached chunks only here: a full disk shows up now
+  }
+  file.close();  // checked, and fsync'ed
+}
+
+std::string human_bytes(double b) {
+  const char* units[] = {"bytes", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
+  int u = 0;
+  for (; b >= 1024 && u < 6; ++u) b /= 1024;
+  return u == 0 ? fmt::format("{:.0f} bytes", b) : fmt::format("{:.1f} {}", b, units[u]);
 }
 
 std::string yaml_number(double x) {
@@ -420,18 +447,18 @@ std::string yaml_number(double x) {
   return s;
 }
 
-void write_text_atomically(const fs::path& path, const std::string& text) {
-  TempFile tmp{temp_name(path)};
-  {
-    std::ofstream out(tmp.path);
-    out << text;
-    out.close();
-    if (!out) throw InputError(fmt::format("Cannot write {}", tmp.path.string()));
+// Writes `text` to `tmp` and fsyncs it; messages name `shown`.
+void write_text_synced(const fs::path& tmp, const fs::path& shown, const std::string& text) {
+  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  int err = fd < 0 ? errno : 0;
+  for (size_t done = 0; !err && done < text.size();) {
+    ssize_t n = ::write(fd, text.data() + done, text.size() - done);
+    if (n < 0 && errno != EINTR) err = errno;
+    if (n > 0) done += static_cast<size_t>(n);
   }
-  std::error_code ec;
-  fs::rename(tmp.path, path, ec);
-  if (ec) throw InputError(fmt::format("Cannot write {}: {}", path.string(), ec.message()));
-  tmp.keep = true;
+  if (!err && ::fsync(fd) != 0) err = errno;
+  if (fd >= 0 && ::close(fd) != 0 && !err) err = errno;
+  if (err) throw InputError(fmt::format("cannot write {}: {}", shown.string(), std::strerror(err)));
 }
 
 std::string class_weights_yaml(const std::map<int64_t, int64_t>& counts) {
@@ -474,7 +501,20 @@ const std::vector<std::string>& toy_flavour_classes() {
 }
 
 void write_toy_file(const fs::path& path, int64_t num_jets, const ToyDataOptions& options, uint64_t stream) {
-  write_toy_file_impl(path, num_jets, options, stream, nullptr);
+  PendingFiles pending;
+  write_toy_file_impl(pending.add(path), path, num_jets, options, stream, nullptr);
+  pending.commit();
+}
+
+int64_t estimated_toy_bytes(const ToyDataOptions& o) {
+  const Layouts lay(o.half_precision);
+  const double per_jet = static_cast<double>(lay.jet_size) + static_cast<double>(o.max_tracks * lay.track_size);
+  // Measured: LZF and gzip keep 15-20% of the raw bytes (padded track slots are zeros).
+  // The low end, so that only sizes that cannot fit are refused.
+  const double kept = o.compression == h5::Compression::None ? 1.0 : 0.15;
+  double jets = 0;
+  for (int64_t n : {o.num_train, o.num_val, o.num_test}) jets += static_cast<double>(std::max<int64_t>(0, n));
+  return static_cast<int64_t>(std::min(jets * per_jet * kept, 9e18));
 }
 
 ToyDataFiles write_toy_data(const ToyDataOptions& o) {
@@ -491,10 +531,20 @@ ToyDataFiles write_toy_data(const ToyDataOptions& o) {
   files.norm_dict = o.out_dir / "norm_dict.yaml";
   files.class_dict = o.out_dir / "class_dict.yaml";
 
+  // Refuse up front what cannot fit, rather than fill the disk first.
+  const fs::space_info space = fs::space(o.out_dir, ec);
+  const int64_t estimate = estimated_toy_bytes(o);
+  if (!ec && static_cast<uintmax_t>(estimate) > space.available)
+    throw InputError(fmt::format("the toy data set needs about {} but {} has only {} free", human_bytes(estimate),
+                                 o.out_dir.string(), human_bytes(static_cast<double>(space.available))));
+
+  // Everything under temp names first, renamed together at the end: a failure or a
+  // stop (SIGINT/SIGTERM) leaves no partial data set.
+  PendingFiles pending;
   Stats stats;
-  write_toy_file_impl(files.train, o.num_train, o, 1, &stats);
-  if (o.num_val > 0) write_toy_file_impl(files.val, o.num_val, o, 2, nullptr);
-  if (o.num_test > 0) write_toy_file_impl(files.test, o.num_test, o, 3, nullptr);
+  write_toy_file_impl(pending.add(files.train), files.train, o.num_train, o, 1, &stats);
+  if (o.num_val > 0) write_toy_file_impl(pending.add(files.val), files.val, o.num_val, o, 2, nullptr);
+  if (o.num_test > 0) write_toy_file_impl(pending.add(files.test), files.test, o.num_test, o, 3, nullptr);
 
   // norm_dict: mean/std of every input over all jets / all valid tracks of the training file.
   std::string norm = "jets:\n";
@@ -507,13 +557,15 @@ ToyDataFiles write_toy_data(const ToyDataOptions& o) {
     norm += fmt::format("  {}:\n    mean: {}\n    std: {}\n", name, yaml_number(stats.track[v].mean),
                         yaml_number(stats.track[v].std()));
   }
-  write_text_atomically(files.norm_dict, norm);
+  write_text_synced(pending.add(files.norm_dict), files.norm_dict, norm);
 
   // class_dict: integer labels, except vertex indices (UPP skips *VertexIndex*).
   std::string cls = "jets:\n  flavour_label:\n" + class_weights_yaml(stats.flavour) +
                     "  HadronConeExclTruthLabelID:\n" + class_weights_yaml(stats.hadron) +
                     "tracks:\n  ftagTruthOriginLabel:\n" + class_weights_yaml(stats.origin);
-  write_text_atomically(files.class_dict, cls);
+  write_text_synced(pending.add(files.class_dict), files.class_dict, cls);
+  if (int sig = stop_signal()) throw StopRequested{sig};
+  pending.commit();
   return files;
 }
 

@@ -14,7 +14,8 @@
 //
 // Deterministic from the seed (own RNG draws; no std:: distributions, whose output is
 // implementation-defined). Generated and written in blocks, so 10M jets need ~30 MB.
-// Every file is written under a temporary name and renamed when complete.
+// Every file is written under a temporary name and renamed when complete (for a data
+// set: when all of them are).
 #pragma once
 #include <cstdint>
 #include <filesystem>
@@ -50,8 +51,15 @@ struct ToyDataFiles {
 };
 
 // Writes the five files into out_dir (created if needed); existing files are replaced.
-// A count of 0 skips that file. InputError on bad options or I/O failure.
+// A count of 0 skips that file. InputError on bad options, on an estimated size beyond
+// the free space of out_dir, or on I/O failure ("cannot write <file>: <reason>").
+// All files are written under temp names and renamed together at the end; on any
+// failure, or StopRequested (polled between blocks, see core/signals.h), the temp
+// files are removed and no output file is touched.
 ToyDataFiles write_toy_data(const ToyDataOptions& options);
+
+// A low estimate of the bytes write_toy_data writes (for the free-space check).
+int64_t estimated_toy_bytes(const ToyDataOptions& options);
 
 // One file with `num_jets` jets; `stream` makes the files of one data set independent.
 void write_toy_file(const std::filesystem::path& path, int64_t num_jets, const ToyDataOptions& options,

@@ -20,17 +20,12 @@ void LineForwarder::finish() {
 }
 
 void LineForwarder::emit(const std::string& line) {
-  // A worker's final error or stop line is kept back: every rank usually prints the
-  // same one, and the launcher reports the failing rank's once.
-  const bool final_line = line.rfind("salt: error:", 0) == 0 || line.rfind("salt: internal error:", 0) == 0 ||
-                          line.rfind("salt: stopped", 0) == 0;
-  if (!final_line) {
-    std::string text = prefix_ + line + "\n";
-    std::fwrite(text.data(), 1, text.size(), out_);
-  }
+  std::string text = prefix_ + line + "\n";
+  std::fwrite(text.data(), 1, text.size(), out_);
   if (line.find_first_not_of(" \t\r") == std::string::npos) return;
   last_line_ = line;
-  if (final_line) error_line_ = line;
+  if (line.rfind("salt: error:", 0) == 0 || line.rfind("salt: internal error:", 0) == 0 || line.rfind("salt: stopped", 0) == 0)
+    error_line_ = line;
 }
 
 }  // namespace salt::dist

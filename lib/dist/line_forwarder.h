@@ -1,7 +1,6 @@
 // Turns one worker's output stream into whole lines prefixed with its rank
 // ("[rank 1] info: ..."), written to the launcher's stdout or stderr as they come,
-// and remembers the line that best explains a failure (its last "salt: error"),
-// which it does not forward: the launcher reports it once, for the failing rank.
+// and remembers the line that best explains a failure (its last "salt: error").
 #pragma once
 #include <cstdio>
 #include <string>

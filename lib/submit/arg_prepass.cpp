@@ -4,6 +4,7 @@
 #include <algorithm>
 
 #include "core/errors.h"
+#include "submit/option_checks.h"
 
 namespace salt::submit {
 namespace {
@@ -18,7 +19,9 @@ std::optional<Passthrough> as_passthrough(const std::string& tok, const std::str
   auto eq = rest.find('=');
   p.key = rest.substr(0, eq);
   if (eq != std::string::npos) p.value = rest.substr(eq + 1);
-  if (p.key.empty()) throw UsageError("command line '" + tok + "': missing key after '" + head + "'");
+  if (p.key.empty()) throw UsageError("command line '" + printable(tok) + "': missing key after '" + head + "'");
+  check_single_line(head + "KEY", p.key);
+  if (p.value) check_single_line(head + p.key, *p.value);
   return p;
 }
 
@@ -64,8 +67,9 @@ void parse_with(CLI::App& app, const std::vector<std::string>& args, const std::
   try {
     app.parse(reversed);
   } catch (const CLI::ParseError& e) {
-    throw UsageError(command + ": " + e.what() + " (see 'salt " + command + " --help')");
+    throw UsageError(command + ": " + printable(e.what()) + " (see 'salt " + command + " --help')");
   }
+  check_single_line(app);
 }
 
 }  // namespace salt::submit

@@ -29,7 +29,7 @@ struct SplitArgs {
 
 // `aliases` maps a multi-letter short option to its long name ("-cn" -> "--constraint");
 // "-cn=x" works too. `batch_prefix` is "slurm" or "condor". Throws UsageError for
-// an empty passthrough key ("--slurm.=3").
+// an empty passthrough key ("--slurm.=3") and a control character in a key or value.
 SplitArgs split_args(const std::vector<std::string>& args, const std::map<std::string, std::string>& aliases,
                      const std::string& batch_prefix);
 
@@ -40,7 +40,8 @@ std::string salt_flag(const Passthrough& p);
 bool wants_help(const std::vector<std::string>& args);
 
 // Parses `args` with `app` (CLI11 takes them in reverse order); a parse error
-// becomes one UsageError line naming `command` and its --help.
+// becomes one UsageError line naming `command` and its --help, and so does a
+// control character in any option's value (it would add lines to the job files).
 void parse_with(CLI::App& app, const std::vector<std::string>& args, const std::string& command);
 
 }  // namespace salt::submit

@@ -58,15 +58,14 @@ Setting setting(const config::ResolvedConfig& r, const std::string& section, con
 
 // One agreement rule: the explicit option wins over a config file (with a note),
 // contradicts a command-line value (error), and is taken from the config when absent.
-int agree(const char* option, const std::string& key, std::optional<int> requested, const Setting& s, int fallback,
-          std::vector<std::string>& notes, const std::string& run_label) {
+int agree(const std::string& option, const std::string& key, std::optional<int> requested, const Setting& s,
+          int fallback, std::vector<std::string>& notes, const std::string& run_label) {
   if (!requested) return s.value.value_or(fallback);
   if (s.value == requested) return *requested;
   if (from_command_line(s.origin))
-    throw UsageError(std::string(option) + " " + std::to_string(*requested) + " contradicts " +
-                     with_origin(key, s.text, s.origin) + run_label + "; drop one of them");
-  notes.push_back(std::string(option) + " " + std::to_string(*requested) + " replaces " +
-                  with_origin(key, s.text, s.origin));
+    throw UsageError(option + " " + std::to_string(*requested) + " contradicts " + with_origin(key, s.text, s.origin) +
+                     run_label + "; drop one of them");
+  notes.push_back(option + " " + std::to_string(*requested) + " replaces " + with_origin(key, s.text, s.origin));
   return *requested;
 }
 
@@ -83,17 +82,23 @@ Agreed agree_resources(const config::ResolvedConfig& user, const ResourceRequest
   const bool accel_cpu = accel.text == "cpu";
   const bool accel_gpu = accel.text == "gpu" || accel.text == "cuda";
 
+  const auto& gpus_opt = req.gpus_option;
+  if (req.gpus_per_node && *req.gpus_per_node < 0)
+    throw UsageError(gpus_opt + " must be 0 (CPU only) or more, got " + std::to_string(*req.gpus_per_node));
+  if (req.nodes && *req.nodes < 1)
+    throw UsageError(req.nodes_option + " must be at least 1, got " + std::to_string(*req.nodes));
+  if (req.cpus_per_task && *req.cpus_per_task < 0)
+    throw UsageError(req.cpus_option + " must be 0 or more, got " + std::to_string(*req.cpus_per_task));
   if (req.cpu && req.gpus_per_node && *req.gpus_per_node > 0)
-    throw UsageError("--cpu contradicts --gpus_per_node " + std::to_string(*req.gpus_per_node));
+    throw UsageError("--cpu contradicts " + gpus_opt + " " + std::to_string(*req.gpus_per_node));
   std::optional<int> gpus = req.cpu ? std::optional<int>(0) : req.gpus_per_node;
-  if (gpus && *gpus < 0) throw UsageError("--gpus_per_node must be 0 (CPU only) or more, got " + std::to_string(*gpus));
   const bool cpu_job = gpus ? *gpus == 0 : accel_cpu;
 
   const auto devices = setting(user, "trainer", "devices");
   if (cpu_job) {
     res.gpus_per_node = 0;
     if (accel_gpu) {
-      const auto opt = req.cpu ? std::string("--cpu") : std::string("--gpus_per_node 0");
+      const auto opt = req.cpu ? std::string("--cpu") : gpus_opt + " 0";
       if (from_command_line(accel.origin))
         throw UsageError(opt + " contradicts " + with_origin("trainer.accelerator", accel.text, accel.origin) + run_label);
       a.notes.push_back(opt + " replaces " + with_origin("trainer.accelerator", accel.text, accel.origin));
@@ -103,29 +108,32 @@ Agreed agree_resources(const config::ResolvedConfig& user, const ResourceRequest
     if (devices.text != "1") a.salt_flags.push_back("--trainer.devices=1");
   } else {
     if (accel_cpu) {
-      const auto opt = "--gpus_per_node " + std::to_string(*gpus);
+      const auto opt = gpus_opt + " " + std::to_string(*gpus);
       if (from_command_line(accel.origin))
         throw UsageError(opt + " contradicts " + with_origin("trainer.accelerator", accel.text, accel.origin) +
                          run_label + "; use --cpu for a CPU job");
       a.notes.push_back(opt + " replaces " + with_origin("trainer.accelerator", accel.text, accel.origin));
       a.salt_flags.push_back("--trainer.accelerator=gpu");
     }
-    res.gpus_per_node = agree("--gpus_per_node", "trainer.devices", gpus, devices, 1, a.notes, run_label);
+    res.gpus_per_node = agree(gpus_opt, "trainer.devices", gpus, devices, 1, a.notes, run_label);
     if (res.gpus_per_node < 1) throw UsageError("trainer.devices must be at least 1 for a GPU job" + run_label);
     if (devices.text != std::to_string(res.gpus_per_node))
       a.salt_flags.push_back("--trainer.devices=" + std::to_string(res.gpus_per_node));
   }
 
   const auto nodes = setting(user, "trainer", "num_nodes");
-  res.nodes = agree("--nodes", "trainer.num_nodes", req.nodes, nodes, 1, a.notes, run_label);
-  if (res.nodes < 1) throw UsageError("--nodes must be at least 1, got " + std::to_string(res.nodes));
+  res.nodes = agree(req.nodes_option, "trainer.num_nodes", req.nodes, nodes, 1, a.notes, run_label);
+  if (res.nodes < 1)
+    throw UsageError("trainer.num_nodes must be at least 1, got " + std::to_string(res.nodes) + run_label);
   if (res.nodes > 1 && !req.multi_node)
     throw UsageError("trainer.num_nodes=" + std::to_string(res.nodes) + ": this batch system runs a job on one machine");
   if (nodes.text != std::to_string(res.nodes)) a.salt_flags.push_back("--trainer.num_nodes=" + std::to_string(res.nodes));
 
   const auto workers = setting(user, "data", "num_workers");
-  const int num_workers = agree("--cpus_per_task", "data.num_workers", req.cpus_per_task, workers, 1, a.notes, run_label);
-  if (num_workers < 0) throw UsageError("--cpus_per_task must be at least 1, got " + std::to_string(num_workers));
+  const int num_workers =
+      agree(req.cpus_option, "data.num_workers", req.cpus_per_task, workers, 1, a.notes, run_label);
+  if (num_workers < 0)
+    throw UsageError("data.num_workers must be 0 or more, got " + std::to_string(num_workers) + run_label);
   // num_workers 0 (load in the training thread) still needs one CPU.
   res.cpus_per_task = std::max(num_workers, 1);
   if (workers.text != std::to_string(num_workers))

@@ -21,6 +21,8 @@ struct ResourceRequest {
   std::optional<int> cpus_per_task;  // -cpt/--cpus_per_task
   bool cpu = false;                  // --cpu (same as -g 0)
   bool multi_node = true;            // false for HTCondor (one machine per job)
+  // The options as the command spells them, for messages (HTCondor: --gpus, --cpus).
+  std::string nodes_option = "-n/--nodes", gpus_option = "-g/--gpus_per_node", cpus_option = "-cpt/--cpus_per_task";
 };
 
 // Agreed with the config: ntasks-per-node = gpus_per_node = trainer.devices,

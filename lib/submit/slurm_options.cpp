@@ -4,6 +4,7 @@
 #include <algorithm>
 
 #include "core/errors.h"
+#include "submit/option_checks.h"
 
 namespace salt::submit {
 namespace {
@@ -41,13 +42,15 @@ std::unique_ptr<CLI::App> make_app(SlurmOptions& o, Counted& c) {
   app->add_option("--gpu_type", o.gpu_type, "(-gt) GPU type, e.g. v100; empty: any.");
   c.cpus = app->add_option("--cpus_per_task", c.cpus_v,
                            "(-cpt) CPUs per task = data.num_workers (default: the config's).");
-  app->add_option("-m,--memory", o.memory, "Memory per node (--mem); 'none' leaves it out.")->capture_default_str();
+  app->add_option("-m,--memory", o.memory, "Memory per node (--mem), e.g. 100G (K, M, G, T); 'none' leaves it out.")
+      ->capture_default_str();
   app->add_flag("--exclusive", o.exclusive, "(-ex) Exclusive use of the nodes.");
-  app->add_option("--time", o.time, "(-ti) Time limit, e.g. 24:00:00.");
+  app->add_option("--time", o.time, "(-ti) Time limit: minutes, MM:SS, HH:MM:SS, D-HH, D-HH:MM or D-HH:MM:SS.");
   app->add_flag("-f,--force", o.force, "Pass --force to salt (train from a dirty git tree).");
   app->add_flag("-r,--requeue", o.requeue,
                 "Requeue before the time limit: salt saves a checkpoint on --signal and the job resumes from it.");
-  app->add_option("-s,--signal", o.signal, "Signal and seconds before the time limit, for --requeue.")
+  app->add_option("-s,--signal", o.signal,
+                  "SIGNAL@SECONDS: the signal (name or number) and seconds before the time limit, for --requeue.")
       ->capture_default_str();
   app->add_option("--salt_log_suffix", o.salt_log_suffix,
                   "(-sls) Run directory suffix: logs/<name>_<suffix> (default: a timestamp; fixed with --requeue).");
@@ -74,6 +77,9 @@ SlurmOptions parse_slurm_options(const std::vector<std::string>& args) {
   Counted c;
   auto app = make_app(o, c);
   parse_with(*app, split.args, "submit_slurm");
+  check_slurm_memory("-m/--memory", o.memory);
+  if (!o.time.empty()) check_slurm_time("-ti/--time", o.time);
+  parse_signal(o.signal);
   if (c.nodes->count()) o.request.nodes = c.nodes_v;
   if (c.gpus->count()) o.request.gpus_per_node = c.gpus_v;
   if (c.cpus->count()) o.request.cpus_per_task = c.cpus_v;

@@ -1,10 +1,8 @@
 #include "submit/slurm_script.h"
 
 #include <algorithm>
-#include <regex>
 #include <sstream>
 
-#include "core/errors.h"
 #include "submit/shell_quote.h"
 
 namespace salt::submit {
@@ -16,14 +14,6 @@ void set_directive(std::vector<Directive>& directives, const std::string& key, s
       return;
     }
   directives.emplace_back(key, std::move(value));
-}
-
-SignalSpec parse_signal(const std::string& text) {
-  static const std::regex re(R"(^(?:B:)?(?:SIG)?([A-Z0-9]+)@([0-9]+)$)");
-  std::smatch m;
-  if (!std::regex_match(text, m, re))
-    throw UsageError("--signal '" + text + "': expected SIGNAL@SECONDS, e.g. SIGUSR1@90");
-  return {m[1].str(), std::stoi(m[2].str())};
 }
 
 namespace {
@@ -72,10 +62,12 @@ std::string salt_command(const SlurmJob& job, bool srun, bool requeue_by_script,
 
 void write_trap(std::ostream& out, const SlurmJob& job) {
   if (!job.requeue) return;
-  out << "# Slurm sends SIG" << job.signal_name << " to this shell before the time limit (--signal=B:...);\n"
+  const bool number = job.signal_name.find_first_not_of("0123456789") == std::string::npos;
+  const std::string signal = number ? "signal " + job.signal_name : "SIG" + job.signal_name;
+  out << "# Slurm sends " << signal << " to this shell before the time limit (--signal=B:...);\n"
       << "# salt then saves ckpts/requeue.ckpt and exits, and the requeued job resumes from it.\n"
       << "got_signal=0\n"
-      << "trap 'got_signal=1; echo \"salt job: SIG" << job.signal_name
+      << "trap 'got_signal=1; echo \"salt job: " << signal
       << " received at $(date +%T), asking salt to save a requeue checkpoint\"; kill -USR1 \"${pids[@]}\" 2>/dev/null' "
       << job.signal_name << "\n";
 }

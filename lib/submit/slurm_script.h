@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "submit/environment.h"
+#include "submit/option_checks.h"  // parse_signal
 
 namespace salt::submit {
 
@@ -18,13 +19,6 @@ using Directive = std::pair<std::string, std::optional<std::string>>;
 
 // Sets `key` (replacing an earlier value in place) or appends it.
 void set_directive(std::vector<Directive>& directives, const std::string& key, std::optional<std::string> value);
-
-// "SIGUSR1@90", "USR1@90" or "B:USR1@90" -> {"USR1", 90}. Throws UsageError.
-struct SignalSpec {
-  std::string name;  // without SIG
-  int seconds = 90;
-};
-SignalSpec parse_signal(const std::string& text);
 
 struct SlurmJob {
   std::string tag;
@@ -41,7 +35,7 @@ struct SlurmJob {
   int runs_per_task = 1;                 // --runs_per_gpu: salt processes per array task
   std::vector<std::string> run_dirs;     // per run; packed requeue checks them
   bool requeue = false;
-  std::string signal_name = "USR1";
+  std::string signal_name = "USR1";     // parse_signal's name: USR1, or a number
   std::string log_dir;                   // packed runs log to <log_dir>/<tag>_run<i>.out
 };
 

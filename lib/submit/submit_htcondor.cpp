@@ -8,6 +8,7 @@
 
 #include "core/atomic_file.h"
 #include "core/errors.h"
+#include "submit/option_checks.h"
 #include "submit/process.h"
 #include "submit/shell_quote.h"
 
@@ -35,7 +36,8 @@ std::unique_ptr<CLI::App> make_app(CondorOptions& o, Counted& c) {
   c.gpus = app->add_option("--gpus", c.gpus_v, "request_GPUs = trainer.devices (default: the config's, else 1); 0: CPU.");
   app->add_flag("--cpu", o.request.cpu, "A CPU job: no GPUs, trainer.accelerator=cpu (= --gpus 0).");
   c.cpus = app->add_option("--cpus", c.cpus_v, "request_CPUs = data.num_workers (default: the config's).");
-  app->add_option("--memory", o.memory, "request_memory (MiB, or with a unit: '80 GB').")->capture_default_str();
+  app->add_option("--memory", o.memory, "request_memory: MiB, or with a unit KB, MB, GB, TB ('80 GB').")
+      ->capture_default_str();
   app->add_option("--runtime", o.runtime, "Seconds: +MaxRuntime and +RequestRuntime.")->capture_default_str();
   app->add_option("--jobflavour", o.jobflavour, "+JobFlavour (CERN), e.g. tomorrow.");
   app->add_option("--project", o.project, "+MyProject.");
@@ -64,6 +66,7 @@ CondorOptions parse_condor_options(const std::vector<std::string>& args) {
   Counted c;
   auto app = make_app(o, c);
   parse_with(*app, split.args, "submit_htcondor");
+  check_condor_memory("--memory", o.memory);
   o.request.multi_node = false;
   if (c.gpus->count()) o.request.gpus_per_node = c.gpus_v;
   if (c.cpus->count()) o.request.cpus_per_task = c.cpus_v;
@@ -87,6 +90,8 @@ CondorSubmission prepare_condor_job(const CondorOptions& o, const fs::path& work
   in.passthrough = o.config_extra;
   in.request = o.request;
   in.request.multi_node = false;
+  in.request.gpus_option = "--gpus";
+  in.request.cpus_option = "--cpus";
   in.force = o.force;
   if (!o.salt_log_suffix.empty()) in.log_suffix = o.salt_log_suffix;
   in.tag = o.tag;

@@ -59,7 +59,7 @@ SlurmSubmission prepare_slurm_job(const SlurmOptions& o, const fs::path& workdir
   check_environment(o.env);
   if (o.tag.empty() || o.tag.find('/') != std::string::npos)
     throw UsageError("--tag '" + o.tag + "': must be a non-empty name without '/'");
-  if (o.requeue) parse_signal(o.signal);
+  parse_signal(o.signal);
   if (o.runs_per_gpu < 1) throw UsageError("--runs_per_gpu must be at least 1");
   if (o.runs_per_gpu > 1 && o.sweep.empty()) throw UsageError("--runs_per_gpu packs the runs of a --sweep; add --sweep");
 

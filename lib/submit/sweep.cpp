@@ -2,6 +2,7 @@
 
 #include "config/did_you_mean.h"
 #include "core/errors.h"
+#include "submit/option_checks.h"
 
 namespace salt::submit {
 namespace {
@@ -20,9 +21,17 @@ std::string value_text(const YAML::Node& value) {
   return out.c_str();
 }
 
+// A run is one line of the runs file: its keys and values must be single lines.
+std::string run_value(const std::string& where, const std::string& key, const YAML::Node& value) {
+  auto text = value_text(value);
+  check_single_line(at(where, value) + ": the sweep value of '" + key + "'", text);
+  return text;
+}
+
 std::string key_text(const YAML::Node& key, const std::string& where) {
   if (!key.IsScalar() || key.Scalar().empty())
     throw UsageError(at(where, key) + ": sweep keys are dotted config keys (e.g. model.lrs_config.max)");
+  check_single_line(at(where, key) + ": a sweep key", key.Scalar());
   return key.Scalar();
 }
 
@@ -38,7 +47,7 @@ std::vector<SweepRun> expand_grid(const YAML::Node& grid, const std::string& whe
     for (const auto& run : runs)
       for (const auto& v : values) {
         auto r = run;
-        r.emplace_back(key, value_text(v));
+        r.emplace_back(key, run_value(where, key, v));
         next.push_back(std::move(r));
       }
     runs = std::move(next);
@@ -53,7 +62,10 @@ std::vector<SweepRun> expand_list(const YAML::Node& list, const std::string& whe
   for (const auto& entry : list) {
     if (!entry.IsMap()) throw UsageError(at(where, entry) + ": each 'list' entry must map config keys to values");
     SweepRun run;
-    for (const auto& kv : entry) run.emplace_back(key_text(kv.first, where), value_text(kv.second));
+    for (const auto& kv : entry) {
+      auto key = key_text(kv.first, where);
+      run.emplace_back(key, run_value(where, key, kv.second));
+    }
     runs.push_back(std::move(run));
   }
   return runs;

@@ -76,7 +76,7 @@ TEST_F(SubmitTest, ContradictingPassthroughsAreErrors) {
   expect_error({"-cpt", "4", "--config.data.num_workers=2"}, "--cpus_per_task 4 contradicts data.num_workers=2");
   expect_error({"--cpu", "--config.trainer.accelerator=gpu"}, "--cpu contradicts trainer.accelerator=gpu");
   expect_error({"-g", "1", "--config.trainer.accelerator=cpu"}, "use --cpu for a CPU job");
-  expect_error({"--cpu", "-g", "2"}, "--cpu contradicts --gpus_per_node 2");
+  expect_error({"--cpu", "-g", "2"}, "--cpu contradicts -g/--gpus_per_node 2");
 }
 
 TEST_F(SubmitTest, CpuJobsRequestNoGpus) {

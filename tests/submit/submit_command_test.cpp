@@ -50,7 +50,7 @@ TEST_F(SubmitTest, TheWrapperRunsTheSaltBinarysSubcommand) {
   EXPECT_TRUE(contains(r.out, "#SBATCH --constraint=a100\n"));
   EXPECT_TRUE(contains(r.out, "#SBATCH --mail-type=END\n"));
   EXPECT_TRUE(contains(r.out, "--trainer.max_epochs=2"));
-  EXPECT_TRUE(contains(r.out, "note: --cpus_per_task 3 replaces data.num_workers=2"));
+  EXPECT_TRUE(contains(r.out, "note: -cpt/--cpus_per_task 3 replaces data.num_workers=2"));
   EXPECT_FALSE(fs::exists(work() / "slurm"));
 
   auto help = run_process({wrapper, "--help"}, work(), {std::string("SALT_BINARY=") + SALT_BINARY});

@@ -1,0 +1,94 @@
+// `salt toydata` as a user runs it when things go wrong: bad counts (usage errors,
+// exit 2), sizes that cannot fit, a full disk (a real 2 MiB tmpfs), and SIGINT /
+// SIGTERM mid-write: one line on stderr, the conventional exit code, no crash, and
+// no partial data set or temp file left behind.
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/wait.h>
+
+#include <chrono>
+#include <thread>
+
+#include "data/tiny_fs.h"
+#include "support/test_support.h"
+
+namespace salt::testing {
+namespace {
+
+namespace fs = std::filesystem;
+
+int stderr_lines(const std::string& err) { return static_cast<int>(std::count(err.begin(), err.end(), '\n')); }
+
+std::vector<std::string> entries(const fs::path& dir) {
+  std::vector<std::string> out;
+  if (fs::exists(dir))
+    for (const auto& e : fs::directory_iterator(dir)) out.push_back(e.path().filename().string());
+  return out;
+}
+
+TEST(ToyDataCli, BadCountsAreUsageErrors) {
+  TempDir dir;
+  for (auto flag : {"--num_train", "--num_val", "--num_test"}) {
+    auto r = run_salt({"toydata", "-o", (dir / "toy").string(), flag, "-5"});
+    EXPECT_EQ(r.exit_code, 2) << flag << ": " << r.err;
+    EXPECT_EQ(error_lines(r.err), 1) << r.err;
+    EXPECT_NE(r.err.find(flag), std::string::npos) << r.err;
+  }
+  auto r = run_salt({"toydata", "-o", (dir / "toy").string(), "--num_train", "0"});
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_TRUE(entries(dir / "toy").empty());
+}
+
+TEST(ToyDataCli, RefusesSizesBeyondTheFreeSpace) {
+  TempDir dir;
+  auto r = run_salt({"toydata", "-o", (dir / "toy").string(), "--num_train", "99999999999999"});
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  EXPECT_EQ(stderr_lines(r.err), 1) << r.err;
+  EXPECT_EQ(r.err.rfind("salt: error: the toy data set needs about ", 0), 0u) << r.err;
+  EXPECT_NE(r.err.find(" free"), std::string::npos) << r.err;
+  EXPECT_TRUE(entries(dir / "toy").empty());
+}
+
+TEST(ToyDataCli, FullDiskGivesOneLineAndNoFiles) {
+  TinyFs tiny;
+  SALT_REQUIRE_TINY_FS(tiny);
+  auto r = run_salt({"toydata", "-o", (tiny / "toy").string(), "--num_train", "3000", "--num_val", "1000",
+                     "--num_test", "1000"});
+  EXPECT_EQ(r.exit_code, 1) << r.err;  // was 139: HDF5's atexit cleanup crashed
+  EXPECT_EQ(stderr_lines(r.err), 1) << r.err;
+  EXPECT_EQ(r.err.rfind("salt: error: cannot write " + (tiny / "toy").string() + "/pp_output_", 0), 0u) << r.err;
+  EXPECT_NE(r.err.find(": No space left on device\n"), std::string::npos) << r.err;
+  EXPECT_TRUE(tiny.entries("toy").empty()) << r.err;
+
+  // and with room, the same command writes all five files
+  TinyFs roomy("16m");
+  ASSERT_TRUE(roomy.mounted());
+  r = run_salt({"toydata", "-o", (roomy / "toy").string(), "--num_train", "3000", "--num_val", "1000",
+                "--num_test", "1000"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(roomy.entries("toy").size(), 5u);
+}
+
+void expect_clean_stop(int sig) {
+  TempDir dir;
+  const auto out = dir / "toy";
+  // ~2 GB if it ran to the end; stopped as soon as its first temp file exists
+  BackgroundProcess p({SALT_BINARY, "toydata", "-o", out.string(), "--num_train", "5000000"});
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  while (entries(out).empty() && std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  ASSERT_FALSE(entries(out).empty()) << "toydata did not start writing";
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));  // inside the block loop
+  p.signal(sig);
+  auto r = p.wait();
+  EXPECT_EQ(r.exit_code, 128 + sig) << r.err;
+  EXPECT_EQ(stderr_lines(r.err), 1) << r.err;
+  EXPECT_EQ(r.err.rfind("salt: stopped by signal " + std::to_string(sig) + " (", 0), 0u) << r.err;
+  EXPECT_TRUE(entries(out).empty()) << "left behind: " << entries(out)[0];
+}
+
+TEST(ToyDataCli, SigtermStopsCleanly) { expect_clean_stop(SIGTERM); }
+TEST(ToyDataCli, SigintStopsCleanly) { expect_clean_stop(SIGINT); }
+
+}  // namespace
+}  // namespace salt::testing
