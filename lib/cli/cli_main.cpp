@@ -31,6 +31,20 @@ void add_run_command(CLI::App& app, const std::string& name, const std::string& 
   });
 }
 
+// Error text can quote user input (a flag value, bytes of a binary "config"):
+// control characters are shown escaped so the error stays one line.
+std::string one_line(const std::string& text) {
+  std::string out;
+  for (unsigned char c : text) {
+    if (c == '\n') out += "\\n";
+    else if (c == '\r') out += "\\r";
+    else if (c == '\t') out += ' ';
+    else if (c < 0x20 || c == 0x7f) out += '?';
+    else out += static_cast<char>(c);
+  }
+  return out;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -58,7 +72,7 @@ int main(int argc, char** argv) {
       return 0;
     } catch (const CLI::ParseError& e) {
       if (e.get_exit_code() == 0) return app.exit(e);
-      std::cerr << "salt: error: " << e.what() << " (see 'salt --help')\n";
+      std::cerr << "salt: error: " << one_line(e.what()) << " (see 'salt --help')\n";
       return 2;
     }
     if (show_version) {
@@ -72,17 +86,17 @@ int main(int argc, char** argv) {
     }
     return 0;
   } catch (const UserError& e) {
-    std::cerr << "salt: error: " << e.what() << "\n";
+    std::cerr << "salt: error: " << one_line(e.what()) << "\n";
     return e.exit_code();
   } catch (const StopRequested& s) {
     std::cerr << "salt: stopped by signal " << s.signal << " (" << strsignal(s.signal)
               << "); completed outputs (checkpoints, files) are kept, temporary files removed\n";
     return 128 + s.signal;
   } catch (const c10::Error& e) {
-    std::cerr << "salt: error: " << e.what_without_backtrace() << "\n";
+    std::cerr << "salt: error: " << one_line(e.what_without_backtrace()) << "\n";
     return 1;
   } catch (const std::exception& e) {
-    std::cerr << "salt: internal error: " << e.what() << "\n";
+    std::cerr << "salt: internal error: " << one_line(e.what()) << "\n";
     return 1;
   }
 }

@@ -101,6 +101,10 @@ std::vector<SweepRun> expand_sweep(const YAML::Node& sweep, const std::string& w
 }
 
 std::vector<SweepRun> load_sweep(const std::filesystem::path& file) {
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(file, ec))
+    throw UsageError("--sweep '" + file.string() + "': " +
+                     (std::filesystem::exists(file, ec) ? "not a regular file" : "no such file"));
   YAML::Node node;
   try {
     node = YAML::LoadFile(file.string());

@@ -93,6 +93,17 @@ TEST(Cli, ConfigErrorIsOneLineWithExitCode2) {
   EXPECT_TRUE(r.out.empty());
 }
 
+TEST(Cli, UserInputQuotedInAnErrorStaysOnOneLine) {
+  // A value with a newline (and a binary file as a config) must not split the error.
+  auto r = run_salt({"fit", "-c", cfg("GN2.yaml"), "--data.batch_size=1\n2"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(count_lines(r.err), 1) << r.err;
+  EXPECT_NE(r.err.find("1\\n2"), std::string::npos) << r.err;
+  auto binary = run_salt({"fit", "-c", SALT_BINARY});
+  EXPECT_EQ(binary.exit_code, 2) << binary.err;
+  EXPECT_EQ(count_lines(binary.err), 1) << binary.err;
+}
+
 TEST(Cli, BadFlagsAreUsageErrors) {
   for (const auto& args : std::vector<std::vector<std::string>>{{"fit", "--configg", "x"},
                                                                 {"fit", "stray"},

@@ -172,6 +172,9 @@ TEST(SubmitOptionChecks, SweepValuesAreSingleLines) {
   expect_rejected(error, "the sweep value of 'trainer.max_epochs' must be a single line");
   error = error_of([] { submit::expand_sweep(YAML::Load("list:\n  - {\"a\\nb\": 1}\n"), "s.yaml"); });
   expect_rejected(error, "a sweep key must be a single line");
+  // A directory or a missing path is named, not a stream error.
+  expect_rejected(error_of([] { submit::load_sweep("/tmp"); }), "--sweep '/tmp': not a regular file");
+  expect_rejected(error_of([] { submit::load_sweep("/no/such/sweep.yaml"); }), "no such file");
 }
 
 // Resource counts: the messages name the option of the command at hand.
