@@ -27,10 +27,11 @@ unpack_deps() {
   ls .deps/*.deb >/dev/null 2>&1 || { echo "gpu_check: no .deps/*.deb: run scripts/gpu_deps.sh here and carry .deps" >&2; exit 1; }
   rm -rf "$deps"
   for f in .deps/*.deb; do dpkg -x "$f" "$deps"; done
-  # Keep what the machine lacks; its own (newer) copies win.
+  # Keep what the machine lacks; its own (newer) copies win. `ldconfig -p` lists
+  # "<tab>libz.so.1 (libc6,x86-64) => /lib/...": the first word is the soname.
+  local have; have=$(ldconfig -p | awk 'NR > 1 {print $1}')
   for f in "$arch"/*.so.*; do
-    local name; name=$(basename "$f")
-    if ldconfig -p | grep -q " $name "; then rm -f "$f"; fi
+    if grep -qxF "$(basename "$f")" <<<"$have"; then rm -f "$f"; fi
   done
   find "$deps" -xtype l -delete  # dev symlinks to what was dropped now resolve through the system
   touch "$deps/.done"
