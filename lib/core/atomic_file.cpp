@@ -23,10 +23,14 @@ void create_directories_or_fail(const std::filesystem::path& dir, const std::str
   if (ec) throw InputError("cannot create the " + what + " " + dir.string() + ": " + ec.message());
 }
 
-void write_file_atomic(const std::filesystem::path& path, const std::string& content) {
-  auto tmp = temp_name_for(path);
+void write_file_synced(const std::filesystem::path& tmp, const std::string& content,
+                       const std::filesystem::path& shown) {
+  auto fail = [&](int err) {
+    ::unlink(tmp.c_str());
+    throw InputError(shown.string() + ": cannot write (" + std::strerror(err) + ")");
+  };
   int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
-  if (fd < 0) throw InputError(path.string() + ": cannot write (" + std::strerror(errno) + ")");
+  if (fd < 0) throw InputError(shown.string() + ": cannot write (" + std::strerror(errno) + ")");
   const char* data = content.data();
   std::size_t left = content.size();
   while (left > 0) {
@@ -35,17 +39,17 @@ void write_file_atomic(const std::filesystem::path& path, const std::string& con
       if (errno == EINTR) continue;
       int err = errno;
       ::close(fd);
-      ::unlink(tmp.c_str());
-      throw InputError(path.string() + ": cannot write (" + std::strerror(err) + ")");
+      fail(err);
     }
     data += n;
     left -= static_cast<std::size_t>(n);
   }
-  if (::fsync(fd) != 0 || ::close(fd) != 0) {
-    int err = errno;
-    ::unlink(tmp.c_str());
-    throw InputError(path.string() + ": cannot write (" + std::strerror(err) + ")");
-  }
+  if (::fsync(fd) != 0 || ::close(fd) != 0) fail(errno);
+}
+
+void write_file_atomic(const std::filesystem::path& path, const std::string& content) {
+  auto tmp = temp_name_for(path);
+  write_file_synced(tmp, content, path);
   if (::rename(tmp.c_str(), path.c_str()) != 0) {
     int err = errno;
     ::unlink(tmp.c_str());

@@ -14,6 +14,11 @@ void write_file_atomic(const std::filesystem::path& path, const std::string& con
 // permission) is an InputError naming `what` (e.g. "run directory (trainer.default_root_dir)").
 void create_directories_or_fail(const std::filesystem::path& dir, const std::string& what);
 
+// The first half of write_file_atomic, for callers that rename several files
+// together: writes `content` to the new file `tmp` and fsyncs it; on failure removes
+// `tmp` and throws InputError naming `shown` (the final name).
+void write_file_synced(const std::filesystem::path& tmp, const std::string& content, const std::filesystem::path& shown);
+
 // A unique temp name next to `path` (same directory, so the rename is atomic).
 std::filesystem::path temp_name_for(const std::filesystem::path& path);
 

@@ -1,17 +1,15 @@
 #include "data/toy_data.h"
 
-#include <fcntl.h>
 #include <fmt/format.h>
-#include <unistd.h>
 
 #include <algorithm>
-#include <cerrno>
 #include <cmath>
 #include <cstring>
 #include <fstream>
 #include <map>
 #include <random>
 
+#include "core/atomic_file.h"
 #include "core/errors.h"
 #include "core/signals.h"
 
@@ -318,8 +316,7 @@ class PendingFiles {
   }
   // A new temp name next to `final_path`, removed again unless committed.
   fs::path add(const fs::path& final_path) {
-    files_.emplace_back(final_path.parent_path() / fmt::format(".{}.tmp-{}", final_path.filename().string(), getpid()),
-                        final_path);
+    files_.emplace_back(temp_name_for(final_path), final_path);
     return files_.back().first;
   }
   void commit() {
@@ -447,20 +444,6 @@ std::string yaml_number(double x) {
   return s;
 }
 
-// Writes `text` to `tmp` and fsyncs it; messages name `shown`.
-void write_text_synced(const fs::path& tmp, const fs::path& shown, const std::string& text) {
-  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  int err = fd < 0 ? errno : 0;
-  for (size_t done = 0; !err && done < text.size();) {
-    ssize_t n = ::write(fd, text.data() + done, text.size() - done);
-    if (n < 0 && errno != EINTR) err = errno;
-    if (n > 0) done += static_cast<size_t>(n);
-  }
-  if (!err && ::fsync(fd) != 0) err = errno;
-  if (fd >= 0 && ::close(fd) != 0 && !err) err = errno;
-  if (err) throw InputError(fmt::format("cannot write {}: {}", shown.string(), std::strerror(err)));
-}
-
 std::string class_weights_yaml(const std::map<int64_t, int64_t>& counts) {
   // UPP: weights = total / count per label (sorted by label value), divided by the
   // smallest, rounded to 2 decimals.
@@ -557,13 +540,13 @@ ToyDataFiles write_toy_data(const ToyDataOptions& o) {
     norm += fmt::format("  {}:\n    mean: {}\n    std: {}\n", name, yaml_number(stats.track[v].mean),
                         yaml_number(stats.track[v].std()));
   }
-  write_text_synced(pending.add(files.norm_dict), files.norm_dict, norm);
+  write_file_synced(pending.add(files.norm_dict), norm, files.norm_dict);
 
   // class_dict: integer labels, except vertex indices (UPP skips *VertexIndex*).
   std::string cls = "jets:\n  flavour_label:\n" + class_weights_yaml(stats.flavour) +
                     "  HadronConeExclTruthLabelID:\n" + class_weights_yaml(stats.hadron) +
                     "tracks:\n  ftagTruthOriginLabel:\n" + class_weights_yaml(stats.origin);
-  write_text_synced(pending.add(files.class_dict), files.class_dict, cls);
+  write_file_synced(pending.add(files.class_dict), cls, files.class_dict);
   if (int sig = stop_signal()) throw StopRequested{sig};
   pending.commit();
   return files;
