@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <sstream>
+#include <stdexcept>
 
 namespace salt::config {
 namespace {
@@ -29,10 +30,11 @@ TypeP at_least(const TypeP& type, double min) {
 TypeP t_str() { return make(Type::Kind::kString); }
 TypeP t_path() { return make(Type::Kind::kPath); }
 
-TypeP t_choice(std::vector<std::string> choices) {
+TypeP t_choice(std::vector<std::string> choices, std::string noun) {
   auto t = std::make_shared<Type>();
   t->kind = Type::Kind::kChoice;
   t->choices = std::move(choices);
+  t->noun = std::move(noun);
   return t;
 }
 
@@ -127,14 +129,62 @@ const Field* Type::field(const std::string& name) const {
   return nullptr;
 }
 
-void ComponentRegistry::add(ComponentSpec spec) { specs_.push_back(std::move(spec)); }
+namespace {
+
+int category_rank(const std::string& category) {
+  static const std::vector<std::string> order{"model", "encoder", "pooling", "task_list", "task", "loss", "callback", "logger"};
+  auto it = std::find(order.begin(), order.end(), category);
+  return static_cast<int>(it - order.begin());
+}
+
+bool before(const ComponentSpec& a, const ComponentSpec& b) {
+  auto ra = category_rank(a.category), rb = category_rank(b.category);
+  if (ra != rb) return ra < rb;
+  if (a.category != b.category) return a.category < b.category;
+  return a.class_path < b.class_path;
+}
+
+// torch.nn.MSELoss -> MSELoss; other class paths have no short form.
+std::string short_torch_name(const std::string& class_path) {
+  const std::string prefix = "torch.nn.";
+  if (class_path.rfind(prefix, 0) != 0) return "";
+  return class_path.substr(class_path.rfind('.') + 1);
+}
+
+ComponentRegistry& mutable_components() {
+  static ComponentRegistry registry;
+  return registry;
+}
+
+}  // namespace
+
+void ComponentRegistry::add(ComponentSpec spec) {
+  for (const auto& name : [&] {
+         auto names = spec.aliases;
+         names.push_back(spec.class_path);
+         return names;
+       }()) {
+    if (find(name)) throw std::logic_error("component class path registered twice: " + name);
+  }
+  specs_.insert(std::upper_bound(specs_.begin(), specs_.end(), spec, before), std::move(spec));
+}
 
 const ComponentSpec* ComponentRegistry::find(const std::string& class_path) const {
   for (const auto& s : specs_) {
     if (s.class_path == class_path) return &s;
     if (std::find(s.aliases.begin(), s.aliases.end(), class_path) != s.aliases.end()) return &s;
   }
+  if (class_path.find('.') == std::string::npos)
+    for (const auto& s : specs_)
+      if (short_torch_name(s.class_path) == class_path) return &s;
   return nullptr;
+}
+
+const ComponentRegistry& components() { return mutable_components(); }
+
+bool register_component(ComponentSpec spec) {
+  mutable_components().add(std::move(spec));
+  return true;
 }
 
 std::vector<const ComponentSpec*> ComponentRegistry::in_category(const std::string& category) const {

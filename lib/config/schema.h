@@ -29,6 +29,7 @@ struct Field {
   std::string help;
   Support support = Support::kFull;
   std::string note;  // for kIgnored/kUnsupported: what happens instead / why
+  bool bound = false;  // a Binding stores it into a typed struct (config/bind.h)
 
   bool required() const { return !default_value.IsDefined(); }
   // chained setters, torch-style
@@ -44,6 +45,7 @@ struct Type {
   std::vector<Field> fields;         // kStruct
   std::vector<TypeP> alternatives;   // kUnion
   std::vector<std::string> choices;  // kChoice
+  std::string noun;                  // kChoice: what a choice is ("activation"), for error messages
   std::string category;              // kComponent: which registered components fit here
   std::optional<double> min;         // kInt, kFloat: smallest allowed value
 
@@ -59,7 +61,7 @@ TypeP t_int();
 TypeP t_float();
 TypeP t_str();
 TypeP t_path();  // a string; relative paths are made absolute against the working directory
-TypeP t_choice(std::vector<std::string> choices);
+TypeP t_choice(std::vector<std::string> choices, std::string noun = "");
 TypeP t_list(TypeP elem);
 TypeP t_dict(TypeP value, TypeP key = nullptr);  // key defaults to string
 TypeP t_struct(std::vector<Field> fields);
@@ -89,11 +91,19 @@ struct ComponentSpec {
   std::vector<std::string> aliases;  // other class paths that mean the same (e.g. module paths)
 };
 
+// Every component a config can name. Components register themselves next to
+// their code (models/dense.cpp registers its own spec), from static
+// initialisers: `const bool kRegistered = config::register_component({...});`.
 class ComponentRegistry {
  public:
+  // Throws std::logic_error if the class path (or an alias) is taken.
   void add(ComponentSpec spec);
+  // By class path, alias, or (for torch.nn classes) the bare class name salt
+  // accepts: `MSELoss` is torch.nn.MSELoss.
   const ComponentSpec* find(const std::string& class_path) const;
   std::vector<const ComponentSpec*> in_category(const std::string& category) const;
+  // Sorted by category (model, encoder, pooling, task_list, task, loss, callback,
+  // logger, then others) and class path, whatever the registration order.
   const std::vector<ComponentSpec>& all() const { return specs_; }
   bool accepts(const std::string& class_path, const std::string& arg) const;
 
@@ -101,8 +111,10 @@ class ComponentRegistry {
   std::vector<ComponentSpec> specs_;
 };
 
-// The schema of salt-cpp's configs (defined in schema_*.cpp).
+// The schema of salt-cpp's configs (defined in schema_*.cpp and by the
+// components' own registrations).
 const ComponentRegistry& components();
+bool register_component(ComponentSpec spec);
 TypeP root_type();
 
 }  // namespace salt::config

@@ -81,9 +81,30 @@ bool shape_fits(const Type& type, const YAML::Node& node) {
   }
 }
 
+std::string joined(const std::vector<std::string>& names) {
+  std::string list;
+  for (const auto& n : names) list += (list.empty() ? "" : ", ") + n;
+  return list;
+}
+
+// a.modules.2.b -> a.modules[2].b
+std::string indexed_path(const std::string& path) {
+  std::string out;
+  std::size_t start = 0;
+  while (start <= path.size()) {
+    auto end = path.find('.', start);
+    if (end == std::string::npos) end = path.size();
+    auto part = path.substr(start, end - start);
+    const bool index = !part.empty() && part.find_first_not_of("0123456789") == std::string::npos;
+    out += index ? "[" + part + "]" : (out.empty() ? "" : ".") + part;
+    start = end + 1;
+  }
+  return out;
+}
+
 class Validator {
  public:
-  explicit Validator(const Origins& origins) : origins_(origins) {}
+  explicit Validator(const Origins& origins, bool standalone = false) : origins_(origins), standalone_(standalone) {}
 
   YAML::Node check(const YAML::Node& node, const Type& type, const std::string& path) {
     switch (type.kind) {
@@ -123,6 +144,8 @@ class Validator {
         if (!node.IsScalar()) fail(path, "expected one of " + type.describe() + ", got " + show(node));
         for (const auto& c : type.choices)
           if (node.Scalar() == c) return copy_tree(node);
+        if (standalone_ && !type.noun.empty())
+          fail(path, "unknown " + type.noun + " '" + node.Scalar() + "'" + did_you_mean(node.Scalar(), type.choices));
         fail(path, "expected one of " + type.describe() + ", got " + show(node) + did_you_mean(node.Scalar(), type.choices));
       }
       case Kind::kList: {
@@ -158,6 +181,7 @@ class Validator {
 
  private:
   [[noreturn]] void fail(const std::string& path, const std::string& problem) const {
+    if (standalone_) throw UsageError(indexed_path(path) + ": " + problem);
     auto where = origin_of(origins_, path);
     throw UsageError((where.empty() ? std::string("config") : where) + ": " + (path.empty() ? "" : "'" + path + "': ") +
                      problem);
@@ -203,7 +227,7 @@ class Validator {
       }
       auto checked = check(value, *f.type, fpath);
       if (f.support != Support::kFull && !f.required() && !same_value(checked, check(f.default_value, *f.type, fpath))) {
-        if (f.support == Support::kUnsupported) fail(fpath, "is not supported: " + f.note);
+        if (f.support == Support::kUnsupported) fail(fpath, (standalone_ ? "not supported: " : "is not supported: ") + f.note);
         warn(fpath, "'" + fpath + "' has no effect: " + f.note);
       }
       out[f.name] = checked;
@@ -220,7 +244,7 @@ class Validator {
     std::string range_error;
     for (const auto* alt : candidates) {
       try {
-        Validator trial(origins_);
+        Validator trial(origins_, standalone_);
         auto out = trial.check(node, *alt, path);
         warnings.insert(warnings.end(), trial.warnings.begin(), trial.warnings.end());
         return out;
@@ -255,13 +279,13 @@ class Validator {
     const auto* spec = registry.find(class_path);
     std::vector<std::string> fitting;
     for (const auto* s : registry.in_category(type.category)) fitting.push_back(s->class_path);
+    if (!spec && standalone_)
+      fail(join_path(path, "class_path"), "unknown " + type.category + " '" + class_path + "' (salt-cpp has " + joined(fitting) + ")");
     if (!spec)
       fail(join_path(path, "class_path"), "unknown class_path '" + class_path + "'" + did_you_mean(class_path, fitting));
     if (spec->category != type.category) {
-      std::string list;
-      for (const auto& f : fitting) list += (list.empty() ? "" : ", ") + f;
       fail(join_path(path, "class_path"), "'" + class_path + "' is a " + spec->category + ", but a " + type.category +
-                                              " is needed here (" + list + ")");
+                                              " is needed here (" + joined(fitting) + ")");
     }
     if (spec->support == Support::kIgnored) warn(path, spec->class_path + " " + spec->note);
     YAML::Node out(YAML::NodeType::Map);
@@ -272,6 +296,7 @@ class Validator {
   }
 
   const Origins& origins_;
+  bool standalone_;
 };
 
 }  // namespace
@@ -282,6 +307,12 @@ Validated validate(const YAML::Node& tree, const Origins& origins, const TypeP& 
   result.resolved = v.check(tree, *type, "");
   result.warnings = std::move(v.warnings);
   return result;
+}
+
+YAML::Node validate_component(const YAML::Node& node, const std::string& category, const std::string& path) {
+  static const Origins none;
+  Validator v(none, /*standalone=*/true);
+  return v.check(node, *t_component(category), path);
 }
 
 }  // namespace salt::config

@@ -20,4 +20,10 @@ struct Validated {
 
 Validated validate(const YAML::Node& tree, const Origins& origins, const TypeP& type = root_type());
 
+// Validates one component node of `category` on its own, outside a composed
+// config: the model factory uses it on YAML from tests, benchmarks and scripts.
+// There are no origins, so errors read "<path>: <problem>" with list items shown
+// as [i] (model.model.init_args.tasks.init_args.modules[2].class_path).
+YAML::Node validate_component(const YAML::Node& node, const std::string& category, const std::string& path);
+
 }  // namespace salt::config

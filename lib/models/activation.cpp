@@ -58,4 +58,6 @@ torch::nn::AnyModule make_activation(const std::string& name, const std::string&
   return it->second();
 }
 
+config::TypeP activation_type() { return config::t_choice(activation_names(), "activation"); }
+
 }  // namespace salt::models

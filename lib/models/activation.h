@@ -5,6 +5,8 @@
 #include <string>
 #include <vector>
 
+#include "config/schema.h"
+
 namespace salt::models {
 
 // A fresh activation module for a torch.nn class name ("ReLU", "SiLU", ...).
@@ -13,5 +15,8 @@ torch::nn::AnyModule make_activation(const std::string& name, const std::string&
 
 // The names make_activation accepts (for error messages and docs).
 const std::vector<std::string>& activation_names();
+
+// The schema type of an activation key: one of activation_names().
+config::TypeP activation_type();
 
 }  // namespace salt::models

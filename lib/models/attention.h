@@ -6,6 +6,7 @@
 
 #include <string>
 
+#include "config/bind.h"
 #include "models/common.h"
 #include "models/norm.h"
 
@@ -52,6 +53,9 @@ torch::Tensor attention_key_padded(const torch::Tensor& q, const torch::Tensor& 
 bool varlen_attention_applies(const torch::Tensor& qkv, double dropout_p);
 torch::Tensor varlen_attention(const torch::Tensor& qkv, const torch::Tensor& order, const torch::Tensor& starts,
                                int64_t num_heads, double scale);
+
+// The encoder's `attn_kwargs` (embed_dim and attn_type come from the encoder).
+const config::Binding<AttentionOptions>& attention_binding();
 
 class AttentionImpl : public torch::nn::Module {
  public:

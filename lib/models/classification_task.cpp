@@ -1,5 +1,9 @@
 #include "models/classification_task.h"
 
+#include "models/class_names.h"
+#include "models/model_factory.h"
+#include "models/registry.h"
+
 #include "core/errors.h"
 #include "models/class_names.h"
 
@@ -101,5 +105,60 @@ PredictionColumns ClassificationTaskImpl::predict(const torch::Tensor& preds, co
     cols.values = masked_softmax(p, pad_mask.unsqueeze(-1), -1);
   return cols;
 }
+
+namespace {
+
+struct ClassificationTaskConfig : TaskBaseConfig {
+  ClassificationOptions cls;
+  std::optional<std::vector<std::string>> class_names;
+  bool use_class_dict = false;
+};
+
+const config::Binding<ClassificationTaskConfig>& classification_binding() {
+  using namespace config;
+  using C = ClassificationTaskConfig;
+  static const Binding<C> b = [] {
+    Binding<C> t{C{}};
+    bind_task_base(t);
+    t.required("label", [](C& c) -> auto& { return c.cls.label(); }, "Label variable of input_name.")
+        .arg("class_names", SALT_FIELD(class_names), "Class names (null: the file's flavour_label attribute).")
+        .arg("label_map", [](C& c) -> auto& { return c.cls.label_map(); }, "Remap label values, e.g. {0: 0, 4: 1, 5: 2}.")
+        .unbound(field_null("sample_weight", t_optional(t_str()), "Per-sample weight variable."))
+        .unsupported("per-sample weights are not available in salt-cpp yet")
+        .arg("use_class_dict", SALT_FIELD(use_class_dict), "Take the loss's class weights from data.class_dict.");
+    return t;
+  }();
+  return b;
+}
+
+std::shared_ptr<TaskImpl> build_classification(const YAML::Node& init_args, const BuildContext& ctx) {
+  auto c = classification_binding().read(init_args);
+  finish_task_base(c, ctx);
+  const auto& input = c.task.input_name();
+  const auto& label = c.cls.label();
+  auto names = c.class_names;
+  if (!names && ctx.model->class_names) names = ctx.model->class_names(input, label);
+  if (!names) names = default_class_names(label);
+  if (!names)
+    throw UsageError(ctx.arg("class_names") + ": task '" + c.task.name() + "' needs class_names (none known for label '" +
+                     label + "')");
+  c.cls.class_names(*names);
+  if (c.cls.label_map() && !c.class_names) throw UsageError(ctx.arg("label_map") + ": specify class_names when using label_map");
+  if (c.use_class_dict && !c.task.loss().weight()) {
+    std::optional<std::vector<float>> w;
+    if (ctx.model->class_weights) w = ctx.model->class_weights(input, label);
+    if (!w)
+      throw UsageError(ctx.arg("use_class_dict") + ": no class weights for '" + input + "." + label + "' in data.class_dict");
+    c.task.loss().weight(*w);
+  }
+  return std::make_shared<ClassificationTaskImpl>(c.task, c.cls);
+}
+
+const bool kRegistered = register_model_component<std::shared_ptr<TaskImpl>>(
+    {"salt.models.ClassificationTask", "task", classification_binding().type(), "Jet- or constituent-level classification.",
+     config::Support::kFull, "", {"salt.models.task.ClassificationTask"}},
+    build_classification);
+
+}  // namespace
 
 }  // namespace salt::models

@@ -6,6 +6,27 @@
 
 namespace salt::models {
 
+const config::Binding<DenseOptions>& dense_binding() {
+  using namespace config;
+  static const Binding<DenseOptions> b = [] {
+    Binding<DenseOptions> d(DenseOptions(0));
+    d.derived("input_size", SALT_MEMBER(input_size), "Input features (init nets: derived from data.variables when null).")
+        .arg("output_size", SALT_MEMBER(output_size), "Output features (null: input_size).")
+        .arg("hidden_layers", SALT_MEMBER(hidden_layers), "Sizes of the hidden layers (null: [input_size * hidden_dim_scale]).")
+        .arg("hidden_dim_scale", SALT_MEMBER(hidden_dim_scale), "Hidden size multiplier when hidden_layers is null.")
+        .arg("activation", SALT_MEMBER(activation), "Activation after each hidden layer (torch.nn class name).",
+             activation_type())
+        .arg("final_activation", SALT_MEMBER(final_activation), "Activation after the output layer (null: none).",
+             t_optional(activation_type()))
+        .arg("dropout", SALT_MEMBER(dropout), "Dropout after each hidden activation.")
+        .arg("bias", SALT_MEMBER(bias), "Linear layers have a bias.")
+        .arg("context_size", SALT_MEMBER(context_size), "Size of a context vector concatenated before the input.")
+        .unbound(field("mup", t_bool(), false, "muP scaling.").unsupported("muP is not available in salt-cpp"));
+    return d;
+  }();
+  return b;
+}
+
 DenseImpl::DenseImpl(const DenseOptions& options)
     : torch::nn::Module("Dense"), options_(options), output_size_(options.output_size().value_or(options.input_size())) {
   std::vector<int64_t> hidden = options.hidden_layers().value_or(

@@ -9,6 +9,8 @@
 #include <string>
 #include <vector>
 
+#include "config/bind.h"
+
 namespace salt::models {
 
 struct DenseOptions {
@@ -25,6 +27,11 @@ struct DenseOptions {
   TORCH_ARG(bool, bias) = true;
   TORCH_ARG(int64_t, context_size) = 0;
 };
+
+// salt.models.Dense's arguments (the `dense_config` of init nets and tasks).
+// input_size defaults to null: the builder derives it (from data.variables, or
+// from what the task receives) and reads the rest on top.
+const config::Binding<DenseOptions>& dense_binding();
 
 class DenseImpl : public torch::nn::Module {
  public:

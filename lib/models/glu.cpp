@@ -4,6 +4,21 @@
 
 namespace salt::models {
 
+const config::Binding<GLUOptions>& glu_binding() {
+  using namespace config;
+  static const Binding<GLUOptions> b = [] {
+    Binding<GLUOptions> g(GLUOptions(0));
+    g.arg("hidden_dim", SALT_MEMBER(hidden_dim), "GLU hidden size (null: 2 * embed_dim).")
+        .arg("activation", SALT_MEMBER(activation), "GLU activation.", activation_type())
+        .arg("dropout", SALT_MEMBER(dropout), "Dropout inside the GLU.")
+        .arg("bias", SALT_MEMBER(bias), "GLU linear layers have a bias.")
+        .arg("gated", SALT_MEMBER(gated), "Gated GLU: act(a) * b from a doubled in_proj.")
+        .unbound(field("mup", t_bool(), false, "muP scaling.").unsupported("muP is not available in salt-cpp"));
+    return g;
+  }();
+  return b;
+}
+
 GLUImpl::GLUImpl(const GLUOptions& o) : torch::nn::Module("GLU"), gated_(o.gated()) {
   const int64_t hidden = o.hidden_dim().value_or(2 * o.embed_dim());
   in_proj = register_module(

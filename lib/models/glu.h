@@ -7,6 +7,8 @@
 #include <optional>
 #include <string>
 
+#include "config/bind.h"
+
 namespace salt::models {
 
 struct GLUOptions {
@@ -18,6 +20,9 @@ struct GLUOptions {
   TORCH_ARG(bool, bias) = true;
   TORCH_ARG(bool, gated) = false;
 };
+
+// The encoder's `dense_kwargs` (embed_dim comes from the encoder).
+const config::Binding<GLUOptions>& glu_binding();
 
 class GLUImpl : public torch::nn::Module {
  public:

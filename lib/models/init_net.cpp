@@ -1,8 +1,56 @@
 #include "models/init_net.h"
 
 #include "core/errors.h"
+#include "models/model_factory.h"
+#include "models/registry.h"
 
 namespace salt::models {
+
+const config::Binding<InitNetOptions>& init_net_binding() {
+  using namespace config;
+  const char* none = "not available in salt-cpp";
+  static const Binding<InitNetOptions> b = [&] {
+    Binding<InitNetOptions> n(InitNetOptions("", "", DenseOptions(-1)));
+    n.required("input_name", SALT_MEMBER(input_name), "Input type this net embeds (a key of data.variables).")
+        .required_struct("dense_config", SALT_MEMBER(dense), dense_binding(),
+                         "The Dense network (salt.models.Dense arguments).")
+        .arg("attach_global", SALT_MEMBER(attach_global),
+             "Concatenate the global object's variables to each constituent first.")
+        // salt writes these two into saved configs; the data section's values are the ones used.
+        .unbound(field_null("variables", t_any(), "Filled in from data.variables (salt writes it into saved configs)."))
+        .read_elsewhere("the builder takes data.variables")
+        .unbound(field_null("global_object", t_optional(t_str()), "Filled in from data.global_object."))
+        .read_elsewhere("the builder takes data.global_object")
+        .unbound(field_null("pos_enc", t_any(), "Positional encoding.")).unsupported(none)
+        .unbound(field_null("featurewise", t_any(), "Featurewise transformation.")).unsupported(none)
+        .unbound(field("mup", t_bool(), false, "muP scaling.")).unsupported("muP is not available in salt-cpp");
+    return n;
+  }();
+  return b;
+}
+
+namespace {
+
+int64_t variable_count(const ModelContext& ctx, const std::string& input, const std::string& path) {
+  auto it = ctx.variables.find(input);
+  if (it == ctx.variables.end()) throw UsageError(path + ": input '" + input + "' has no entry in data.variables");
+  return static_cast<int64_t>(it->second.size());
+}
+
+}  // namespace
+
+InitNet build_init_net(const YAML::Node& validated, const BuildContext& ctx) {
+  auto o = init_net_binding().read(validated);
+  const auto& model = *ctx.model;
+  o.global_object(model.global_object);
+  int64_t size = variable_count(model, o.input_name(), ctx.path + ".input_name");
+  if (o.attach_global()) {
+    size += variable_count(model, model.global_object, ctx.path + ".attach_global");
+    if (auto p = model.variables.find("parameters"); p != model.variables.end()) size += static_cast<int64_t>(p->second.size());
+  }
+  if (o.dense().input_size() < 0) o.dense().input_size(size);
+  return InitNet(o);
+}
 
 InitNetImpl::InitNetImpl(const InitNetOptions& options) : torch::nn::Module("InitNet"), options_(options) {
   net = register_module("net", Dense(options.dense()));

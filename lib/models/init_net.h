@@ -21,6 +21,12 @@ struct InitNetOptions {
   TORCH_ARG(bool, attach_global) = true;
 };
 
+struct BuildContext;
+
+// One entry of SaltModel's init_nets, and the net it describes: input sizes are
+// derived from data.variables (plus the global object's when attach_global).
+const config::Binding<InitNetOptions>& init_net_binding();
+
 class InitNetImpl : public torch::nn::Module {
  public:
   explicit InitNetImpl(const InitNetOptions& options);
@@ -38,5 +44,7 @@ class InitNetImpl : public torch::nn::Module {
   InitNetOptions options_;
 };
 TORCH_MODULE(InitNet);
+
+InitNet build_init_net(const YAML::Node& validated, const BuildContext& ctx);
 
 }  // namespace salt::models

@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "core/errors.h"
+#include "models/registry.h"
 
 namespace salt::models {
 namespace {
@@ -22,19 +23,51 @@ torch::Tensor reduce(const torch::Tensor& t, const std::string& r) {
   return t;
 }
 
-}  // namespace
+config::TypeP reduction() { return config::t_choice({"mean", "sum", "none"}); }
 
-std::optional<LossKind> loss_kind_from_class_path(const std::string& class_path) {
-  std::string name = class_path;
-  for (const char* prefix : {"torch.nn.modules.loss.", "torch.nn."})
-    if (name.rfind(prefix, 0) == 0) name = name.substr(std::string(prefix).size());
-  if (name == "CrossEntropyLoss") return LossKind::CrossEntropy;
-  if (name == "BCEWithLogitsLoss") return LossKind::BCEWithLogits;
-  if (name == "MSELoss") return LossKind::MSE;
-  if (name == "L1Loss") return LossKind::L1;
-  if (name == "GaussianNLLLoss") return LossKind::GaussianNLL;
-  return std::nullopt;
+// One binding per loss class: its own keys, on a LossOptions of its kind.
+config::Binding<LossOptions> loss_binding(LossKind kind) {
+  using namespace config;
+  Binding<LossOptions> b{LossOptions(kind)};
+  const char* reduction_help = "mean, sum or none.";
+  switch (kind) {
+    case LossKind::CrossEntropy:
+      b.arg("weight", SALT_MEMBER(weight), "Class weights.")
+          .arg("ignore_index", SALT_MEMBER(ignore_index), "Label value to ignore (tasks set -1).")
+          .arg("reduction", SALT_MEMBER(reduction), reduction_help, reduction())
+          .arg("label_smoothing", SALT_MEMBER(label_smoothing), "Label smoothing.");
+      break;
+    case LossKind::BCEWithLogits:
+      b.arg("weight", SALT_MEMBER(weight), "Element weights.")
+          .arg("reduction", SALT_MEMBER(reduction), reduction_help, reduction())
+          .arg("pos_weight", SALT_MEMBER(pos_weight), "Weight of positive examples.");
+      break;
+    case LossKind::MSE:
+    case LossKind::L1: b.arg("reduction", SALT_MEMBER(reduction), reduction_help, reduction()); break;
+    case LossKind::GaussianNLL:
+      b.arg("full", SALT_MEMBER(full), "Include the constant term.")
+          .arg("eps", SALT_MEMBER(eps), "Variance clamp.")
+          .arg("reduction", SALT_MEMBER(reduction), reduction_help, reduction());
+      break;
+  }
+  return b;
 }
+
+bool register_loss(LossKind kind, const std::string& help) {
+  const auto name = loss_class_name(kind);
+  auto binding = loss_binding(kind);
+  return register_model_component<LossOptions>(
+      {"torch.nn." + name, "loss", binding.type(), help, config::Support::kFull, "", {"torch.nn.modules.loss." + name}},
+      [binding](const YAML::Node& init_args, const BuildContext&) { return binding.read(init_args); });
+}
+
+const bool kRegistered = register_loss(LossKind::CrossEntropy, "Cross entropy on logits.") &&
+                         register_loss(LossKind::BCEWithLogits, "Binary cross entropy on logits.") &&
+                         register_loss(LossKind::MSE, "Mean squared error.") &&
+                         register_loss(LossKind::L1, "Mean absolute error.") &&
+                         register_loss(LossKind::GaussianNLL, "Gaussian negative log likelihood.");
+
+}  // namespace
 
 std::string loss_class_name(LossKind kind) {
   switch (kind) {

@@ -11,8 +11,8 @@ namespace salt::models {
 
 enum class LossKind { CrossEntropy, BCEWithLogits, MSE, L1, GaussianNLL };
 
-// "torch.nn.CrossEntropyLoss" (or the bare class name) -> kind; nullopt if unknown.
-std::optional<LossKind> loss_kind_from_class_path(const std::string& class_path);
+// The torch.nn class name ("CrossEntropyLoss"); each kind registers itself as
+// torch.nn.<name> (models/loss.cpp), so the registry resolves every spelling.
 std::string loss_class_name(LossKind kind);
 
 struct LossOptions {

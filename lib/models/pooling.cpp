@@ -1,8 +1,32 @@
 #include "models/pooling.h"
 
 #include "models/common.h"
+#include "models/registry.h"
 
 namespace salt::models {
+namespace {
+
+const config::Binding<GlobalAttentionPoolingOptions>& pooling_binding() {
+  static const auto b = config::Binding<GlobalAttentionPoolingOptions>({}).required(
+      "input_size", SALT_MEMBER(input_size), "Embedding size of the constituents.");
+  return b;
+}
+
+GlobalAttentionPooling build_pooling(const YAML::Node& init_args, const BuildContext& ctx) {
+  const auto size = pooling_binding().read(init_args).input_size();
+  if (size != ctx.constituent_dim)
+    throw UsageError(ctx.arg("input_size") + ": " + std::to_string(size) + " does not match the embedding size " +
+                     std::to_string(ctx.constituent_dim) + " it pools");
+  return GlobalAttentionPooling(size);
+}
+
+const bool kRegistered = register_model_component<GlobalAttentionPooling>(
+    {"salt.models.GlobalAttentionPooling", "pooling", pooling_binding().type(),
+     "Softmax-weighted sum over valid constituents and registers.", config::Support::kFull, "",
+     {"salt.models.pooling.GlobalAttentionPooling"}},
+    build_pooling);
+
+}  // namespace
 
 GlobalAttentionPoolingImpl::GlobalAttentionPoolingImpl(int64_t input_size)
     : torch::nn::Module("GlobalAttentionPooling") {

@@ -8,6 +8,10 @@
 
 namespace salt::models {
 
+struct GlobalAttentionPoolingOptions {
+  TORCH_ARG(int64_t, input_size) = 0;  // must equal the embedding size it pools
+};
+
 class GlobalAttentionPoolingImpl : public torch::nn::Module {
  public:
   explicit GlobalAttentionPoolingImpl(int64_t input_size);

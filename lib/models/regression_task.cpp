@@ -1,5 +1,7 @@
 #include "models/regression_task.h"
 
+#include "models/registry.h"
+
 #include <cmath>
 
 #include "core/errors.h"
@@ -122,5 +124,69 @@ PredictionColumns RegressionTaskImpl::predict(const torch::Tensor& preds, const 
   if (pad_mask.defined()) cols.values = cols.values.masked_fill(pad_mask.unsqueeze(-1), NAN);
   return cols;
 }
+
+namespace {
+
+struct RegressionTaskConfig : TaskBaseConfig {
+  RegressionOptions reg;
+  std::optional<std::vector<std::string>> target_denominators, custom_output_names;
+  YAML::Node norm_params{YAML::NodeType::Null};  // {mean, std}, checked by the builder
+};
+
+const config::Binding<RegressionTaskConfig>& regression_binding() {
+  using namespace config;
+  using C = RegressionTaskConfig;
+  static const Binding<C> b = [] {
+    const auto str_or_list = t_union({t_str(), t_list(t_str())});
+    Binding<C> t{C{}};
+    bind_task_base(t);
+    t.required("targets", [](C& c) -> auto& { return c.reg.targets(); }, "Regression target label(s).", str_or_list)
+        .unbound(field_null("scaler", t_any(), "Target scaler.")).unsupported("use norm_params or target_denominators")
+        .arg("target_denominators", SALT_FIELD(target_denominators), "Divide each target by this variable.",
+             t_optional(str_or_list))
+        .arg("norm_params", SALT_FIELD(norm_params), "{mean, std} to standardise the targets.",
+             t_optional(t_dict(t_union({t_float(), t_list(t_float())}))))
+        .arg("custom_output_names", SALT_FIELD(custom_output_names), "Output column names.", t_optional(str_or_list))
+        .unbound(field_null("sample_weight", t_optional(t_str()), "Per-sample weight variable."))
+        .unsupported("per-sample weights are not available in salt-cpp yet");
+    return t;
+  }();
+  return b;
+}
+
+std::optional<std::vector<float>> floats(const YAML::Node& n) {
+  return config::Codec<std::optional<std::vector<float>>>::decode(n);
+}
+
+std::shared_ptr<TaskImpl> build_regression(const YAML::Node& init_args, const BuildContext& ctx, bool gaussian) {
+  auto c = regression_binding().read(init_args);
+  finish_task_base(c, ctx);
+  auto& r = c.reg;
+  r.gaussian(gaussian);
+  r.target_denominators(c.target_denominators.value_or(std::vector<std::string>{}));
+  r.custom_output_names(c.custom_output_names.value_or(std::vector<std::string>{}));
+  if (c.norm_params.IsMap()) {
+    const auto np = ctx.arg("norm_params");
+    for (const auto& kv : c.norm_params)
+      if (kv.first.Scalar() != "mean" && kv.first.Scalar() != "std")
+        throw UsageError(np + "." + kv.first.Scalar() + ": unknown key");
+    r.norm_mean(floats(config::get(c.norm_params, "mean")));
+    r.norm_std(floats(config::get(c.norm_params, "std")));
+    if (!r.norm_mean() || !r.norm_std()) throw UsageError(np + ": needs both mean and std");
+  }
+  return std::make_shared<RegressionTaskImpl>(c.task, r);
+}
+
+const bool kRegistered =
+    register_model_component<std::shared_ptr<TaskImpl>>(
+        {"salt.models.RegressionTask", "task", regression_binding().type(), "Regression of one or more targets.",
+         config::Support::kFull, "", {"salt.models.task.RegressionTask"}},
+        [](const YAML::Node& a, const BuildContext& ctx) { return build_regression(a, ctx, false); }) &&
+    register_model_component<std::shared_ptr<TaskImpl>>(
+        {"salt.models.GaussianRegressionTask", "task", regression_binding().type(), "Regression of a mean and a variance.",
+         config::Support::kFull, "", {"salt.models.task.GaussianRegressionTask"}},
+        [](const YAML::Node& a, const BuildContext& ctx) { return build_regression(a, ctx, true); });
+
+}  // namespace
 
 }  // namespace salt::models

@@ -1,6 +1,8 @@
 #include "models/task.h"
 
 #include "core/errors.h"
+#include "models/model_factory.h"
+#include "models/registry.h"
 
 namespace salt::models {
 
@@ -12,6 +14,27 @@ TaskImpl::TaskImpl(const std::string& type, const TaskOptions& options) : torch:
 TaskOutput TaskImpl::forward_packed(const torch::Tensor& rows, const TokenIndex& idx, const torch::Tensor& pad_mask,
                                     const torch::Tensor& context, const Labels* labels) {
   return forward(idx.scatter(rows), pad_mask, context, labels);
+}
+
+void finish_task_base(TaskBaseConfig& c, const BuildContext& ctx, bool pairwise) {
+  const auto& name = c.task.name();
+  const auto& input = c.task.input_name();
+  const bool jet_level = input == ctx.model->global_object;
+  if (!jet_level && !ctx.constituents.count(input))
+    throw UsageError(ctx.arg("input_name") + ": task '" + name + "' reads '" + input +
+                     "', which is neither the global object nor an init net input");
+  if (pairwise && jet_level)
+    throw UsageError(ctx.arg("input_name") + ": VertexingTask needs constituents, not '" + input + "'");
+  const int64_t expected_input = jet_level ? ctx.global_dim : (pairwise ? 2 : 1) * ctx.constituent_dim;
+  auto& dense = c.task.dense();
+  if (dense.input_size() < 0) dense.input_size(expected_input);
+  if (dense.input_size() != expected_input)
+    throw UsageError(ctx.arg("dense_config.input_size") + ": " + std::to_string(dense.input_size()) +
+                     " does not match the " + std::to_string(expected_input) + " features task '" + name + "' receives");
+  if (dense.context_size() != 0 && dense.context_size() != ctx.global_dim && !jet_level)
+    throw UsageError(ctx.arg("dense_config.context_size") + ": " + std::to_string(dense.context_size()) +
+                     " does not match the pooled vector size " + std::to_string(ctx.global_dim));
+  c.task.loss(build_component<LossOptions>(c.loss, ctx.at(ctx.arg("loss"))));
 }
 
 const torch::Tensor& TaskImpl::label(const Labels& labels, const std::string& label_name) const {

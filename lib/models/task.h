@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "config/bind.h"
 #include "models/common.h"
 #include "models/dense.h"
 #include "models/loss.h"
@@ -70,5 +71,33 @@ class TaskImpl : public torch::nn::Module {
   const torch::Tensor& label(const Labels& labels, const std::string& name) const;
   TaskOptions options_;
 };
+
+struct BuildContext;
+
+// What every task's config holds (salt's TaskBase arguments). A task's config
+// struct derives from it, its binding starts with bind_task_base() and its
+// builder calls finish_task_base().
+struct TaskBaseConfig {
+  TaskOptions task{"", "", DenseOptions(-1), LossOptions()};
+  YAML::Node loss{YAML::NodeType::Null};  // the validated loss component
+};
+
+template <class C>
+void bind_task_base(config::Binding<C>& b) {
+  using namespace config;
+  b.required("name", [](C& c) -> auto& { return c.task.name(); }, "Task name; losses are logged as train/<name>_loss.")
+      .required("input_name", [](C& c) -> auto& { return c.task.input_name(); },
+                "Input type the task predicts for (the global object or a constituent type).")
+      .required_struct("dense_config", [](C& c) -> auto& { return c.task.dense(); }, dense_binding(),
+                       "The task head (salt.models.Dense arguments).")
+      .required("loss", [](C& c) -> auto& { return c.loss; }, "Loss, e.g. torch.nn.CrossEntropyLoss.",
+                t_component("loss"))
+      .arg("weight", [](C& c) -> auto& { return c.task.weight(); }, "Weight of this task's loss in the total.");
+}
+
+// Checks input_name against the model, derives (or checks) the head's input and
+// context sizes from what the task receives (pairwise: two constituents, as
+// vertexing), and builds the loss.
+void finish_task_base(TaskBaseConfig& c, const BuildContext& ctx, bool pairwise = false);
 
 }  // namespace salt::models

@@ -1,8 +1,60 @@
 #include "models/transformer.h"
 
+#include "models/registry.h"
+
 #include "core/errors.h"
 
 namespace salt::models {
+namespace {
+
+const config::Binding<TransformerOptions>& transformer_binding() {
+  using namespace config;
+  const char* edges = "edge features are not available in salt-cpp";
+  static const Binding<TransformerOptions> b = [&] {
+    Binding<TransformerOptions> t(TransformerOptions(0, 0));
+    t.required("num_layers", SALT_MEMBER(num_layers), "Number of encoder layers.")
+        .required("embed_dim", SALT_MEMBER(embed_dim), "Token embedding size.")
+        .arg("out_dim", SALT_MEMBER(out_dim), "Output projection size (null: embed_dim).")
+        .arg("norm", SALT_MEMBER(norm), "Normalisation layer (no affine parameters, as in salt).", t_choice({"LayerNorm"}))
+        .arg("attn_type", SALT_MEMBER(attn_type), "Attention kernel; changes speed, never the result.",
+             t_choice({"torch-math", "torch-flash", "torch-meff", "flash-varlen"}))
+        .arg("do_final_norm", SALT_MEMBER(do_final_norm), "LayerNorm after the output projection.")
+        .arg("num_registers", SALT_MEMBER(num_registers), "Learnable register tokens appended to every sequence (at least 1).")
+        .arg("drop_registers", SALT_MEMBER(drop_registers), "Drop the registers from the encoder output.")
+        .unbound(field_null("ls_init", t_optional(t_float()), "LayerScale init value."))
+        .unsupported("LayerScale is not available in salt-cpp yet")
+        .unbound(field("drop_path", t_float(), 0.0, "Stochastic depth rate."))
+        .unsupported("stochastic depth is not available in salt-cpp yet")
+        .unbound(field("depth", t_int(), 1, "Layer depth (LayerScale/drop-path scaling)."))
+        .ignored("salt-cpp's layers do not use it")
+        .optional_struct("dense_kwargs", SALT_MEMBER(dense_kwargs), glu_binding(), "Arguments of each layer's GLU.")
+        .optional_struct("attn_kwargs", SALT_MEMBER(attn_kwargs), attention_binding(), "Arguments of each layer's attention.")
+        .arg("norm_type", SALT_MEMBER(norm_type), "Pre-norm (x + f(norm(x))) or post-norm residuals.",
+             t_choice({"pre", "post"}))
+        .unbound(field("num_dense", t_int(), 1, "Dense blocks per layer.")).unsupported("salt-cpp has one GLU per layer")
+        .unbound(field("edge_embed_dim", t_int(), 0, "Edge features.")).unsupported(edges)
+        .unbound(field("update_edges", t_bool(), false, "Update edge features.")).unsupported(edges)
+        .unbound(field("mup", t_bool(), false, "muP scaling.")).unsupported("muP is not available in salt-cpp");
+    return t;
+  }();
+  return b;
+}
+
+Transformer build_transformer(const YAML::Node& init_args, const BuildContext&) {
+  return Transformer(transformer_binding().read(init_args));
+}
+
+const bool kRegistered =
+    register_model_component<Transformer>({"salt.models.Transformer", "encoder", transformer_binding().type(),
+                                           "Pre-norm transformer encoder with registers.", config::Support::kFull, "",
+                                           {"salt.models.transformer.Transformer"}},
+                                          build_transformer) &&
+    register_model_component<Transformer>({"salt.models.TransformerV2", "encoder", transformer_binding().type(),
+                                           "Same as salt.models.Transformer (salt's alias).", config::Support::kFull, "",
+                                           {"salt.models.transformer_v2.TransformerV2"}},
+                                          build_transformer);
+
+}  // namespace
 
 EncoderLayerImpl::EncoderLayerImpl(int64_t embed_dim, const AttentionOptions& attn_opts, const GLUOptions& dense_opts,
                                    const ResidualOptions& res)

@@ -1,5 +1,7 @@
 #include "models/vertexing_task.h"
 
+#include "models/registry.h"
+
 #include "core/errors.h"
 #include "models/vertex_assignment.h"
 
@@ -112,5 +114,34 @@ PredictionColumns VertexingTaskImpl::predict(const torch::Tensor& preds, const t
   if (!mask.defined()) throw UsageError("task '" + name() + "': vertex assignment needs the constituent pad mask");
   return {{"VertexIndex"}, vertex_assignment(preds, mask).unsqueeze(-1)};
 }
+
+namespace {
+
+struct VertexingTaskConfig : TaskBaseConfig {
+  std::string label;
+};
+
+const config::Binding<VertexingTaskConfig>& vertexing_binding() {
+  static const config::Binding<VertexingTaskConfig> b = [] {
+    config::Binding<VertexingTaskConfig> t{VertexingTaskConfig{}};
+    bind_task_base(t);
+    t.required("label", SALT_FIELD(label), "Vertex index label of input_name.");
+    return t;
+  }();
+  return b;
+}
+
+std::shared_ptr<TaskImpl> build_vertexing(const YAML::Node& init_args, const BuildContext& ctx) {
+  auto c = vertexing_binding().read(init_args);
+  finish_task_base(c, ctx, /*pairwise=*/true);
+  return std::make_shared<VertexingTaskImpl>(c.task, c.label);
+}
+
+const bool kRegistered = register_model_component<std::shared_ptr<TaskImpl>>(
+    {"salt.models.VertexingTask", "task", vertexing_binding().type(), "Pairwise same-vertex classification of constituents.",
+     config::Support::kFull, "", {"salt.models.task.VertexingTask"}},
+    build_vertexing);
+
+}  // namespace
 
 }  // namespace salt::models
