@@ -7,7 +7,7 @@
 #include <limits>
 #include <regex>
 
-#include "callbacks/prediction_writer.h"
+#include "callbacks/registry.h"
 #include "core/errors.h"
 #include "core/signals.h"
 #include "core/torch_compat.h"
@@ -109,9 +109,7 @@ struct FlavourCollector {
 namespace {
 
 std::filesystem::path chosen_checkpoint(const RunSetup& setup) {
-  const auto ckpt_node = setup.config["ckpt_path"];
-  return ckpt_node && !ckpt_node.IsNull() ? fs::path(ckpt_node.as<std::string>())
-                                          : best_checkpoint(fs::path(setup.trainer.default_root_dir) / "ckpts");
+  return setup.ckpt_path ? fs::path(*setup.ckpt_path) : best_checkpoint(fs::path(setup.trainer.default_root_dir) / "ckpts");
 }
 
 }  // namespace
@@ -129,7 +127,7 @@ std::map<std::string, double> validate_checkpoint(const YAML::Node& resolved) {
   loader_options.set_num_workers(D.num_workers).set_prefetch_factor(D.prefetch_factor);
   data::Loader loader(reader, data::SamplerOptions::evaluation(reader->num_rows(), D.batch_size), loader_options);
   const int64_t batches = setup.trainer.limit_val.apply(loader.batches_per_epoch());
-  auto means = validation_pass(setup.model, loader, 0, batches, device, Autocast{}, nullptr, true).means("val");
+  auto means = validation_pass(setup.model, loader, 0, batches, device, Autocast{}, {}, true).means("val");
   for (const auto& [k, v] : means) std::printf("%-40s %.6f\n", k.c_str(), v);
   return means;
 }
@@ -149,21 +147,16 @@ EvaluateResult evaluate(const YAML::Node& resolved) {
   setup.model->to(device);
   setup.model->eval();
 
-  std::unique_ptr<callbacks::PredictionWriter> writer;
-  if (T.prediction_writer) {
-    callbacks::PredictionWriterOptions options;
-    options.test_file = D.test_file;
-    auto name = result.checkpoint.stem().string() + "__test_" + sample_name(D.test_file);
-    if (D.test_suff) name += "_" + *D.test_suff;
-    options.output = result.checkpoint.parent_path() / (name + ".h5");
-    options.global_object = D.global_object;
-    options.input_map = D.input_map;
-    options.num_rows = reader->num_rows();
-    options.write_tracks = T.write_tracks;
-    options.half_precision = T.half_precision;
-    options.extra_vars = T.extra_vars;
-    writer = std::make_unique<callbacks::PredictionWriter>(options);
-  }
+  auto callbacks = callbacks::make_callbacks(T.callbacks, T);
+  callbacks::TestState test;
+  test.setup = &setup;
+  test.checkpoint = result.checkpoint;
+  test.test_file = D.test_file;
+  test.num_rows = reader->num_rows();
+  auto name = result.checkpoint.stem().string() + "__test_" + sample_name(D.test_file);
+  if (D.test_suff) name += "_" + *D.test_suff;
+  test.output = result.checkpoint.parent_path() / (name + ".h5");
+  callbacks.call(&callbacks::Callback::on_test_start, test);
 
   data::LoaderOptions loader_options;
   loader_options.set_num_workers(D.num_workers).set_prefetch_factor(D.prefetch_factor);
@@ -179,17 +172,19 @@ EvaluateResult evaluate(const YAML::Node& resolved) {
     Batch on_device = batch_to_device(*batch, device);
     auto out = setup.model->forward(on_device, false);
     if (flavours.task) flavours.add(out.preds.at(flavours.task->input_name()).at(flavours.task->name()), *batch);
-    if (writer) writer->write(*batch, setup.model->predictions(out, on_device.pad_masks, &batch->labels));
+    if (test.wants_predictions)
+      callbacks.call(&callbacks::Callback::on_test_batch_end, test, *batch,
+                     setup.model->predictions(out, on_device.pad_masks, &batch->labels));
   }
   loader.stop();
-  if (writer) {
-    writer->finish();
-    result.output = writer->output();
+  callbacks.call(&callbacks::Callback::on_test_end, test);
+  if (test.written) {
+    result.output = test.output;
     spdlog::info("predictions written to {}", result.output.string());
   }
   if (flavours.task) {
     result.performance = btag_performance(flavours.pb, flavours.pc, flavours.pu, flavours.truth);
-    std::cout << format_performance(*result.performance, setup.config["name"].as<std::string>());
+    std::cout << format_performance(*result.performance, setup.name);
   }
   return result;
 }

@@ -104,6 +104,11 @@ RunSetup prepare_run(const YAML::Node& resolved, Stage stage) {
   if (!s.data.variables.count(s.data.global_object))
     throw UsageError("'data.variables' has no '" + s.data.global_object + "' (data.global_object)");
   s.seed = resolve_seed(s.config);
+  s.name = s.config["name"].as<std::string>();
+  if (!s.config["log_suffix"].IsNull()) s.log_suffix = s.config["log_suffix"].as<std::string>();
+  if (!s.config["ckpt_path"].IsNull()) s.ckpt_path = s.config["ckpt_path"].as<std::string>();
+  s.overwrite_config = s.config["overwrite_config"].as<bool>();
+  s.lrs = lrs_config_from_yaml(s.config["model"]["lrs_config"]);
 
   const auto& model_file = stage == Stage::kFit ? s.data.train_file : s.data.test_file;
   if (model_file.empty()) throw UsageError("'data.test_file' is not set: salt test needs a file to evaluate");
@@ -124,7 +129,7 @@ RunSetup prepare_run(const YAML::Node& resolved, Stage stage) {
     return file_class_names(s.data, model_file, input, label);
   };
   ctx.loss_mode = s.config["model"]["loss_mode"].as<std::string>();
-  ctx.name = s.config["name"].as<std::string>();
+  ctx.name = s.name;
 
   seed_everything(s.seed);  // weight initialisation draws from it
   // trainer.deterministic: LibTorch's deterministic algorithms (bitwise-repeatable

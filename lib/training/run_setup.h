@@ -34,6 +34,11 @@ struct RunSetup {
   models::SaltWrapper model{nullptr};
   data::ReaderOptions reader_options;
   uint64_t seed = 42;
+  // Top-level settings and model.lrs_config.
+  std::string name = "salt";
+  std::optional<std::string> log_suffix, ckpt_path;
+  bool overwrite_config = false;
+  LrsConfig lrs;
 };
 
 // `config` is a resolved config (config::resolve); it is copied, not modified.

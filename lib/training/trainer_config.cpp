@@ -93,27 +93,8 @@ TrainerConfig trainer_config_from_yaml(const YAML::Node& config) {
   c.enable_model_summary = optional_bool(t["enable_model_summary"], true);
   if (!t["default_root_dir"].IsNull()) c.default_root_dir = t["default_root_dir"].as<std::string>();
 
-  const auto callbacks = t["callbacks"];
-  if (callbacks && callbacks.IsSequence()) {
-    for (const auto& cb : callbacks) {
-      const auto cls = cb["class_path"].as<std::string>();
-      const auto args = cb["init_args"];
-      if (cls == "salt.callbacks.Checkpoint") {
-        c.checkpoint_callback = true;
-        c.monitor_loss = args["monitor_loss"].as<std::string>();
-        c.checkpoint_fname_string = args["fname_string"].as<std::string>();
-      } else if (cls == "lightning.pytorch.callbacks.TQDMProgressBar") {
-        c.progress_refresh_rate = args["refresh_rate"].as<int>();
-      } else if (cls == "lightning.pytorch.callbacks.ModelSummary") {
-        c.summary_max_depth = args["max_depth"].as<int>();
-      } else if (cls == "salt.callbacks.PredictionWriter") {
-        c.prediction_writer = true;
-        c.write_tracks = args["write_tracks"].as<bool>();
-        c.half_precision = args["half_precision"].as<bool>();
-        if (!args["extra_vars"].IsNull()) c.extra_vars = args["extra_vars"];
-      }
-    }
-  }
+  if (t["callbacks"].IsSequence())
+    for (const auto& cb : t["callbacks"]) c.callbacks.push_back(cb);
   return c;
 }
 

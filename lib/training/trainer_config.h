@@ -42,16 +42,9 @@ struct TrainerConfig {
   bool enable_model_summary = true;
   std::string default_root_dir = "logs";
 
-  // callbacks
-  bool checkpoint_callback = false;
-  std::string monitor_loss = "val/jets_classification_loss";
-  std::string checkpoint_fname_string = "val_loss";
-  int progress_refresh_rate = 1;
-  int summary_max_depth = 1;
-  bool prediction_writer = false;
-  bool write_tracks = false;
-  bool half_precision = false;
-  YAML::Node extra_vars;  // input -> [variables] to copy into the prediction file
+  // trainer.callbacks: validated {class_path, init_args} nodes, built by
+  // callbacks::make_callbacks (each callback reads its own init_args).
+  std::vector<YAML::Node> callbacks;
 };
 
 TrainerConfig trainer_config_from_yaml(const YAML::Node& resolved_config);

@@ -5,7 +5,6 @@
 #include "core/signals.h"
 #include "core/torch_compat.h"
 #include "training/batch_device.h"
-#include "training/progress.h"
 
 namespace salt::training {
 
@@ -23,7 +22,7 @@ std::map<std::string, double> LossTotals::means(const std::string& stage) const 
 }
 
 LossTotals validation_pass(models::SaltWrapper& model, data::Loader& loader, int64_t epoch, int64_t batches,
-                           const torch::Device& device, const Autocast& autocast, Progress* progress, bool check_stop) {
+                           const torch::Device& device, const Autocast& autocast, const BatchDone& on_batch, bool check_stop) {
   model->eval();
   torch::NoGradGuard no_grad;
   loader.start_epoch(epoch);
@@ -38,7 +37,7 @@ LossTotals validation_pass(models::SaltWrapper& model, data::Loader& loader, int
     if (autocast.enabled) guard.emplace(device.type(), autocast.dtype);
     auto out = model->forward(on_device, true);
     totals.add(out, on_device.size);
-    if (progress) progress->update(b, out.loss.item<double>(), on_device.size);
+    if (on_batch) on_batch(b, out.loss.item<double>(), on_device.size);
   }
   loader.stop();
   return totals;

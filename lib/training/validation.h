@@ -2,6 +2,7 @@
 // per task and weighted by jets. Shared by `salt fit` (after each epoch) and
 // `salt validate`.
 #pragma once
+#include <functional>
 #include <torch/torch.h>
 
 #include <map>
@@ -13,7 +14,8 @@
 
 namespace salt::training {
 
-class Progress;
+// Called after each batch with its index, loss and jet count (progress display).
+using BatchDone = std::function<void(int64_t batch, double loss, int64_t jets)>;
 
 // Sums of per-task losses weighted by batch size, for epoch means.
 struct LossTotals {
@@ -34,6 +36,6 @@ struct Autocast {
 // Runs `batches` batches of `loader`'s epoch `epoch` through `model` (no gradients).
 // Polls for Ctrl-C between batches when `check_stop` is set.
 LossTotals validation_pass(models::SaltWrapper& model, data::Loader& loader, int64_t epoch, int64_t batches,
-                           const torch::Device& device, const Autocast& autocast, Progress* progress, bool check_stop);
+                           const torch::Device& device, const Autocast& autocast, const BatchDone& on_batch, bool check_stop);
 
 }  // namespace salt::training

@@ -1,0 +1,98 @@
+// Callbacks: what happens around the fit and test loops (checkpoints, progress,
+// metrics, the model summary, the prediction file), as Lightning's callbacks.
+// fit() and evaluate() call the hooks below in order; they never name a callback.
+// Each callback registers itself next to its code with its salt/Lightning class
+// path and its init_args binding (see registry.h), so adding one is one file.
+#pragma once
+#include <cstdint>
+#include <filesystem>
+#include <functional>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "callbacks/prediction_writer.h"
+#include "training/checkpoint.h"
+#include "training/optimization.h"
+#include "training/run_setup.h"
+
+namespace salt::callbacks {
+
+using Metrics = std::map<std::string, double>;
+
+// What the fit hooks see. fit() owns it and keeps it current; callbacks read it
+// and may refuse the run from on_fit_start (throw UsageError).
+struct FitState {
+  training::RunSetup* setup = nullptr;
+  const training::Optimization* optimization = nullptr;
+  std::filesystem::path run_dir;  // empty under fast_dev_run
+  bool main_rank = true;          // only rank 0 writes files and prints
+  bool dev_run = false;           // fast_dev_run: nothing written
+  bool same_dir_resume = false;   // resumed from a requeue checkpoint in run_dir
+  int64_t epoch = 0, max_epochs = 0, global_step = 0;
+  double lr = 0, beta1 = 0, weight_decay = 0;  // what the last optimizer step used
+  std::string optimizer_name = "AdamW";
+  Metrics val_metrics;  // the last validation's
+  // The full training state now (weights, optimizer, scheduler, RNG), for checkpoints.
+  std::function<training::CheckpointState()> capture;
+  // Tells every callback that a checkpoint was written (on_checkpoint_saved).
+  std::function<void(const std::filesystem::path&)> checkpoint_saved;
+};
+
+// What the test hooks see (salt test / predict).
+struct TestState {
+  training::RunSetup* setup = nullptr;
+  std::filesystem::path checkpoint;  // the weights under test
+  std::filesystem::path test_file;
+  int64_t num_rows = 0;              // rows to predict (num_test)
+  std::filesystem::path output;      // salt's prediction file name for this checkpoint and test file
+  bool wants_predictions = false;    // a callback needs the prediction columns of each batch
+  bool written = false;              // a callback wrote `output`
+};
+
+class Callback {
+ public:
+  virtual ~Callback() = default;
+
+  // --- fit ---
+  // Before anything is written (no run directory yet): a callback may refuse the
+  // run here by throwing UsageError.
+  virtual void on_setup(FitState&) {}
+  // The run directory and any resume are decided, run files written, nothing
+  // trained yet.
+  virtual void on_fit_start(FitState&) {}
+  // stage: "train" or "val"; batches: how many this epoch runs.
+  virtual void on_epoch_start(FitState&, const std::string& stage, int64_t batches) {}
+  virtual void on_batch_end(FitState&, const std::string& stage, int64_t batch, double loss, int64_t jets) {}
+  virtual void on_epoch_end(FitState&, const std::string& stage, const std::string& summary) {}
+  // Every log_every_n_steps optimizer steps: the train metrics about to be logged.
+  // Callbacks may add their own (the learning rate) before on_metrics sees them.
+  virtual void add_step_metrics(FitState&, Metrics&) {}
+  // Metrics to record: the train interval means, then each validation's.
+  virtual void on_metrics(FitState&, const Metrics&) {}
+  virtual void on_validation_end(FitState&) {}
+  virtual void on_checkpoint_saved(FitState&, const std::filesystem::path&) {}
+  virtual void on_fit_end(FitState&) {}
+
+  // --- test ---
+  virtual void on_test_start(TestState&) {}
+  virtual void on_test_batch_end(TestState&, const Batch&, const Columns&) {}
+  virtual void on_test_end(TestState&) {}
+};
+
+// The callbacks of a run, called in order.
+class CallbackList {
+ public:
+  void add(std::unique_ptr<Callback> callback) { callbacks_.push_back(std::move(callback)); }
+  bool empty() const { return callbacks_.empty(); }
+
+  template <class Hook, class... Args>
+  void call(Hook hook, Args&&... args) {
+    for (auto& c : callbacks_) ((*c).*hook)(args...);
+  }
+
+ private:
+  std::vector<std::unique_ptr<Callback>> callbacks_;
+};
+
+}  // namespace salt::callbacks

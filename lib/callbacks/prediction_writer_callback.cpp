@@ -1,0 +1,65 @@
+// salt.callbacks.PredictionWriter as a callback of `salt test`: the prediction
+// file (see prediction_writer.h) at TestState::output, finished (renamed into
+// place) only when the whole test set went through.
+#include "callbacks/registry.h"
+
+namespace salt::callbacks {
+namespace {
+
+struct PredictionWriterSettings {
+  bool write_tracks = false;
+  bool half_precision = false;
+  YAML::Node extra_vars{YAML::NodeType::Null};
+};
+
+const config::Binding<PredictionWriterSettings>& binding() {
+  using namespace config;
+  const char* maskformer = "MaskFormer models are not supported by salt-cpp";
+  static const auto b =
+      Binding<PredictionWriterSettings>({})
+          .arg("write_tracks", SALT_FIELD(write_tracks), "Also write constituent-level outputs.")
+          .unbound(field("write_objects", t_bool(), false, "Write MaskFormer objects."))
+          .unsupported(maskformer)
+          .arg("half_precision", SALT_FIELD(half_precision), "Write predictions as float16.")
+          .unbound(field_null("object_classes", t_any(), "MaskFormer object classes."))
+          .unsupported(maskformer)
+          .arg("extra_vars", SALT_FIELD(extra_vars), "Extra input-file variables to copy per input type.",
+               t_optional(t_dict(t_list(t_str()))));
+  return b;
+}
+
+class PredictionWriterCallback : public Callback {
+ public:
+  explicit PredictionWriterCallback(PredictionWriterSettings o) : o_(std::move(o)) {}
+
+  void on_test_start(TestState& s) override {
+    const auto& d = s.setup->data;
+    PredictionWriterOptions options;
+    options.test_file = s.test_file;
+    options.output = s.output;
+    options.global_object = d.global_object;
+    options.input_map = d.input_map;
+    options.num_rows = s.num_rows;
+    options.write_tracks = o_.write_tracks;
+    options.half_precision = o_.half_precision;
+    if (!o_.extra_vars.IsNull()) options.extra_vars = o_.extra_vars;
+    writer_ = std::make_unique<PredictionWriter>(options);
+    s.wants_predictions = true;
+  }
+  void on_test_batch_end(TestState&, const Batch& batch, const Columns& columns) override { writer_->write(batch, columns); }
+  void on_test_end(TestState& s) override {
+    writer_->finish();
+    s.written = true;
+  }
+
+ private:
+  PredictionWriterSettings o_;
+  std::unique_ptr<PredictionWriter> writer_;
+};
+
+const bool kRegistered = register_callback(
+    {{"salt.callbacks.PredictionWriter", "callback", binding().type(), "Writes `salt test` predictions to HDF5."},
+     [](const YAML::Node& args) { return std::make_unique<PredictionWriterCallback>(binding().read(args)); }});
+
+}  // namespace
+}  // namespace salt::callbacks

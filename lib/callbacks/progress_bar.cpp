@@ -1,0 +1,52 @@
+// lightning.pytorch.callbacks.TQDMProgressBar: the training and validation
+// progress line (see training/progress.h) on rank 0. Lightning adds one with
+// refresh_rate 1 when the config has none and enable_progress_bar is not false.
+#include "callbacks/registry.h"
+#include "training/progress.h"
+
+namespace salt::callbacks {
+namespace {
+
+struct ProgressBarOptions {
+  int64_t refresh_rate = 1;
+  int64_t process_position = 0;
+};
+
+const config::Binding<ProgressBarOptions>& binding() {
+  static const auto b = config::Binding<ProgressBarOptions>({})
+                            .arg("refresh_rate", SALT_FIELD(refresh_rate), "Update the progress bar every N steps.")
+                            .arg("process_position", SALT_FIELD(process_position), "Terminal line of the bar.")
+                            .ignored("salt-cpp draws one bar, on rank 0");
+  return b;
+}
+
+class ProgressBar : public Callback {
+ public:
+  explicit ProgressBar(ProgressBarOptions o) : o_(o) {}
+
+  void on_fit_start(FitState& s) override {
+    progress_ = std::make_unique<training::Progress>(s.setup->trainer.enable_progress_bar && s.main_rank,
+                                                     static_cast<int>(o_.refresh_rate));
+  }
+  void on_epoch_start(FitState& s, const std::string& stage, int64_t batches) override {
+    progress_->start(stage, s.epoch, s.max_epochs, batches);
+  }
+  void on_batch_end(FitState&, const std::string&, int64_t batch, double loss, int64_t jets) override {
+    progress_->update(batch, loss, jets);
+  }
+  void on_epoch_end(FitState&, const std::string&, const std::string& summary) override { progress_->finish(summary); }
+
+ private:
+  ProgressBarOptions o_;
+  std::unique_ptr<training::Progress> progress_;
+};
+
+const bool kRegistered = register_callback(
+    {{"lightning.pytorch.callbacks.TQDMProgressBar", "callback", binding().type(),
+      "Progress bar on a terminal; plain lines otherwise.", config::Support::kFull, "",
+      {"pytorch_lightning.callbacks.TQDMProgressBar"}},
+     [](const YAML::Node& args) { return std::make_unique<ProgressBar>(binding().read(args)); },
+     [](const training::TrainerConfig& t) { return t.enable_progress_bar; }});
+
+}  // namespace
+}  // namespace salt::callbacks

@@ -1,0 +1,44 @@
+#include "callbacks/registry.h"
+
+#include <map>
+#include <set>
+
+#include "config/yaml_util.h"
+
+namespace salt::callbacks {
+namespace {
+
+std::map<std::string, CallbackRegistration>& registrations() {
+  static std::map<std::string, CallbackRegistration> by_class_path;
+  return by_class_path;
+}
+
+}  // namespace
+
+bool register_callback(CallbackRegistration r) {
+  const auto class_path = r.spec.class_path;
+  config::register_component(r.spec);
+  registrations().emplace(class_path, std::move(r));
+  return true;
+}
+
+CallbackList make_callbacks(const std::vector<YAML::Node>& configured, const training::TrainerConfig& trainer) {
+  CallbackList list;
+  std::set<std::string> present;
+  for (const auto& node : configured) {
+    const auto* spec = config::components().find(config::class_path_of(node));
+    if (!spec) continue;  // validated configs name registered classes only
+    present.insert(spec->class_path);
+    auto it = registrations().find(spec->class_path);
+    if (it == registrations().end() || !it->second.build) continue;
+    auto args = config::get(node, "init_args");
+    list.add(it->second.build(args.IsDefined() && !args.IsNull() ? args : YAML::Node(YAML::NodeType::Map)));
+  }
+  for (const auto& [class_path, r] : registrations())
+    if (r.build && r.default_when && !present.count(class_path) && r.default_when(trainer))
+      list.add(r.build(YAML::Node(YAML::NodeType::Map)));
+  list.add(make_metrics_writer());
+  return list;
+}
+
+}  // namespace salt::callbacks

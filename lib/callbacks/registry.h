@@ -1,0 +1,39 @@
+// Callbacks register themselves next to their code: the config spec (salt or
+// Lightning class path, init_args binding, help) and the builder, in one call.
+// make_callbacks() turns `trainer.callbacks` into the run's CallbackList and adds
+// what Lightning adds by itself (a progress bar, a model summary, the metrics
+// logger) when the config has none of them.
+#pragma once
+#include <yaml-cpp/yaml.h>
+
+#include <functional>
+#include <memory>
+#include <vector>
+
+#include "callbacks/callback.h"
+#include "config/bind.h"
+#include "config/schema.h"
+#include "training/trainer_config.h"
+
+namespace salt::callbacks {
+
+struct CallbackRegistration {
+  config::ComponentSpec spec;  // category "callback"
+  // Builds it from validated init_args; null: accepted, but has no effect (the
+  // spec's note says why, and validation warns).
+  std::function<std::unique_ptr<Callback>(const YAML::Node& init_args)> build;
+  // Lightning's defaults: added with default init_args when the config names no
+  // callback of this class and this says so for the trainer settings.
+  std::function<bool(const training::TrainerConfig&)> default_when;
+};
+
+bool register_callback(CallbackRegistration registration);
+
+// The callbacks of a run: the configured ones (validated {class_path, init_args}
+// nodes) in order, then the defaults, then the metrics logger.
+CallbackList make_callbacks(const std::vector<YAML::Node>& configured, const training::TrainerConfig& trainer);
+
+// The metrics logger every run has (<run>/metrics.csv), defined in metrics_writer.cpp.
+std::unique_ptr<Callback> make_metrics_writer();
+
+}  // namespace salt::callbacks

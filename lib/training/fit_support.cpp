@@ -1,0 +1,73 @@
+#include "training/fit_support.h"
+
+#include <cstdlib>
+
+#include "config/compose.h"
+#include "core/errors.h"
+#include "core/signals.h"
+#include "training/fit.h"
+#include "training/rng_state.h"
+
+namespace salt::training {
+namespace fs = std::filesystem;
+
+std::string nan_message(const std::string& what, int64_t epoch, int64_t step, const fs::path& run_dir) {
+  std::string msg = what + " is not finite at epoch " + std::to_string(epoch) + ", step " + std::to_string(step) +
+                    "; training stopped (see docs/training.md, 'NaN losses': check inputs for NaN/inf, "
+                    "lower lrs_config.max, or set trainer.gradient_clip_val)";
+  if (!run_dir.empty()) msg += "; checkpoints so far are in " + (run_dir / "ckpts").string();
+  return msg;
+}
+
+CheckpointState capture_state(const RunSetup& setup, Optimization& optimization, int64_t epoch, int64_t global_step,
+                              int64_t total_steps) {
+  CheckpointState state;
+  state.epoch = epoch;
+  state.global_step = global_step;
+  state.config_yaml = config::to_yaml(setup.config);
+  state.state_dict = module_state(*setup.model);
+  state.adam_state = adam_state(optimization);
+  state.scheduler_total_steps = total_steps;
+  state.cpu_rng_state = cpu_rng_state();
+  return state;
+}
+
+void save_requeue_checkpoint(const fs::path& run_dir, const RunSetup& setup, Optimization& optimization,
+                             int64_t epoch, int64_t batch_in_epoch, int64_t global_step, int64_t total_steps) {
+  auto state = capture_state(setup, optimization, epoch, global_step, total_steps);
+  state.batch_in_epoch = batch_in_epoch;
+  auto path = run_dir / "ckpts" / kRequeueCheckpoint;
+  fs::create_directories(path.parent_path());
+  save_checkpoint(path, state, &optimization);
+  spdlog::warn("SIGUSR1: saved {} at epoch {}, batch {} (step {})", path.string(), epoch, batch_in_epoch, global_step);
+}
+
+void request_requeue() {
+  const char* job = std::getenv("SLURM_JOB_ID");
+  if (!job || !*job) {
+    spdlog::warn("not running under Slurm (no SLURM_JOB_ID): not requeued; rerun the same command to resume");
+    return;
+  }
+  std::string command = std::string("scontrol requeue ") + job;
+  spdlog::info("requeueing: {}", command);
+  if (std::system(command.c_str()) != 0) spdlog::error("'{}' failed; resume by resubmitting the same job", command);
+}
+
+void check_stop() {
+  if (int sig = stop_signal()) throw StopRequested{sig};
+}
+
+int saved_world_size(const std::string& config_yaml) {
+  try {
+    auto t = YAML::Load(config_yaml)["trainer"];
+    int devices = 1;
+    if (t["devices"] && t["devices"].IsSequence()) devices = static_cast<int>(t["devices"].size());
+    else if (t["devices"] && t["devices"].Scalar() != "auto") devices = t["devices"].as<int>();
+    const int nodes = t["num_nodes"] ? t["num_nodes"].as<int>() : 1;
+    return std::max(1, devices * nodes);
+  } catch (const std::exception&) {
+    return 1;
+  }
+}
+
+}  // namespace salt::training
