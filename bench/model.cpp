@@ -23,9 +23,11 @@
 #include <cstdlib>
 #include <fstream>
 #include <optional>
+#include <sstream>
 #include <string>
 #include <vector>
 
+#include "config/yaml_load.h"
 #include "core/torch_compat.h"
 #include "models/model_factory.h"
 #include "models/summary.h"
@@ -35,53 +37,6 @@ using namespace salt::models;
 namespace {
 
 // salt's GN2 model section (configs/GN2/GN2.yaml) with the sizes as placeholders.
-const char* kGN2 = R"(
-class_path: salt.models.SaltModel
-init_args:
-  init_nets:
-    - input_name: tracks
-      dense_config: { output_size: EMBED, hidden_layers: [EMBED], activation: ReLU }
-  encoder:
-    class_path: salt.models.Transformer
-    init_args:
-      num_layers: LAYERS
-      embed_dim: EMBED
-      out_dim: OUT
-      attn_type: torch-math
-      dense_kwargs: { activation: ReLU, gated: False }
-      attn_kwargs: { num_heads: HEADS }
-  pool_net:
-    class_path: salt.models.GlobalAttentionPooling
-    init_args: { input_size: OUT }
-  tasks:
-    class_path: torch.nn.ModuleList
-    init_args:
-      modules:
-        - class_path: salt.models.ClassificationTask
-          init_args:
-            name: jets_classification
-            input_name: jets
-            label: flavour_label
-            class_names: [bjets, cjets, ujets, taujets]
-            loss: torch.nn.CrossEntropyLoss
-            dense_config: { input_size: OUT, output_size: 4, hidden_layers: [HIDDEN], activation: ReLU }
-        - class_path: salt.models.ClassificationTask
-          init_args:
-            name: track_origin
-            input_name: tracks
-            label: ftagTruthOriginLabel
-            weight: 0.5
-            loss: torch.nn.CrossEntropyLoss
-            dense_config: { input_size: OUT, output_size: 8, hidden_layers: [HIDDEN], activation: ReLU, context_size: OUT }
-        - class_path: salt.models.VertexingTask
-          init_args:
-            name: track_vertexing
-            input_name: tracks
-            label: ftagTruthVertexIndex
-            weight: 1.5
-            loss: { class_path: torch.nn.BCEWithLogitsLoss, init_args: { reduction: none } }
-            dense_config: { input_size: TWICE_OUT, output_size: 1, hidden_layers: [HIDDEN], activation: ReLU, context_size: OUT }
-)";
 
 struct Size {
   std::string name;
@@ -110,19 +65,34 @@ double seconds_since(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
 
-std::string model_yaml(const Size& s) {
-  std::string y = kGN2;
-  auto replace_all = [&](const std::string& a, const std::string& b) {
-    for (auto pos = y.find(a); pos != std::string::npos; pos = y.find(a, pos + b.size())) y.replace(pos, a.size(), b);
-  };
-  std::string list;
-  for (size_t i = 0; i < s.hidden.size(); ++i) list += s.hidden[i] == ',' ? std::string(", ") : std::string(1, s.hidden[i]);
-  replace_all("TWICE_OUT", std::to_string(2 * s.out));
-  replace_all("EMBED", std::to_string(s.embed));
-  replace_all("LAYERS", std::to_string(s.layers));
-  replace_all("HEADS", std::to_string(s.heads));
-  replace_all("OUT", std::to_string(s.out));
-  replace_all("HIDDEN", list);
+// tests/fixtures/GN2_model.yaml (the model tests' GN2) at this size, with the
+// reference's settings: the math attention kernel, class names instead of a class dict.
+YAML::Node model_yaml(const Size& s) {
+  auto y = salt::config::copy_tree(YAML::LoadFile(std::string(SALT_SOURCE_DIR) + "/tests/fixtures/GN2_model.yaml"));
+  YAML::Node hidden(YAML::NodeType::Sequence);
+  std::stringstream list(s.hidden);
+  for (std::string item; std::getline(list, item, ',');) hidden.push_back(std::stoll(item));
+  auto a = y["init_args"];
+  auto init = a["init_nets"][0]["dense_config"];
+  init["output_size"] = s.embed;
+  init["hidden_layers"] = YAML::Load("[" + std::to_string(s.embed) + "]");
+  auto enc = a["encoder"]["init_args"];
+  enc["num_layers"] = s.layers;
+  enc["embed_dim"] = s.embed;
+  enc["out_dim"] = s.out;
+  enc["attn_type"] = "torch-math";
+  enc["attn_kwargs"]["num_heads"] = s.heads;
+  a["pool_net"]["init_args"]["input_size"] = s.out;
+  for (auto task : a["tasks"]["init_args"]["modules"]) {
+    auto args = task["init_args"];
+    auto dense = args["dense_config"];
+    const bool pairwise = task["class_path"].as<std::string>() == "salt.models.VertexingTask";
+    dense["input_size"] = pairwise ? 2 * s.out : s.out;
+    dense["hidden_layers"] = salt::config::copy_tree(hidden);
+    if (dense["context_size"]) dense["context_size"] = s.out;
+    if (args["use_class_dict"]) args["use_class_dict"] = false;
+  }
+  a["tasks"]["init_args"]["modules"][0]["init_args"]["class_names"] = YAML::Load("[bjets, cjets, ujets, taujets]");
   return y;
 }
 
@@ -149,7 +119,7 @@ Result run_salt_cpp(const Size& s, int64_t length, int64_t iters, const Setup& s
   ctx.norm = {{"jets", {std::vector<float>(2, 0.f), std::vector<float>(2, 1.f)}},
               {"tracks", {std::vector<float>(19, 0.f), std::vector<float>(19, 1.f)}}};
   ctx.name = "GN2";
-  auto model = build_model(YAML::Load(model_yaml(s)), ctx);
+  auto model = build_model(model_yaml(s), ctx);
   model->to(setup.device);
   model->train();
 

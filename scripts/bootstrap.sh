@@ -12,7 +12,7 @@ packages=(
   libhdf5-dev hdf5-plugin-lzf hdf5-filter-plugin liblzf-dev
   libgtest-dev libgmock-dev
   python3-torch python3-h5py  # tests cross-check against PyTorch and h5py themselves
-  slurm-wlm slurmctld slurmd slurm-client munge  # tests/slurm start a real single-node Slurm
+  slurm-wlm slurmctld slurmd slurm-client munge  # tests/submit start a real single-node Slurm
 )
 
 missing=()

@@ -3,7 +3,6 @@
 #include <map>
 #include <set>
 
-#include "config/yaml_util.h"
 
 namespace salt::callbacks {
 namespace {
@@ -22,17 +21,16 @@ bool register_callback(CallbackRegistration r) {
   return true;
 }
 
-CallbackList make_callbacks(const std::vector<YAML::Node>& configured, const training::TrainerConfig& trainer) {
+CallbackList make_callbacks(const std::vector<config::ComponentNode>& configured, const training::TrainerConfig& trainer) {
   CallbackList list;
   std::set<std::string> present;
   for (const auto& node : configured) {
-    const auto* spec = config::components().find(config::class_path_of(node));
+    const auto* spec = config::components().find(node.class_path);
     if (!spec) continue;  // validated configs name registered classes only
     present.insert(spec->class_path);
     auto it = registrations().find(spec->class_path);
     if (it == registrations().end() || !it->second.build) continue;
-    auto args = config::get(node, "init_args");
-    list.add(it->second.build(args.IsDefined() && !args.IsNull() ? args : YAML::Node(YAML::NodeType::Map)));
+    list.add(it->second.build(node.init_args));
   }
   for (const auto& [class_path, r] : registrations())
     if (r.build && r.default_when && !present.count(class_path) && r.default_when(trainer))

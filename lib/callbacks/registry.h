@@ -29,9 +29,8 @@ struct CallbackRegistration {
 
 bool register_callback(CallbackRegistration registration);
 
-// The callbacks of a run: the configured ones (validated {class_path, init_args}
-// nodes) in order, then the defaults, then the metrics logger.
-CallbackList make_callbacks(const std::vector<YAML::Node>& configured, const training::TrainerConfig& trainer);
+// The callbacks of a run: the configured ones (trainer.callbacks) in order, then the defaults, then the metrics logger.
+CallbackList make_callbacks(const std::vector<config::ComponentNode>& configured, const training::TrainerConfig& trainer);
 
 // The metrics logger every run has (<run>/metrics.csv), defined in metrics_writer.cpp.
 std::unique_ptr<Callback> make_metrics_writer();

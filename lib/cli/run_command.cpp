@@ -14,7 +14,6 @@
 #include "training/evaluate.h"
 #include "training/fit.h"
 #include "training/threads.h"
-#include "training/trainer_config.h"
 
 namespace salt::cli {
 
@@ -24,9 +23,8 @@ namespace {
 // N workers itself (same command) and supervises them. Returns nullopt when this
 // process should train itself (one device, or a launcher already set it up).
 std::optional<int> launch_local_workers(const std::string& command, const std::vector<std::string>& args,
-                                        const YAML::Node& config) {
+                                        const config::TrainerConfig& trainer) {
   if (command != "fit") return std::nullopt;
-  const auto trainer = training::trainer_config_from_yaml(config);
   if (trainer.num_devices * trainer.num_nodes <= 1) return std::nullopt;
   if (dist::launched_externally(dist::read_dist_env(dist::process_environment()))) return std::nullopt;
   if (trainer.num_nodes > 1)
@@ -53,17 +51,17 @@ int run_config_command(const std::string& command, const std::vector<std::string
     std::cout << config::to_yaml(resolved.config);
     return 0;
   }
-  if (auto code = launch_local_workers(command, args, resolved.config)) return *code;
+  if (auto code = launch_local_workers(command, args, resolved.run.trainer)) return *code;
   install_stop_handlers();
   const int threads = training::configure_torch_threads();
   spdlog::info("computing with {} CPU thread(s) (set OMP_NUM_THREADS to change)", threads);
   if (command == "fit") {
     training::FitHooks hooks;
-    const auto& c = resolved.config;
-    hooks.before_start = [&c](const std::filesystem::path& run_dir) {
+    const auto& run = resolved.run;
+    hooks.before_start = [&run](const std::filesystem::path& run_dir) {
       GitCheckOptions git;
-      git.force = c["force"].as<bool>();
-      git.tag = c["tag"].as<bool>();
+      git.force = run.force;
+      git.tag = run.tag;
       git.logs_root = run_dir.parent_path();
       return check_git_and_tag(run_dir, git);
     };

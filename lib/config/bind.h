@@ -120,6 +120,33 @@ struct Codec<YAML::Node> {
   static YAML::Node decode(const YAML::Node& n) { return n; }
 };
 
+// A validated component, {class_path: C, init_args: {...}}: what a builder
+// (models::build_component, callbacks::make_callbacks) dispatches on.
+struct ComponentNode {
+  std::string class_path;
+  YAML::Node init_args{YAML::NodeType::Map};
+};
+
+template <>
+struct Codec<ComponentNode> {
+  static TypeP type() { return t_any(); }
+  static YAML::Node encode(const ComponentNode& c) {
+    YAML::Node out(YAML::NodeType::Map);
+    out["class_path"] = c.class_path;
+    out["init_args"] = c.init_args;
+    return out;
+  }
+  static ComponentNode decode(const YAML::Node& n) {
+    ComponentNode c;
+    if (n.IsScalar()) return c.class_path = n.Scalar(), c;  // the short form, before validation
+    for (const auto& kv : n) {
+      if (kv.first.Scalar() == "class_path") c.class_path = kv.second.Scalar();
+      if (kv.first.Scalar() == "init_args" && kv.second.IsMap()) c.init_args.reset(kv.second);
+    }
+    return c;
+  }
+};
+
 // Stores a decoded value. YAML::Node's operator= writes *through* a node shared
 // with the prototype (it aliases), so nodes are rebound instead.
 template <class T>
@@ -144,6 +171,15 @@ class Binding {
     S proto = prototype_;
     Field f{std::move(name), type ? std::move(type) : Codec<T>::type(), Codec<T>::encode(get(proto)), std::move(help)};
     return add(std::move(f), [get](S& s, const YAML::Node& n) { assign(get(s), Codec<T>::decode(n)); });
+  }
+
+  // Key bound to a member whose default the prototype holds, stored by a
+  // hand-written reader (a value with conventions, e.g. Lightning's precision names).
+  template <class Get>
+  Binding& arg(std::string name, Get get, std::string help, TypeP type, Reader read) {
+    using T = std::decay_t<decltype(get(std::declval<S&>()))>;
+    S proto = prototype_;
+    return add(Field{std::move(name), std::move(type), Codec<T>::encode(get(proto)), std::move(help)}, std::move(read));
   }
 
   // A key that must be given (the prototype's value is a placeholder).
@@ -197,6 +233,10 @@ class Binding {
   // Why the last (unbound, fully supported) key needs no member: who reads it.
   Binding& read_elsewhere(const std::string& why) { return fields_.back().note = why, *this; }
 
+  // Runs after every key is read: settings that depend on several keys
+  // (Lightning's max_epochs: null means 1000 unless max_steps is set).
+  Binding& finally(std::function<void(S&)> step) { return finish_.push_back(std::move(step)), *this; }
+
   TypeP type() const { return t_struct(fields_); }
   const std::vector<Field>& fields() const { return fields_; }
   const S& prototype() const { return prototype_; }
@@ -214,6 +254,7 @@ class Binding {
       for (const auto& kv : validated)
         if (kv.first.Scalar() == fields_[i].name) readers_[i](base, kv.second);
     }
+    for (const auto& step : finish_) step(base);
     return base;
   }
   S read(const YAML::Node& validated) const { return read(validated, prototype_); }
@@ -229,6 +270,7 @@ class Binding {
   S prototype_;
   std::vector<Field> fields_;
   std::vector<Reader> readers_;
+  std::vector<std::function<void(S&)>> finish_;
 };
 
 }  // namespace salt::config

@@ -108,7 +108,8 @@ ResolvedConfig resolve(const std::string& base_file, const std::vector<ConfigOp>
   auto composed = compose(base_file, ops);
   auto validated = validate(composed.tree, composed.origins);
   apply_links(validated.resolved);
-  return {validated.resolved, composed.origins, validated.warnings};
+  auto run = read_run_config(validated.resolved);
+  return {validated.resolved, std::move(run), composed.origins, validated.warnings};
 }
 
 std::string find_base_config() {

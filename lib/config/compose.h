@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "config/origins.h"
+#include "config/run_config.h"
 
 namespace salt::config {
 
@@ -31,12 +32,13 @@ struct Composed {
 Composed compose(const std::string& base_file, const std::vector<ConfigOp>& ops);
 
 struct ResolvedConfig {
-  YAML::Node config;  // validated, all defaults explicit
+  YAML::Node config;  // validated, all defaults explicit: what --print_config prints
+  RunConfig run;      // the same as typed settings
   Origins origins;
   std::vector<std::string> warnings;
 };
 
-// compose + validate + links.
+// compose + validate + links + typed settings.
 ResolvedConfig resolve(const std::string& base_file, const std::vector<ConfigOp>& ops);
 
 // Where configs/base.yaml is: $SALT_BASE_CONFIG, else next to the binary

@@ -1,40 +1,9 @@
-// salt's `data:` section as a plain struct, with salt's defaults for absent keys
-// (configs/base.yaml + SaltDataModule). The config layer validates types upstream;
-// this only reads.
+// The data settings live with the rest of the schema in lib/config; the data
+// code knows them by these names.
 #pragma once
-#include <yaml-cpp/yaml.h>
-
-#include <cstdint>
-#include <map>
-#include <optional>
-#include <string>
-#include <vector>
+#include "config/data_config.h"
 
 namespace salt::data {
-
-struct DataConfig {
-  std::string train_file, val_file, test_file;  // "" when absent
-  std::string norm_dict, class_dict;            // "" when absent
-  std::map<std::string, std::vector<std::string>> variables;  // input -> variables
-  std::vector<std::string> input_order;                       // inputs in the order of the YAML
-  std::string global_object = "jets";
-  std::map<std::string, std::string> input_map;  // input -> dataset; filled with identity for every input
-  std::map<std::string, int64_t> num_inputs;
-  int64_t batch_size = 1000;
-  int num_workers = 8;
-  int64_t num_train = -1, num_val = -1, num_test = -1;
-  std::optional<std::string> move_files_temp;
-  std::optional<std::string> test_suff;
-  bool pin_memory = true;  // effective only with CUDA
-  bool persistent_workers = true;
-  int prefetch_factor = 2;
-  bool non_finite_to_num = false;
-  bool ignore_finite_checks = false;
-
-  // The dataset name of an input (input_map, else the input name itself).
-  std::string dataset_of(const std::string& input) const;
-};
-
-DataConfig data_config_from_yaml(const YAML::Node& data_section);
-
+using config::data_config_from_yaml;
+using config::DataConfig;
 }  // namespace salt::data

@@ -1,3 +1,7 @@
+// h5_file.h implementation, part 1: handles (Id), the HDF5 lock (Guard) and error
+// messages, File and Dataset members, create_dataset and guess_chunk.
+// Element types: h5_types.cpp; filters and LZF: h5_filters.cpp; attributes:
+// h5_attributes.cpp; helpers shared among them: h5_internal.h.
 #include "data/h5_file.h"
 
 #include <fmt/format.h>
@@ -11,13 +15,17 @@
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
-#include <numeric>
 
 #include "core/errors.h"
+#include "data/h5_internal.h"
 
 namespace salt::data::h5 {
 
 namespace fs = std::filesystem;
+
+using detail::fail;
+using detail::space_id;
+using detail::type_id;
 
 // --- handles, locking, errors ---------------------------------------------------------
 
@@ -123,7 +131,7 @@ std::string last_error() {
   return msg;
 }
 
-namespace {
+namespace detail {
 
 [[noreturn]] void fail(const std::string& what) {
   std::string detail = last_error();
@@ -131,444 +139,13 @@ namespace {
   throw InputError(detail.empty() ? what : what + ": " + detail);
 }
 
-Id type_id(hid_t t) { return Id(t, H5Tclose); }
-Id space_id(hid_t s) { return Id(s, H5Sclose); }
+}  // namespace detail
+
+namespace {
+
 Id plist_id(hid_t p) { return Id(p, H5Pclose); }
 
-std::string member_name(hid_t type, unsigned i) {
-  char* raw = H5Tget_member_name(type, i);
-  std::string name = raw ? raw : "";
-  if (raw) H5free_memory(raw);
-  return name;
-}
-
-FieldType classify(hid_t t) {
-  H5T_class_t cls = H5Tget_class(t);
-  int size = static_cast<int>(H5Tget_size(t));
-  bool little = H5Tget_order(t) != H5T_ORDER_BE;
-  switch (cls) {
-    case H5T_FLOAT: {
-      if (!little) return {};
-      if (size == 2) {
-        size_t spos, epos, esize, mpos, msize;
-        H5Tget_fields(t, &spos, &epos, &esize, &mpos, &msize);
-        if (spos == 15 && epos == 10 && esize == 5 && mpos == 0 && msize == 10 && H5Tget_ebias(t) == 15)
-          return kF2;
-        return {};
-      }
-      if (size == 4 || size == 8) return {Kind::Float, size};
-      return {};
-    }
-    case H5T_INTEGER:
-    case H5T_BITFIELD: {
-      if (!little && size > 1) return {};
-      if (size != 1 && size != 2 && size != 4 && size != 8) return {};
-      bool is_signed = cls == H5T_INTEGER && H5Tget_sign(t) == H5T_SGN_2;
-      return {is_signed ? Kind::Int : Kind::UInt, size};
-    }
-    case H5T_ENUM: {
-      Id super = type_id(H5Tget_super(t));
-      FieldType base = classify(super.get());
-      if (!base.is_integer()) return {};
-      if (base.size == 1 && H5Tget_nmembers(t) == 2) {
-        std::string a = member_name(t, 0), b = member_name(t, 1);
-        if ((a == "FALSE" && b == "TRUE") || (a == "TRUE" && b == "FALSE")) return kBool;
-      }
-      return base;  // other enums: their integer values
-    }
-    default:
-      return {};
-  }
-}
-
 }  // namespace
-
-// --- element types ---------------------------------------------------------------------
-
-std::string FieldType::str() const {
-  switch (kind) {
-    case Kind::Float: return fmt::format("f{}", size);
-    case Kind::Int: return fmt::format("i{}", size);
-    case Kind::UInt: return fmt::format("u{}", size);
-    case Kind::Bool: return "bool";
-    default: return "unsupported";
-  }
-}
-
-FieldType FieldType::parse(const std::string& s) {
-  if (s == "bool") return kBool;
-  if (s.size() == 2) {
-    int size = s[1] - '0';
-    if (size == 1 || size == 2 || size == 4 || size == 8) {
-      if (s[0] == 'f' && size >= 2) return {Kind::Float, size};
-      if (s[0] == 'i') return {Kind::Int, size};
-      if (s[0] == 'u') return {Kind::UInt, size};
-    }
-  }
-  throw InputError(fmt::format("Unknown field type '{}' (expected f2/f4/f8/i1/i2/i4/i8/u1/u2/u4/u8/bool)", s));
-}
-
-Id make_type(FieldType t) {
-  Guard guard;
-  hid_t base = -1;
-  switch (t.kind) {
-    case Kind::Float:
-      if (t.size == 2) {
-        // h5py's float16: IEEE single narrowed to sign 15, exponent 10..14, mantissa 0..9.
-        Id half = type_id(H5Tcopy(H5T_IEEE_F32LE));
-        H5Tset_fields(half.get(), 15, 10, 5, 0, 10);
-        H5Tset_size(half.get(), 2);
-        H5Tset_ebias(half.get(), 15);
-        return half;
-      }
-      base = t.size == 4 ? H5T_IEEE_F32LE : H5T_IEEE_F64LE;
-      break;
-    case Kind::Int:
-      base = t.size == 1 ? H5T_STD_I8LE : t.size == 2 ? H5T_STD_I16LE : t.size == 4 ? H5T_STD_I32LE : H5T_STD_I64LE;
-      break;
-    case Kind::UInt:
-      base = t.size == 1 ? H5T_STD_U8LE : t.size == 2 ? H5T_STD_U16LE : t.size == 4 ? H5T_STD_U32LE : H5T_STD_U64LE;
-      break;
-    case Kind::Bool: {
-      // h5py stores numpy bools as an int8 enum {FALSE: 0, TRUE: 1}.
-      Id e = type_id(H5Tenum_create(H5T_NATIVE_INT8));
-      int8_t no = 0, yes = 1;
-      H5Tenum_insert(e.get(), "FALSE", &no);
-      H5Tenum_insert(e.get(), "TRUE", &yes);
-      return e;
-    }
-    default:
-      throw InputError("make_type: unsupported field type");
-  }
-  return type_id(H5Tcopy(base));
-}
-
-const Field* CompoundLayout::find(const std::string& name) const {
-  for (const auto& f : fields)
-    if (f.name == name) return &f;
-  return nullptr;
-}
-
-std::vector<std::string> CompoundLayout::names() const {
-  std::vector<std::string> out;
-  for (const auto& f : fields) out.push_back(f.name);
-  return out;
-}
-
-CompoundLayout describe_compound(hid_t type, const std::string& where) {
-  Guard guard;
-  if (H5Tget_class(type) != H5T_COMPOUND) throw InputError(fmt::format("{} is not a compound (structured) dataset", where));
-  CompoundLayout out;
-  out.record_size = H5Tget_size(type);
-  int n = H5Tget_nmembers(type);
-  for (int i = 0; i < n; ++i) {
-    Field f;
-    f.name = member_name(type, static_cast<unsigned>(i));
-    f.offset = H5Tget_member_offset(type, static_cast<unsigned>(i));
-    Id mt = type_id(H5Tget_member_type(type, static_cast<unsigned>(i)));
-    f.type = classify(mt.get());
-    out.fields.push_back(std::move(f));
-  }
-  return out;
-}
-
-CompoundBuilder& CompoundBuilder::add(const std::string& name, FieldType t) {
-  members_.push_back({name, t, -1, static_cast<size_t>(t.size)});
-  return *this;
-}
-
-CompoundBuilder& CompoundBuilder::add(const std::string& name, hid_t type) {
-  Guard guard;
-  auto owned = std::make_shared<Id>(type_id(H5Tcopy(type)));
-  owned_.push_back(owned);
-  members_.push_back({name, classify(type), owned->get(), H5Tget_size(type)});
-  return *this;
-}
-
-Id CompoundBuilder::build() const {
-  Guard guard;
-  size_t total = 0;
-  for (const auto& m : members_) total += m.size;
-  Id t = type_id(H5Tcreate(H5T_COMPOUND, total));
-  size_t off = 0;
-  for (const auto& m : members_) {
-    if (m.copied >= 0) {
-      H5Tinsert(t.get(), m.name.c_str(), off, m.copied);
-    } else {
-      Id mt = make_type(m.t);
-      H5Tinsert(t.get(), m.name.c_str(), off, mt.get());
-    }
-    off += m.size;
-  }
-  return t;
-}
-
-CompoundLayout CompoundBuilder::layout() const {
-  CompoundLayout out;
-  for (const auto& m : members_) {
-    out.fields.push_back({m.name, out.record_size, m.t});
-    out.record_size += m.size;
-  }
-  return out;
-}
-
-// --- filters -----------------------------------------------------------------------------
-
-std::string to_string(Compression c) {
-  switch (c) {
-    case Compression::None: return "none";
-    case Compression::Lzf: return "lzf";
-    case Compression::Gzip: return "gzip";
-  }
-  return "?";
-}
-
-Compression parse_compression(const std::string& s) {
-  if (s == "none" || s.empty()) return Compression::None;
-  if (s == "lzf") return Compression::Lzf;
-  if (s == "gzip") return Compression::Gzip;
-  throw InputError(fmt::format("Unknown compression '{}' (choose none, lzf or gzip)", s));
-}
-
-std::string filter_name(H5Z_filter_t id) {
-  switch (id) {
-    case H5Z_FILTER_DEFLATE: return "gzip (HDF5 filter 1)";
-    case H5Z_FILTER_SHUFFLE: return "shuffle (HDF5 filter 2)";
-    case H5Z_FILTER_FLETCHER32: return "fletcher32 (HDF5 filter 3)";
-    case H5Z_FILTER_SZIP: return "szip (HDF5 filter 4)";
-    case 32000: return "LZF (HDF5 filter 32000)";
-    case 32001: return "Blosc (HDF5 filter 32001)";
-    case 32004: return "LZ4 (HDF5 filter 32004)";
-    case 32008: return "Bitshuffle (HDF5 filter 32008)";
-    case 32015: return "Zstandard (HDF5 filter 32015)";
-    default: return fmt::format("HDF5 filter {}", id);
-  }
-}
-
-std::string filter_package(H5Z_filter_t id) {
-  if (id == 32000) return "hdf5-plugin-lzf";
-  if (id == 32001 || id == 32004 || id == 32008 || id == 32015) return "hdf5-filter-plugin";
-  if (id == H5Z_FILTER_SZIP) return "libaec0 (HDF5 built with szip)";
-  return "";
-}
-
-bool filter_available(H5Z_filter_t id) {
-  Guard guard;
-  // H5Zfilter_avail also tries to load a plugin from HDF5_PLUGIN_PATH.
-  htri_t avail = H5Zfilter_avail(id);
-  H5Eclear2(H5E_DEFAULT);
-  if (avail <= 0) return false;
-  unsigned config = 0;
-  if (H5Zget_filter_info(id, &config) < 0) return false;
-  return (config & H5Z_FILTER_CONFIG_DECODE_ENABLED) != 0;
-}
-
-namespace {
-
-// The LZF filter format of h5py (lzf_filter.c, filter version 4): cd_values =
-// {4, LZF library version 0x0105, chunk size in bytes}; each chunk is one raw lzf
-// stream. Compression that fails to shrink a chunk returns 0, and since the filter
-// is optional HDF5 then stores that chunk uncompressed (flagged in its filter mask).
-constexpr unsigned kLzfFilterVersion = 4;
-constexpr unsigned kLzfLibVersion = 0x0105;
-
-herr_t lzf_set_local(hid_t dcpl, hid_t type, hid_t) {
-  unsigned flags = 0;
-  size_t nelements = 8;
-  unsigned values[8] = {};
-  if (H5Pget_filter_by_id2(dcpl, kLzfFilter, &flags, &nelements, values, 0, nullptr, nullptr) < 0) return -1;
-  if (nelements < 3) nelements = 3;
-  values[0] = kLzfFilterVersion;
-  values[1] = kLzfLibVersion;
-  hsize_t dims[32];
-  int ndims = H5Pget_chunk(dcpl, 32, dims);
-  if (ndims < 0) return -1;
-  size_t bytes = H5Tget_size(type);
-  for (int i = 0; i < ndims; ++i) bytes *= dims[i];
-  values[2] = static_cast<unsigned>(bytes);
-  return H5Pmodify_filter(dcpl, kLzfFilter, flags, nelements, values) < 0 ? -1 : 1;
-}
-
-size_t lzf_filter_fn(unsigned flags, size_t cd_nelmts, const unsigned cd_values[], size_t nbytes, size_t* buf_size,
-                     void** buf) {
-  if (!(flags & H5Z_FLAG_REVERSE)) {
-    size_t out_size = *buf_size;
-    void* out = std::malloc(out_size);
-    if (!out) return 0;
-    unsigned status = lzf_compress(*buf, static_cast<unsigned>(nbytes), out, static_cast<unsigned>(out_size));
-    if (status == 0) {
-      std::free(out);
-      return 0;  // did not shrink: the optional filter is skipped for this chunk
-    }
-    std::free(*buf);
-    *buf = out;
-    *buf_size = out_size;
-    return status;
-  }
-  size_t out_size = (cd_nelmts >= 3 && cd_values[2] != 0) ? cd_values[2] : *buf_size;
-  for (;;) {
-    void* out = std::malloc(out_size);
-    if (!out) return 0;
-    unsigned status = lzf_decompress(*buf, static_cast<unsigned>(nbytes), out, static_cast<unsigned>(out_size));
-    if (status != 0) {
-      std::free(*buf);
-      *buf = out;
-      *buf_size = out_size;
-      return status;
-    }
-    std::free(out);
-    if (errno != E2BIG) return 0;
-    out_size += *buf_size;
-  }
-}
-
-}  // namespace
-
-bool ensure_lzf_for_writing() {
-  if (filter_available(kLzfFilter)) return true;
-  Guard guard;
-  static const H5Z_class2_t lzf_class = {
-      H5Z_CLASS_T_VERS, kLzfFilter, 1, 1, "lzf", nullptr, lzf_set_local, lzf_filter_fn,
-  };
-  if (H5Zregister(&lzf_class) < 0) {
-    H5Eclear2(H5E_DEFAULT);
-    return false;
-  }
-  return true;
-}
-
-// --- attributes ------------------------------------------------------------------------------
-
-namespace {
-
-YAML::Node read_one_attribute(hid_t attr) {
-  Id type = type_id(H5Aget_type(attr));
-  Id space = space_id(H5Aget_space(attr));
-  int rank = H5Sget_simple_extent_ndims(space.get());
-  hssize_t n = H5Sget_simple_extent_npoints(space.get());
-  if (rank > 1 || n < 0) return {};
-  bool scalar = rank == 0;
-  auto as_node = [&](auto values) {
-    if (scalar && !values.empty()) return YAML::Node(values[0]);
-    YAML::Node seq(YAML::NodeType::Sequence);
-    for (const auto& v : values) seq.push_back(v);
-    return seq;
-  };
-  H5T_class_t cls = H5Tget_class(type.get());
-  if (cls == H5T_STRING) {
-    std::vector<std::string> values;
-    if (H5Tis_variable_str(type.get()) > 0) {
-      Id mem = type_id(H5Tcopy(H5T_C_S1));
-      H5Tset_size(mem.get(), H5T_VARIABLE);
-      H5Tset_cset(mem.get(), H5Tget_cset(type.get()));
-      std::vector<char*> raw(static_cast<size_t>(n), nullptr);
-      if (H5Aread(attr, mem.get(), raw.data()) < 0) return {};
-      for (char* s : raw) values.emplace_back(s ? s : "");
-      H5Dvlen_reclaim(mem.get(), space.get(), H5P_DEFAULT, raw.data());
-    } else {
-      size_t size = H5Tget_size(type.get());
-      std::vector<char> raw(size * static_cast<size_t>(n) + 1, '\0');
-      if (H5Aread(attr, type.get(), raw.data()) < 0) return {};
-      for (hssize_t i = 0; i < n; ++i) {
-        std::string s(raw.data() + i * size, size);
-        s.erase(s.find_last_not_of('\0') + 1);
-        values.push_back(s);
-      }
-    }
-    return as_node(values);
-  }
-  if (cls == H5T_INTEGER) {
-    std::vector<int64_t> values(static_cast<size_t>(n));
-    if (H5Aread(attr, H5T_NATIVE_INT64, values.data()) < 0) return {};
-    return as_node(values);
-  }
-  if (cls == H5T_FLOAT) {
-    std::vector<double> values(static_cast<size_t>(n));
-    if (H5Aread(attr, H5T_NATIVE_DOUBLE, values.data()) < 0) return {};
-    return as_node(values);
-  }
-  if (cls == H5T_ENUM && classify(type.get()) == kBool) {
-    std::vector<int8_t> raw(static_cast<size_t>(n));
-    if (H5Aread(attr, type.get(), raw.data()) < 0) return {};
-    std::vector<bool> values(raw.begin(), raw.end());
-    if (scalar) return YAML::Node(static_cast<bool>(raw[0]));
-    YAML::Node seq(YAML::NodeType::Sequence);
-    for (bool v : values) seq.push_back(v);
-    return seq;
-  }
-  return {};
-}
-
-void delete_attr_if_exists(hid_t obj, const std::string& name) {
-  if (H5Aexists(obj, name.c_str()) > 0) H5Adelete(obj, name.c_str());
-}
-
-void write_attr_raw(hid_t obj, const std::string& name, hid_t type, hid_t space, const void* data) {
-  delete_attr_if_exists(obj, name);
-  Id attr(H5Acreate2(obj, name.c_str(), type, space, H5P_DEFAULT, H5P_DEFAULT), H5Aclose);
-  if (!attr.valid() || H5Awrite(attr.get(), type, data) < 0) fail(fmt::format("Cannot write attribute '{}'", name));
-}
-
-Id vlen_utf8() {
-  Id t = type_id(H5Tcopy(H5T_C_S1));
-  H5Tset_size(t.get(), H5T_VARIABLE);
-  H5Tset_cset(t.get(), H5T_CSET_UTF8);
-  return t;
-}
-
-}  // namespace
-
-YAML::Node read_attributes(hid_t obj) {
-  Guard guard;
-  YAML::Node out(YAML::NodeType::Map);
-  H5O_info_t info;
-  if (H5Oget_info2(obj, &info, H5O_INFO_NUM_ATTRS) < 0) fail("Cannot list attributes");
-  for (hsize_t i = 0; i < info.num_attrs; ++i) {
-    Id attr(H5Aopen_by_idx(obj, ".", H5_INDEX_CRT_ORDER, H5_ITER_INC, i, H5P_DEFAULT, H5P_DEFAULT), H5Aclose);
-    if (!attr.valid()) {  // no creation-order index: fall back to name order
-      H5Eclear2(H5E_DEFAULT);
-      attr = Id(H5Aopen_by_idx(obj, ".", H5_INDEX_NAME, H5_ITER_INC, i, H5P_DEFAULT, H5P_DEFAULT), H5Aclose);
-    }
-    if (!attr.valid()) continue;
-    ssize_t len = H5Aget_name(attr.get(), 0, nullptr);
-    std::string name(static_cast<size_t>(len), '\0');
-    H5Aget_name(attr.get(), name.size() + 1, name.data());
-    YAML::Node value = read_one_attribute(attr.get());
-    H5Eclear2(H5E_DEFAULT);
-    if (value.IsDefined() && !value.IsNull()) out[name] = value;
-  }
-  return out;
-}
-
-void write_attr(hid_t obj, const std::string& name, const std::string& value) {
-  Guard guard;
-  Id type = vlen_utf8();
-  Id space = space_id(H5Screate(H5S_SCALAR));
-  const char* ptr = value.c_str();
-  write_attr_raw(obj, name, type.get(), space.get(), &ptr);
-}
-
-void write_attr(hid_t obj, const std::string& name, int64_t value) {
-  Guard guard;
-  Id space = space_id(H5Screate(H5S_SCALAR));
-  write_attr_raw(obj, name, H5T_STD_I64LE, space.get(), &value);
-}
-
-void write_attr(hid_t obj, const std::string& name, double value) {
-  Guard guard;
-  Id space = space_id(H5Screate(H5S_SCALAR));
-  write_attr_raw(obj, name, H5T_IEEE_F64LE, space.get(), &value);
-}
-
-void write_attr(hid_t obj, const std::string& name, const std::vector<std::string>& values) {
-  Guard guard;
-  Id type = vlen_utf8();
-  hsize_t n = values.size();
-  Id space = space_id(H5Screate_simple(1, &n, nullptr));
-  std::vector<const char*> ptrs;
-  for (const auto& v : values) ptrs.push_back(v.c_str());
-  write_attr_raw(obj, name, type.get(), space.get(), ptrs.data());
-}
 
 // --- files ---------------------------------------------------------------------------------------
 
@@ -916,59 +493,6 @@ Dataset create_dataset(const File& file, const std::string& name, hid_t type, co
   Id ds(H5Dcreate2(file.id(), name.c_str(), type, space.get(), H5P_DEFAULT, dcpl.get(), H5P_DEFAULT), H5Dclose);
   if (!ds.valid()) fail(fmt::format("Cannot create dataset '{}' in {}", name, file.shown().string()));
   return Dataset(std::move(ds), name, file.shown());  // the name for messages only
-}
-
-// --- float16 --------------------------------------------------------------------------------------
-
-float half_to_float(uint16_t h) {
-  uint32_t sign = static_cast<uint32_t>(h & 0x8000u) << 16;
-  uint32_t exp = (h >> 10) & 0x1fu;
-  uint32_t mant = h & 0x3ffu;
-  uint32_t bits;
-  if (exp == 0) {
-    if (mant == 0) {
-      bits = sign;
-    } else {  // subnormal: normalise
-      int e = -1;
-      do {
-        ++e;
-        mant <<= 1;
-      } while (!(mant & 0x400u));
-      bits = sign | (static_cast<uint32_t>(127 - 15 - e) << 23) | ((mant & 0x3ffu) << 13);
-    }
-  } else if (exp == 0x1f) {
-    bits = sign | 0x7f800000u | (mant << 13);
-  } else {
-    bits = sign | ((exp + 127 - 15) << 23) | (mant << 13);
-  }
-  float f;
-  std::memcpy(&f, &bits, sizeof f);
-  return f;
-}
-
-uint16_t float_to_half(float f) {
-  uint32_t x;
-  std::memcpy(&x, &f, sizeof x);
-  uint32_t sign = (x >> 16) & 0x8000u;
-  uint32_t exp = (x >> 23) & 0xffu;
-  uint32_t mant = x & 0x7fffffu;
-  if (exp == 0xff) return static_cast<uint16_t>(sign | 0x7c00u | (mant ? 0x200u : 0u));
-  int e = static_cast<int>(exp) - 127 + 15;
-  if (e >= 0x1f) return static_cast<uint16_t>(sign | 0x7c00u);  // overflow -> inf
-  if (e <= 0) {
-    if (e < -10) return static_cast<uint16_t>(sign);
-    mant |= 0x800000u;
-    uint32_t shift = static_cast<uint32_t>(14 - e);
-    uint32_t half_mant = mant >> shift;
-    uint32_t rem = mant & ((1u << shift) - 1);
-    uint32_t halfway = 1u << (shift - 1);
-    if (rem > halfway || (rem == halfway && (half_mant & 1u))) ++half_mant;
-    return static_cast<uint16_t>(sign | half_mant);
-  }
-  uint32_t half = sign | (static_cast<uint32_t>(e) << 10) | (mant >> 13);
-  uint32_t rem = mant & 0x1fffu;
-  if (rem > 0x1000u || (rem == 0x1000u && (half & 1u))) ++half;  // may carry into exponent: correct
-  return static_cast<uint16_t>(half);
 }
 
 }  // namespace salt::data::h5

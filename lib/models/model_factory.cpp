@@ -12,8 +12,9 @@ namespace {
 
 // salt.models.SaltModel's arguments: components, built by category below.
 struct SaltModelConfig {
-  std::vector<YAML::Node> init_nets;
-  YAML::Node tasks{YAML::NodeType::Null}, encoder{YAML::NodeType::Null}, pool_net{YAML::NodeType::Null};
+  std::vector<YAML::Node> init_nets;  // read by init_net_binding()
+  config::ComponentNode tasks;
+  std::optional<config::ComponentNode> encoder, pool_net;
 };
 
 const config::Binding<SaltModelConfig>& salt_model_binding() {
@@ -40,7 +41,7 @@ const config::Binding<SaltModelConfig>& salt_model_binding() {
 }
 
 struct ModuleListConfig {
-  std::vector<YAML::Node> modules;
+  std::vector<config::ComponentNode> modules;
 };
 
 const config::Binding<ModuleListConfig>& task_list_binding() {
@@ -79,8 +80,9 @@ InputNorm build_norm(const ModelContext& ctx) {
 SaltWrapper build_model(const YAML::Node& raw, const ModelContext& ctx, const std::string& path) {
   // Configs from config::resolve are valid already; YAML from elsewhere (tests,
   // benchmarks, scripts) gets the same checks, defaults and merge keys here.
-  const auto node = config::validate_component(config::copy_tree(raw), "model", path);
-  const auto m = salt_model_binding().read(config::get(node, "init_args"));
+  const auto node = config::Codec<config::ComponentNode>::decode(
+      config::validate_component(config::copy_tree(raw), "model", path));
+  const auto m = salt_model_binding().read(node.init_args);
   const auto p = path + ".init_args";
   BuildContext bc;
   bc.model = &ctx;
@@ -95,15 +97,15 @@ SaltWrapper build_model(const YAML::Node& raw, const ModelContext& ctx, const st
 
   Transformer encoder{nullptr};
   bc.constituent_dim = embed;
-  if (!m.encoder.IsNull()) {
-    encoder = build_component<Transformer>(m.encoder, bc.at(p + ".encoder"));
+  if (m.encoder) {
+    encoder = build_component<Transformer>(*m.encoder, bc.at(p + ".encoder"));
     if (encoder->options().embed_dim() != embed)
       throw UsageError(p + ".encoder.init_args.embed_dim: " + std::to_string(encoder->options().embed_dim()) +
                        " does not match the init nets' output_size " + std::to_string(embed));
     bc.constituent_dim = encoder->out_dim();
   }
   GlobalAttentionPooling pool{nullptr};
-  if (!m.pool_net.IsNull()) pool = build_component<GlobalAttentionPooling>(m.pool_net, bc.at(p + ".pool_net"));
+  if (m.pool_net) pool = build_component<GlobalAttentionPooling>(*m.pool_net, bc.at(p + ".pool_net"));
 
   // salt appends un-pooled "global" inputs to the pooled vector.
   bc.global_dim = bc.constituent_dim;
@@ -111,7 +113,7 @@ SaltWrapper build_model(const YAML::Node& raw, const ModelContext& ctx, const st
     bc.global_dim += static_cast<int64_t>(g->second.size());
 
   const auto tp = p + ".tasks.init_args.modules";
-  const auto modules = task_list_binding().read(config::get(m.tasks, "init_args")).modules;
+  const auto modules = task_list_binding().read(m.tasks.init_args).modules;
   std::vector<std::shared_ptr<TaskImpl>> tasks;
   for (size_t i = 0; i < modules.size(); ++i)
     tasks.push_back(build_component<std::shared_ptr<TaskImpl>>(modules[i], bc.at(item(tp, i))));

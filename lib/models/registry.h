@@ -19,7 +19,6 @@
 
 #include "config/bind.h"
 #include "config/schema.h"
-#include "config/yaml_util.h"
 #include "core/errors.h"
 
 namespace salt::models {
@@ -58,16 +57,14 @@ bool register_model_component(config::ComponentSpec spec, Builder<Product> build
   return config::register_component(std::move(spec));
 }
 
-// Builds a validated {class_path, init_args} node located at ctx.path.
+// Builds a validated component located at ctx.path.
 template <class Product>
-Product build_component(const YAML::Node& node, const BuildContext& ctx) {
-  const auto class_path = config::class_path_of(node);
-  const auto* spec = config::components().find(class_path);
+Product build_component(const config::ComponentNode& node, const BuildContext& ctx) {
+  const auto* spec = config::components().find(node.class_path);
   auto& known = builders<Product>();
   auto it = spec ? known.find(spec->class_path) : known.end();
-  if (it == known.end()) throw UsageError(ctx.path + ".class_path: '" + class_path + "' cannot be used here");
-  YAML::Node args = config::get(node, "init_args");
-  return it->second(args.IsDefined() ? args : YAML::Node(YAML::NodeType::Map), ctx);
+  if (it == known.end()) throw UsageError(ctx.path + ".class_path: '" + node.class_path + "' cannot be used here");
+  return it->second(node.init_args, ctx);
 }
 
 }  // namespace salt::models

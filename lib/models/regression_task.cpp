@@ -130,7 +130,7 @@ namespace {
 struct RegressionTaskConfig : TaskBaseConfig {
   RegressionOptions reg;
   std::optional<std::vector<std::string>> target_denominators, custom_output_names;
-  YAML::Node norm_params{YAML::NodeType::Null};  // {mean, std}, checked by the builder
+  std::optional<std::map<std::string, std::vector<float>>> norm_params;  // {mean, std}, checked by the builder
 };
 
 const config::Binding<RegressionTaskConfig>& regression_binding() {
@@ -154,10 +154,6 @@ const config::Binding<RegressionTaskConfig>& regression_binding() {
   return b;
 }
 
-std::optional<std::vector<float>> floats(const YAML::Node& n) {
-  return config::Codec<std::optional<std::vector<float>>>::decode(n);
-}
-
 std::shared_ptr<TaskImpl> build_regression(const YAML::Node& init_args, const BuildContext& ctx, bool gaussian) {
   auto c = regression_binding().read(init_args);
   finish_task_base(c, ctx);
@@ -165,13 +161,13 @@ std::shared_ptr<TaskImpl> build_regression(const YAML::Node& init_args, const Bu
   r.gaussian(gaussian);
   r.target_denominators(c.target_denominators.value_or(std::vector<std::string>{}));
   r.custom_output_names(c.custom_output_names.value_or(std::vector<std::string>{}));
-  if (c.norm_params.IsMap()) {
+  if (c.norm_params) {
     const auto np = ctx.arg("norm_params");
-    for (const auto& kv : c.norm_params)
-      if (kv.first.Scalar() != "mean" && kv.first.Scalar() != "std")
-        throw UsageError(np + "." + kv.first.Scalar() + ": unknown key");
-    r.norm_mean(floats(config::get(c.norm_params, "mean")));
-    r.norm_std(floats(config::get(c.norm_params, "std")));
+    for (const auto& [key, values] : *c.norm_params) {
+      if (key == "mean") r.norm_mean(values);
+      else if (key == "std") r.norm_std(values);
+      else throw UsageError(np + "." + key + ": unknown key");
+    }
     if (!r.norm_mean() || !r.norm_std()) throw UsageError(np + ": needs both mean and std");
   }
   return std::make_shared<RegressionTaskImpl>(c.task, r);

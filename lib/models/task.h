@@ -79,7 +79,7 @@ struct BuildContext;
 // builder calls finish_task_base().
 struct TaskBaseConfig {
   TaskOptions task{"", "", DenseOptions(-1), LossOptions()};
-  YAML::Node loss{YAML::NodeType::Null};  // the validated loss component
+  config::ComponentNode loss;  // built by finish_task_base
 };
 
 template <class C>

@@ -208,12 +208,11 @@ Plan make_plan(const PlanInput& in) {
       args.insert(args.end(), run.args.begin(), run.args.end());
       auto resolved = resolve_args(args);
       auto setup = training::prepare_run(resolved.config, training::Stage::kFit);
-      const auto suffix = setup.config["log_suffix"];
-      if (!suffix.IsNull()) {
-        run.run_dir = fs::absolute(training::run_directory(setup.trainer.default_root_dir,
-                                                           setup.config["name"].as<std::string>(), suffix.Scalar(), ""))
-                          .lexically_normal();
-        if (fs::exists(run.run_dir / "config.yaml") && !setup.config["overwrite_config"].as<bool>())
+      if (setup.log_suffix) {
+        run.run_dir =
+            fs::absolute(training::run_directory(setup.trainer.default_root_dir, setup.name, *setup.log_suffix, ""))
+                .lexically_normal();
+        if (fs::exists(run.run_dir / "config.yaml") && !setup.overwrite_config)
           throw UsageError((run.run_dir / "config.yaml").string() +
                            " already exists: the job would fail at start; use another --salt_log_suffix or --tag");
       }
@@ -224,8 +223,7 @@ Plan make_plan(const PlanInput& in) {
   // same check `salt fit` runs; -f/--force skips both).
   if (!in.force) {
     if (auto repo = repro::Repository::discover(fs::current_path())) {
-      auto logs = resolve_args(plan.common_args).config["trainer"]["default_root_dir"];
-      fs::path logs_root = logs.IsNull() ? fs::path("logs") : fs::path(logs.as<std::string>());
+      const fs::path logs_root = resolve_args(plan.common_args).run.trainer.default_root_dir;
       repro::refuse_if_dirty(repro::read_state(*repo, repro::salt_output_dirs(logs_root, fs::current_path())));
     }
   }

@@ -3,6 +3,7 @@
 #include <cstdlib>
 
 #include "config/compose.h"
+#include "config/trainer_config.h"
 #include "core/errors.h"
 #include "core/signals.h"
 #include "training/fit.h"
@@ -59,12 +60,8 @@ void check_stop() {
 
 int saved_world_size(const std::string& config_yaml) {
   try {
-    auto t = YAML::Load(config_yaml)["trainer"];
-    int devices = 1;
-    if (t["devices"] && t["devices"].IsSequence()) devices = static_cast<int>(t["devices"].size());
-    else if (t["devices"] && t["devices"].Scalar() != "auto") devices = t["devices"].as<int>();
-    const int nodes = t["num_nodes"] ? t["num_nodes"].as<int>() : 1;
-    return std::max(1, devices * nodes);
+    const auto trainer = config::trainer_config_from_yaml(YAML::Load(config_yaml));
+    return std::max(1, trainer.num_devices * trainer.num_nodes);
   } catch (const std::exception&) {
     return 1;
   }

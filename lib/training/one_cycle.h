@@ -5,17 +5,12 @@
 #pragma once
 #include <cstdint>
 
+#include "config/lrs_config.h"
+
 namespace salt::training {
 
 // `model.lrs_config` as salt maps it onto OneCycleLR.
-struct LrsConfig {
-  double initial = 1e-7;
-  double max = 5e-4;
-  double end = 1e-7;
-  double pct_start = 0.1;
-  double weight_decay = 1e-5;
-  int64_t last_epoch = -1;
-};
+using config::LrsConfig;
 
 class OneCycleSchedule {
  public:

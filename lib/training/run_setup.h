@@ -48,9 +48,6 @@ RunSetup prepare_run(const YAML::Node& config, Stage stage);
 std::shared_ptr<data::H5Reader> open_reader(const RunSetup& setup, const std::string& path, int64_t num,
                                             const std::string& num_key);
 
-// model.lrs_config of a resolved config.
-LrsConfig lrs_config_from_yaml(const YAML::Node& lrs_config);
-
 // Seeds torch's generators (weights, dropout) from the run's seed.
 void seed_everything(uint64_t seed);
 

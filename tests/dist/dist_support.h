@@ -13,7 +13,7 @@
 #include <string>
 #include <thread>
 
-#include "fit/fit_support.h"
+#include "training/fit_support.h"
 #include "training/checkpoint.h"
 
 namespace salt::testing {

@@ -10,80 +10,12 @@
 #include <vector>
 
 #include "models/model_factory.h"
+#include "support/test_support.h"
 
 namespace salt::models::testing {
 
-inline const char* kGN2Yaml = R"(
-class_path: salt.models.SaltModel
-init_args:
-  init_nets:
-    - input_name: tracks
-      dense_config:
-        output_size: &embed_dim 256
-        hidden_layers: [256]
-        activation: &activation ReLU
-  encoder:
-    class_path: salt.models.Transformer
-    init_args:
-      num_layers: 4
-      embed_dim: *embed_dim
-      out_dim: &out_dim 128
-      attn_type: flash-varlen
-      norm: LayerNorm
-      do_final_norm: True
-      dense_kwargs:
-        activation: *activation
-        gated: False
-      attn_kwargs:
-        num_heads: 8
-  pool_net:
-    class_path: salt.models.GlobalAttentionPooling
-    init_args: { input_size: *out_dim }
-  tasks:
-    class_path: torch.nn.ModuleList
-    init_args:
-      modules:
-        - class_path: salt.models.ClassificationTask
-          init_args:
-            name: jets_classification
-            input_name: jets
-            label: flavour_label
-            use_class_dict: True
-            loss:
-              class_path: torch.nn.CrossEntropyLoss
-            dense_config: &task_dense_config
-              input_size: *out_dim
-              output_size: 4
-              hidden_layers: [128, 64, 32]
-              activation: *activation
-        - class_path: salt.models.ClassificationTask
-          init_args:
-            name: track_origin
-            input_name: tracks
-            label: ftagTruthOriginLabel
-            use_class_dict: True
-            weight: 0.5
-            loss:
-              class_path: torch.nn.CrossEntropyLoss
-            dense_config:
-              <<: *task_dense_config
-              output_size: 8
-              context_size: *out_dim
-        - class_path: salt.models.VertexingTask
-          init_args:
-            name: track_vertexing
-            input_name: tracks
-            label: ftagTruthVertexIndex
-            weight: 1.5
-            loss:
-              class_path: torch.nn.BCEWithLogitsLoss
-              init_args: { reduction: none }
-            dense_config:
-              <<: *task_dense_config
-              input_size: 256
-              output_size: 1
-              context_size: *out_dim
-)";
+// tests/fixtures/GN2_model.yaml, as text (tests edit it as text).
+inline const std::string kGN2Yaml = salt::testing::read_file(salt::testing::source_dir() / "tests" / "fixtures" / "GN2_model.yaml");
 
 inline const char* kDIPSYaml = R"(
 class_path: salt.models.SaltModel

@@ -1,6 +1,6 @@
 // The whole command as users run it: submit/submit_slurm (the wrapper) ->
 // `salt submit_slurm` -> sbatch. sbatch is a stand-in here that records its
-// arguments; tests/slurm submits to a real Slurm.
+// arguments; tests/submit/slurm_submit_test.cpp submits to a real Slurm.
 #include <algorithm>
 
 #include "core/errors.h"

@@ -7,7 +7,7 @@
 #include <chrono>
 #include <thread>
 
-#include "fit/fit_support.h"
+#include "training/fit_support.h"
 #include "training/checkpoint.h"
 
 namespace salt::testing {

@@ -5,7 +5,7 @@
 
 #include "core/errors.h"
 #include "data/h5_file.h"
-#include "fit/fit_support.h"
+#include "training/fit_support.h"
 #include "training/evaluate.h"
 
 namespace salt::testing {

@@ -4,7 +4,7 @@
 
 #include <fstream>
 
-#include "fit/fit_support.h"
+#include "training/fit_support.h"
 #include "training/checkpoint.h"
 
 namespace salt::testing {

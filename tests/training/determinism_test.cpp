@@ -3,7 +3,7 @@
 // seed_everything: true records the seed it drew, so the run can be repeated.
 #include <yaml-cpp/yaml.h>
 
-#include "fit/fit_support.h"
+#include "training/fit_support.h"
 #include "training/checkpoint.h"
 
 namespace salt::testing {

@@ -7,7 +7,7 @@
 
 #include <yaml-cpp/yaml.h>
 
-#include "slurm/slurm_cluster.h"
+#include "submit/slurm_cluster.h"
 #include "support/test_support.h"
 
 namespace salt::testing {

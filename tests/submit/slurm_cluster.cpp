@@ -1,4 +1,4 @@
-#include "slurm/slurm_cluster.h"
+#include "submit/slurm_cluster.h"
 
 #include <fcntl.h>
 #include <functional>

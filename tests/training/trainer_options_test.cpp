@@ -1,7 +1,7 @@
 // Lightning's trainer options as salt users set them: gradient accumulation,
 // batch limits (count and fraction), max_steps, validation interval, gradient
 // clipping, bf16 mixed precision.
-#include "fit/fit_support.h"
+#include "training/fit_support.h"
 #include "training/checkpoint.h"
 
 namespace salt::testing {

@@ -1,0 +1,120 @@
+#include "config/data_config.h"
+
+#include "core/errors.h"
+
+namespace salt::config {
+namespace {
+
+using D = DataConfig;
+
+bool given(const YAML::Node& n) { return n.IsDefined() && !n.IsNull(); }
+
+// A nullable key that keeps the member's default when null.
+template <class Get>
+Binding<D>::Reader unless_null(Get get) {
+  return [get](D& c, const YAML::Node& n) {
+    using V = std::decay_t<decltype(get(c))>;
+    if (given(n)) get(c) = Codec<V>::decode(n);
+  };
+}
+
+void read_variables(D& c, const YAML::Node& vars) {
+  c.variables.clear();
+  c.input_order.clear();
+  if (!vars.IsMap()) return;
+  for (const auto& kv : vars) {
+    const auto input = kv.first.Scalar();
+    c.variables[input] = given(kv.second) ? Codec<std::vector<std::string>>::decode(kv.second) : std::vector<std::string>{};
+    c.input_order.push_back(input);
+  }
+}
+
+void read_input_map(D& c, const YAML::Node& m) {
+  if (!m.IsMap()) return;
+  for (const auto& kv : m) {
+    const auto k = kv.first.Scalar();
+    if (!k.empty() && k[0] == '_') continue;  // salt ignores keys starting with '_'
+    c.input_map[k] = kv.second.Scalar();
+  }
+}
+
+// salt maps "global" (and "parameters") to the global object's dataset; every
+// other input without an entry reads the dataset of its own name.
+void complete_input_map(D& c) {
+  if (c.input_map.count("global")) c.input_map["global"] = c.global_object;
+  for (const auto& in : c.input_order)
+    if (!c.input_map.count(in)) c.input_map[in] = in == "global" ? c.global_object : in;
+}
+
+Binding<D> make_binding() {
+  const char* maskformer = "MaskFormer models are not supported by salt-cpp";
+  const char* none = "not available in salt-cpp";
+  Binding<D> b{D{}};
+  b.custom(field_node("variables", t_dict(t_list(t_str())), YAML::Node(YAML::NodeType::Map),
+                      "Input variables per input type, e.g. {jets: [pt_btagJes, ...], tracks: [d0, ...]}; "
+                      "their order is the model's column order."),
+           read_variables)
+      .arg("global_object", SALT_FIELD(global_object), "The global object (one per row) that other inputs belong to.")
+      .required("train_file", SALT_FIELD(train_file), "Training HDF5 file from the preprocessing.", t_path())
+      .required("val_file", SALT_FIELD(val_file), "Validation HDF5 file.", t_path())
+      .custom(field_null("test_file", t_optional(t_path()), "Test HDF5 file for `salt test`."), unless_null(SALT_FIELD(test_file)))
+      .required("norm_dict", SALT_FIELD(norm_dict), "norm_dict.yaml: {input: {variable: {mean, std}}}.", t_path())
+      .custom(field_null("class_dict", t_optional(t_path()), "class_dict.yaml: class weights for tasks with use_class_dict."),
+              unless_null(SALT_FIELD(class_dict)))
+      .custom(field_null("input_map", t_optional(t_dict(t_str())), "Input name -> HDF5 dataset name (null: identical)."),
+              read_input_map)
+      .custom(field_null("num_inputs", t_optional(t_dict(t_int())), "Keep only the first N constituents, e.g. {tracks: 10}."),
+              unless_null(SALT_FIELD(num_inputs)))
+      .required("batch_size", SALT_FIELD(batch_size), "Jets per batch (per process).", at_least(t_int(), 1))
+      .required("num_workers", SALT_FIELD(num_workers), "Loader threads decoding batches ahead (0: load in the training thread).",
+                at_least(t_int(), 0))
+      .arg("num_train", SALT_FIELD(num_train), "Use the first N training jets (-1: all).", at_least(t_int(), -1))
+      .arg("num_val", SALT_FIELD(num_val), "Use the first N validation jets (-1: all).", at_least(t_int(), -1))
+      .arg("num_test", SALT_FIELD(num_test), "Use the first N test jets (-1: all).", at_least(t_int(), -1))
+      .arg("move_files_temp", SALT_FIELD(move_files_temp),
+           "Copy train/val files into this directory (e.g. /dev/shm/<user>/salt) for the run.", t_optional(t_path()))
+      .arg("test_suff", SALT_FIELD(test_suff), "Suffix for the prediction file name.")
+      .arg("pin_memory", SALT_FIELD(pin_memory), "Pin host memory of batches when training on a GPU.")
+      .arg("persistent_workers", SALT_FIELD(persistent_workers), "Keep loader threads alive between epochs.")
+      .arg("prefetch_factor", SALT_FIELD(prefetch_factor), "Batches each loader thread decodes ahead.", at_least(t_int(), 1))
+      .unbound(field_null("multiprocessing_context", t_optional(t_str()), "Python multiprocessing start method."))
+      .ignored("salt-cpp loads with threads, not processes")
+      .arg("non_finite_to_num", SALT_FIELD(non_finite_to_num), "Replace NaN/inf inputs by finite numbers instead of failing.")
+      .arg("ignore_finite_checks", SALT_FIELD(ignore_finite_checks), "Skip the check for non-finite inputs.")
+      .custom(field_null("labels", t_optional(t_dict(t_list(t_str()))), "Extra label variables to load per input type."),
+              unless_null(SALT_FIELD(labels)))
+      .unbound(field_null("labeller_config", t_any(), "Relabelling config.")).unsupported(none)
+      .unbound(field_null("mf_config", t_any(), "MaskFormer config.")).unsupported(maskformer)
+      .unbound(field_null("selections", t_any(), "Per-input selections.")).unsupported(none)
+      .unbound(field_null("parameters", t_any(), "Parameterised-training inputs.")).unsupported(none)
+      .unbound(field_null("transforms", t_any(), "Data augmentation transforms.")).unsupported(none)
+      .unbound(field("recover_malformed", t_bool(), false, "Recover malformed files.")).ignored("not needed by the C++ reader")
+      .unbound(field_null("train_vds_path", t_any(), "Virtual dataset of many train files.")).unsupported("merge files first")
+      .unbound(field_null("val_vds_path", t_any(), "Virtual dataset of many val files.")).unsupported("merge files first")
+      .unbound(field_null("test_vds_path", t_any(), "Virtual dataset of many test files.")).unsupported("merge files first")
+      .unbound(field_null("config_s3", t_any(), "S3 storage config.")).unsupported("read files from a file system")
+      .unbound(field_null("edge_constructors", t_any(), "Edge feature constructors.")).unsupported(none)
+      .unbound(field_null("multi_target", t_any(), "Multi-target regression config.")).unsupported(none)
+      .finally(complete_input_map);
+  return b;
+}
+
+}  // namespace
+
+std::string DataConfig::dataset_of(const std::string& input) const {
+  auto it = input_map.find(input);
+  return it == input_map.end() ? input : it->second;
+}
+
+const Binding<DataConfig>& data_binding() {
+  static const Binding<DataConfig> b = make_binding();
+  return b;
+}
+
+DataConfig data_config_from_yaml(const YAML::Node& data) {
+  if (!data || data.IsNull()) return DataConfig{};
+  if (!data.IsMap()) throw UsageError("data must be a mapping");
+  return data_binding().read(data);
+}
+
+}  // namespace salt::config

@@ -1,0 +1,46 @@
+// The `data` section: its schema bound to the typed DataConfig the loaders use.
+// salt's defaults hold for keys a mapping leaves out (data_config_from_yaml on a
+// partial mapping, as tests and scripts use it).
+#pragma once
+#include <yaml-cpp/yaml.h>
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "config/bind.h"
+
+namespace salt::config {
+
+struct DataConfig {
+  std::string train_file, val_file, test_file;  // "" when absent
+  std::string norm_dict, class_dict;            // "" when absent
+  std::map<std::string, std::vector<std::string>> variables;  // input -> variables
+  std::vector<std::string> input_order;                       // inputs in the order of the YAML
+  std::string global_object = "jets";
+  std::map<std::string, std::string> input_map;  // input -> dataset; filled with identity for every input
+  std::map<std::string, int64_t> num_inputs;
+  int64_t batch_size = 1000;
+  int num_workers = 8;
+  int64_t num_train = -1, num_val = -1, num_test = -1;
+  std::optional<std::string> move_files_temp;
+  std::optional<std::string> test_suff;
+  bool pin_memory = true;  // effective only with CUDA
+  bool persistent_workers = true;
+  int prefetch_factor = 2;
+  bool non_finite_to_num = false;
+  bool ignore_finite_checks = false;
+  std::map<std::string, std::vector<std::string>> labels;  // extra label variables to load per input
+
+  // The dataset name of an input (input_map, else the input name itself).
+  std::string dataset_of(const std::string& input) const;
+};
+
+const Binding<DataConfig>& data_binding();
+
+// A `data` mapping (validated, or partial: absent keys keep salt's defaults).
+DataConfig data_config_from_yaml(const YAML::Node& data_section);
+
+}  // namespace salt::config

@@ -1,0 +1,46 @@
+// A validated config as typed settings: what config::resolve returns next to the
+// YAML it writes as config.yaml. Everything outside lib/config reads these, never
+// the YAML by key. Model components read their own init_args through their
+// bindings (models::build_model on `model.model`).
+#pragma once
+#include <yaml-cpp/yaml.h>
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include "config/data_config.h"
+#include "config/lrs_config.h"
+#include "config/trainer_config.h"
+
+namespace salt::config {
+
+// The `model` section around the network.
+struct ModelSection {
+  YAML::Node model{YAML::NodeType::Null};  // model.model, a validated salt.models.SaltModel component
+  LrsConfig lrs;
+  std::string global_object = "jets";
+  std::string name = "salt";
+  std::string loss_mode = "wsum";
+  std::string optimizer = "AdamW";
+};
+
+struct RunConfig {
+  std::optional<int64_t> seed;  // seed_everything: an int; nullopt: draw one
+  bool record_drawn_seed = true;  // seed_everything: true records the drawn seed in config.yaml (false does not)
+  std::string name = "salt";
+  std::optional<std::string> ckpt_path;
+  bool force = false;
+  bool tag = false;
+  bool overwrite_config = false;
+  std::optional<std::string> log_suffix;
+  TrainerConfig trainer;
+  DataConfig data;
+  ModelSection model;
+};
+
+// The typed settings of a validated config (config::resolve's output, or a
+// config.yaml salt-cpp wrote).
+RunConfig read_run_config(const YAML::Node& validated);
+
+}  // namespace salt::config

@@ -1,0 +1,203 @@
+#include "config/trainer_config.h"
+
+#include <cmath>
+
+#include "config/yaml_util.h"
+#include "core/errors.h"
+
+namespace salt::config {
+namespace {
+
+using T = TrainerConfig;
+
+bool is_int_text(const std::string& s) {
+  if (s.empty()) return false;
+  std::size_t i = (s[0] == '-' || s[0] == '+') ? 1 : 0;
+  return i < s.size() && s.find_first_not_of("0123456789", i) == std::string::npos;
+}
+
+bool given(const YAML::Node& n) { return n.IsDefined() && !n.IsNull(); }
+
+TypeP int_or_float() { return t_union({t_int(), t_float()}); }
+
+BatchLimit parse_limit(const YAML::Node& node, const std::string& key) {
+  BatchLimit limit;
+  if (!given(node)) return limit;
+  const auto& text = node.Scalar();
+  if (is_int_text(text)) {
+    limit.kind = BatchLimit::Kind::kCount;
+    limit.value = static_cast<double>(std::stoll(text));
+    if (limit.value < 0) throw UsageError("'trainer." + key + "' must not be negative");
+  } else {
+    limit.kind = BatchLimit::Kind::kFraction;
+    limit.value = node.as<double>();
+    if (!(limit.value >= 0 && limit.value <= 1))
+      throw UsageError("'trainer." + key + "' as a fraction must be in [0, 1], got " + text);
+  }
+  return limit;
+}
+
+void read_devices(T& c, const YAML::Node& devices) {
+  c.device_ids.clear();
+  c.num_devices = 1;
+  if (devices.IsSequence()) {
+    for (const auto& d : devices) c.device_ids.push_back(d.as<int>());
+    c.num_devices = static_cast<int>(c.device_ids.size());
+    if (c.num_devices == 0) throw UsageError("'trainer.devices' is an empty list");
+  } else if (is_int_text(devices.Scalar())) {
+    c.num_devices = devices.as<int>();
+    if (c.num_devices < 1) throw UsageError("'trainer.devices' must be at least 1");
+  } else if (devices.Scalar() != "auto") {
+    throw UsageError("'trainer.devices' must be a number, a list of GPU ids or 'auto', got '" + devices.Scalar() + "'");
+  }
+}
+
+void read_precision(T& c, const YAML::Node& node) {
+  c.precision_name = node.Scalar();
+  const auto& p = c.precision_name;
+  if (p == "32" || p == "32-true") c.precision = Precision::kFloat32;
+  else if (p == "bf16" || p == "bf16-mixed") c.precision = Precision::kBFloat16Mixed;
+  else if (p == "16" || p == "16-mixed") c.precision = Precision::kFloat16Mixed;
+  else throw UsageError("'trainer.precision' must be 32, 16-mixed or bf16-mixed, got '" + p + "'");
+}
+
+void read_fast_dev_run(T& c, const YAML::Node& node) {
+  const auto& fdr = node.Scalar();
+  if (fdr == "true" || fdr == "True") c.fast_dev_run = 1;
+  else if (fdr == "false" || fdr == "False") c.fast_dev_run = 0;
+  else c.fast_dev_run = std::stoll(fdr);
+  if (c.fast_dev_run < 0) throw UsageError("'trainer.fast_dev_run' must not be negative");
+}
+
+void read_deterministic(T& c, const YAML::Node& node) {
+  c.deterministic = given(node) && node.Scalar() != "false";
+  c.deterministic_warn_only = given(node) && node.Scalar() == "warn";
+}
+
+// Lightning: max_epochs null means 1000, or no epoch limit when max_steps is set.
+void resolve_max_epochs(T& c) {
+  if (c.max_epochs_given) c.max_epochs = *c.max_epochs_given;
+  else c.max_epochs = c.max_steps == -1 ? 1000 : -1;
+}
+
+// A nullable key that keeps the member's default when null.
+template <class Get>
+Binding<T>::Reader unless_null(Get get) {
+  return [get](T& c, const YAML::Node& n) {
+    using V = std::decay_t<decltype(get(c))>;
+    if (given(n)) get(c) = Codec<V>::decode(n);
+  };
+}
+
+Binding<T> make_binding() {
+  const char* no_sanity = "salt-cpp runs no sanity-check validation before training";
+  const char* no_early_stop = "there is no early stopping, so every run trains max_epochs";
+  Binding<T> b{T{}};
+  b.arg("accelerator", SALT_FIELD(accelerator),
+        "Where to train: cpu, gpu (CUDA) or auto (gpu when the LibTorch build and the machine have one).",
+        t_choice({"auto", "cpu", "gpu", "cuda"}))
+      .unbound(field("strategy", t_str(), "auto", "Lightning's strategy name."))
+      .ignored("salt-cpp always uses one process per device with c10d data parallelism")
+      .custom(field("devices", t_union({t_int(), t_list(t_int()), t_str()}), "auto",
+                    "Number of devices, a list of GPU indices, or 'auto'."),
+              read_devices)
+      .arg("num_nodes", SALT_FIELD(num_nodes), "Number of nodes for multi-node training.", at_least(t_int(), 1))
+      .arg("precision", SALT_FIELD(precision_name), "32, 16-mixed, bf16-mixed (16-mixed becomes bf16-mixed on CPU).",
+           t_union({t_int(), t_str()}), read_precision)
+      .unbound(field_null("logger", t_union({t_component("logger"), t_bool(), t_null()}),
+                          "Experiment logger; metrics always go to <run>/metrics.csv."))
+      .read_elsewhere("loggers are not run; validation warns about each one")
+      .custom(field_null("callbacks", t_optional(t_list(t_component("callback"))), "Callbacks (checkpointing, progress, ...)."),
+              [](T& c, const YAML::Node& n) {
+                c.callbacks.clear();
+                if (n.IsSequence())
+                  for (const auto& cb : n) c.callbacks.push_back(Codec<ComponentNode>::decode(cb));
+              })
+      .custom(field("fast_dev_run", t_union({t_int(), t_bool()}), false,
+                    "Smoke test: run N train and N val batches, write nothing (true = 1)."),
+              read_fast_dev_run)
+      .arg("max_epochs", SALT_FIELD(max_epochs_given), "Stop after this many epochs (null: 1000, unless max_steps is set).",
+           t_optional(at_least(t_int(), -1)))
+      .unbound(field_null("min_epochs", t_optional(t_int()), "Minimum number of epochs."))
+      .ignored(no_early_stop)
+      .arg("max_steps", SALT_FIELD(max_steps), "Stop after this many optimizer steps (-1: no limit).", at_least(t_int(), -1))
+      .unbound(field_null("min_steps", t_optional(t_int()), "Minimum number of steps."))
+      .ignored(no_early_stop)
+      .unbound(field_null("max_time", t_any(), "Wall-time limit."))
+      .unsupported("use the batch system's time limit with --requeue");
+  for (auto [key, member, help] :
+       {std::tuple{"limit_train_batches", &T::limit_train, "Train batches per epoch: an int count or a fraction (null: all)."},
+        std::tuple{"limit_val_batches", &T::limit_val,
+                   "Validation batches per epoch: an int count or a fraction (null: all)."},
+        std::tuple{"limit_test_batches", &T::limit_test, "Test batches: an int count or a fraction."}}) {
+    const std::string k = key;
+    b.custom(field_null(k, t_optional(int_or_float()), help),
+             [k, member = member](T& c, const YAML::Node& n) { c.*member = parse_limit(n, k); });
+  }
+  b.unbound(field_null("limit_predict_batches", t_optional(int_or_float()), "Predict batches."))
+      .ignored("prediction uses limit_test_batches")
+      .unbound(field("overfit_batches", int_or_float(), 0, "Overfit on a few batches."))
+      .unsupported("use --data.num_train instead")
+      .unbound(field_null("val_check_interval", t_optional(int_or_float()), "Validate within an epoch."))
+      .unsupported("salt-cpp validates once per epoch")
+      .arg("check_val_every_n_epoch", SALT_FIELD(check_val_every_n_epoch), "Validate every N epochs.",
+           t_optional(at_least(t_int(), 1)), unless_null(SALT_FIELD(check_val_every_n_epoch)))
+      .unbound(field_null("num_sanity_val_steps", t_optional(t_int()), "Sanity validation steps."))
+      .ignored(no_sanity)
+      .arg("log_every_n_steps", SALT_FIELD(log_every_n_steps), "Log training metrics every N steps.",
+           t_optional(at_least(t_int(), 1)), unless_null(SALT_FIELD(log_every_n_steps)))
+      .custom(field_null("enable_checkpointing", t_optional(t_bool()), "Write checkpoints (null: yes)."),
+              unless_null(SALT_FIELD(enable_checkpointing)))
+      .custom(field_null("enable_progress_bar", t_optional(t_bool()), "Show a progress bar (null: yes)."),
+              unless_null(SALT_FIELD(enable_progress_bar)))
+      .custom(field_null("enable_model_summary", t_optional(t_bool()), "Print the model summary (null: yes)."),
+              unless_null(SALT_FIELD(enable_model_summary)))
+      .arg("accumulate_grad_batches", SALT_FIELD(accumulate_grad_batches),
+           "Accumulate gradients over N batches before each optimizer step.", at_least(t_int(), 1))
+      .arg("gradient_clip_val", SALT_FIELD(gradient_clip_val), "Clip gradients at this value (null: no clipping).",
+           t_optional(at_least(int_or_float(), 0)))
+      .custom(field_null("gradient_clip_algorithm", t_optional(t_choice({"norm", "value"})),
+                         "Clip by 'norm' (default) or 'value'."),
+              unless_null(SALT_FIELD(gradient_clip_algorithm)))
+      .custom(field_null("deterministic", t_optional(t_union({t_bool(), t_str()})),
+                         "Use deterministic algorithms (bitwise-reproducible runs, slower on GPU)."),
+              read_deterministic)
+      .unbound(field_null("benchmark", t_optional(t_bool()), "cuDNN benchmark mode."))
+      .ignored("salt-cpp uses no cuDNN convolutions")
+      .unbound(field("inference_mode", t_bool(), true, "Use inference mode for evaluation."))
+      .ignored("evaluation always runs without gradients")
+      .unbound(field("use_distributed_sampler", t_bool(), true, "Shard batches across processes."))
+      .ignored("salt-cpp always shards its weakly-shuffled batches across processes")
+      .unbound(field_null("profiler", t_any(), "Profiler.")).unsupported("not available in salt-cpp")
+      .unbound(field("detect_anomaly", t_bool(), false, "Autograd anomaly detection.")).ignored("not available in salt-cpp")
+      .unbound(field("barebones", t_bool(), false, "Lightning barebones mode.")).ignored("salt-cpp has no such overhead to remove")
+      .unbound(field_null("plugins", t_any(), "Lightning plugins.")).unsupported("not available in salt-cpp")
+      .unbound(field("sync_batchnorm", t_bool(), false, "Synchronise batch norm.")).ignored("salt's models have no batch norm")
+      .unbound(field("reload_dataloaders_every_n_epochs", t_int(), 0, "Rebuild loaders every N epochs."))
+      .ignored("loaders are reused across epochs")
+      .custom(field_null("default_root_dir", t_optional(t_path()), "Where run directories are created (null: logs)."),
+              unless_null(SALT_FIELD(default_root_dir)))
+      .unbound(field_null("model_registry", t_optional(t_str()), "Lightning model registry.")).ignored("not available in salt-cpp")
+      .finally(resolve_max_epochs);
+  return b;
+}
+
+}  // namespace
+
+int64_t BatchLimit::apply(int64_t available) const {
+  switch (kind) {
+    case Kind::kAll: return available;
+    case Kind::kCount: return std::min<int64_t>(available, static_cast<int64_t>(value));
+    case Kind::kFraction: return static_cast<int64_t>(std::floor(value * static_cast<double>(available)));
+  }
+  return available;
+}
+
+const Binding<TrainerConfig>& trainer_binding() {
+  static const Binding<TrainerConfig> b = make_binding();
+  return b;
+}
+
+TrainerConfig trainer_config_from_yaml(const YAML::Node& config) { return trainer_binding().read(get(config, "trainer")); }
+
+}  // namespace salt::config
