@@ -61,7 +61,8 @@ YAML::Node resolve(const Case& c, const fs::path& data_dir, const fs::path& logs
   return config::resolve(config::find_base_config(), run.ops).config;
 }
 
-// Forward + backward + AdamW step on batches read beforehand: the model alone.
+// Forward + backward + optimizer step (model.optimizer, AdamW by default) on batches
+// read beforehand: the model alone.
 double model_only_jets_per_s(const YAML::Node& config, int64_t jets) {
   auto setup = training::prepare_run(config, training::Stage::kFit);
   auto reader = training::open_reader(setup, setup.data.train_file, jets, "num_train");
@@ -69,7 +70,8 @@ double model_only_jets_per_s(const YAML::Node& config, int64_t jets) {
   for (int64_t start = 0; start + setup.data.batch_size <= reader->num_rows(); start += setup.data.batch_size)
     batches.push_back(reader->read(start, setup.data.batch_size));
   training::LrsConfig lrs{1e-5, 1e-4, 1e-5, 0.1, 1e-5, -1};
-  training::Optimization opt(setup.model->parameters(), lrs, static_cast<int64_t>(batches.size()) + 1);
+  const auto kind = training::optimizer_kind(config::read_run_config(setup.config).model.optimizer);
+  training::Optimization opt(setup.model->named_parameters(), kind, lrs, static_cast<int64_t>(batches.size()) + 1);
   setup.model->train();
   auto step = [&](const Batch& b) {
     auto out = setup.model->forward(b, true);

@@ -7,6 +7,8 @@
 #include "callbacks/registry.h"
 #include "core/errors.h"
 
+#include <spdlog/spdlog.h>
+
 namespace salt::callbacks {
 namespace {
 
@@ -34,27 +36,35 @@ class Checkpoint : public Callback {
  public:
   explicit Checkpoint(CheckpointOptions o) : o_(std::move(o)) {}
 
-  // The monitored metric must be one the fit logs: val/loss or val/<task>_loss.
+  // Lightning formats a metric it has not logged as 0 (salt's nan_regression.yaml
+  // relies on that), so an unknown monitor_loss is a warning, not an error.
   void on_setup(FitState& s) override {
     std::vector<std::string> known{"val/loss"};
     for (const auto& task : s.setup->model->model->task_list()) known.push_back("val/" + task->name() + "_loss");
     if (std::find(known.begin(), known.end(), o_.monitor_loss) != known.end()) return;
     std::string list;
     for (const auto& k : known) list += (list.empty() ? "" : ", ") + k;
-    throw UsageError("salt.callbacks.Checkpoint monitor_loss '" + o_.monitor_loss + "' is not a logged metric (" + list + ")");
+    spdlog::warn("salt.callbacks.Checkpoint monitor_loss '{}' is not a logged metric ({}): checkpoint names "
+                 "carry 0 in its place, as Lightning writes them",
+                 o_.monitor_loss, list);
   }
 
   void on_validation_end(FitState& s) override {
     if (s.dev_run || !s.main_rank || !s.setup->trainer.enable_checkpointing) return;
     auto state = s.capture();
     for (const auto& [k, v] : s.val_metrics) state.metrics.emplace_back(k, v);
-    auto path = s.run_dir / "ckpts" / checkpoint_name(s.epoch, o_.fname_string, s.val_metrics.at(o_.monitor_loss));
+    auto path = s.run_dir / "ckpts" / checkpoint_name(s.epoch, o_.fname_string, monitored(s));
     std::filesystem::create_directories(path.parent_path());
     training::save_checkpoint(path, state, s.optimization);
     s.checkpoint_saved(path);
   }
 
  private:
+  double monitored(const FitState& s) const {
+    auto it = s.val_metrics.find(o_.monitor_loss);
+    return it == s.val_metrics.end() ? 0.0 : it->second;
+  }
+
   CheckpointOptions o_;
 };
 

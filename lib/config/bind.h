@@ -25,6 +25,7 @@
 #include <vector>
 
 #include "config/schema.h"
+#include "config/yaml11_scalars.h"
 
 // The member a key binds to, for TORCH_ARG options (`o.name()` returns T&) and
 // for plain structs alike (use SALT_FIELD there).
@@ -42,21 +43,30 @@ template <>
 struct Codec<bool> {
   static TypeP type() { return t_bool(); }
   static YAML::Node encode(bool v) { return YAML::Node(v); }
-  static bool decode(const YAML::Node& n) { return n.as<bool>(); }
+  static bool decode(const YAML::Node& n) {
+    auto v = yaml11_bool(n.Scalar());
+    return v ? *v : n.as<bool>();
+  }
 };
 
 template <class T>
 struct Codec<T, std::enable_if_t<std::is_integral_v<T> && !std::is_same_v<T, bool>>> {
   static TypeP type() { return t_int(); }
   static YAML::Node encode(T v) { return YAML::Node(v); }
-  static T decode(const YAML::Node& n) { return n.as<T>(); }
+  static T decode(const YAML::Node& n) {
+    auto v = yaml11_int(n.Scalar());  // validated trees are canonical; raw ones may say 1_000
+    return v ? static_cast<T>(*v) : n.as<T>();
+  }
 };
 
 template <class T>
 struct Codec<T, std::enable_if_t<std::is_floating_point_v<T>>> {
   static TypeP type() { return t_float(); }
   static YAML::Node encode(T v) { return YAML::Node(static_cast<double>(v)); }
-  static T decode(const YAML::Node& n) { return static_cast<T>(n.as<double>()); }
+  static T decode(const YAML::Node& n) {
+    auto v = yaml11_float(n.Scalar());
+    return static_cast<T>(v ? *v : n.as<double>());
+  }
 };
 
 template <>

@@ -46,6 +46,21 @@ void complete_input_map(D& c) {
     if (!c.input_map.count(in)) c.input_map[in] = in == "global" ? c.global_object : in;
 }
 
+const Binding<LabellerConfig>& labeller_binding() {
+  static const Binding<LabellerConfig> b = [] {
+    Binding<LabellerConfig> l{LabellerConfig{}};
+    l.required("use_labeller", SALT_FIELD(use_labeller), "Relabel (false: keep the file's flavour_label).")
+        .arg("class_names", SALT_FIELD(class_names), "ftag flavour names, in label order, e.g. [hbb, hcc, top, qcd].")
+        .arg("require_labels", SALT_FIELD(require_labels), "A jet matching none of the classes is an error (false: ignored).")
+        .finally([](LabellerConfig& c) {
+          // salt's LabellerConfig drops the other settings when the labeller is off.
+          if (!c.use_labeller) c = LabellerConfig{};
+        });
+    return l;
+  }();
+  return b;
+}
+
 Binding<D> make_binding() {
   const char* maskformer = "MaskFormer models are not supported by salt-cpp";
   const char* none = "not available in salt-cpp";
@@ -83,9 +98,14 @@ Binding<D> make_binding() {
       .arg("ignore_finite_checks", SALT_FIELD(ignore_finite_checks), "Skip the check for non-finite inputs.")
       .custom(field_null("labels", t_optional(t_dict(t_list(t_str()))), "Extra label variables to load per input type."),
               unless_null(SALT_FIELD(labels)))
-      .unbound(field_null("labeller_config", t_any(), "Relabelling config.")).unsupported(none)
+      .optional_struct("labeller_config", SALT_FIELD(labeller_config), labeller_binding(),
+                       "{use_labeller, class_names: [ftag flavours, e.g. hbb], require_labels: true}: derive the "
+                       "global object's flavour_label from truth variables by ftag's flavour cuts.")
       .unbound(field_null("mf_config", t_any(), "MaskFormer config.")).unsupported(maskformer)
-      .unbound(field_null("selections", t_any(), "Per-input selections.")).unsupported(none)
+      .custom(field_null("selections", t_optional(t_dict(t_list(t_str()))),
+                         "Cuts per constituent input, e.g. {tracks: [d0 < 3.5, NSHARED < 1.1]}; a constituent failing "
+                         "any cut is masked out (ftag's TrackSelector)."),
+              unless_null(SALT_FIELD(selections)))
       .unbound(field_null("parameters", t_any(), "Parameterised-training inputs.")).unsupported(none)
       .unbound(field_null("transforms", t_any(), "Data augmentation transforms.")).unsupported(none)
       .unbound(field("recover_malformed", t_bool(), false, "Recover malformed files.")).ignored("not needed by the C++ reader")

@@ -14,6 +14,13 @@
 
 namespace salt::config {
 
+// salt's LabellerConfig: derive flavour_label from truth variables (ftag's Labeller).
+struct LabellerConfig {
+  bool use_labeller = false;
+  std::optional<std::vector<std::string>> class_names;  // ftag flavour names, in label order
+  bool require_labels = true;                           // every jet must match a class
+};
+
 struct DataConfig {
   std::string train_file, val_file, test_file;  // "" when absent
   std::string norm_dict, class_dict;            // "" when absent
@@ -22,6 +29,8 @@ struct DataConfig {
   std::string global_object = "jets";
   std::map<std::string, std::string> input_map;  // input -> dataset; filled with identity for every input
   std::map<std::string, int64_t> num_inputs;
+  std::map<std::string, std::vector<std::string>> selections;  // constituent input -> ftag cut strings
+  LabellerConfig labeller_config;  // use_labeller false: labels as in the file
   int64_t batch_size = 1000;
   int num_workers = 8;
   int64_t num_train = -1, num_val = -1, num_test = -1;

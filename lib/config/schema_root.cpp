@@ -38,7 +38,11 @@ const Binding<ModelSection>& model_section_binding() {
           .arg("loss_mode", SALT_FIELD(loss_mode),
                "Combine task losses as a weighted sum, or GLS (geometric mean; all task weights must be 1).",
                t_choice({"wsum", "GLS"}))
-          .arg("optimizer", SALT_FIELD(optimizer), "Optimizer (salt-cpp implements AdamW).", t_choice({"AdamW"}))
+          .arg("optimizer", SALT_FIELD(optimizer),
+               "Optimizer: AdamW, lion (lion_pytorch's Lion) or HybridMuonAdamW (Muon for 2-D weight matrices, "
+               "AdamW for biases, norms, embeddings and heads); lr and weight_decay from lrs_config, beta1 cycled "
+               "by the one-cycle schedule except for HybridMuonAdamW.",
+               t_choice({"AdamW", "lion", "HybridMuonAdamW"}))
           .unbound(field_null("edge_constructors", t_any(), "Edge feature constructors.")).unsupported(none);
   return b;
 }

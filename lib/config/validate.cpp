@@ -3,8 +3,11 @@
 #include <cmath>
 #include <filesystem>
 
+#include <fmt/format.h>
+
 #include "config/did_you_mean.h"
 #include "config/yaml_load.h"
+#include "config/yaml11_scalars.h"
 #include "config/yaml_util.h"
 #include "core/errors.h"
 
@@ -29,29 +32,42 @@ std::string show(const YAML::Node& node) {
 
 bool parse_int(const YAML::Node& node, long long* out) {
   if (!node.IsScalar() || is_quoted(node)) return false;
-  const auto& s = node.Scalar();
-  if (s.empty()) return false;
-  std::size_t pos = 0;
-  try {
-    *out = std::stoll(s, &pos, 10);
-  } catch (...) {
-    return false;
-  }
-  return pos == s.size();
+  auto value = yaml11_int(node.Scalar());
+  if (value) *out = *value;
+  return value.has_value();
 }
 
-bool parse_float(const YAML::Node& node) {
-  if (!node.IsScalar() || is_quoted(node)) return false;
-  double value;
-  return YAML::convert<double>::decode(node, value);
+// Floats may be quoted: jsonargparse converts any string a `float` argument gets.
+bool parse_float(const YAML::Node& node, double* out) {
+  if (!node.IsScalar()) return false;
+  auto value = yaml11_float(node.Scalar());
+  if (value) *out = *value;
+  return value.has_value();
 }
 
 bool parse_bool(const YAML::Node& node, bool* out) {
   if (!node.IsScalar() || is_quoted(node)) return false;
-  const auto& s = node.Scalar();
-  if (s == "true" || s == "True" || s == "TRUE") return *out = true, true;
-  if (s == "false" || s == "False" || s == "FALSE") return *out = false, true;
-  return false;
+  auto value = yaml11_bool(node.Scalar());
+  if (value) *out = *value;
+  return value.has_value();
+}
+
+// A validated float, written so any YAML reader sees that float: the user's own
+// spelling where yaml-cpp already reads it as a float (1e-5 stays 1e-5), a `.0`
+// after integers (so 1 becomes 1.0), else the shortest round-trip text
+// (1_000.5 -> 1000.5, quoted "3e-4" -> 0.0003).
+YAML::Node float_node(const YAML::Node& node, double value) {
+  const auto& text = node.Scalar();
+  double plain = 0;
+  bool plain_float = !is_quoted(node) && text.find('_') == std::string::npos &&
+                     YAML::convert<double>::decode(node, plain) && (plain == value || std::isnan(value));
+  if (plain_float && text.find_first_not_of("+-0123456789") == std::string::npos) return YAML::Node(text + ".0");
+  if (plain_float) return copy_tree(node);
+  if (std::isinf(value)) return YAML::Node(value > 0 ? ".inf" : "-.inf");
+  if (std::isnan(value)) return YAML::Node(".nan");
+  auto out = fmt::format("{}", value);
+  if (out.find_first_of(".eE") == std::string::npos) out += ".0";
+  return YAML::Node(out);
 }
 
 // Equal as values: 0 and 0.0 are the same number, whatever the spelling.
@@ -121,15 +137,13 @@ class Validator {
         long long value = 0;
         if (!parse_int(node, &value)) fail(path, "expected an integer, got " + show(node));
         check_min(type, static_cast<double>(value), node, path);
-        return YAML::Node(value);
+        return YAML::Node(value);  // canonical decimal: 38_000_000 -> 38000000
       }
       case Kind::kFloat: {
-        if (!parse_float(node)) fail(path, "expected a number, got " + show(node));
-        check_min(type, node.as<double>(), node, path);
-        // Written back as a float (1.0, not 1) so any YAML reader sees a float.
-        long long as_int = 0;
-        if (parse_int(node, &as_int)) return YAML::Node(node.Scalar() + ".0");
-        return copy_tree(node);
+        double value = 0;
+        if (!parse_float(node, &value)) fail(path, "expected a number, got " + show(node));
+        check_min(type, value, node, path);
+        return float_node(node, value);
       }
       case Kind::kString:
         if (!node.IsScalar()) fail(path, "expected a string, got " + show(node));

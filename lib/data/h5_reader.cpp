@@ -3,12 +3,15 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cmath>
 #include <cstring>
 #include <set>
 
 #include "core/errors.h"
+#include "data/cuts.h"
+#include "data/labeller.h"
 
 namespace salt::data {
 
@@ -83,6 +86,24 @@ inline int64_t as_int(const uint8_t* p, Code c) {
 
 inline bool is_float(Code c) { return c == Code::F2 || c == Code::F4 || c == Code::F8; }
 
+inline double as_double(const uint8_t* p, Code c) {
+  if (c == Code::F8) return load<double>(p);
+  return is_float(c) ? static_cast<double>(as_float(p, c)) : static_cast<double>(as_int(p, c));
+}
+
+ColumnKind kind_of(Code c) {
+  switch (c) {
+    case Code::F2: return ColumnKind::Half;
+    case Code::F4: return ColumnKind::Float;
+    case Code::F8: return ColumnKind::Double;
+    default: return ColumnKind::Int;
+  }
+}
+
+// What a selection writes into the labels of a slot it removes: ftag's TrackSelector
+// sets floats to NaN, signed ints to -1 and unsigned ints and bools to 0.
+inline bool is_signed_int(Code c) { return c == Code::I1 || c == Code::I2 || c == Code::I4 || c == Code::I8; }
+
 std::string join(const std::vector<std::string>& v) {
   std::string out;
   for (const auto& s : v) out += (out.empty() ? "" : ", ") + s;
@@ -108,7 +129,141 @@ struct H5Reader::Stream {
   bool has_valid = false;
   Col valid{};
   bool direct = false;  // read compressed chunks, decode in convert()
+  struct CutCol {
+    Cut cut;
+    Col a, b;              // the cut's field; NSHARED reads two (a: pixel, b: SCT shared hits)
+    bool nshared = false;
+    ColumnKind kind = ColumnKind::Double;
+  };
+  std::vector<CutCol> cuts;  // data.selections of this input
+  std::map<std::string, std::string> weight_keys;  // label -> config key of a sample_weight
+  // data.labeller_config (global object): each class's cuts; empty = labels from the file.
+  std::vector<std::vector<CutCol>> classes;
+  std::vector<std::string> class_names;
+  bool require_labels = true;
 };
+
+namespace {
+
+using Stream = H5Reader::Stream;
+
+Stream::Col cut_field(const Stream& s, const std::string& key, const std::string& text, const std::string& name) {
+  const h5::Field* f = s.ds->layout().find(name);
+  if (!f || f->type.kind == Kind::Other)
+    throw InputError(fmt::format("{}: the cut '{}' needs the variable '{}', which {} {}", key, text, name,
+                                 f ? "has an unsupported type in" : "is missing from", s.ds->where()));
+  return Stream::Col{name, f->offset, code_of(f->type)};
+}
+
+// Finds a cut's fields in the dataset (any field of the file: cut variables need
+// not be model inputs). `key` names the setting in messages.
+Stream::CutCol compile_cut(const Stream& s, Cut cut, const std::string& key) {
+  Stream::CutCol c;
+  c.cut = std::move(cut);
+  const std::string& text = c.cut.text;
+  if (c.cut.variable == "NSHARED") {
+    // ftag's shared-hit cut: pixel shared hits + SCT shared hits / 2, as float64.
+    if (s.ds->layout().find("NSHARED"))
+      throw InputError(fmt::format("{}: NSHARED is a reserved cut variable, but {} has a field of that name", key,
+                                   s.ds->where()));
+    c.nshared = true;
+    c.a = cut_field(s, key, text, "numberOfPixelSharedHits");
+    c.b = cut_field(s, key, text, "numberOfSCTSharedHits");
+  } else {
+    c.a = cut_field(s, key, text, c.cut.variable);
+    c.kind = kind_of(c.a.code);
+  }
+  return c;
+}
+
+// Parses data.selections.<input>.
+void compile_selections(Stream& s, const std::vector<std::string>& cuts) {
+  for (size_t i = 0; i < cuts.size(); ++i) {
+    const std::string key = fmt::format("data.selections.{}[{}]", s.input, i);
+    Cut cut;
+    try {
+      cut = parse_cut(cuts[i]);
+    } catch (const std::invalid_argument& e) {
+      throw InputError(fmt::format("{}: cannot read the cut '{}': {} (for {})", key, cuts[i], e.what(), s.ds->where()));
+    }
+    s.cuts.push_back(compile_cut(s, std::move(cut), key));
+  }
+}
+
+// data.labeller_config: each class's flavour cuts against the global object's fields.
+void compile_labeller(Stream& s, const Labeller& labeller) {
+  s.class_names = labeller.class_names();
+  s.require_labels = labeller.require_labels();
+  for (size_t i = 0; i < s.class_names.size(); ++i) {
+    const std::string key = fmt::format("data.labeller_config.class_names[{}] ({})", i, s.class_names[i]);
+    std::vector<Stream::CutCol> cols;
+    for (const auto& cut : labeller.class_cuts()[i]) cols.push_back(compile_cut(s, cut, key));
+    s.classes.push_back(std::move(cols));
+  }
+}
+
+// salt's weighted losses assume weights >= 0; a negative one (in a slot in use) is an error.
+void check_weights(const Stream& s, const std::string& label, const torch::Tensor& w, const torch::Tensor& pad,
+                   int64_t start) {
+  auto bad = w.lt(0);
+  if (pad.defined()) bad = bad & pad.logical_not();
+  if (!bad.any().item<bool>()) return;
+  const int64_t k = bad.reshape({-1}).nonzero()[0].item<int64_t>();
+  throw InputError(fmt::format("{}: the sample weight '{}' is negative ({}) in row {} of {}", s.weight_keys.at(label),
+                               label, w.reshape({-1})[k].item<double>(), start + k / s.cols, s.ds->where()));
+}
+
+// salt relabels only the global object's flavour_label, and only when a task reads it.
+bool wants_flavour_label(const VarMap& labels, const std::string& input) {
+  auto it = labels.find(input);
+  return it != labels.end() && std::find(it->second.begin(), it->second.end(), "flavour_label") != it->second.end();
+}
+
+CutNumber cut_value(const uint8_t* rec, const Stream::CutCol& c) {
+  if (c.nshared) return CutNumber::of_float(as_double(rec + c.a.offset, c.a.code) + as_double(rec + c.b.offset, c.b.code) / 2);
+  if (is_float(c.a.code)) return CutNumber::of_float(as_double(rec + c.a.offset, c.a.code));
+  return CutNumber::of_int(as_int(rec + c.a.offset, c.a.code));
+}
+
+bool passes_all(const uint8_t* rec, const std::vector<Stream::CutCol>& cuts) {
+  return std::all_of(cuts.begin(), cuts.end(), [&](const Stream::CutCol& c) { return c.cut.passes(cut_value(rec, c), c.kind); });
+}
+
+// ftag's Labeller.get_labels: the last class whose cuts all pass, else -1.
+torch::Tensor relabel(const Stream& s, const uint8_t* base, int64_t n, int64_t start, torch::TensorOptions opts) {
+  torch::Tensor y = torch::empty({n}, opts.dtype(torch::kInt64));
+  int64_t* out = y.data_ptr<int64_t>();
+  for (int64_t k = 0; k < n; ++k) {
+    const uint8_t* rec = base + k * s.record_size;
+    out[k] = -1;
+    for (size_t c = 0; c < s.classes.size(); ++c)
+      if (passes_all(rec, s.classes[c])) out[k] = static_cast<int64_t>(c);
+    if (out[k] < 0 && s.require_labels)
+      throw InputError(fmt::format("data.labeller_config: row {} of {} matches none of the classes [{}] "
+                                   "(require_labels is true)",
+                                   start + k, s.ds->where(), join(s.class_names)));
+  }
+  return y;
+}
+
+// Masks out (pad = true) the valid slots failing a cut; returns which slots it removed.
+std::vector<uint8_t> apply_selections(const Stream& s, const uint8_t* base, int64_t n, bool* pad) {
+  std::vector<uint8_t> removed(static_cast<size_t>(n), 0);
+  for (int64_t k = 0; k < n; ++k) {
+    if (pad[k]) continue;  // ftag only removes valid slots
+    const uint8_t* rec = base + k * s.record_size;
+    for (const auto& c : s.cuts) {
+      if (!c.cut.passes(cut_value(rec, c), c.kind)) {
+        removed[static_cast<size_t>(k)] = 1;
+        pad[k] = true;
+        break;
+      }
+    }
+  }
+  return removed;
+}
+
+}  // namespace
 
 H5Reader::H5Reader(const fs::path& path, ReaderOptions options, int64_t num, const std::string& num_key)
     : path_(path), options_(std::move(options)), file_(h5::File::open_read(path)) {
@@ -181,8 +336,15 @@ H5Reader::H5Reader(const fs::path& path, ReaderOptions options, int64_t num, con
         throw InputError(fmt::format("Variables [{}] are missing from {}", join(missing), where));
       for (const auto& v : it->second) s->inputs.push_back(column(v, "Variable"));
     }
+    if (auto it = options_.sample_weights.find(input); it != options_.sample_weights.end())
+      s->weight_keys = it->second;
+    for (const auto& [field, key] : s->weight_keys)
+      if (!layout.find(field)) throw InputError(fmt::format("{}: the sample weight '{}' is missing from {}", key, field, where));
+    const bool relabel = input == global && !options_.labeller_classes.empty() && wants_flavour_label(options_.labels, input);
+    if (relabel) compile_labeller(*s, Labeller(options_.labeller_classes, options_.require_labels));
     if (auto it = options_.labels.find(input); it != options_.labels.end())
-      for (const auto& l : it->second) s->labels.push_back(column(l, "Label"));
+      for (const auto& l : it->second)
+        if (!(relabel && l == "flavour_label")) s->labels.push_back(column(l, "Label"));
     if (s->sequence && layout.find("valid")) {
       s->valid = column("valid", "Field");
       s->has_valid = true;
@@ -190,6 +352,16 @@ H5Reader::H5Reader(const fs::path& path, ReaderOptions options, int64_t num, con
     s->ds->check_filters();
     s->direct = options_.direct_chunks && s->ds->direct_chunks_supported();
     streams_.push_back(std::move(s));
+  }
+
+  for (const auto& [input, cuts] : options_.selections) {
+    auto it = std::find_if(streams_.begin(), streams_.end(), [&](const auto& s) { return s->input == input; });
+    if (it == streams_.end() || !options_.variables.count(input))
+      throw InputError(fmt::format("data.selections.{}: '{}' is not an input in data.variables", input, input));
+    if (!(*it)->sequence)
+      throw InputError(fmt::format("data.selections.{}: selections apply to constituents, not to the global object '{}'",
+                                   input, input));
+    compile_selections(**it, cuts);
   }
 
   for (const auto& s : streams_) {
@@ -270,6 +442,8 @@ Batch H5Reader::convert(RawBatch&& raw, bool pin_memory) const {
       for (int64_t n = 0; n < n_records; ++n)
         mask_ptr[n] = s.has_valid ? load<uint8_t>(base + n * rs + s.valid.offset) == 0 : false;
     }
+    std::vector<uint8_t> removed;  // slots data.selections masked out
+    if (!s.cuts.empty()) removed = apply_selections(s, base, n_records, mask_ptr);
 
     if (F > 0) {
       std::vector<int64_t> xshape = shape;
@@ -303,21 +477,28 @@ Batch H5Reader::convert(RawBatch&& raw, bool pin_memory) const {
       }
       batch.inputs[s.input] = std::move(x);
     }
-    if (s.sequence) batch.pad_masks[s.input] = std::move(mask);
+    if (s.sequence) batch.pad_masks[s.input] = mask;
 
     for (const auto& col : s.labels) {
       if (is_float(col.code)) {
         torch::Tensor y = torch::empty(shape, opts.dtype(torch::kFloat32));
         float* out = y.data_ptr<float>();
         for (int64_t n = 0; n < n_records; ++n) out[n] = as_float(base + n * rs + col.offset, col.code);
+        for (size_t n = 0; n < removed.size(); ++n)
+          if (removed[n]) out[n] = NAN;
+        if (s.weight_keys.count(col.name)) check_weights(s, col.name, y, mask, raw.start);
         batch.labels[s.input][col.name] = std::move(y);
       } else {
         torch::Tensor y = torch::empty(shape, opts.dtype(torch::kInt64));
         int64_t* out = y.data_ptr<int64_t>();
         for (int64_t n = 0; n < n_records; ++n) out[n] = as_int(base + n * rs + col.offset, col.code);
+        for (size_t n = 0; n < removed.size(); ++n)
+          if (removed[n]) out[n] = is_signed_int(col.code) ? -1 : 0;
+        if (s.weight_keys.count(col.name)) check_weights(s, col.name, y, mask, raw.start);
         batch.labels[s.input][col.name] = std::move(y);
       }
     }
+    if (!s.classes.empty()) batch.labels[s.input]["flavour_label"] = relabel(s, base, B, raw.start, opts);
   }
   return batch;
 }

@@ -32,6 +32,16 @@ struct ReaderOptions {
   VarMap labels;     // labels per input name (from the model's tasks)
   std::map<std::string, std::string> input_map;  // input name -> dataset name; absent = same name
   std::map<std::string, int64_t> num_inputs;     // truncate constituents to this many slots
+  // data.selections: constituent input -> ftag cut strings (data/cuts.h); a valid
+  // slot failing any cut is masked out (pad mask true, inputs 0, labels -1/NaN).
+  std::map<std::string, std::vector<std::string>> selections;
+  // Tasks' sample_weight fields: input -> field -> config key. Read as labels (add
+  // them there too); a missing field or a negative weight is an error naming the key.
+  std::map<std::string, std::map<std::string, std::string>> sample_weights;
+  // data.labeller_config: with classes (ftag flavour names; empty = off), the global
+  // object's flavour_label is derived from truth variables (data/labeller.h).
+  std::vector<std::string> labeller_classes;
+  bool require_labels = true;
   std::string global_object = "jets";
   bool non_finite_to_num = false;     // NaN/inf in valid slots -> 0 (salt's choice, see docs/data.md)
   bool ignore_finite_checks = false;  // keep non-finite values, warn once
@@ -41,6 +51,16 @@ struct ReaderOptions {
   ReaderOptions& set_labels(VarMap v) { labels = std::move(v); return *this; }
   ReaderOptions& set_input_map(std::map<std::string, std::string> m) { input_map = std::move(m); return *this; }
   ReaderOptions& set_num_inputs(std::map<std::string, int64_t> m) { num_inputs = std::move(m); return *this; }
+  ReaderOptions& set_sample_weights(std::map<std::string, std::map<std::string, std::string>> m) {
+    sample_weights = std::move(m);
+    return *this;
+  }
+  ReaderOptions& set_labeller(std::vector<std::string> classes, bool require) {
+    labeller_classes = std::move(classes);
+    require_labels = require;
+    return *this;
+  }
+  ReaderOptions& set_selections(std::map<std::string, std::vector<std::string>> m) { selections = std::move(m); return *this; }
   ReaderOptions& set_global_object(std::string g) { global_object = std::move(g); return *this; }
   ReaderOptions& set_non_finite_to_num(bool b) { non_finite_to_num = b; return *this; }
   ReaderOptions& set_ignore_finite_checks(bool b) { ignore_finite_checks = b; return *this; }
@@ -60,7 +80,7 @@ class H5Reader {
  public:
   // `num` rows from the start of the file (-1 = all). `num_key` names the setting in
   // error messages (e.g. "num_train"). Validates everything up front: datasets, shapes,
-  // fields and their types, filters, num and num_inputs.
+  // fields and their types, filters, num, num_inputs and selections.
   H5Reader(const std::filesystem::path& path, ReaderOptions options, int64_t num = -1,
            const std::string& num_key = "num");
   ~H5Reader();

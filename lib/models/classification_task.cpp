@@ -1,5 +1,7 @@
 #include "models/classification_task.h"
 
+#include <algorithm>
+
 #include "models/class_names.h"
 #include "models/model_factory.h"
 #include "models/registry.h"
@@ -10,6 +12,13 @@
 namespace salt::models {
 
 namespace {
+
+// salt's apply_sample_weight: (loss * weights).mean() over every entry, so entries
+// the loss ignores (padded, label -1) count with 0 in the mean.
+torch::Tensor weighted_mean(const torch::Tensor& per, const torch::Tensor& w, int64_t entries) {
+  return (per * w.to(per.scalar_type())).sum() / static_cast<double>(std::max<int64_t>(entries, 1));
+}
+
 // salt forces CrossEntropy's ignore_index to -1 in every classification task.
 TaskOptions with_ignore_index(TaskOptions t) {
   auto loss = t.loss();
@@ -50,7 +59,9 @@ TaskOutput ClassificationTaskImpl::forward(const torch::Tensor& x, const torch::
                                            const torch::Tensor& context, const Labels* labels) {
   TaskOutput out;
   out.preds = net->forward(x, context);
-  if (labels) out.loss = compute_loss(out.preds, prepare_labels(label(*labels, options_cls_.label()), pad_mask));
+  if (!labels) return out;
+  auto y = prepare_labels(label(*labels, options_cls_.label()), pad_mask);
+  out.loss = compute_loss(out.preds, y, sample_weights(*labels), y.numel());
   return out;
 }
 
@@ -63,12 +74,31 @@ TaskOutput ClassificationTaskImpl::forward_packed(const torch::Tensor& rows, con
   out.preds = idx.scatter(preds);
   if (labels) {
     auto y = prepare_labels(label(*labels, options_cls_.label()), pad_mask);
-    out.loss = compute_loss(preds, y.reshape({-1}).index_select(0, idx.flat));
+    auto w = sample_weights(*labels);
+    if (w.defined()) w = w.reshape({-1}).index_select(0, idx.flat);
+    out.loss = compute_loss(preds, y.reshape({-1}).index_select(0, idx.flat), w, y.numel());
   }
   return out;
 }
 
-torch::Tensor ClassificationTaskImpl::compute_loss(const torch::Tensor& preds, const torch::Tensor& y) {
+// The unreduced loss per entry (reduction none, which sample_weight requires); 0 where ignored.
+torch::Tensor ClassificationTaskImpl::per_entry_loss(const torch::Tensor& preds, const torch::Tensor& y,
+                                                     const torch::Tensor& valid) {
+  if (loss->kind() == LossKind::BCEWithLogits) {
+    auto logits = preds.squeeze(-1);
+    return loss->elementwise(logits, y.clamp_min(0).to(logits.scalar_type())).masked_fill(valid.logical_not(), 0.0);
+  }
+  return preds.dim() == 3 ? loss->forward(preds.permute({0, 2, 1}), y) : loss->forward(preds, y);
+}
+
+std::vector<std::string> ClassificationTaskImpl::label_names() const {
+  std::vector<std::string> out{options_cls_.label()};
+  if (sample_weight()) out.push_back(*sample_weight());
+  return out;
+}
+
+torch::Tensor ClassificationTaskImpl::compute_loss(const torch::Tensor& preds, const torch::Tensor& y,
+                                                   const torch::Tensor& w, int64_t entries) {
   auto valid = y != -1;
   const int64_t num_classes = loss->kind() == LossKind::BCEWithLogits ? 2 : net->output_size();
   if ((valid & ((y < 0) | (y >= num_classes))).any().item<bool>()) {
@@ -78,6 +108,7 @@ torch::Tensor ClassificationTaskImpl::compute_loss(const torch::Tensor& preds, c
   }
   // With no valid label torch's mean would be 0/0; keep the graph and give 0.
   if (!valid.any().item<bool>()) return preds.sum() * 0.0;
+  if (w.defined()) return weighted_mean(per_entry_loss(preds, y, valid), w, entries) * weight();
   torch::Tensor result;
   if (loss->kind() == LossKind::BCEWithLogits) {
     auto logits = preds.squeeze(-1);
@@ -122,10 +153,9 @@ const config::Binding<ClassificationTaskConfig>& classification_binding() {
     bind_task_base(t);
     t.required("label", [](C& c) -> auto& { return c.cls.label(); }, "Label variable of input_name.")
         .arg("class_names", SALT_FIELD(class_names), "Class names (null: the file's flavour_label attribute).")
-        .arg("label_map", [](C& c) -> auto& { return c.cls.label_map(); }, "Remap label values, e.g. {0: 0, 4: 1, 5: 2}.")
-        .unbound(field_null("sample_weight", t_optional(t_str()), "Per-sample weight variable."))
-        .unsupported("per-sample weights are not available in salt-cpp yet")
-        .arg("use_class_dict", SALT_FIELD(use_class_dict), "Take the loss's class weights from data.class_dict.");
+        .arg("label_map", [](C& c) -> auto& { return c.cls.label_map(); }, "Remap label values, e.g. {0: 0, 4: 1, 5: 2}.");
+    bind_sample_weight(t);
+    t.arg("use_class_dict", SALT_FIELD(use_class_dict), "Take the loss's class weights from data.class_dict.");
     return t;
   }();
   return b;
@@ -134,6 +164,7 @@ const config::Binding<ClassificationTaskConfig>& classification_binding() {
 std::shared_ptr<TaskImpl> build_classification(const YAML::Node& init_args, const BuildContext& ctx) {
   auto c = classification_binding().read(init_args);
   finish_task_base(c, ctx);
+  finish_sample_weight(c, ctx);
   const auto& input = c.task.input_name();
   const auto& label = c.cls.label();
   auto names = c.class_names;

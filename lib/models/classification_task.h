@@ -30,14 +30,19 @@ class ClassificationTaskImpl : public TaskImpl {
                             const torch::Tensor& context, const Labels* labels) override;
   PredictionColumns predict(const torch::Tensor& preds, const torch::Tensor& pad_mask, const Labels* labels,
                             const std::string& model_name) const override;
-  std::vector<std::string> label_names() const override { return {options_cls_.label()}; }
+  // The label, then the sample weight if any.
+  std::vector<std::string> label_names() const override;
   const std::vector<std::string>& class_names() const { return options_cls_.class_names(); }
   // Labels as the loss sees them: remapped, -1 where ignored (padded, label -2).
   torch::Tensor prepare_labels(const torch::Tensor& raw, const torch::Tensor& pad_mask) const;
 
  private:
   // Weighted loss of preds [N, C] (or [B, L, C]) against prepared labels [N] ([B, L]).
-  torch::Tensor compute_loss(const torch::Tensor& preds, const torch::Tensor& y);
+  // w: sample weights shaped like y (undefined: none); entries: the count salt's
+  // mean divides the weighted loss by (all B or B x L entries, ignored ones too).
+  torch::Tensor compute_loss(const torch::Tensor& preds, const torch::Tensor& y, const torch::Tensor& w,
+                             int64_t entries);
+  torch::Tensor per_entry_loss(const torch::Tensor& preds, const torch::Tensor& y, const torch::Tensor& valid);
   ClassificationOptions options_cls_;
 };
 

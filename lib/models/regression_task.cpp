@@ -45,6 +45,7 @@ RegressionTaskImpl::RegressionTaskImpl(const TaskOptions& task, const Regression
 std::vector<std::string> RegressionTaskImpl::label_names() const {
   auto out = reg_.targets();
   out.insert(out.end(), reg_.target_denominators().begin(), reg_.target_denominators().end());
+  if (sample_weight()) out.push_back(*sample_weight());
   return out;
 }
 
@@ -80,6 +81,10 @@ TaskOutput RegressionTaskImpl::forward(const torch::Tensor& x, const torch::Tens
   } else {
     per = loss->elementwise(out.preds, safe_targets);
   }
+  // salt's nan_loss: the unreduced loss times the weights (one per jet or
+  // constituent, the same for every target), then the mean.
+  auto w = sample_weights(*labels);
+  if (w.defined()) per = per * w.to(per.scalar_type()).unsqueeze(-1);
   auto total = per.masked_fill(valid.logical_not(), 0.0).sum();
   const auto count = valid.sum().clamp_min(1);
   out.loss = (loss->options().reduction() == "sum" ? total : total / count) * weight();
@@ -146,9 +151,8 @@ const config::Binding<RegressionTaskConfig>& regression_binding() {
              t_optional(str_or_list))
         .arg("norm_params", SALT_FIELD(norm_params), "{mean, std} to standardise the targets.",
              t_optional(t_dict(t_union({t_float(), t_list(t_float())}))))
-        .arg("custom_output_names", SALT_FIELD(custom_output_names), "Output column names.", t_optional(str_or_list))
-        .unbound(field_null("sample_weight", t_optional(t_str()), "Per-sample weight variable."))
-        .unsupported("per-sample weights are not available in salt-cpp yet");
+        .arg("custom_output_names", SALT_FIELD(custom_output_names), "Output column names.", t_optional(str_or_list));
+    bind_sample_weight(t);
     return t;
   }();
   return b;
@@ -157,6 +161,7 @@ const config::Binding<RegressionTaskConfig>& regression_binding() {
 std::shared_ptr<TaskImpl> build_regression(const YAML::Node& init_args, const BuildContext& ctx, bool gaussian) {
   auto c = regression_binding().read(init_args);
   finish_task_base(c, ctx);
+  finish_sample_weight(c, ctx);
   auto& r = c.reg;
   r.gaussian(gaussian);
   r.target_denominators(c.target_denominators.value_or(std::vector<std::string>{}));

@@ -37,6 +37,19 @@ void finish_task_base(TaskBaseConfig& c, const BuildContext& ctx, bool pairwise)
   c.task.loss(build_component<LossOptions>(c.loss, ctx.at(ctx.arg("loss"))));
 }
 
+void finish_sample_weight(TaskBaseConfig& c, const BuildContext& ctx) {
+  if (!c.task.sample_weight()) return;
+  c.task.sample_weight_key = ctx.arg("sample_weight");
+  if (c.task.loss().reduction() != "none")
+    throw UsageError(ctx.arg("sample_weight") + ": sample weights need the loss's reduction: none (got '" +
+                     c.task.loss().reduction() + "'), as in salt");
+}
+
+torch::Tensor TaskImpl::sample_weights(const Labels& labels) const {
+  if (!sample_weight()) return {};
+  return label(labels, *sample_weight()).to(torch::kFloat32);
+}
+
 const torch::Tensor& TaskImpl::label(const Labels& labels, const std::string& label_name) const {
   auto in = labels.find(input_name());
   if (in != labels.end()) {

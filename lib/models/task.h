@@ -5,6 +5,7 @@
 #pragma once
 #include <torch/torch.h>
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -23,6 +24,12 @@ struct TaskOptions {
   TORCH_ARG(DenseOptions, dense);
   TORCH_ARG(LossOptions, loss);
   TORCH_ARG(double, weight) = 1.0;
+  // salt's sample_weight (Classification and Regression tasks): a variable of
+  // input_name whose values multiply the unreduced loss.
+  TORCH_ARG(std::optional<std::string>, sample_weight) = std::nullopt;
+
+ public:
+  std::string sample_weight_key;  // its config key, for messages (set by the builder)
 };
 
 struct TaskOutput {
@@ -62,6 +69,8 @@ class TaskImpl : public torch::nn::Module {
   const std::string& name() const { return options_.name(); }
   const std::string& input_name() const { return options_.input_name(); }
   double weight() const { return options_.weight(); }
+  const std::optional<std::string>& sample_weight() const { return options_.sample_weight(); }
+  const std::string& sample_weight_key() const { return options_.sample_weight_key; }
 
   Dense net{nullptr};
   Loss loss{nullptr};
@@ -69,6 +78,8 @@ class TaskImpl : public torch::nn::Module {
  protected:
   // labels[input_name()][label]; InputError naming the task if absent.
   const torch::Tensor& label(const Labels& labels, const std::string& name) const;
+  // The sample weights as float32 (undefined without sample_weight).
+  torch::Tensor sample_weights(const Labels& labels) const;
   TaskOptions options_;
 };
 
@@ -99,5 +110,16 @@ void bind_task_base(config::Binding<C>& b) {
 // context sizes from what the task receives (pairwise: two constituents, as
 // vertexing), and builds the loss.
 void finish_task_base(TaskBaseConfig& c, const BuildContext& ctx, bool pairwise = false);
+
+// Binds `sample_weight` (salt's Classification and Regression tasks have it).
+template <class C>
+void bind_sample_weight(config::Binding<C>& b) {
+  b.arg("sample_weight", [](C& c) -> auto& { return c.task.sample_weight(); },
+        "Per-sample weight variable of input_name: multiplies the unreduced loss before the mean (needs the "
+        "loss's reduction: none).");
+}
+
+// Records sample_weight's key and, like salt, requires the loss's reduction none.
+void finish_sample_weight(TaskBaseConfig& c, const BuildContext& ctx);
 
 }  // namespace salt::models

@@ -15,23 +15,24 @@ const config::Binding<TransformerOptions>& transformer_binding() {
     t.required("num_layers", SALT_MEMBER(num_layers), "Number of encoder layers.")
         .required("embed_dim", SALT_MEMBER(embed_dim), "Token embedding size.")
         .arg("out_dim", SALT_MEMBER(out_dim), "Output projection size (null: embed_dim).")
-        .arg("norm", SALT_MEMBER(norm), "Normalisation layer (no affine parameters, as in salt).", t_choice({"LayerNorm"}))
+        .arg("norm", SALT_MEMBER(norm), "Normalisation layer: LayerNorm (no affine parameters, as in salt) or RMSNorm.",
+             t_choice({"LayerNorm", "RMSNorm"}))
         .arg("attn_type", SALT_MEMBER(attn_type), "Attention kernel; changes speed, never the result.",
              t_choice({"torch-math", "torch-flash", "torch-meff", "flash-varlen"}))
         .arg("do_final_norm", SALT_MEMBER(do_final_norm), "LayerNorm after the output projection.")
         .arg("num_registers", SALT_MEMBER(num_registers), "Learnable register tokens appended to every sequence (at least 1).")
         .arg("drop_registers", SALT_MEMBER(drop_registers), "Drop the registers from the encoder output.")
-        .unbound(field_null("ls_init", t_optional(t_float()), "LayerScale init value."))
-        .unsupported("LayerScale is not available in salt-cpp yet")
-        .unbound(field("drop_path", t_float(), 0.0, "Stochastic depth rate."))
-        .unsupported("stochastic depth is not available in salt-cpp yet")
+        .arg("ls_init", SALT_MEMBER(ls_init), "LayerScale init value (null: no LayerScale).")
+        .arg("drop_path", SALT_MEMBER(drop_path), "Stochastic depth rate (a residual branch dropped per jet).")
         .unbound(field("depth", t_int(), 1, "Layer depth (LayerScale/drop-path scaling)."))
         .ignored("salt-cpp's layers do not use it")
         .optional_struct("dense_kwargs", SALT_MEMBER(dense_kwargs), glu_binding(), "Arguments of each layer's GLU.")
         .optional_struct("attn_kwargs", SALT_MEMBER(attn_kwargs), attention_binding(), "Arguments of each layer's attention.")
-        .arg("norm_type", SALT_MEMBER(norm_type), "Pre-norm (x + f(norm(x))) or post-norm residuals.",
-             t_choice({"pre", "post"}))
-        .unbound(field("num_dense", t_int(), 1, "Dense blocks per layer.")).unsupported("salt-cpp has one GLU per layer")
+        .arg("norm_type", SALT_MEMBER(norm_type),
+             "Residual norms: pre (x + f(norm(x))), post (norm(x + f(x))) or hybrid (GN3: q/k/v RMS norms, "
+             "one norm before the dense blocks).",
+             t_choice({"pre", "post", "hybrid"}))
+        .arg("num_dense", SALT_MEMBER(num_dense), "Dense (GLU) blocks per layer.")
         .unbound(field("edge_embed_dim", t_int(), 0, "Edge features.")).unsupported(edges)
         .unbound(field("update_edges", t_bool(), false, "Update edge features.")).unsupported(edges)
         .unbound(field("mup", t_bool(), false, "muP scaling.")).unsupported("muP is not available in salt-cpp");
@@ -56,21 +57,50 @@ const bool kRegistered =
 
 }  // namespace
 
-EncoderLayerImpl::EncoderLayerImpl(int64_t embed_dim, const AttentionOptions& attn_opts, const GLUOptions& dense_opts,
-                                   const ResidualOptions& res)
-    : torch::nn::Module("EncoderLayer") {
-  attn = register_module("attn", std::make_shared<NormResidualImpl<Attention>>(Attention(attn_opts), embed_dim, res));
-  dense = register_module("dense", std::make_shared<NormResidualImpl<GLU>>(GLU(dense_opts), embed_dim, res));
+EncoderLayerImpl::EncoderLayerImpl(const EncoderLayerOptions& o) : torch::nn::Module("EncoderLayer") {
+  const int64_t d = o.embed_dim();
+  if (o.num_dense() < 1) throw UsageError("Transformer: num_dense must be at least 1");
+  auto res = o.residual();
+  auto attn_opts = o.attn();
+  res.norm_type(o.norm_type());
+  if (o.norm_type() == "hybrid") {
+    attn_opts.do_qk_norm(true).do_v_norm(true);
+    res.norm_type(o.depth() == 0 ? "pre" : "none");
+    if (o.depth() != 0) norm = register_module("norm", Norm(res.norm(), d));
+  }
+  attn = register_module("attn", std::make_shared<NormResidualImpl<Attention>>(Attention(attn_opts), d, res));
+  auto block = [&] { return std::make_shared<NormResidualImpl<GLU>>(GLU(o.dense()), d, res); };
+  if (o.num_dense() == 1) {
+    dense_blocks.push_back(register_module("dense", block()));
+  } else {
+    auto list = register_module("dense", torch::nn::ModuleList());
+    for (int64_t i = 0; i < o.num_dense(); ++i) {
+      dense_blocks.push_back(block());
+      list->push_back(dense_blocks.back());
+    }
+  }
+}
+
+torch::Tensor EncoderLayerImpl::dense_forward(torch::Tensor x, const TokenLayout* layout) {
+  if (norm) x = norm->forward(x);
+  for (auto& block : dense_blocks) {
+    if (!layout) {
+      x = block->forward(x);
+      continue;
+    }
+    x = block->forward_tokens(x, layout->jet, layout->batch, [&](const torch::Tensor& t) { return block->fn->forward(t); });
+  }
+  return x;
 }
 
 torch::Tensor EncoderLayerImpl::forward(const torch::Tensor& x, const torch::Tensor& pad_mask) {
-  return dense->forward(attn->forward(x, pad_mask));
+  return dense_forward(attn->forward(x, pad_mask), nullptr);
 }
 
 torch::Tensor EncoderLayerImpl::forward_packed(const torch::Tensor& x, const TokenLayout& layout) {
   auto y = attn->forward_tokens(x, layout.jet, layout.batch,
                                 [&](const torch::Tensor& t) { return attn->fn->forward_packed(t, layout); });
-  return dense->forward_tokens(y, layout.jet, layout.batch, [&](const torch::Tensor& t) { return dense->fn->forward(t); });
+  return dense_forward(y, &layout);
 }
 
 TransformerImpl::TransformerImpl(const TransformerOptions& options) : torch::nn::Module("Transformer"), options_(options) {
@@ -87,12 +117,11 @@ TransformerImpl::TransformerImpl(const TransformerOptions& options) : torch::nn:
   attn_opts.embed_dim(d).attn_type(options.attn_type());
   auto dense_opts = options.dense_kwargs();
   dense_opts.embed_dim(d);
-  auto res = ResidualOptions().norm(options.norm()).norm_type(options.norm_type()).ls_init(options.ls_init()).drop_path(
-      options.drop_path());
-
+  auto res = ResidualOptions().norm(options.norm()).ls_init(options.ls_init()).drop_path(options.drop_path());
   layers = register_module("layers", torch::nn::ModuleList());
   for (int64_t i = 0; i < options.num_layers(); ++i) {
-    typed_layers_.emplace_back(d, attn_opts, dense_opts, res);
+    auto layer_opts = EncoderLayerOptions(d).depth(i).num_dense(options.num_dense()).norm_type(options.norm_type());
+    typed_layers_.emplace_back(layer_opts.residual(res).attn(attn_opts).dense(dense_opts));
     layers->push_back(typed_layers_.back());
   }
   if (options.out_dim())

@@ -17,16 +17,36 @@
 
 namespace salt::models {
 
+// salt's EncoderLayer: attn then `num_dense` GLUs, each in a NormResidual.
+// norm_type "hybrid" (salt's GN3): attention with RMS-normed q, k and v; layer 0 is
+// pre-norm, deeper layers keep the residual stream un-normed through attention and
+// normalise it once (`norm`) before the dense blocks.
+struct EncoderLayerOptions {
+  EncoderLayerOptions(int64_t embed_dim) : embed_dim_(embed_dim) {}
+  TORCH_ARG(int64_t, embed_dim);
+  TORCH_ARG(int64_t, depth) = 1;  // index in the stack (hybrid treats layer 0 apart)
+  TORCH_ARG(int64_t, num_dense) = 1;
+  TORCH_ARG(std::string, norm_type) = "pre";  // pre | post | hybrid
+  TORCH_ARG(ResidualOptions, residual) = ResidualOptions();
+  TORCH_ARG(AttentionOptions, attn) = AttentionOptions(0);
+  TORCH_ARG(GLUOptions, dense) = GLUOptions();
+};
+
 class EncoderLayerImpl : public torch::nn::Module {
  public:
-  EncoderLayerImpl(int64_t embed_dim, const AttentionOptions& attn, const GLUOptions& dense, const ResidualOptions& res);
+  explicit EncoderLayerImpl(const EncoderLayerOptions& options);
   // x: [B, L, D]; pad_mask: bool [B, L] true = padded.
   torch::Tensor forward(const torch::Tensor& x, const torch::Tensor& pad_mask);
   // Packed tokens x [N, D] laid out by `layout` (see TokenLayout).
   torch::Tensor forward_packed(const torch::Tensor& x, const TokenLayout& layout);
 
   std::shared_ptr<NormResidualImpl<Attention>> attn;
-  std::shared_ptr<NormResidualImpl<GLU>> dense;
+  // salt names one block `dense`, several `dense.0`, `dense.1`, ... (nn.Sequential).
+  std::vector<std::shared_ptr<NormResidualImpl<GLU>>> dense_blocks;
+  Norm norm{nullptr};  // hybrid, depth > 0 only
+
+ private:
+  torch::Tensor dense_forward(torch::Tensor x, const TokenLayout* layout);
 };
 TORCH_MODULE(EncoderLayer);
 
@@ -40,7 +60,8 @@ struct TransformerOptions {
   TORCH_ARG(bool, do_final_norm) = true;
   TORCH_ARG(int64_t, num_registers) = 1;  // salt requires >= 1 (no NaN for empty jets)
   TORCH_ARG(bool, drop_registers) = false;
-  TORCH_ARG(std::string, norm_type) = "pre";
+  TORCH_ARG(std::string, norm_type) = "pre";  // pre | post | hybrid
+  TORCH_ARG(int64_t, num_dense) = 1;
   TORCH_ARG(std::optional<double>, ls_init) = std::nullopt;
   TORCH_ARG(double, drop_path) = 0.0;
   // embed_dim and attn_type inside these are overwritten by the Transformer's own.

@@ -8,6 +8,8 @@
 #include "core/atomic_file.h"
 #include "core/errors.h"
 #include "core/torch_compat.h"
+#include "training/lion.h"
+#include "training/muon.h"
 #include "training/optimization.h"
 
 namespace salt::training {
@@ -61,18 +63,68 @@ void load_module_state(torch::nn::Module& module, const std::vector<std::pair<st
                      std::to_string(saved.size()) + " unexpected); was it made with another config?");
 }
 
+namespace {
+
+// The state `optimizer` keeps for `p`, in the checkpoint's fields.
+AdamParamState read_param_state(torch::optim::Optimizer& optimizer, const torch::Tensor& p) {
+  auto& state = optimizer.state();
+  auto it = state.find(compat::optimizer_state_key(state, p));
+  AdamParamState out;
+  if (it == state.end()) return out;
+  if (auto* s = dynamic_cast<torch::optim::AdamWParamState*>(it->second.get())) {
+    out.step = s->step();
+    out.exp_avg = s->exp_avg();
+    out.exp_avg_sq = s->exp_avg_sq();
+  } else if (auto* s = dynamic_cast<LionParamState*>(it->second.get())) {
+    out.exp_avg = s->exp_avg();
+  } else if (auto* s = dynamic_cast<MuonParamState*>(it->second.get())) {
+    out.momentum_buffer = s->momentum_buffer();
+  }
+  return out;
+}
+
+std::string optimizer_name(const torch::optim::Optimizer* optimizer) {
+  if (dynamic_cast<const torch::optim::AdamW*>(optimizer)) return "AdamW";
+  if (dynamic_cast<const Lion*>(optimizer)) return "Lion";
+  if (dynamic_cast<const Muon*>(optimizer)) return "Muon";
+  return "no optimizer";
+}
+
+// `saved` as the state `optimizer` keeps, on `device`; nullptr unless `saved` has
+// exactly the fields that optimizer keeps (it was saved by another optimizer).
+std::unique_ptr<torch::optim::OptimizerParamState> make_param_state(const torch::optim::Optimizer* optimizer,
+                                                                    const AdamParamState& saved,
+                                                                    const torch::Device& device) {
+  auto to = [&](const torch::Tensor& t) { return t.to(device).clone(); };
+  const bool m = saved.exp_avg.defined(), v = saved.exp_avg_sq.defined(), b = saved.momentum_buffer.defined();
+  if (dynamic_cast<const torch::optim::AdamW*>(optimizer) && m && v && !b) {
+    auto s = std::make_unique<torch::optim::AdamWParamState>();
+    s->step(saved.step);
+    s->exp_avg(to(saved.exp_avg));
+    s->exp_avg_sq(to(saved.exp_avg_sq));
+    return s;
+  }
+  if (dynamic_cast<const Lion*>(optimizer) && m && !v && !b) {
+    auto s = std::make_unique<LionParamState>();
+    s->exp_avg(to(saved.exp_avg));
+    return s;
+  }
+  if (dynamic_cast<const Muon*>(optimizer) && !m && !v && b) {
+    auto s = std::make_unique<MuonParamState>();
+    s->momentum_buffer(to(saved.momentum_buffer));
+    return s;
+  }
+  return nullptr;
+}
+
+}  // namespace
+
 std::vector<AdamParamState> adam_state(Optimization& optimization) {
   std::vector<AdamParamState> out;
-  auto& adamw = optimization.adamw();
-  auto& state = adamw.state();
-  for (const auto& p : optimization.parameters()) {
-    auto it = state.find(compat::optimizer_state_key(state, p));
-    if (it == state.end()) {
-      out.push_back({});
-      continue;
-    }
-    auto& s = static_cast<torch::optim::AdamWParamState&>(*it->second);
-    out.push_back({s.step(), s.exp_avg(), s.exp_avg_sq()});
+  const auto& params = optimization.parameters();
+  for (std::size_t i = 0; i < params.size(); ++i) {
+    auto* owner = optimization.owner(i);
+    out.push_back(owner ? read_param_state(*owner, params[i]) : AdamParamState{});
   }
   return out;
 }
@@ -83,16 +135,173 @@ void load_adam_state(Optimization& optimization, const std::vector<AdamParamStat
   if (saved.size() != params.size())
     throw InputError(source + ": optimizer state has " + std::to_string(saved.size()) + " parameters, the model " +
                      std::to_string(params.size()));
-  auto& state = optimization.adamw().state();
   for (std::size_t i = 0; i < params.size(); ++i) {
-    if (!saved[i].exp_avg.defined()) continue;
-    auto s = std::make_unique<torch::optim::AdamWParamState>();
-    s->step(saved[i].step);
-    s->exp_avg(saved[i].exp_avg.to(params[i].device()).clone());
-    s->exp_avg_sq(saved[i].exp_avg_sq.to(params[i].device()).clone());
-    state[compat::optimizer_state_key(state, params[i])] = std::move(s);
+    if (saved[i].empty()) continue;
+    auto* owner = optimization.owner(i);
+    auto fresh = make_param_state(owner, saved[i], params[i].device());
+    if (!fresh)
+      throw InputError(source + ": the optimizer state of '" + optimization.parameter_names()[i] + "' is not " +
+                       optimizer_name(owner) + "'s; was the checkpoint made with another model.optimizer?");
+    auto& state = owner->state();
+    state[compat::optimizer_state_key(state, params[i])] = std::move(fresh);
   }
 }
+
+namespace {
+
+// torch's per-parameter state_dict entry: the fields the optimizer keeps.
+Dict param_entry(const AdamParamState& s) {
+  auto entry = new_dict();
+  if (s.exp_avg_sq.defined()) entry.insert("step", torch::tensor(static_cast<double>(s.step)));  // AdamW
+  if (s.exp_avg.defined()) entry.insert("exp_avg", s.exp_avg.detach().cpu());
+  if (s.exp_avg_sq.defined()) entry.insert("exp_avg_sq", s.exp_avg_sq.detach().cpu());
+  if (s.momentum_buffer.defined()) entry.insert("momentum_buffer", s.momentum_buffer.detach().cpu());
+  return entry;
+}
+
+// state: {index: entry} for the parameters `indices` (model order) that have state.
+Dict state_of(const std::vector<AdamParamState>& state, const std::vector<int64_t>& indices) {
+  auto per_param = Dict(c10::IntType::get(), c10::AnyType::get());
+  for (auto i : indices)
+    if (static_cast<std::size_t>(i) < state.size() && !state[i].empty()) per_param.insert(i, param_entry(state[i]));
+  return per_param;
+}
+
+List index_list(const std::vector<int64_t>& indices) {
+  auto out = new_list();
+  for (auto i : indices) out.push_back(i);
+  return out;
+}
+
+// A param group's schedule entries (OneCycleLR adds initial_lr, max_lr, min_lr).
+Dict schedule_group(const Optimization& optimization, const std::vector<int64_t>& indices) {
+  auto group = new_dict();
+  group.insert("lr", optimization.current_lr());
+  group.insert("weight_decay", optimization.weight_decay());
+  group.insert("initial_lr", optimization.schedule().initial_lr());
+  group.insert("max_lr", optimization.schedule().max_lr());
+  group.insert("min_lr", optimization.schedule().min_lr());
+  group.insert("params", index_list(indices));
+  return group;
+}
+
+Dict optimizer_dict(const Dict& state, const Dict& group) {
+  auto opt = new_dict();
+  opt.insert("state", state);
+  auto groups = new_list();
+  groups.push_back(group);
+  opt.insert("param_groups", groups);
+  return opt;
+}
+
+// AdamW's and Lion's state_dict (also written without an Optimization, as AdamW's).
+Dict single_optimizer(const CheckpointState& state, const Optimization* optimization) {
+  std::vector<int64_t> all;
+  for (std::size_t i = 0; i < state.adam_state.size(); ++i) all.push_back(static_cast<int64_t>(i));
+  auto opt = new_dict();
+  opt.insert("state", state_of(state.adam_state, all));
+  auto groups = new_list();
+  if (optimization) {
+    for (std::size_t i = all.size(); i < optimization->parameters().size(); ++i) all.push_back(static_cast<int64_t>(i));
+    auto group = schedule_group(*optimization, all);
+    if (optimization->kind() == OptimizerKind::kLion) {
+      group.insert("betas", c10::ivalue::Tuple::create({optimization->current_beta1(), 0.99}));
+    } else {
+      const auto& options =
+          static_cast<const torch::optim::AdamWOptions&>(optimization->optimizers()[0]->param_groups()[0].options());
+      group.insert("betas", c10::ivalue::Tuple::create({optimization->current_beta1(), 0.999}));
+      group.insert("eps", options.eps());
+      group.insert("amsgrad", false);
+    }
+    groups.push_back(group);
+  }
+  opt.insert("param_groups", groups);
+  return opt;
+}
+
+// salt's HybridMuonAdamW.state_dict(); state keys are model-order indices.
+Dict hybrid_optimizer(const CheckpointState& state, const Optimization& optimization) {
+  std::vector<int64_t> muon, adamw;
+  auto muon_names = new_list(), adamw_names = new_list();
+  const auto& muon_opt = *optimization.optimizers()[0];
+  for (std::size_t i = 0; i < optimization.parameters().size(); ++i) {
+    if (!optimization.owner(i)) continue;
+    const bool is_muon = optimization.owner(i) == &muon_opt;
+    (is_muon ? muon : adamw).push_back(static_cast<int64_t>(i));
+    (is_muon ? muon_names : adamw_names).push_back(optimization.parameter_names()[i]);
+  }
+  std::vector<int64_t> both = muon;
+  both.insert(both.end(), adamw.begin(), adamw.end());
+
+  const auto& mo = static_cast<const MuonOptions&>(muon_opt.param_groups()[0].options());
+  auto muon_group = schedule_group(optimization, muon);
+  muon_group.insert("momentum", mo.momentum());
+  muon_group.insert("nesterov", mo.nesterov());
+  const auto& abc = mo.ns_coefficients();
+  muon_group.insert("ns_coefficients", c10::ivalue::Tuple::create({abc[0], abc[1], abc[2]}));
+  muon_group.insert("eps", mo.eps());
+  muon_group.insert("ns_steps", mo.ns_steps());
+  muon_group.insert("adjust_lr_fn", std::string(mo.adjust_lr() == MuonLrAdjust::kOriginal ? "original" : "match_rms_adamw"));
+  muon_group.insert("use_addmm", false);
+  auto adamw_group = schedule_group(optimization, adamw);
+  adamw_group.insert("betas", c10::ivalue::Tuple::create({0.9, 0.999}));
+  adamw_group.insert("eps", 1e-8);
+  adamw_group.insert("amsgrad", false);
+
+  auto empty = Dict(c10::IntType::get(), c10::AnyType::get());
+  auto opt = new_dict();
+  opt.insert("wrapper", optimizer_dict(empty, schedule_group(optimization, both)));
+  opt.insert("muon", optimizer_dict(state_of(state.adam_state, muon), muon_group));
+  opt.insert("adamw", optimizer_dict(state_of(state.adam_state, adamw), adamw_group));
+  opt.insert("muon_names", muon_names);
+  opt.insert("adamw_names", adamw_names);
+  return opt;
+}
+
+AdamParamState parse_entry(const Dict& entry) {
+  AdamParamState s;
+  auto get = [&](const char* key) {
+    auto it = entry.find(key);
+    return it == entry.end() ? torch::Tensor() : it->value().toTensor();
+  };
+  auto step = get("step");
+  if (step.defined()) s.step = static_cast<int64_t>(step.item<double>());
+  s.exp_avg = get("exp_avg");
+  s.exp_avg_sq = get("exp_avg_sq");
+  s.momentum_buffer = get("momentum_buffer");
+  return s;
+}
+
+// Adds an optimizer's {index: entry} states to `out` (grown to fit).
+void read_states(const Dict& opt, std::vector<AdamParamState>& out, const std::string& source) {
+  for (const auto& item : lookup(opt, "state", source).toGenericDict()) {
+    auto i = static_cast<std::size_t>(item.key().toInt());
+    if (out.size() <= i) out.resize(i + 1);
+    out[i] = parse_entry(item.value().toGenericDict());
+  }
+}
+
+int64_t group_params(const Dict& opt, const std::string& source) {
+  auto groups = lookup(opt, "param_groups", source).toList();
+  return groups.size() > 0 ? static_cast<int64_t>(groups.get(0).toGenericDict().at("params").toList().size()) : 0;
+}
+
+std::vector<AdamParamState> read_optimizer(const Dict& opt, const std::string& source) {
+  std::vector<AdamParamState> out;
+  int64_t n = 0;
+  if (opt.find("muon") != opt.end()) {  // HybridMuonAdamW
+    read_states(lookup(opt, "muon", source).toGenericDict(), out, source);
+    read_states(lookup(opt, "adamw", source).toGenericDict(), out, source);
+    n = group_params(lookup(opt, "wrapper", source).toGenericDict(), source);
+  } else {
+    read_states(opt, out, source);
+    n = group_params(opt, source);
+  }
+  if (static_cast<int64_t>(out.size()) < n) out.resize(static_cast<std::size_t>(n));
+  return out;
+}
+
+}  // namespace
 
 void save_checkpoint(const std::filesystem::path& path, const CheckpointState& state, const Optimization* optimization) {
   auto root = new_dict();
@@ -105,36 +314,8 @@ void save_checkpoint(const std::filesystem::path& path, const CheckpointState& s
   root.insert("state_dict", weights);
 
   // Lightning: optimizer_states = [optimizer.state_dict()], params by index.
-  auto opt = new_dict();
-  auto per_param = Dict(c10::IntType::get(), c10::AnyType::get());
-  for (std::size_t i = 0; i < state.adam_state.size(); ++i) {
-    const auto& s = state.adam_state[i];
-    if (!s.exp_avg.defined()) continue;
-    auto entry = new_dict();
-    entry.insert("step", torch::tensor(static_cast<double>(s.step)));
-    entry.insert("exp_avg", s.exp_avg.detach().cpu());
-    entry.insert("exp_avg_sq", s.exp_avg_sq.detach().cpu());
-    per_param.insert(static_cast<int64_t>(i), entry);
-  }
-  opt.insert("state", per_param);
-  auto groups = new_list();
-  if (optimization) {
-    auto group = new_dict();
-    group.insert("lr", optimization->current_lr());
-    group.insert("betas", c10::ivalue::Tuple::create({optimization->current_beta1(), 0.999}));
-    const auto& options = static_cast<const torch::optim::AdamWOptions&>(optimization->adamw().param_groups()[0].options());
-    group.insert("eps", options.eps());
-    group.insert("weight_decay", options.weight_decay());
-    group.insert("amsgrad", false);
-    group.insert("initial_lr", optimization->schedule().initial_lr());
-    group.insert("max_lr", optimization->schedule().max_lr());
-    group.insert("min_lr", optimization->schedule().min_lr());
-    auto params = new_list();
-    for (std::size_t i = 0; i < optimization->parameters().size(); ++i) params.push_back(static_cast<int64_t>(i));
-    group.insert("params", params);
-    groups.push_back(group);
-  }
-  opt.insert("param_groups", groups);
+  const bool hybrid = optimization && optimization->kind() == OptimizerKind::kHybridMuonAdamW;
+  auto opt = hybrid ? hybrid_optimizer(state, *optimization) : single_optimizer(state, optimization);
   auto optimizers = new_list();
   optimizers.push_back(opt);
   root.insert("optimizer_states", optimizers);
@@ -186,22 +367,7 @@ CheckpointState load_checkpoint(const std::filesystem::path& path) {
   for (const auto& item : lookup(root, "state_dict", source).toGenericDict())
     state.state_dict.emplace_back(item.key().toStringRef(), item.value().toTensor());
   auto optimizers = lookup(root, "optimizer_states", source).toList();
-  if (optimizers.size() > 0) {
-    auto opt = optimizers.get(0).toGenericDict();
-    auto per_param = lookup(opt, "state", source).toGenericDict();
-    int64_t n = 0;
-    for (const auto& item : per_param) n = std::max(n, item.key().toInt() + 1);
-    auto groups = lookup(opt, "param_groups", source).toList();
-    if (groups.size() > 0) n = std::max<int64_t>(n, groups.get(0).toGenericDict().at("params").toList().size());
-    state.adam_state.resize(static_cast<std::size_t>(n));
-    for (const auto& item : per_param) {
-      auto entry = item.value().toGenericDict();
-      auto& s = state.adam_state[static_cast<std::size_t>(item.key().toInt())];
-      s.step = static_cast<int64_t>(entry.at("step").toTensor().item<double>());
-      s.exp_avg = entry.at("exp_avg").toTensor();
-      s.exp_avg_sq = entry.at("exp_avg_sq").toTensor();
-    }
-  }
+  if (optimizers.size() > 0) state.adam_state = read_optimizer(optimizers.get(0).toGenericDict(), source);
   auto scheds = lookup(root, "lr_schedulers", source).toList();
   if (scheds.size() > 0) state.scheduler_total_steps = scheds.get(0).toGenericDict().at("total_steps").toInt();
   state.config_yaml = lookup(lookup(root, "hyper_parameters", source).toGenericDict(), "config", source).toStringRef();

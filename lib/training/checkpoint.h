@@ -1,6 +1,8 @@
 // Checkpoints in Lightning's layout, written with LibTorch's pickler so that
 // Python's `torch.load(path)` opens them as a dict: `state_dict` (salt's key
-// names), `optimizer_states`, `lr_schedulers`, `epoch`, `global_step`, plus
+// names), `optimizer_states` (optimizer.state_dict(): AdamW's or Lion's, or
+// salt's HybridMuonAdamW {wrapper, muon, adamw, muon_names, adamw_names}, whose
+// state keys are the parameters' model-order indices), `lr_schedulers`, `epoch`, `global_step`, plus
 // `hyper_parameters.config` (the resolved config) and a `salt_cpp` entry with what
 // an exact resume needs (RNG state). Files are written to a temp name and renamed.
 #pragma once
@@ -15,9 +17,15 @@ namespace salt::training {
 
 class Optimization;
 
+// One parameter's optimizer state. The name is historical: it holds the state of
+// whichever optimizer steps the parameter, with the fields that optimizer has
+// defined (torch's state_dict keys): AdamW step, exp_avg, exp_avg_sq; Lion
+// exp_avg; Muon momentum_buffer. None defined: no state (yet).
 struct AdamParamState {
   int64_t step = 0;
   torch::Tensor exp_avg, exp_avg_sq;
+  torch::Tensor momentum_buffer;
+  bool empty() const { return !exp_avg.defined() && !exp_avg_sq.defined() && !momentum_buffer.defined(); }
 };
 
 struct CheckpointState {
@@ -40,7 +48,8 @@ std::vector<std::pair<std::string, torch::Tensor>> module_state(const torch::nn:
 void load_module_state(torch::nn::Module& module, const std::vector<std::pair<std::string, torch::Tensor>>& state,
                        const std::string& source);
 
-// The optimizer's per-parameter state, and its restoration.
+// The optimizer's per-parameter state (any model.optimizer), and its restoration;
+// state saved by another kind of optimizer is an InputError.
 std::vector<AdamParamState> adam_state(Optimization& optimization);
 void load_adam_state(Optimization& optimization, const std::vector<AdamParamState>& state, const std::string& source);
 

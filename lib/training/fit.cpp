@@ -196,7 +196,8 @@ class FitRun {
   }
 
   void make_optimization() {
-    optimization_ = std::make_unique<Optimization>(setup_.model->parameters(), setup_.lrs, total_steps_,
+    const auto kind = optimizer_kind(config::read_run_config(setup_.config).model.optimizer);
+    optimization_ = std::make_unique<Optimization>(setup_.model->named_parameters(), kind, setup_.lrs, total_steps_,
                                                    resume_ ? resume_->global_step : 0);
     if (!resume_) return;
     load_adam_state(*optimization_, resume_->adam_state, resume_source_);
@@ -258,6 +259,7 @@ class FitRun {
 
   void prepare_state() {
     state_.optimization = optimization_.get();
+    state_.optimizer_name = optimization_->class_name();  // Lightning logs lr-<class name>
     state_.run_dir = run_dir_;
     state_.same_dir_resume = same_dir_resume_;
     state_.max_epochs = max_epochs_;

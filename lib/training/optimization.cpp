@@ -1,34 +1,94 @@
 #include "training/optimization.h"
 
+#include "core/errors.h"
+#include "training/lion.h"
+#include "training/muon.h"
+
 namespace salt::training {
 
-Optimization::Optimization(std::vector<torch::Tensor> parameters, const LrsConfig& lrs, int64_t total_steps,
-                           int64_t steps_done)
-    : parameters_(std::move(parameters)),
+OptimizerKind optimizer_kind(const std::string& name) {
+  if (name == "AdamW") return OptimizerKind::kAdamW;
+  if (name == "lion") return OptimizerKind::kLion;
+  if (name == "HybridMuonAdamW") return OptimizerKind::kHybridMuonAdamW;
+  throw UsageError("model.optimizer: '" + name + "' is not supported (AdamW, lion, HybridMuonAdamW)");
+}
+
+Optimization::Optimization(const NamedParameters& parameters, OptimizerKind kind, const LrsConfig& lrs,
+                           int64_t total_steps, int64_t steps_done)
+    : kind_(kind),
       schedule_(lrs, total_steps),
+      weight_decay_(lrs.weight_decay),
       steps_done_(steps_done),
       offset_(lrs.last_epoch + 1) {
-  auto options = torch::optim::AdamWOptions(lrs.initial).weight_decay(lrs.weight_decay);
-  adamw_ = std::make_unique<torch::optim::AdamW>(parameters_, options);
+  for (const auto& item : parameters) {
+    names_.push_back(item.key());
+    parameters_.push_back(item.value());
+  }
+  // salt: lr = lrs_config.initial (OneCycleLR overwrites it before the first step).
+  if (kind == OptimizerKind::kAdamW) {
+    auto options = torch::optim::AdamWOptions(lrs.initial).weight_decay(lrs.weight_decay);
+    optimizers_.push_back(std::make_unique<torch::optim::AdamW>(parameters_, options));
+  } else if (kind == OptimizerKind::kLion) {
+    optimizers_.push_back(std::make_unique<Lion>(parameters_, LionOptions(lrs.initial).weight_decay(lrs.weight_decay)));
+  } else {
+    make_hybrid(lrs);
+  }
+  if (kind != OptimizerKind::kHybridMuonAdamW) owners_.assign(parameters_.size(), optimizers_.front().get());
   apply_schedule();
 }
 
-void Optimization::zero_grad() { adamw_->zero_grad(); }
+// salt's HybridMuonAdamW: frozen parameters go nowhere, the policy splits the rest.
+void Optimization::make_hybrid(const LrsConfig& lrs) {
+  std::vector<torch::Tensor> muon, adamw;
+  std::vector<int> side(parameters_.size(), -1);  // 0 Muon, 1 AdamW
+  for (std::size_t i = 0; i < parameters_.size(); ++i) {
+    if (!parameters_[i].requires_grad()) continue;
+    side[i] = is_muon_param(names_[i], parameters_[i]) ? 0 : 1;
+    (side[i] == 0 ? muon : adamw).push_back(parameters_[i]);
+  }
+  if (muon.empty())
+    throw UsageError("model.optimizer HybridMuonAdamW: no parameters selected for Muon (no 2-D weight outside "
+                     "biases, norms, embeddings and heads)");
+  if (adamw.empty()) throw UsageError("model.optimizer HybridMuonAdamW: no parameters selected for AdamW");
+  optimizers_.push_back(std::make_unique<Muon>(muon, MuonOptions(lrs.initial).weight_decay(lrs.weight_decay)));
+  auto adamw_options = torch::optim::AdamWOptions(lrs.initial).weight_decay(lrs.weight_decay);
+  optimizers_.push_back(std::make_unique<torch::optim::AdamW>(adamw, adamw_options));
+  for (int s : side) owners_.push_back(s < 0 ? nullptr : optimizers_[static_cast<std::size_t>(s)].get());
+}
+
+std::string Optimization::class_name() const {
+  switch (kind_) {
+    case OptimizerKind::kLion: return "Lion";
+    case OptimizerKind::kHybridMuonAdamW: return "HybridMuonAdamW";
+    default: return "AdamW";
+  }
+}
+
+void Optimization::zero_grad() {
+  for (auto& optimizer : optimizers_) optimizer->zero_grad();
+}
 
 void Optimization::apply_schedule() {
   auto index = schedule_index();
   double lr = schedule_.lr(index);
   double beta1 = schedule_.beta1(index);
-  for (auto& group : adamw_->param_groups()) {
-    auto& options = static_cast<torch::optim::AdamWOptions&>(group.options());
-    options.lr(lr);
-    options.betas(std::make_tuple(beta1, std::get<1>(options.betas())));
-  }
+  for (auto& optimizer : optimizers_)
+    for (auto& group : optimizer->param_groups()) {
+      group.options().set_lr(lr);
+      // OneCycleLR cycles betas[0] only when salt lets it (not HybridMuonAdamW).
+      if (kind_ == OptimizerKind::kAdamW) {
+        auto& options = static_cast<torch::optim::AdamWOptions&>(group.options());
+        options.betas(std::make_tuple(beta1, std::get<1>(options.betas())));
+      } else if (kind_ == OptimizerKind::kLion) {
+        auto& options = static_cast<LionOptions&>(group.options());
+        options.betas(std::make_tuple(beta1, std::get<1>(options.betas())));
+      }
+    }
 }
 
 void Optimization::step() {
   apply_schedule();
-  adamw_->step();
+  for (auto& optimizer : optimizers_) optimizer->step();
   ++steps_done_;
   // torch's OneCycleLR raises one step past its total; salt-cpp checks it when the
   // next step asks for its values instead of after the last step.
@@ -37,6 +97,7 @@ void Optimization::step() {
 
 double Optimization::current_lr() const { return schedule_.lr(std::min(schedule_index(), schedule_.total_steps())); }
 double Optimization::current_beta1() const {
+  if (kind_ == OptimizerKind::kHybridMuonAdamW) return 0.0;
   return schedule_.beta1(std::min(schedule_index(), schedule_.total_steps()));
 }
 

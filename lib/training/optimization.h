@@ -1,42 +1,75 @@
-// AdamW driven by salt's one-cycle schedule: the learning rate and beta1 of every
-// optimizer step come from OneCycleSchedule, exactly as torch's OneCycleLR sets
-// them (stepped per optimizer step, not per batch, with gradient accumulation).
+// salt's optimizer (`model.optimizer`) driven by salt's one-cycle schedule: the
+// learning rate of every optimizer step comes from OneCycleSchedule, exactly as
+// torch's OneCycleLR sets it (stepped per optimizer step, not per batch, with
+// gradient accumulation). As in salt's configure_optimizers:
+//   AdamW            torch AdamW(lr, weight_decay); beta1 cycled 0.95 -> 0.85 -> 0.95
+//   lion             lion_pytorch Lion(lr, weight_decay), betas (beta1, 0.99); beta1 cycled
+//   HybridMuonAdamW  Muon for the 2-D matrices is_muon_param picks (momentum 0.95),
+//                    AdamW (betas 0.9, 0.999) for the rest; nothing cycled
+//                    (OneCycleLR(cycle_momentum=False)), both get the scheduled lr.
 #pragma once
 #include <torch/torch.h>
 
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "training/one_cycle.h"
 
 namespace salt::training {
 
+enum class OptimizerKind { kAdamW, kLion, kHybridMuonAdamW };
+
+// salt's `model.optimizer` value ("AdamW", "lion", "HybridMuonAdamW"); others are a UsageError.
+OptimizerKind optimizer_kind(const std::string& name);
+
 class Optimization {
  public:
-  // `steps_done` optimizer steps have already been taken (resuming).
-  Optimization(std::vector<torch::Tensor> parameters, const LrsConfig& lrs, int64_t total_steps,
+  using NamedParameters = torch::OrderedDict<std::string, torch::Tensor>;
+
+  // `parameters` as model->named_parameters(); `steps_done` optimizer steps have
+  // already been taken (resuming). HybridMuonAdamW with no parameter for Muon, or
+  // none for AdamW, is a UsageError (salt raises ValueError).
+  Optimization(const NamedParameters& parameters, OptimizerKind kind, const LrsConfig& lrs, int64_t total_steps,
                int64_t steps_done = 0);
 
   void zero_grad();
   // One optimizer step at the schedule's current values; then the schedule advances.
   void step();
 
+  OptimizerKind kind() const { return kind_; }
+  // The optimizer's Python class name, as Lightning's LearningRateMonitor names its
+  // metrics (lr-AdamW, lr-Lion, lr-HybridMuonAdamW).
+  std::string class_name() const;
   int64_t steps_done() const { return steps_done_; }
-  // The learning rate (and beta1) the next step will use, as logged by salt.
+  // The learning rate (and beta1) the next step will use, as logged by salt. For
+  // HybridMuonAdamW beta1 is 0: its wrapper has no betas, Lightning logs momentum 0.
   double current_lr() const;
   double current_beta1() const;
+  double weight_decay() const { return weight_decay_; }
   const OneCycleSchedule& schedule() const { return schedule_; }
-  torch::optim::AdamW& adamw() { return *adamw_; }
-  const torch::optim::AdamW& adamw() const { return *adamw_; }
+
+  // All parameters, in model order, and their names.
   const std::vector<torch::Tensor>& parameters() const { return parameters_; }
+  const std::vector<std::string>& parameter_names() const { return names_; }
+  // The optimizers that step them: one; for HybridMuonAdamW Muon then AdamW.
+  const std::vector<std::unique_ptr<torch::optim::Optimizer>>& optimizers() const { return optimizers_; }
+  // The optimizer stepping parameters()[i]; nullptr for a frozen parameter that
+  // HybridMuonAdamW leaves out (AdamW and Lion hold all, as salt passes them all).
+  torch::optim::Optimizer* owner(std::size_t i) const { return owners_[i]; }
 
  private:
   int64_t schedule_index() const { return steps_done_ + offset_; }
   void apply_schedule();
+  void make_hybrid(const LrsConfig& lrs);
 
+  OptimizerKind kind_;
   std::vector<torch::Tensor> parameters_;
+  std::vector<std::string> names_;
   OneCycleSchedule schedule_;
-  std::unique_ptr<torch::optim::AdamW> adamw_;
+  double weight_decay_;
+  std::vector<std::unique_ptr<torch::optim::Optimizer>> optimizers_;
+  std::vector<torch::optim::Optimizer*> owners_;
   int64_t steps_done_ = 0;
   int64_t offset_ = 0;  // lrs_config.last_epoch + 1
 };

@@ -7,6 +7,7 @@
 #include "config/yaml_load.h"
 #include "core/errors.h"
 #include "data/h5_file.h"
+#include "data/labeller.h"
 #include "models/model_factory.h"
 
 namespace salt::training {
@@ -37,6 +38,23 @@ std::optional<std::vector<std::string>> file_class_names(const data::DataConfig&
   if (!names || !names.IsSequence()) return std::nullopt;
   std::vector<std::string> out;
   for (const auto& n : names) out.push_back(n.as<std::string>());
+  return out;
+}
+
+// data.labeller_config's classes (empty: no relabelling); checked against ftag's
+// flavours here, before the model is built on them.
+std::vector<std::string> labeller_classes(const data::DataConfig& data) {
+  const auto& l = data.labeller_config;
+  if (!l.use_labeller) return {};
+  data::Labeller check(l.class_names.value_or(std::vector<std::string>{}), l.require_labels);
+  return check.class_names();
+}
+
+// input -> sample_weight field -> its config key, for the readers' messages.
+std::map<std::string, std::map<std::string, std::string>> sample_weight_keys(const models::SaltModelImpl& model) {
+  std::map<std::string, std::map<std::string, std::string>> out;
+  for (const auto& task : model.task_list())
+    if (task->sample_weight()) out[task->input_name()].emplace(*task->sample_weight(), task->sample_weight_key());
   return out;
 }
 
@@ -87,7 +105,11 @@ RunSetup prepare_run(const YAML::Node& resolved, Stage stage) {
     auto w = data::class_weights(*s.class_dict, s.data.dataset_of(input), label);
     return std::vector<float>(w.begin(), w.end());
   };
-  ctx.class_names = [&s, &model_file](const std::string& input, const std::string& label) {
+  const auto relabelled = labeller_classes(s.data);
+  ctx.class_names = [&s, &model_file, relabelled](const std::string& input, const std::string& label) {
+    // With the labeller, flavour_label's classes are the labeller's, not the file's.
+    if (!relabelled.empty() && input == s.data.global_object && label == "flavour_label")
+      return std::optional<std::vector<std::string>>(relabelled);
     return file_class_names(s.data, model_file, input, label);
   };
   ctx.loss_mode = run.model.loss_mode;
@@ -112,6 +134,9 @@ RunSetup prepare_run(const YAML::Node& resolved, Stage stage) {
       .set_labels(labels)
       .set_input_map(s.data.input_map)
       .set_num_inputs(s.data.num_inputs)
+      .set_selections(s.data.selections)
+      .set_sample_weights(sample_weight_keys(*s.model->model))
+      .set_labeller(relabelled, s.data.labeller_config.require_labels)
       .set_global_object(s.data.global_object)
       .set_non_finite_to_num(s.data.non_finite_to_num)
       .set_ignore_finite_checks(s.data.ignore_finite_checks);

@@ -303,10 +303,15 @@ TEST(ReaderErrors, MissingThings) {
   EXPECT_CONTAINS(msg, "num_inputs");
   EXPECT_CONTAINS(msg, "flows");
 
+  // salt asserts num_inputs <= the file's slots (datasets.py), so more slots than
+  // the file has is an error here too; exactly as many is fine.
   o = standard_options();
   o.set_num_inputs({{"tracks", kSlots + 1}});
   msg = error_of([&] { H5Reader(path, o); });
-  EXPECT_CONTAINS(msg, "exceeds the 6 slots");
+  EXPECT_CONTAINS(msg, "data.num_inputs.tracks = 7 exceeds the 6 slots");
+  EXPECT_CONTAINS(msg, path.string());
+  o.set_num_inputs({{"tracks", kSlots}});
+  EXPECT_EQ(H5Reader(path, o).slots("tracks"), kSlots);
 }
 
 TEST(ReaderErrors, ShapesAndRowCounts) {

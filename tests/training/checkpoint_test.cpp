@@ -42,7 +42,8 @@ TEST(Checkpoint, RoundTripRestoresWeightsAndOptimizer) {
   TempDir dir;
   torch::manual_seed(1);
   Tiny model;
-  training::Optimization opt(model->parameters(), {1e-3, 1e-2, 1e-3, 0.3, 1e-5, -1}, 10);
+  training::Optimization opt(model->named_parameters(), training::OptimizerKind::kAdamW,
+                             {1e-3, 1e-2, 1e-3, 0.3, 1e-5, -1}, 10);
   auto state = trained_state(model, opt);
   auto path = dir / "epoch=002-val_loss=0.50000.ckpt";
   training::save_checkpoint(path, state, &opt);
@@ -64,7 +65,8 @@ TEST(Checkpoint, RoundTripRestoresWeightsAndOptimizer) {
   EXPECT_TRUE(torch::equal(fresh->named_buffers()["tracks_means"], model->named_buffers()["tracks_means"]));
 
   // Continuing both optimizers from here gives identical weights.
-  training::Optimization resumed(fresh->parameters(), {1e-3, 1e-2, 1e-3, 0.3, 1e-5, -1}, 10, loaded.global_step);
+  training::Optimization resumed(fresh->named_parameters(), training::OptimizerKind::kAdamW,
+                                 {1e-3, 1e-2, 1e-3, 0.3, 1e-5, -1}, 10, loaded.global_step);
   training::load_adam_state(resumed, loaded.adam_state, path.string());
   for (auto* pair : {&opt, &resumed}) {
     auto& m = pair == &opt ? model : fresh;
@@ -78,7 +80,8 @@ TEST(Checkpoint, RoundTripRestoresWeightsAndOptimizer) {
 TEST(Checkpoint, MismatchedModelIsAClearError) {
   TempDir dir;
   Tiny model;
-  training::Optimization opt(model->parameters(), {1e-3, 1e-2, 1e-3, 0.3, 1e-5, -1}, 10);
+  training::Optimization opt(model->named_parameters(), training::OptimizerKind::kAdamW,
+                             {1e-3, 1e-2, 1e-3, 0.3, 1e-5, -1}, 10);
   auto state = trained_state(model, opt);
   state.state_dict.pop_back();
   training::save_checkpoint(dir / "a.ckpt", state, &opt);
@@ -103,7 +106,8 @@ TEST(Checkpoint, PythonTorchLoadSeesLightningLayout) {
   if (!have_python_module("torch")) GTEST_SKIP() << "SKIP: python3-torch is not installed (scripts/bootstrap.sh installs it)";
   TempDir dir;
   Tiny model;
-  training::Optimization opt(model->parameters(), {1e-3, 1e-2, 1e-3, 0.3, 1e-5, -1}, 10);
+  training::Optimization opt(model->named_parameters(), training::OptimizerKind::kAdamW,
+                             {1e-3, 1e-2, 1e-3, 0.3, 1e-5, -1}, 10);
   auto state = trained_state(model, opt);
   training::save_checkpoint(dir / "x.ckpt", state, &opt);
   auto r = run_python(R"(

@@ -117,7 +117,6 @@ TEST_F(FitTest, FailedStartLeavesNothingBehind) {
            {"--data.train_file", "data/toy/missing.h5"},
            {"--data.num_train", "999999"},
            {"--model.loss_mode", "GLS"},
-           {"--trainer.callbacks.0.init_args.monitor_loss", "val/nope_loss"},
            {"--trainer.max_epochs", "0"},
            {"--ckpt_path", "data/toy"},  // a directory
            {"--trainer.default_root_dir", "data/toy/norm_dict.yaml/logs"}}) {
@@ -126,6 +125,16 @@ TEST_F(FitTest, FailedStartLeavesNothingBehind) {
     EXPECT_EQ(error_lines(r.err), 1) << r.err;
     EXPECT_TRUE(runs().empty()) << extra[0];
   }
+}
+
+// salt's nan_regression.yaml monitors a loss it never logs; Lightning writes 0.
+TEST_F(FitTest, UnloggedMonitorLossNamesCheckpointsWithZero) {
+  auto r = salt("fit", small_gn2({"--trainer.callbacks.0.init_args.monitor_loss", "val/nope_loss"}));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.err.find("monitor_loss 'val/nope_loss' is not a logged metric"), std::string::npos) << r.err;
+  auto ckpts = checkpoints(runs().at(0));
+  ASSERT_FALSE(ckpts.empty());
+  EXPECT_EQ(ckpts[0].filename().string(), "epoch=000-val_loss=0.00000.ckpt");
 }
 
 TEST_F(FitTest, ErrorsNameWhatAndWhere) {

@@ -97,7 +97,7 @@ print(*[repr(x) for x in w.tolist()])
 
   auto w = torch::tensor({0.5, -1.0, 2.0}, torch::kFloat64).requires_grad_(true);
   auto target = torch::tensor({1.0, 2.0, -3.0}, torch::kFloat64);
-  training::Optimization opt({w}, {1e-3, 1e-1, 1e-4, 0.2, 1e-2, -1}, 25);
+  training::Optimization opt({{"w", w}}, training::OptimizerKind::kAdamW, {1e-3, 1e-1, 1e-4, 0.2, 1e-2, -1}, 25);
   for (int i = 0; i < 25; ++i) {
     opt.zero_grad();
     (w - target).pow(2).sum().backward();
