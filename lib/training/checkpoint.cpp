@@ -322,8 +322,9 @@ void save_checkpoint(const std::filesystem::path& path, const CheckpointState& s
 
   auto sched = new_dict();
   sched.insert("total_steps", state.scheduler_total_steps);
-  sched.insert("last_epoch", state.global_step);
-  sched.insert("_step_count", state.global_step + 1);
+  const int64_t last_epoch = state.scheduler_last_epoch >= 0 ? state.scheduler_last_epoch : state.global_step;
+  sched.insert("last_epoch", last_epoch);
+  sched.insert("_step_count", last_epoch + 1);
   auto scheds = new_list();
   scheds.push_back(sched);
   root.insert("lr_schedulers", scheds);
@@ -369,7 +370,11 @@ CheckpointState load_checkpoint(const std::filesystem::path& path) {
   auto optimizers = lookup(root, "optimizer_states", source).toList();
   if (optimizers.size() > 0) state.adam_state = read_optimizer(optimizers.get(0).toGenericDict(), source);
   auto scheds = lookup(root, "lr_schedulers", source).toList();
-  if (scheds.size() > 0) state.scheduler_total_steps = scheds.get(0).toGenericDict().at("total_steps").toInt();
+  if (scheds.size() > 0) {
+    auto sched = scheds.get(0).toGenericDict();
+    state.scheduler_total_steps = sched.at("total_steps").toInt();
+    if (sched.contains("last_epoch")) state.scheduler_last_epoch = sched.at("last_epoch").toInt();
+  }
   state.config_yaml = lookup(lookup(root, "hyper_parameters", source).toGenericDict(), "config", source).toStringRef();
   auto extra = root.find("salt_cpp");
   if (extra != root.end()) {

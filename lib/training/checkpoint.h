@@ -36,6 +36,7 @@ struct CheckpointState {
   std::vector<std::pair<std::string, torch::Tensor>> state_dict;
   std::vector<AdamParamState> adam_state;  // one per parameter, in parameter order; empty = none
   int64_t scheduler_total_steps = 0;
+  int64_t scheduler_last_epoch = -1;  // OneCycleLR's last_epoch; -1: not known (then global_step)
   torch::Tensor cpu_rng_state;                 // torch's default CPU generator
   std::vector<std::pair<std::string, double>> metrics;  // monitored values at save time
 };

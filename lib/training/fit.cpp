@@ -182,17 +182,32 @@ class FitRun {
     if (resume_ && resume_->scheduler_total_steps > 0) keep_resumed_schedule();
   }
 
-  // The schedule continues where it was, so its plan cannot grow. torch (and salt)
-  // would fail when stepping past it, possibly hours in; say so before training.
+  // The schedule continues where it was when the steps left fit its plan. torch
+  // would fail stepping past it, possibly hours in, so a longer run is refused up
+  // front, unless lrs_config.last_epoch is set: then, as salt's training guide
+  // intends, a new one-cycle schedule over this run's steps starts at last_epoch + 1.
   void keep_resumed_schedule() {
-    const int64_t wanted = total_steps_;
-    total_steps_ = resume_->scheduler_total_steps;
-    const int64_t offset = setup_.lrs.last_epoch + 1;
-    if (wanted + offset > total_steps_)
-      throw UsageError("this run would take " + std::to_string(wanted) + " optimizer steps but the checkpoint's " +
-                       "one-cycle schedule plans " + std::to_string(total_steps_) + " (trainer.max_epochs/max_steps " +
-                       "larger than the original run's); keep the original max_epochs, or set " +
-                       "model.lrs_config.last_epoch to start the schedule later");
+    const int64_t wanted = total_steps_, planned = resume_->scheduler_total_steps;
+    const int64_t position = resume_->scheduler_last_epoch >= 0 ? resume_->scheduler_last_epoch
+                                                                : resume_->global_step + setup_.lrs.last_epoch + 1;
+    const int64_t steps_left = std::max<int64_t>(0, wanted - resume_->global_step);
+    if (position + steps_left <= planned) {
+      total_steps_ = planned;
+      schedule_position_ = position;
+      return;
+    }
+    if (setup_.lrs.last_epoch >= 0) {
+      schedule_position_ = setup_.lrs.last_epoch + 1;
+      spdlog::info("model.lrs_config.last_epoch {}: a new one-cycle schedule of {} steps starts at step {} "
+                   "(the checkpoint's planned {})",
+                   setup_.lrs.last_epoch, wanted, schedule_position_, planned);
+      return;
+    }
+    throw UsageError("this run would take " + std::to_string(steps_left) + " more optimizer steps but the " +
+                     "checkpoint's one-cycle schedule has " + std::to_string(std::max<int64_t>(0, planned - position)) +
+                     " left (trainer.max_epochs/max_steps larger than the original run's); keep the original " +
+                     "max_epochs, or add --model.lrs_config.last_epoch 0 to start a new schedule over this run's " +
+                     std::to_string(wanted) + " steps (salt's training guide)");
   }
 
   void make_optimization() {
@@ -200,6 +215,7 @@ class FitRun {
     optimization_ = std::make_unique<Optimization>(setup_.model->named_parameters(), kind, setup_.lrs, total_steps_,
                                                    resume_ ? resume_->global_step : 0);
     if (!resume_) return;
+    if (schedule_position_ >= 0) optimization_->set_schedule_index(schedule_position_);
     load_adam_state(*optimization_, resume_->adam_state, resume_source_);
     if (resume_->cpu_rng_state.defined()) set_cpu_rng_state(resume_->cpu_rng_state);
   }
@@ -476,6 +492,7 @@ class FitRun {
   // schedule and loop position
   std::unique_ptr<Optimization> optimization_;
   int64_t max_epochs_ = 0, total_steps_ = 0, start_epoch_ = 0, skip_batches_ = 0;
+  int64_t schedule_position_ = -1;  // resuming: the schedule step the first step uses
   bool stop_ = false, nan_pending_ = false;
   LossTotals interval_;
   Autocast autocast_;

@@ -29,6 +29,7 @@ CheckpointState capture_state(const RunSetup& setup, Optimization& optimization,
   state.state_dict = module_state(*setup.model);
   state.adam_state = adam_state(optimization);
   state.scheduler_total_steps = total_steps;
+  state.scheduler_last_epoch = optimization.schedule_index();
   state.cpu_rng_state = cpu_rng_state();
   return state;
 }

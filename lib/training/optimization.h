@@ -58,8 +58,16 @@ class Optimization {
   // HybridMuonAdamW leaves out (AdamW and Lion hold all, as salt passes them all).
   torch::optim::Optimizer* owner(std::size_t i) const { return owners_[i]; }
 
- private:
+  // OneCycleLR's last_epoch: the schedule step the next optimizer step uses.
   int64_t schedule_index() const { return steps_done_ + offset_; }
+  // Moves the schedule so that the next step uses step `index` (resuming a saved
+  // position, or salt's last_epoch restart).
+  void set_schedule_index(int64_t index) {
+    offset_ = index - steps_done_;
+    if (schedule_index() <= schedule_.total_steps()) apply_schedule();
+  }
+
+ private:
   void apply_schedule();
   void make_hybrid(const LrsConfig& lrs);
 

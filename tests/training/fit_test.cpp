@@ -203,8 +203,23 @@ TEST_F(FitTest, ResumingPastTheScheduleFailsBeforeTraining) {
                         "--trainer.max_epochs", "5", "-ls", "longer"});
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_EQ(error_lines(r.err), 1) << r.err;
-  EXPECT_NE(r.err.find("one-cycle schedule plans 16"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("32 more optimizer steps but the checkpoint's one-cycle schedule has 8 left"), std::string::npos)
+      << r.err;
+  EXPECT_NE(r.err.find("--model.lrs_config.last_epoch 0"), std::string::npos) << r.err;
   EXPECT_FALSE(std::filesystem::exists(dir / "logs" / "GN2_cpu_longer"));
+
+  // salt's training guide: --model.lrs_config.last_epoch 0 trains past the finished
+  // schedule with a new one over this run's 24 steps, starting at step 1.
+  auto finished = checkpoints(run).back();
+  ASSERT_EQ(training::load_checkpoint(finished).global_step, 16);
+  auto more = salt("fit", {"-c", (run / "config.yaml").string(), "--ckpt_path", finished.string(), "--trainer.max_epochs",
+                           "3", "--model.lrs_config.last_epoch", "0", "-ls", "more"});
+  ASSERT_EQ(more.exit_code, 0) << more.err;
+  EXPECT_NE(more.err.find("a new one-cycle schedule of 24 steps starts at step 1"), std::string::npos) << more.err;
+  auto state = training::load_checkpoint(checkpoints(dir / "logs" / "GN2_cpu_more").back());
+  EXPECT_EQ(state.global_step, 24);
+  EXPECT_EQ(state.scheduler_total_steps, 24);
+  EXPECT_EQ(state.scheduler_last_epoch, 9);  // started at 1, then 8 steps
 }
 
 }  // namespace salt::testing
