@@ -211,7 +211,7 @@ class FitRun {
   }
 
   void make_optimization() {
-    const auto kind = optimizer_kind(config::read_run_config(setup_.config).model.optimizer);
+    const auto kind = optimizer_kind(setup_.optimizer);
     optimization_ = std::make_unique<Optimization>(setup_.model->named_parameters(), kind, setup_.lrs, total_steps_,
                                                    resume_ ? resume_->global_step : 0);
     if (!resume_) return;

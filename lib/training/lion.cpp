@@ -1,6 +1,7 @@
 #include "training/lion.h"
 
 #include "core/torch_compat.h"
+#include "training/optimizer_closure.h"
 
 namespace salt::training {
 namespace {
@@ -23,12 +24,8 @@ Lion::Lion(std::vector<torch::Tensor> params, const LionOptions& defaults)
 }
 
 torch::Tensor Lion::step(LossClosure closure) {
+  auto loss = evaluate_closure(closure);
   torch::NoGradGuard no_grad;
-  torch::Tensor loss;
-  if (closure) {
-    torch::AutoGradMode enable_grad(true);
-    loss = closure();
-  }
   for (auto& group : param_groups_) {
     const auto& options = static_cast<const LionOptions&>(group.options());
     const auto [beta1, beta2] = options.betas();

@@ -6,6 +6,7 @@
 #include <regex>
 
 #include "core/torch_compat.h"
+#include "training/optimizer_closure.h"
 
 namespace salt::training {
 namespace {
@@ -51,12 +52,8 @@ Muon::Muon(std::vector<torch::Tensor> params, const MuonOptions& defaults)
 }
 
 torch::Tensor Muon::step(LossClosure closure) {
+  auto loss = evaluate_closure(closure);
   torch::NoGradGuard no_grad;
-  torch::Tensor loss;
-  if (closure) {
-    torch::AutoGradMode enable_grad(true);
-    loss = closure();
-  }
   for (auto& group : param_groups_) {
     const auto& options = static_cast<const MuonOptions&>(group.options());
     for (auto& p : group.params()) {

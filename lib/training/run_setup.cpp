@@ -89,6 +89,7 @@ RunSetup prepare_run(const YAML::Node& resolved, Stage stage) {
   s.ckpt_path = run.ckpt_path;
   s.overwrite_config = run.overwrite_config;
   s.lrs = run.model.lrs;
+  s.optimizer = run.model.optimizer;
 
   const auto& model_file = stage == Stage::kFit ? s.data.train_file : s.data.test_file;
   if (model_file.empty()) throw UsageError("'data.test_file' is not set: salt test needs a file to evaluate");

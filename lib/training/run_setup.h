@@ -39,6 +39,7 @@ struct RunSetup {
   std::optional<std::string> log_suffix, ckpt_path;
   bool overwrite_config = false;
   LrsConfig lrs;
+  std::string optimizer = "AdamW";  // model.optimizer
 };
 
 // `config` is a resolved config (config::resolve); it is copied, not modified.

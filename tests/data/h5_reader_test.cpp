@@ -1,6 +1,8 @@
 // H5Reader on real files written here: every dtype, shuffled field order, non-prefix
 // valid slots, truncation, limits, compression layouts, and every error.
 #include <gtest/gtest.h>
+
+#include "support/one_line_error.h"
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -253,17 +255,6 @@ TEST(Reader, InputMapAndLabelsOnly) {
 
 // --- errors ---------------------------------------------------------------------------------
 
-std::string error_of(const std::function<void()>& fn) {
-  try {
-    fn();
-  } catch (const InputError& e) {
-    std::string msg = e.what();
-    EXPECT_EQ(msg.find('\n'), std::string::npos) << "multi-line error: " << msg;
-    return msg;
-  }
-  ADD_FAILURE() << "no InputError";
-  return "";
-}
 
 #define EXPECT_CONTAINS(haystack, needle) \
   EXPECT_NE(std::string(haystack).find(needle), std::string::npos) << "'" << (haystack) << "' lacks '" << (needle) << "'"
@@ -272,34 +263,34 @@ TEST(ReaderErrors, MissingThings) {
   salt::testing::TempDir dir;
   fs::path path = write_standard_file(dir / "f.h5", Compression::None);
 
-  std::string msg = error_of([&] { H5Reader(dir / "nope.h5", standard_options()); });
+  std::string msg = salt::testing::one_line_error_of([&] { H5Reader(dir / "nope.h5", standard_options()); });
   EXPECT_CONTAINS(msg, "nope.h5");
 
   salt::testing::write_file(dir / "text.h5", "not hdf5");
-  msg = error_of([&] { H5Reader(dir / "text.h5", standard_options()); });
+  msg = salt::testing::one_line_error_of([&] { H5Reader(dir / "text.h5", standard_options()); });
   EXPECT_CONTAINS(msg, "Not an HDF5 file");
 
   auto o = standard_options();
   o.input_map["tracks"] = "flows";
-  msg = error_of([&] { H5Reader(path, o); });
+  msg = salt::testing::one_line_error_of([&] { H5Reader(path, o); });
   EXPECT_CONTAINS(msg, "'flows'");
   EXPECT_CONTAINS(msg, path.string());
 
   o = standard_options();
   o.variables["tracks"].push_back("nonexistent");
-  msg = error_of([&] { H5Reader(path, o); });
+  msg = salt::testing::one_line_error_of([&] { H5Reader(path, o); });
   EXPECT_CONTAINS(msg, "nonexistent");
   EXPECT_CONTAINS(msg, "dataset 'tracks'");
   EXPECT_CONTAINS(msg, path.string());
 
   o = standard_options();
   o.labels["tracks"].push_back("missing_label");
-  msg = error_of([&] { H5Reader(path, o); });
+  msg = salt::testing::one_line_error_of([&] { H5Reader(path, o); });
   EXPECT_CONTAINS(msg, "Label 'missing_label'");
 
   o = standard_options();
   o.set_num_inputs({{"flows", 3}});
-  msg = error_of([&] { H5Reader(path, o); });
+  msg = salt::testing::one_line_error_of([&] { H5Reader(path, o); });
   EXPECT_CONTAINS(msg, "num_inputs");
   EXPECT_CONTAINS(msg, "flows");
 
@@ -307,7 +298,7 @@ TEST(ReaderErrors, MissingThings) {
   // the file has is an error here too; exactly as many is fine.
   o = standard_options();
   o.set_num_inputs({{"tracks", kSlots + 1}});
-  msg = error_of([&] { H5Reader(path, o); });
+  msg = salt::testing::one_line_error_of([&] { H5Reader(path, o); });
   EXPECT_CONTAINS(msg, "data.num_inputs.tracks = 7 exceeds the 6 slots");
   EXPECT_CONTAINS(msg, path.string());
   o.set_num_inputs({{"tracks", kSlots}});
@@ -322,12 +313,12 @@ TEST(ReaderErrors, ShapesAndRowCounts) {
     testfiles::write_dataset(f, "tracks", kTrackFields, 9, kSlots, value);
     testfiles::write_dataset(f, "flat", kTrackFields, 10, 0, value);
   }
-  std::string msg = error_of([&] { H5Reader(dir / "bad.h5", standard_options()); });
+  std::string msg = salt::testing::one_line_error_of([&] { H5Reader(dir / "bad.h5", standard_options()); });
   EXPECT_CONTAINS(msg, "Dataset 'tracks' has 9 rows");
 
   ReaderOptions o;
   o.set_variables({{"jets", kJetVars}, {"flat", {"t_f4"}}});
-  msg = error_of([&] { H5Reader(dir / "bad.h5", o); });
+  msg = salt::testing::one_line_error_of([&] { H5Reader(dir / "bad.h5", o); });
   EXPECT_CONTAINS(msg, "must be 2-D");
 }
 
@@ -346,7 +337,7 @@ TEST(ReaderErrors, UnsupportedFieldType) {
     std::vector<uint8_t> zeros(16, 0);
     ds.write_records(0, 4, zeros.data());
   }
-  std::string msg = error_of([&] { H5Reader(dir / "be.h5", ReaderOptions().set_variables({{"jets", {"x"}}})); });
+  std::string msg = salt::testing::one_line_error_of([&] { H5Reader(dir / "be.h5", ReaderOptions().set_variables({{"jets", {"x"}}})); });
   EXPECT_CONTAINS(msg, "'x'");
   EXPECT_CONTAINS(msg, "unsupported type");
 }
@@ -369,7 +360,7 @@ TEST(ReaderErrors, NonFiniteInputs) {
     H5Reader strict(path, standard_options());
     EXPECT_NO_THROW(strict.read(0, 7));    // rows before the bad one
     EXPECT_NO_THROW(strict.read(8, 10));   // the padded NaN in row 9 is zeroed, not an error
-    std::string msg = error_of([&] { strict.read(0, 10); });
+    std::string msg = salt::testing::one_line_error_of([&] { strict.read(0, 10); });
     EXPECT_EQ(msg, "Non-finite inputs for 'tracks' in " + path.string());
 
     auto to_num = standard_options();
@@ -409,7 +400,7 @@ TEST(ReaderErrors, UnavailableFilterNamesPackage) {
     ASSERT_GE(H5Dwrite(ds.get(), t.get(), H5S_ALL, H5S_ALL, H5P_DEFAULT, data.data()), 0);
   }
   ASSERT_GE(H5Zunregister(32001), 0);
-  std::string msg = error_of([&] { H5Reader(dir / "blosc.h5", ReaderOptions().set_variables({{"jets", {"x"}}})); });
+  std::string msg = salt::testing::one_line_error_of([&] { H5Reader(dir / "blosc.h5", ReaderOptions().set_variables({{"jets", {"x"}}})); });
   EXPECT_CONTAINS(msg, "Blosc (HDF5 filter 32001)");
   EXPECT_CONTAINS(msg, "hdf5-filter-plugin");
   EXPECT_CONTAINS(msg, "dataset 'jets'");
@@ -421,7 +412,7 @@ TEST(ReaderErrors, UnavailableFilterNamesPackage) {
   unsigned state = 0;
   H5PLget_loading_state(&state);
   H5PLset_loading_state(0);
-  msg = error_of([&] { H5Reader(lzf, standard_options()); });
+  msg = salt::testing::one_line_error_of([&] { H5Reader(lzf, standard_options()); });
   H5PLset_loading_state(state);
   EXPECT_CONTAINS(msg, "LZF (HDF5 filter 32000)");
   EXPECT_CONTAINS(msg, "hdf5-plugin-lzf");

@@ -2,6 +2,8 @@
 // variables by ftag's flavour cuts), its errors, and the config key.
 #include <gtest/gtest.h>
 
+#include "support/one_line_error.h"
+
 #include <functional>
 
 #include "core/errors.h"
@@ -63,18 +65,6 @@ ReaderOptions options(std::vector<std::string> classes, bool require) {
   return o;
 }
 
-template <class E>
-std::string error_of(const std::function<void()>& fn) {
-  try {
-    fn();
-  } catch (const E& e) {
-    std::string msg = e.what();
-    EXPECT_EQ(msg.find('\n'), std::string::npos) << msg;
-    return msg;
-  }
-  ADD_FAILURE() << "no exception";
-  return "";
-}
 
 TEST(Labeller, LabelsFromTruthVariables) {
   salt::testing::TempDir dir;
@@ -100,18 +90,18 @@ TEST(Labeller, Errors) {
   // require_labels: the W jet (row 7) matches no class.
   H5Reader reader(path, options(kXbb, true));
   EXPECT_NO_THROW(reader.read(0, 7));
-  std::string msg = error_of<InputError>([&] { reader.read(5, 3); });
+  std::string msg = salt::testing::one_line_error_of<InputError>([&] { reader.read(5, 3); });
   EXPECT_CONTAINS(msg, "data.labeller_config: row 7 of dataset 'jets' in " + path.string());
   EXPECT_CONTAINS(msg, "matches none of the classes [hbb, hcc");
 
   // GN2X_qcdsplit.yaml's qcdxx is no ftag flavour (salt fails too).
   auto classes = kXbb;
   classes.back() = "qcdxx";
-  msg = error_of<UsageError>([&] { Labeller(classes, false); });
+  msg = salt::testing::one_line_error_of<UsageError>([&] { Labeller(classes, false); });
   EXPECT_CONTAINS(msg, "data.labeller_config.class_names[6]: 'qcdxx' is not an ftag flavour");
-  EXPECT_CONTAINS(error_of<UsageError>([&] { Labeller({}, true); }), "data.labeller_config.class_names");
+  EXPECT_CONTAINS(salt::testing::one_line_error_of<UsageError>([&] { Labeller({}, true); }), "data.labeller_config.class_names");
 
-  msg = error_of<InputError>([&] { H5Reader(path, options({"bjets"}, true)); });
+  msg = salt::testing::one_line_error_of<InputError>([&] { H5Reader(path, options({"bjets"}, true)); });
   EXPECT_CONTAINS(msg, "data.labeller_config.class_names[0] (bjets): the cut 'HadronConeExclTruthLabelID == 5' needs");
   EXPECT_CONTAINS(msg, path.string());
 }

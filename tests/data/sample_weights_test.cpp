@@ -2,6 +2,8 @@
 // or a negative weight is one line naming the config key and the file.
 #include <gtest/gtest.h>
 
+#include "support/one_line_error.h"
+
 #include "core/errors.h"
 #include "data/h5_reader.h"
 #include "h5_test_files.h"
@@ -34,17 +36,6 @@ ReaderOptions options(const std::string& jet_weight) {
   return o;
 }
 
-std::string error_of(const std::function<void()>& fn) {
-  try {
-    fn();
-  } catch (const InputError& e) {
-    std::string msg = e.what();
-    EXPECT_EQ(msg.find('\n'), std::string::npos) << msg;
-    return msg;
-  }
-  ADD_FAILURE() << "no InputError";
-  return "";
-}
 
 TEST(SampleWeights, ReadAsLabels) {
   salt::testing::TempDir dir;
@@ -57,14 +48,14 @@ TEST(SampleWeights, ReadAsLabels) {
 TEST(SampleWeights, Errors) {
   salt::testing::TempDir dir;
   const auto path = write_file(dir / "f.h5", 4);
-  std::string msg = error_of([&] { H5Reader(path, options("weight")); });
+  std::string msg = salt::testing::one_line_error_of([&] { H5Reader(path, options("weight")); });
   EXPECT_NE(msg.find(kKey + ": the sample weight 'weight' is missing from dataset 'jets' in " + path.string()),
             std::string::npos)
       << msg;
 
   H5Reader reader(path, options("w"));
   EXPECT_NO_THROW(reader.read(0, 4));
-  msg = error_of([&] { reader.read(2, 4); });
+  msg = salt::testing::one_line_error_of([&] { reader.read(2, 4); });
   EXPECT_NE(msg.find(kKey + ": the sample weight 'w' is negative (-0.5) in row 4 of dataset 'jets' in " + path.string()),
             std::string::npos)
       << msg;

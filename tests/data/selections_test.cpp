@@ -2,6 +2,8 @@
 // failing a cut is masked out, as ftag's TrackSelector does in salt.
 #include <gtest/gtest.h>
 
+#include "support/one_line_error.h"
+
 #include <cmath>
 #include <functional>
 
@@ -186,27 +188,16 @@ TEST(Selections, CutVariablesNeedNotBeInputs) {
       ASSERT_EQ(mask[r][s].item<bool>(), !file_valid(r, s) || sct_shared(r, s) != 0);
 }
 
-std::string error_of(const std::function<void()>& fn) {
-  try {
-    fn();
-  } catch (const InputError& e) {
-    std::string msg = e.what();
-    EXPECT_EQ(msg.find('\n'), std::string::npos) << "multi-line error: " << msg;
-    return msg;
-  }
-  ADD_FAILURE() << "no InputError";
-  return "";
-}
 
 TEST(Selections, Errors) {
   salt::testing::TempDir dir;
   const fs::path path = write_file(dir / "f.h5");
-  std::string msg = error_of([&] { H5Reader(path, options({"d0 < 3.5", "NSHARED<1.1"})); });
+  std::string msg = salt::testing::one_line_error_of([&] { H5Reader(path, options({"d0 < 3.5", "NSHARED<1.1"})); });
   EXPECT_CONTAINS(msg, "data.selections.tracks[1]");
   EXPECT_CONTAINS(msg, "'NSHARED<1.1'");
   EXPECT_CONTAINS(msg, path.string());
 
-  msg = error_of([&] { H5Reader(path, options({"z0 < 1"})); });
+  msg = salt::testing::one_line_error_of([&] { H5Reader(path, options({"z0 < 1"})); });
   EXPECT_CONTAINS(msg, "data.selections.tracks[0]");
   EXPECT_CONTAINS(msg, "'z0 < 1'");
   EXPECT_CONTAINS(msg, "'z0', which is missing from");
@@ -214,9 +205,9 @@ TEST(Selections, Errors) {
 
   auto o = options({});
   o.set_selections({{"jets", {"pt > 1"}}});
-  EXPECT_CONTAINS(error_of([&] { H5Reader(path, o); }), "data.selections.jets: selections apply to constituents");
+  EXPECT_CONTAINS(salt::testing::one_line_error_of([&] { H5Reader(path, o); }), "data.selections.jets: selections apply to constituents");
   o.set_selections({{"flows", {"pt > 1"}}});
-  EXPECT_CONTAINS(error_of([&] { H5Reader(path, o); }), "data.selections.flows: 'flows' is not an input");
+  EXPECT_CONTAINS(salt::testing::one_line_error_of([&] { H5Reader(path, o); }), "data.selections.flows: 'flows' is not an input");
 }
 
 TEST(Selections, ConfigKey) {

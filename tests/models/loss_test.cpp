@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "core/errors.h"
+#include "model_test_helpers.h"
 #include "models/classification_task.h"
 #include "models/regression_task.h"
 #include "models/salt_wrapper.h"
@@ -14,15 +15,8 @@ using namespace salt::models;
 
 namespace {
 
-// A one-Linear Dense set to the identity, so the task's predictions are its inputs.
-DenseOptions identity_dense(int64_t n) { return DenseOptions(n).hidden_layers(std::vector<int64_t>{}).output_size(n); }
-void make_identity(TaskImpl& task) {
-  torch::NoGradGuard ng;
-  for (auto& p : task.net->named_parameters()) {
-    if (p.key().find("weight") != std::string::npos) p.value().copy_(torch::eye(p.value().size(0)));
-    else p.value().zero_();
-  }
-}
+using salt::models::testing::identity_dense;
+using salt::models::testing::make_identity;
 
 double log_softmax_at(const std::vector<double>& z, int c) {
   double m = *std::max_element(z.begin(), z.end()), s = 0;

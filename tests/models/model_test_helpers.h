@@ -9,10 +9,24 @@
 #include <string>
 #include <vector>
 
+#include "models/dense.h"
 #include "models/model_factory.h"
+#include "models/task.h"
 #include "support/test_support.h"
 
 namespace salt::models::testing {
+
+// A one-Linear Dense set to the identity, so a task's predictions are its inputs.
+inline DenseOptions identity_dense(int64_t n) {
+  return DenseOptions(n).hidden_layers(std::vector<int64_t>{}).output_size(n);
+}
+inline void make_identity(TaskImpl& task) {
+  torch::NoGradGuard ng;
+  for (auto& p : task.net->named_parameters()) {
+    if (p.key().find("weight") != std::string::npos) p.value().copy_(torch::eye(p.value().size(0)));
+    else p.value().zero_();
+  }
+}
 
 // tests/fixtures/GN2_model.yaml, as text (tests edit it as text).
 inline const std::string kGN2Yaml = salt::testing::read_file(salt::testing::source_dir() / "tests" / "fixtures" / "GN2_model.yaml");

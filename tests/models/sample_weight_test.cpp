@@ -14,14 +14,8 @@ using namespace salt::models;
 
 namespace {
 
-DenseOptions identity_dense(int64_t n) { return DenseOptions(n).hidden_layers(std::vector<int64_t>{}).output_size(n); }
-void make_identity(TaskImpl& task) {
-  torch::NoGradGuard ng;
-  for (auto& p : task.net->named_parameters()) {
-    if (p.key().find("weight") != std::string::npos) p.value().copy_(torch::eye(p.value().size(0)));
-    else p.value().zero_();
-  }
-}
+using salt::models::testing::identity_dense;
+using salt::models::testing::make_identity;
 
 double neg_log_softmax(const std::vector<double>& z, int c) {
   double s = 0;
