@@ -5,7 +5,9 @@
 
 #include "cli/commands.h"
 #include "core/signals.h"
+#include "config/compose.h"
 #include "data/toy_data.h"
+#include "data/toy_schema.h"
 
 namespace salt::cli {
 
@@ -34,12 +36,29 @@ void add_toydata_command(CLI::App& app) {
       ->check(CLI::IsMember({"lzf", "gzip", "none"}))
       ->capture_default_str();
   sub->add_flag("--half_precision", options->half_precision, "Store float inputs as float16, like UPP's precision: half.");
-  sub->callback([options, compression] {
+  auto configs = std::make_shared<std::vector<std::string>>();
+  auto slots = std::make_shared<int64_t>(20);
+  sub->add_option("-c,--config", *configs,
+                  "Write what this config reads instead of the GN2 toy set: its datasets, variables and task labels "
+                  "(repeatable: overlays compose left to right on configs/base.yaml, as in salt fit).");
+  sub->add_option("--slots", *slots, "With --config: slots per constituent type where data.num_inputs sets none.")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  sub->callback([options, compression, configs, slots] {
     options->compression = data::h5::parse_compression(*compression);
     // SIGINT/SIGTERM stop between blocks: temp files removed, main() prints one line
     // and exits 128 + signal, as `salt fit` does.
     install_stop_handlers();
-    auto files = data::write_toy_data(*options);
+    data::ToyDataFiles files;
+    if (configs->empty()) {
+      files = data::write_toy_data(*options);
+    } else {
+      std::vector<config::ConfigOp> ops;
+      for (const auto& c : *configs) ops.push_back({config::ConfigOp::Kind::kMergeFile, c, "", "--config " + c});
+      const auto resolved = config::resolve(config::find_base_config(), ops);
+      const auto schema = data::toy_schema_from_config(resolved.config["model"]["model"], resolved.run.data, *slots);
+      files = data::write_schema_toy_data(schema, *options);
+    }
     spdlog::info("wrote {}, {}, {}, {}, {}", files.train.string(), files.val.string(), files.test.string(),
                  files.norm_dict.string(), files.class_dict.string());
   });

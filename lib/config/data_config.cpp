@@ -61,6 +61,34 @@ const Binding<LabellerConfig>& labeller_binding() {
   return b;
 }
 
+const Binding<MultiTarget>& multi_target_binding() {
+  static const Binding<MultiTarget> b = [] {
+    Binding<MultiTarget> m{MultiTarget{}};
+    m.required("input_name", SALT_FIELD(input_name), "Input whose labels are replaced, e.g. jets.")
+        .required("sel_label", SALT_FIELD(sel_label), "Label compared with `value`.")
+        .required("opp", SALT_FIELD(opp), "Comparison.", t_choice({"==", "!=", ">=", "<=", ">", "<"}))
+        .required("value", SALT_FIELD(value), "Right-hand side of the comparison.")
+        .required("source", SALT_FIELD(source), "Label whose value is taken where the comparison holds.")
+        .arg("target", SALT_FIELD(target), "Existing label to replace (or custom_target).")
+        .arg("custom_target", SALT_FIELD(custom_target), "New label to create (NaN where no entry applies).");
+    return m;
+  }();
+  return b;
+}
+
+// salt refuses an entry with both or neither of target and custom_target.
+void read_multi_target(D& c, const YAML::Node& list) {
+  c.multi_target.clear();
+  if (!given(list)) return;
+  for (size_t i = 0; i < list.size(); ++i) {
+    auto entry = multi_target_binding().read(list[i]);
+    if (entry.target.has_value() == entry.custom_target.has_value())
+      throw UsageError("data.multi_target[" + std::to_string(i) + "]: give exactly one of 'target' (replace a label) " +
+                       "and 'custom_target' (create one)");
+    c.multi_target.push_back(std::move(entry));
+  }
+}
+
 Binding<D> make_binding() {
   const char* maskformer = "MaskFormer models are not supported by salt-cpp";
   const char* none = "not available in salt-cpp";
@@ -114,7 +142,10 @@ Binding<D> make_binding() {
       .unbound(field_null("test_vds_path", t_any(), "Virtual dataset of many test files.")).unsupported("merge files first")
       .unbound(field_null("config_s3", t_any(), "S3 storage config.")).unsupported("read files from a file system")
       .unbound(field_null("edge_constructors", t_any(), "Edge feature constructors.")).unsupported(none)
-      .unbound(field_null("multi_target", t_any(), "Multi-target regression config.")).unsupported(none)
+      .custom(field_null("multi_target", t_optional(t_list(multi_target_binding().type())),
+                         "Conditional targets: [{input_name, sel_label, opp, value, source, target | custom_target}]; "
+                         "where `sel_label opp value`, the target label takes the `source` label's value."),
+              read_multi_target)
       .finally(complete_input_map);
   return b;
 }

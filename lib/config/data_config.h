@@ -21,6 +21,18 @@ struct LabellerConfig {
   bool require_labels = true;                           // every jet must match a class
 };
 
+// One entry of salt's data.multi_target: where the global or constituent label
+// `sel_label` compares true with `value` (opp one of == != >= <= > <), the label
+// `target` (an existing label, replaced) or `custom_target` (a new label, NaN where no
+// entry applies) takes the value of the label `source`. Entries apply in order.
+struct MultiTarget {
+  std::string input_name, sel_label, opp, source;
+  std::optional<std::string> target, custom_target;
+  double value = 0;
+
+  const std::string& target_label() const { return target ? *target : *custom_target; }
+};
+
 struct DataConfig {
   std::string train_file, val_file, test_file;  // "" when absent
   std::string norm_dict, class_dict;            // "" when absent
@@ -42,6 +54,7 @@ struct DataConfig {
   bool non_finite_to_num = false;
   bool ignore_finite_checks = false;
   std::map<std::string, std::vector<std::string>> labels;  // extra label variables to load per input
+  std::vector<MultiTarget> multi_target;                   // conditional label replacements, in order
 
   // The dataset name of an input (input_map, else the input name itself).
   std::string dataset_of(const std::string& input) const;

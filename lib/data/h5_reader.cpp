@@ -12,6 +12,7 @@
 #include "core/errors.h"
 #include "data/cuts.h"
 #include "data/labeller.h"
+#include "data/multi_target.h"
 
 namespace salt::data {
 
@@ -281,6 +282,8 @@ H5Reader::H5Reader(const fs::path& path, ReaderOptions options, int64_t num, con
     if (n <= 0) throw InputError(fmt::format("data.num_inputs.{} must be positive, got {}", name, n));
   }
 
+  check_multi_targets();
+
   // Streams: every input with variables or labels, plus the global object (it defines N).
   std::set<std::string> names;
   for (const auto& [k, v] : options_.variables)
@@ -302,7 +305,8 @@ H5Reader::H5Reader(const fs::path& path, ReaderOptions options, int64_t num, con
     s->ds = std::make_unique<h5::Dataset>(file_.dataset(s->dataset));
     const auto& shape = s->ds->shape();
     std::string where = s->ds->where();
-    if (input == global) {
+    // "global" (and "parameters") read the global object's dataset: one row each (salt).
+    if (input == global || input == "global" || input == "parameters") {
       if (shape.size() != 1)
         throw InputError(fmt::format("The global object {} must be 1-D (N,), but has {} dimensions", where, shape.size()));
       global_rows = s->ds->rows();
@@ -344,7 +348,8 @@ H5Reader::H5Reader(const fs::path& path, ReaderOptions options, int64_t num, con
     if (relabel) compile_labeller(*s, Labeller(options_.labeller_classes, options_.require_labels));
     if (auto it = options_.labels.find(input); it != options_.labels.end())
       for (const auto& l : it->second)
-        if (!(relabel && l == "flavour_label")) s->labels.push_back(column(l, "Label"));
+        if (!(relabel && l == "flavour_label") && !is_custom_target(options_.multi_targets, input, l))
+          s->labels.push_back(column(l, "Label"));
     if (s->sequence && layout.find("valid")) {
       s->valid = column("valid", "Field");
       s->has_valid = true;
@@ -500,7 +505,27 @@ Batch H5Reader::convert(RawBatch&& raw, bool pin_memory) const {
     }
     if (!s.classes.empty()) batch.labels[s.input]["flavour_label"] = relabel(s, base, B, raw.start, opts);
   }
+  apply_multi_targets(batch, options_.multi_targets);
   return batch;
+}
+
+// The fields data.multi_target reads must be in the file; they become labels.
+void H5Reader::check_multi_targets() {
+  const auto& entries = options_.multi_targets;
+  for (size_t i = 0; i < entries.size(); ++i) {
+    const auto& e = entries[i];
+    const std::string key = fmt::format("data.multi_target[{}]", i);
+    if (!options_.variables.count(e.input_name) && e.input_name != options_.global_object)
+      throw InputError(fmt::format("{}.input_name: '{}' is not an input in data.variables", key, e.input_name));
+    auto it = options_.input_map.find(e.input_name);
+    const h5::Dataset ds = file_.dataset(it == options_.input_map.end() ? e.input_name : it->second);
+    std::vector<std::pair<const char*, std::string>> fields = {{"sel_label", e.sel_label}, {"source", e.source}};
+    if (e.target) fields.emplace_back("target", *e.target);
+    for (const auto& [what, field] : fields)
+      if (!ds.layout().find(field))
+        throw InputError(fmt::format("{}.{}: '{}' is missing from {}", key, what, field, ds.where()));
+  }
+  add_multi_target_labels(options_.labels, entries);
 }
 
 std::vector<std::string> H5Reader::class_names(const std::string& label) const {

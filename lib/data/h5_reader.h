@@ -19,6 +19,7 @@
 #include <string>
 #include <vector>
 
+#include "config/data_config.h"
 #include "data/batch.h"
 #include "data/h5_file.h"
 
@@ -42,6 +43,8 @@ struct ReaderOptions {
   // object's flavour_label is derived from truth variables (data/labeller.h).
   std::vector<std::string> labeller_classes;
   bool require_labels = true;
+  // data.multi_target (data/multi_target.h): their labels are read, custom targets created.
+  std::vector<config::MultiTarget> multi_targets;
   std::string global_object = "jets";
   bool non_finite_to_num = false;     // NaN/inf in valid slots -> 0 (salt's choice, see docs/data.md)
   bool ignore_finite_checks = false;  // keep non-finite values, warn once
@@ -60,6 +63,7 @@ struct ReaderOptions {
     require_labels = require;
     return *this;
   }
+  ReaderOptions& set_multi_targets(std::vector<config::MultiTarget> m) { multi_targets = std::move(m); return *this; }
   ReaderOptions& set_selections(std::map<std::string, std::vector<std::string>> m) { selections = std::move(m); return *this; }
   ReaderOptions& set_global_object(std::string g) { global_object = std::move(g); return *this; }
   ReaderOptions& set_non_finite_to_num(bool b) { non_finite_to_num = b; return *this; }
@@ -111,6 +115,8 @@ class H5Reader {
   struct Stream;  // one dataset being read (defined in the .cpp)
 
  private:
+  void check_multi_targets();
+
   std::filesystem::path path_;
   ReaderOptions options_;
   h5::File file_;

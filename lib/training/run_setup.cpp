@@ -136,6 +136,7 @@ RunSetup prepare_run(const YAML::Node& resolved, Stage stage) {
       .set_input_map(s.data.input_map)
       .set_num_inputs(s.data.num_inputs)
       .set_selections(s.data.selections)
+      .set_multi_targets(s.data.multi_target)
       .set_sample_weights(sample_weight_keys(*s.model->model))
       .set_labeller(relabelled, s.data.labeller_config.require_labels)
       .set_global_object(s.data.global_object)

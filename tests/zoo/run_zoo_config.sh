@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# The zoo test of one salt config (tests/fixtures/zoo/zoo.txt): our equivalent of
+# one of salt's configs composes, `salt toydata --config` writes data carrying its
+# variables and labels, one small epoch fits on the CPU and `salt test` writes the
+# prediction file. Only data paths and CPU sizes are overridden.
+# Usage: run_zoo_config.sh SALT_BINARY WORK_DIR CONFIG [OVERLAY...]   (paths relative to the zoo folder)
+set -euo pipefail
+salt=$1 work=$2
+shift 2
+zoo=$(cd "$(dirname "$0")/../fixtures/zoo" && pwd)
+configs=()
+for c in "$@"; do configs+=(-c "$zoo/$c"); done
+name=$(basename "${!#}" .yaml)
+dir="$work/$name"
+rm -rf "$dir"
+mkdir -p "$dir"
+data="$dir/data"
+
+"$salt" fit "${configs[@]}" --print_config >"$dir/composed.yaml"
+"$salt" toydata "${configs[@]}" -o "$data" --num_train 120 --num_val 60 --num_test 60 --slots 12
+paths=(--data.train_file "$data/pp_output_train.h5" --data.val_file "$data/pp_output_val.h5"
+       --data.test_file "$data/pp_output_test_ttbar.h5" --data.norm_dict "$data/norm_dict.yaml")
+if grep -q "^  class_dict: [^n]" "$dir/composed.yaml"; then paths+=(--data.class_dict "$data/class_dict.yaml"); fi
+cpu=(--data.batch_size 40 --data.num_workers 0 --data.num_train -1 --data.num_val -1 --data.num_test -1
+     --trainer.max_epochs 1 --trainer.accelerator cpu --trainer.devices 1 --trainer.num_nodes 1
+     --trainer.precision 32 --trainer.default_root_dir "$dir/logs")
+"$salt" fit "${configs[@]}" "${paths[@]}" "${cpu[@]}" --force -ls zoo 2>&1 | tee "$dir/fit.log"
+if [ -n "${SALT_ZOO_EXPECT_PARAMS:-}" ]; then
+  grep -q "Trainable params ($SALT_ZOO_EXPECT_PARAMS)" "$dir/fit.log" ||
+    { echo "zoo: expected $SALT_ZOO_EXPECT_PARAMS trainable parameters, got: $(grep 'Trainable params' "$dir/fit.log")"; exit 1; }
+  echo "zoo: $SALT_ZOO_EXPECT_PARAMS trainable parameters, as salt's formulas give"
+fi
+run="$dir/logs/$(ls "$dir/logs")"
+"$salt" test --config "$run/config.yaml" --data.num_workers 0 --trainer.accelerator cpu --trainer.devices 1
+ls "$run"/ckpts/*__test_ttbar.h5 >/dev/null
+echo "zoo: $* fit and tested in $run"
