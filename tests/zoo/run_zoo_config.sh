@@ -17,6 +17,13 @@ mkdir -p "$dir"
 data="$dir/data"
 
 "$salt" fit "${configs[@]}" --print_config >"$dir/composed.yaml"
+# CPU sizes: at most 12 constituent slots (Xbb configs keep 100 tracks and flows),
+# as one more overlay for toydata and fit.
+inputs=$(awk '/^  num_inputs:$/ {on=1; next} on && /^    [A-Za-z_0-9]+: / {sub(":", "", $1); print $1; next} {on=0}' "$dir/composed.yaml")
+if [ -n "$inputs" ]; then
+  { echo "data:"; echo "  num_inputs:"; for i in $inputs; do echo "    $i: 12"; done; } >"$dir/sizes.yaml"
+  configs+=(-c "$dir/sizes.yaml")
+fi
 "$salt" toydata "${configs[@]}" -o "$data" --num_train 120 --num_val 60 --num_test 60 --slots 12
 paths=(--data.train_file "$data/pp_output_train.h5" --data.val_file "$data/pp_output_val.h5"
        --data.test_file "$data/pp_output_test_ttbar.h5" --data.norm_dict "$data/norm_dict.yaml")
