@@ -398,19 +398,20 @@ int64_t estimated_toy_bytes(const ToyDataOptions& o) {
   return static_cast<int64_t>(std::min(jets * per_jet * kept, 9e18));
 }
 
-ToyDataFiles write_toy_data(const ToyDataOptions& o) {
+ToyDataFiles toy_output_files(const ToyDataOptions& o) {
   if (o.out_dir.empty()) throw InputError("Toy data: no output directory given");
   if (o.num_train <= 0) throw InputError(fmt::format("Toy data: num_train must be positive, got {}", o.num_train));
   std::error_code ec;
   fs::create_directories(o.out_dir, ec);
   if (!fs::is_directory(o.out_dir))
     throw InputError(fmt::format("Cannot create output directory {}: {}", o.out_dir.string(), ec.message()));
-  ToyDataFiles files;
-  files.train = o.out_dir / "pp_output_train.h5";
-  files.val = o.out_dir / "pp_output_val.h5";
-  files.test = o.out_dir / "pp_output_test_ttbar.h5";
-  files.norm_dict = o.out_dir / "norm_dict.yaml";
-  files.class_dict = o.out_dir / "class_dict.yaml";
+  return {o.out_dir / "pp_output_train.h5", o.out_dir / "pp_output_val.h5", o.out_dir / "pp_output_test_ttbar.h5",
+          o.out_dir / "norm_dict.yaml", o.out_dir / "class_dict.yaml"};
+}
+
+ToyDataFiles write_toy_data(const ToyDataOptions& o) {
+  const ToyDataFiles files = toy_output_files(o);
+  std::error_code ec;
 
   // Refuse up front what cannot fit, rather than fill the disk first.
   const fs::space_info space = fs::space(o.out_dir, ec);

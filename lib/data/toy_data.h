@@ -58,6 +58,10 @@ struct ToyDataFiles {
 // files are removed and no output file is touched.
 ToyDataFiles write_toy_data(const ToyDataOptions& options);
 
+// Checks out_dir and num_train, creates out_dir, and names the five output files
+// (shared by write_toy_data and write_schema_toy_data). InputError when it cannot.
+ToyDataFiles toy_output_files(const ToyDataOptions& options);
+
 // A low estimate of the bytes write_toy_data writes (for the free-space check).
 int64_t estimated_toy_bytes(const ToyDataOptions& options);
 

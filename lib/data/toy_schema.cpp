@@ -451,14 +451,7 @@ std::string class_dict_yaml(const ToySchema& s, const SchemaStats& st) {
 }  // namespace
 
 ToyDataFiles write_schema_toy_data(const ToySchema& s, const ToyDataOptions& o) {
-  if (o.out_dir.empty()) throw InputError("Toy data: no output directory given");
-  if (o.num_train <= 0) throw InputError(fmt::format("Toy data: num_train must be positive, got {}", o.num_train));
-  std::error_code ec;
-  fs::create_directories(o.out_dir, ec);
-  if (!fs::is_directory(o.out_dir))
-    throw InputError(fmt::format("Cannot create output directory {}: {}", o.out_dir.string(), ec.message()));
-  ToyDataFiles files{o.out_dir / "pp_output_train.h5", o.out_dir / "pp_output_val.h5",
-                     o.out_dir / "pp_output_test_ttbar.h5", o.out_dir / "norm_dict.yaml", o.out_dir / "class_dict.yaml"};
+  const ToyDataFiles files = toy_output_files(o);
   toy::PendingFiles pending;
   SchemaStats stats;
   write_schema_file(pending.add(files.train), files.train, o.num_train, s, o, 1, &stats);
