@@ -13,8 +13,12 @@ RegressionTaskImpl::RegressionTaskImpl(const TaskOptions& task, const Regression
   const auto r = static_cast<int64_t>(o.targets().size());
   const auto kind = loss->kind();
   if (r == 0) throw UsageError("task '" + name() + "': no regression targets");
-  if (!o.target_denominators().empty() && o.norm_mean())
-    throw UsageError("task '" + name() + "': can only use a single scaling method (norm_params or target_denominators)");
+  if (!o.target_denominators().empty() + o.norm_mean().has_value() + o.scaler().has_value() > 1)
+    throw UsageError("task '" + name() +
+                     "': can only use a single scaling method (norm_params, target_denominators or scaler)");
+  if (o.scaler())
+    for (const auto& t : o.targets())
+      if (!o.scaler()->has(t)) throw UsageError("task '" + name() + "': the scaler has no scale for the target '" + t + "'");
   if (!o.target_denominators().empty() && static_cast<int64_t>(o.target_denominators().size()) != r)
     throw UsageError("task '" + name() + "': number of targets (" + std::to_string(r) +
                      ") does not match number of target denominators (" +
@@ -55,6 +59,7 @@ torch::Tensor RegressionTaskImpl::scaled_targets(const Labels& labels) const {
     auto t = label(labels, reg_.targets()[i]).to(torch::kFloat32);
     if (!reg_.target_denominators().empty()) t = t / label(labels, reg_.target_denominators()[i]).to(torch::kFloat32);
     if (reg_.norm_mean()) t = (t - (*reg_.norm_mean())[i]) / (*reg_.norm_std())[i];
+    if (reg_.scaler()) t = reg_.scaler()->scale(reg_.targets()[i], t);
     cols.push_back(t);
   }
   return torch::stack(cols, -1);
@@ -118,11 +123,30 @@ PredictionColumns RegressionTaskImpl::predict(const torch::Tensor& preds, const 
     // variance as column i+1, right only for one target, and skips the softplus
     // with denominators; this is the intended formula.)
     auto stds = torch::sqrt(torch::nn::functional::softplus(parts[1])) * scale.abs();
+    if (reg_.scaler()) {
+      // Through a non-linear scaler: the mean maps back, sigma as half the mapped
+      // mean +- sigma interval.
+      std::vector<torch::Tensor> m, s;
+      for (int64_t i = 0; i < static_cast<int64_t>(reg_.targets().size()); ++i) {
+        const auto& t = reg_.targets()[static_cast<size_t>(i)];
+        auto mu = parts[0].select(-1, i), sd = stds.select(-1, i);
+        m.push_back(reg_.scaler()->inverse(t, mu));
+        s.push_back((reg_.scaler()->inverse(t, mu + sd) - reg_.scaler()->inverse(t, mu - sd)).abs() / 2);
+      }
+      means = torch::stack(m, -1);
+      stds = torch::stack(s, -1);
+    }
     cols.values = torch::cat({means, stds}, -1);
     for (const auto& t : reg_.targets()) cols.names.push_back(name() + "_" + t);
     for (const auto& t : reg_.targets()) cols.names.push_back(name() + "_" + t + "_stddev");
   } else {
     cols.values = p * scale + offset;
+    if (reg_.scaler()) {
+      std::vector<torch::Tensor> v;
+      for (int64_t i = 0; i < static_cast<int64_t>(reg_.targets().size()); ++i)
+        v.push_back(reg_.scaler()->inverse(reg_.targets()[static_cast<size_t>(i)], p.select(-1, i)));
+      cols.values = torch::stack(v, -1);
+    }
     const auto& names = reg_.custom_output_names().empty() ? reg_.targets() : reg_.custom_output_names();
     for (const auto& t : names) cols.names.push_back(model_name + "_" + t);
   }
@@ -136,6 +160,7 @@ struct RegressionTaskConfig : TaskBaseConfig {
   RegressionOptions reg;
   std::optional<std::vector<std::string>> target_denominators, custom_output_names;
   std::optional<std::map<std::string, std::vector<float>>> norm_params;  // {mean, std}, checked by the builder
+  std::optional<config::ComponentNode> scaler;                           // read by read_target_scaler
 };
 
 const config::Binding<RegressionTaskConfig>& regression_binding() {
@@ -146,7 +171,8 @@ const config::Binding<RegressionTaskConfig>& regression_binding() {
     Binding<C> t{C{}};
     bind_task_base(t);
     t.required("targets", [](C& c) -> auto& { return c.reg.targets(); }, "Regression target label(s).", str_or_list)
-        .unbound(field_null("scaler", t_any(), "Target scaler.")).unsupported("use norm_params or target_denominators")
+        .arg("scaler", SALT_FIELD(scaler), "salt.utils.scalers.RegressionTargetScaler: per-target log/exp/linear scaling.",
+             t_optional(t_component("target_scaler")))
         .arg("target_denominators", SALT_FIELD(target_denominators), "Divide each target by this variable.",
              t_optional(str_or_list))
         .arg("norm_params", SALT_FIELD(norm_params), "{mean, std} to standardise the targets.",
@@ -166,6 +192,7 @@ std::shared_ptr<TaskImpl> build_regression(const YAML::Node& init_args, const Bu
   r.gaussian(gaussian);
   r.target_denominators(c.target_denominators.value_or(std::vector<std::string>{}));
   r.custom_output_names(c.custom_output_names.value_or(std::vector<std::string>{}));
+  if (c.scaler) r.scaler(read_target_scaler(*c.scaler, ctx.arg("scaler")));
   if (c.norm_params) {
     const auto np = ctx.arg("norm_params");
     for (const auto& [key, values] : *c.norm_params) {

@@ -1,10 +1,11 @@
 // salt.models.RegressionTask / GaussianRegressionTask. Targets are scaled by
-// norm_params ((t - mean) / std) or divided by target_denominators (labels of the
-// same input); non-finite targets and padded slots are left out of the loss.
+// norm_params ((t - mean) / std), divided by target_denominators (labels of the
+// same input), or transformed by a `scaler` (models/target_scaler.h); non-finite targets and padded slots are left out of the loss.
 // Inference undoes the scaling; padded slots are NaN.
 #pragma once
 #include <optional>
 
+#include "models/target_scaler.h"
 #include "models/task.h"
 
 namespace salt::models {
@@ -16,6 +17,7 @@ struct RegressionOptions {
   TORCH_ARG(std::optional<std::vector<float>>, norm_std) = std::nullopt;
   TORCH_ARG(std::vector<std::string>, custom_output_names);  // RegressionTask only
   TORCH_ARG(bool, gaussian) = false;  // GaussianRegressionTask: outputs means then variances
+  TORCH_ARG(std::optional<TargetScaler>, scaler) = std::nullopt;  // salt's RegressionTargetScaler
 };
 
 class RegressionTaskImpl : public TaskImpl {
