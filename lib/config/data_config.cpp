@@ -1,5 +1,8 @@
 #include "config/data_config.h"
 
+#include <algorithm>
+#include <cmath>
+
 #include "core/errors.h"
 
 namespace salt::config {
@@ -41,9 +44,57 @@ void read_input_map(D& c, const YAML::Node& m) {
 // salt maps "global" (and "parameters") to the global object's dataset; every
 // other input without an entry reads the dataset of its own name.
 void complete_input_map(D& c) {
-  if (c.input_map.count("global")) c.input_map["global"] = c.global_object;
+  for (const char* g : {"global", "parameters"})
+    if (c.input_map.count(g)) c.input_map[g] = c.global_object;
   for (const auto& in : c.input_order)
-    if (!c.input_map.count(in)) c.input_map[in] = in == "global" ? c.global_object : in;
+    if (!c.input_map.count(in)) c.input_map[in] = in == "global" || in == "parameters" ? c.global_object : in;
+}
+
+const Binding<ParameterSpec>& parameter_binding() {
+  static const Binding<ParameterSpec> b = [] {
+    Binding<ParameterSpec> p{ParameterSpec{}};
+    p.required("train", SALT_FIELD(train), "Values of this parameter in the training set.")
+        .required("test", SALT_FIELD(test), "Value every jet gets in salt test.")
+        .arg("prob", SALT_FIELD(prob), "Probability of each train value for jets with another value (default uniform).");
+    return p;
+  }();
+  return b;
+}
+
+void read_parameters(D& c, const YAML::Node& map) {
+  c.parameters.clear();
+  if (!given(map)) return;
+  for (const auto& kv : map) {  // in the file's order, which must be variables.parameters'
+    auto spec = parameter_binding().read(kv.second);
+    spec.name = kv.first.Scalar();
+    const std::string key = "data.parameters." + spec.name;
+    if (spec.train.empty()) throw UsageError(key + ".train: give at least one value");
+    if (spec.prob) {
+      double sum = 0;
+      for (double q : *spec.prob) sum += q;
+      if (spec.prob->size() != spec.train.size() || std::abs(sum - 1.0) > 1e-6 ||
+          std::any_of(spec.prob->begin(), spec.prob->end(), [](double q) { return !(q >= 0); }))
+        throw UsageError(key + ".prob: needs one non-negative probability per train value, summing to 1");
+    }
+    c.parameters.push_back(std::move(spec));
+  }
+}
+
+// salt asserts that data.parameters lists the parameters variables, in order.
+void check_parameters(D& c) {
+  auto it = c.variables.find("parameters");
+  std::vector<std::string> names;
+  for (const auto& p : c.parameters) names.push_back(p.name);
+  const std::vector<std::string> vars = it == c.variables.end() ? std::vector<std::string>{} : it->second;
+  if (names != vars) {
+    auto join = [](const std::vector<std::string>& v) {
+      std::string s;
+      for (const auto& x : v) s += (s.empty() ? "" : ", ") + x;
+      return "[" + s + "]";
+    };
+    throw UsageError("data.parameters: " + join(names) + " must name the variables of data.variables.parameters " +
+                     join(vars) + ", in the same order");
+  }
 }
 
 const Binding<LabellerConfig>& labeller_binding() {
@@ -134,7 +185,10 @@ Binding<D> make_binding() {
                          "Cuts per constituent input, e.g. {tracks: [d0 < 3.5, NSHARED < 1.1]}; a constituent failing "
                          "any cut is masked out (ftag's TrackSelector)."),
               unless_null(SALT_FIELD(selections)))
-      .unbound(field_null("parameters", t_any(), "Parameterised-training inputs.")).unsupported(none)
+      .custom(field_null("parameters", t_optional(t_dict(parameter_binding().type())),
+                         "Parameterised networks: {variable: {train: [values], test: value, prob: [...]}} for each "
+                         "variable of data.variables.parameters, in order."),
+              read_parameters)
       .unbound(field_null("transforms", t_any(), "Data augmentation transforms.")).unsupported(none)
       .unbound(field("recover_malformed", t_bool(), false, "Recover malformed files.")).ignored("not needed by the C++ reader")
       .unbound(field_null("train_vds_path", t_any(), "Virtual dataset of many train files.")).unsupported("merge files first")
@@ -146,7 +200,8 @@ Binding<D> make_binding() {
                          "Conditional targets: [{input_name, sel_label, opp, value, source, target | custom_target}]; "
                          "where `sel_label opp value`, the target label takes the `source` label's value."),
               read_multi_target)
-      .finally(complete_input_map);
+      .finally(complete_input_map)
+      .finally(check_parameters);
   return b;
 }
 

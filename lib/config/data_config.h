@@ -33,6 +33,17 @@ struct MultiTarget {
   const std::string& target_label() const { return target ? *target : *custom_target; }
 };
 
+// One entry of salt's data.parameters (parameterised networks): the values of a
+// `parameters` variable that appear in training; other values (background jets) get
+// one of them at random (with probabilities `prob`, else uniformly) while fitting;
+// `salt test` evaluates every jet at `test`.
+struct ParameterSpec {
+  std::string name;
+  std::vector<double> train;
+  double test = 0;
+  std::optional<std::vector<double>> prob;
+};
+
 struct DataConfig {
   std::string train_file, val_file, test_file;  // "" when absent
   std::string norm_dict, class_dict;            // "" when absent
@@ -55,6 +66,7 @@ struct DataConfig {
   bool ignore_finite_checks = false;
   std::map<std::string, std::vector<std::string>> labels;  // extra label variables to load per input
   std::vector<MultiTarget> multi_target;                   // conditional label replacements, in order
+  std::vector<ParameterSpec> parameters;                   // in the order of variables.parameters
 
   // The dataset name of an input (input_map, else the input name itself).
   std::string dataset_of(const std::string& input) const;

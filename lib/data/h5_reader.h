@@ -43,6 +43,11 @@ struct ReaderOptions {
   // object's flavour_label is derived from truth variables (data/labeller.h).
   std::vector<std::string> labeller_classes;
   bool require_labels = true;
+  // data.parameters (data/parameters.h): values of the `parameters` inputs while fitting,
+  // or the test value everywhere in test_stage; draws seeded by `seed` and the batch.
+  std::vector<config::ParameterSpec> parameters;
+  bool test_stage = false;
+  uint64_t seed = 42;
   // data.multi_target (data/multi_target.h): their labels are read, custom targets created.
   std::vector<config::MultiTarget> multi_targets;
   std::string global_object = "jets";
@@ -63,6 +68,12 @@ struct ReaderOptions {
     require_labels = require;
     return *this;
   }
+  ReaderOptions& set_parameters(std::vector<config::ParameterSpec> p, uint64_t s) {
+    parameters = std::move(p);
+    seed = s;
+    return *this;
+  }
+  ReaderOptions& set_test_stage(bool b) { test_stage = b; return *this; }
   ReaderOptions& set_multi_targets(std::vector<config::MultiTarget> m) { multi_targets = std::move(m); return *this; }
   ReaderOptions& set_selections(std::map<std::string, std::vector<std::string>> m) { selections = std::move(m); return *this; }
   ReaderOptions& set_global_object(std::string g) { global_object = std::move(g); return *this; }

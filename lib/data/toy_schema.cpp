@@ -51,7 +51,7 @@ class SchemaBuilder {
   }
 
   ToyDataset& dataset(const std::string& input) {
-    const bool global = input == data_.global_object || input == "global";
+    const bool global = input == data_.global_object || input == "global" || input == "parameters";
     const std::string name = global ? schema_.global_dataset : data_.dataset_of(input);
     for (auto& d : schema_.datasets)
       if (d.name == name) return d;
@@ -80,6 +80,7 @@ class SchemaBuilder {
   void add_inputs() {
     for (const auto& input : data_.input_order) {
       for (const auto& v : data_.variables.at(input)) add(input, {v, Kind::kFloat, {}});
+      if (input == "parameters") continue;  // never normalised (salt's InputNorm skips them)
       const auto& ds = dataset(input).name;
       auto& norm = schema_.norm_variables[ds];
       for (const auto& v : data_.variables.at(input))

@@ -22,7 +22,8 @@ const config::Binding<InitNetOptions>& init_net_binding() {
         .unbound(field_null("global_object", t_optional(t_str()), "Filled in from data.global_object."))
         .read_elsewhere("the builder takes data.global_object")
         .unbound(field_null("pos_enc", t_any(), "Positional encoding.")).unsupported(none)
-        .unbound(field_null("featurewise", t_any(), "Featurewise transformation.")).unsupported(none)
+        .unbound(field_null("featurewise", t_any(), "Featurewise transformation."))
+        .read_elsewhere("set from the model's featurewise_nets (layer: input), as salt does")
         .unbound(field("mup", t_bool(), false, "muP scaling.")).unsupported("muP is not available in salt-cpp");
     return n;
   }();
@@ -39,63 +40,65 @@ int64_t variable_count(const ModelContext& ctx, const std::string& input, const 
 
 }  // namespace
 
-InitNet build_init_net(const YAML::Node& validated, const BuildContext& ctx) {
+InitNet build_init_net(const YAML::Node& validated, const BuildContext& ctx, const FeaturewiseOptions* input_featurewise) {
   auto o = init_net_binding().read(validated);
   const auto& model = *ctx.model;
   o.global_object(model.global_object);
   int64_t size = variable_count(model, o.input_name(), ctx.path + ".input_name");
+  const auto p = model.variables.find("parameters");
+  const int64_t num_parameters = p == model.variables.end() ? 0 : static_cast<int64_t>(p->second.size());
   if (o.attach_global()) {
     size += variable_count(model, model.global_object, ctx.path + ".attach_global");
-    if (auto p = model.variables.find("parameters"); p != model.variables.end()) size += static_cast<int64_t>(p->second.size());
+    o.attach_parameters = num_parameters > 0 && !input_featurewise;
+    if (o.attach_parameters) size += num_parameters;
   }
   if (o.dense().input_size() < 0) o.dense().input_size(size);
-  return InitNet(o);
+  return InitNet(o, input_featurewise, num_parameters);
 }
 
-InitNetImpl::InitNetImpl(const InitNetOptions& options) : torch::nn::Module("InitNet"), options_(options) {
+InitNetImpl::InitNetImpl(const InitNetOptions& options, const FeaturewiseOptions* input_featurewise,
+                         int64_t num_parameters)
+    : torch::nn::Module("InitNet"), options_(options) {
   net = register_module("net", Dense(options.dense()));
+  if (input_featurewise) featurewise = register_module("featurewise", Featurewise(*input_featurewise, num_parameters));
 }
 
-torch::Tensor InitNetImpl::forward(const TensorMap& inputs) {
-  auto it = inputs.find(options_.input_name());
-  if (it == inputs.end()) throw InputError("InitNet: input '" + options_.input_name() + "' missing from the batch");
-  auto x = it->second;
-  if (options_.attach_global()) {
-    auto g = inputs.find(options_.global_object());
-    if (g == inputs.end())
-      throw InputError("InitNet '" + options_.input_name() + "': global input '" + options_.global_object() +
-                       "' missing from the batch");
-    x = attach_context(x, g->second);
-  }
+namespace {
+
+const torch::Tensor& input_of(const TensorMap& inputs, const std::string& name, const std::string& who) {
+  auto it = inputs.find(name);
+  if (it == inputs.end()) throw InputError("InitNet '" + who + "': input '" + name + "' missing from the batch");
+  return it->second;
+}
+
+torch::Tensor per_row(const torch::Tensor& per_jet, const torch::Tensor& jet) {
+  return jet.defined() ? per_jet.index_select(0, jet) : per_jet;
+}
+
+}  // namespace
+
+torch::Tensor InitNetImpl::embed(const TensorMap& inputs, torch::Tensor x, const torch::Tensor& jet) {
+  const auto& name = options_.input_name();
+  if (options_.attach_global()) x = attach_context(x, per_row(input_of(inputs, options_.global_object(), name), jet));
+  torch::Tensor params;
+  if (options_.attach_parameters || featurewise) params = per_row(input_of(inputs, "parameters", name), jet);
+  if (options_.attach_parameters) x = attach_context(x, params);
   if (x.size(-1) != net->input_size())
-    throw InputError("InitNet '" + options_.input_name() + "': got " + std::to_string(x.size(-1)) +
+    throw InputError("InitNet '" + name + "': got " + std::to_string(x.size(-1)) +
                      " input features, the network expects " + std::to_string(net->input_size()));
+  if (featurewise) x = featurewise->forward(params, x);
   return net->forward(x);
 }
 
+torch::Tensor InitNetImpl::forward(const TensorMap& inputs) {
+  return embed(inputs, input_of(inputs, options_.input_name(), options_.input_name()), {});
+}
+
 torch::Tensor InitNetImpl::forward_packed(const TensorMap& inputs, const TokenIndex& idx) {
-  auto it = inputs.find(options_.input_name());
-  if (it == inputs.end()) throw InputError("InitNet: input '" + options_.input_name() + "' missing from the batch");
-  const auto& x = it->second;
+  const auto& x = input_of(inputs, options_.input_name(), options_.input_name());
   if (x.dim() != 3)
     throw InputError("SaltModel: input '" + options_.input_name() + "' is not a constituent input (shape [B, L, F])");
-  auto rows = idx.gather(x);
-  if (!options_.attach_global()) {
-    if (x.size(-1) != net->input_size())
-      throw InputError("InitNet '" + options_.input_name() + "': got " + std::to_string(x.size(-1)) +
-                       " input features, the network expects " + std::to_string(net->input_size()));
-    return net->forward(rows);
-  }
-  auto g = inputs.find(options_.global_object());
-  if (g == inputs.end())
-    throw InputError("InitNet '" + options_.input_name() + "': global input '" + options_.global_object() +
-                     "' missing from the batch");
-  const int64_t features = x.size(-1) + g->second.size(-1);
-  if (features != net->input_size())
-    throw InputError("InitNet '" + options_.input_name() + "': got " + std::to_string(features) +
-                     " input features, the network expects " + std::to_string(net->input_size()));
-  // Global variables first, as in forward().
-  return net->forward(torch::cat({g->second.index_select(0, idx.jet), rows}, -1));
+  return embed(inputs, idx.gather(x), idx.jet);
 }
 
 }  // namespace salt::models

@@ -7,6 +7,7 @@
 
 #include "models/common.h"
 #include "models/dense.h"
+#include "models/featurewise.h"
 
 namespace salt::models {
 
@@ -19,6 +20,11 @@ struct InitNetOptions {
   // (the factory derives it from the variables like salt).
   TORCH_ARG(DenseOptions, dense);
   TORCH_ARG(bool, attach_global) = true;
+
+ public:
+  // Set by the builder: concatenate the `parameters` inputs too (salt does when
+  // data.variables has parameters and no featurewise net transforms this input).
+  bool attach_parameters = false;
 };
 
 struct BuildContext;
@@ -29,7 +35,9 @@ const config::Binding<InitNetOptions>& init_net_binding();
 
 class InitNetImpl : public torch::nn::Module {
  public:
-  explicit InitNetImpl(const InitNetOptions& options);
+  // num_parameters: len(data.variables.parameters), for input_featurewise.
+  explicit InitNetImpl(const InitNetOptions& options, const FeaturewiseOptions* input_featurewise = nullptr,
+                       int64_t num_parameters = 0);
   // inputs: normalised inputs by name; returns [B, L, D] (or [B, D] for the global object).
   torch::Tensor forward(const TensorMap& inputs);
   // The embeddings of the valid slots only: [idx.size(), D] (see TokenIndex).
@@ -39,12 +47,18 @@ class InitNetImpl : public torch::nn::Module {
   int64_t output_size() const { return net->output_size(); }
 
   Dense net{nullptr};
+  Featurewise featurewise{nullptr};  // featurewise_nets' `layer: input`, on the concatenated input
 
  private:
+  // cat([parameters, global vars, x]) as configured, then featurewise and the net;
+  // jet: the jet of each row for packed rows (undefined for padded [B, L, F] input).
+  torch::Tensor embed(const TensorMap& inputs, torch::Tensor x, const torch::Tensor& jet);
   InitNetOptions options_;
 };
 TORCH_MODULE(InitNet);
 
-InitNet build_init_net(const YAML::Node& validated, const BuildContext& ctx);
+// input_featurewise: featurewise_nets' `layer: input` entry, if any.
+InitNet build_init_net(const YAML::Node& validated, const BuildContext& ctx,
+                       const FeaturewiseOptions* input_featurewise = nullptr);
 
 }  // namespace salt::models

@@ -15,6 +15,7 @@ struct SaltModelConfig {
   std::vector<YAML::Node> init_nets;  // read by init_net_binding()
   config::ComponentNode tasks;
   std::optional<config::ComponentNode> encoder, pool_net;
+  std::optional<std::vector<YAML::Node>> featurewise_nets;  // read by featurewise_binding()
 };
 
 const config::Binding<SaltModelConfig>& salt_model_binding() {
@@ -34,7 +35,10 @@ const config::Binding<SaltModelConfig>& salt_model_binding() {
         .unbound(field_null("mask_decoder", t_any(), "MaskFormer decoder."))
         .unsupported("MaskFormer models are not supported by salt-cpp")
         .unbound(field_null("merge_dict", t_any(), "Merge input types.")).unsupported("not available in salt-cpp")
-        .unbound(field_null("featurewise_nets", t_any(), "Featurewise nets.")).unsupported("not available in salt-cpp");
+        .arg("featurewise_nets", SALT_FIELD(featurewise_nets),
+             "FiLM networks of data.variables.parameters scaling/shifting a layer's features: [{layer: "
+             "input|encoder|global, dense_config_scale, dense_config_bias, apply_norm}].",
+             t_optional(t_list(featurewise_binding().type())));
     return m;
   }();
   return b;
@@ -59,6 +63,32 @@ const bool kRegistered =
                                 config::Support::kFull, "", {"torch.nn.modules.container.ModuleList"}});
 
 std::string item(const std::string& path, size_t i) { return path + "[" + std::to_string(i) + "]"; }
+
+// featurewise_nets by layer (salt builds one net per entry; a later entry for the
+// same layer replaces an earlier one there too).
+struct FeaturewiseSet {
+  std::optional<FeaturewiseOptions> input, encoder, global;
+  size_t input_index = 0, encoder_index = 0;
+  int64_t num_parameters = 0;
+};
+
+FeaturewiseSet read_featurewise(const SaltModelConfig& m, const ModelContext& ctx, const std::string& key) {
+  FeaturewiseSet set;
+  if (!m.featurewise_nets || m.featurewise_nets->empty()) return set;
+  auto p = ctx.variables.find("parameters");
+  if (p == ctx.variables.end() || p->second.empty())
+    throw UsageError(key + ": featurewise nets need parameters (data.variables.parameters)");
+  set.num_parameters = static_cast<int64_t>(p->second.size());
+  for (size_t i = 0; i < m.featurewise_nets->size(); ++i) {
+    auto o = featurewise_binding().read((*m.featurewise_nets)[i]);
+    if (!o.dense_config_scale() && !o.dense_config_bias())
+      throw UsageError(item(key, i) + ": give dense_config_scale, dense_config_bias or both");
+    if (o.layer() == "input") set.input = o, set.input_index = i;
+    else if (o.layer() == "encoder") set.encoder = o, set.encoder_index = i;
+    else set.global = o;
+  }
+  return set;
+}
 
 InputNorm build_norm(const ModelContext& ctx) {
   static const std::set<std::string> no_norm = {"EDGE", "parameters", "objects"};
@@ -88,9 +118,14 @@ SaltWrapper build_model(const YAML::Node& raw, const ModelContext& ctx, const st
   bc.model = &ctx;
 
   if (m.init_nets.empty()) throw UsageError(p + ".init_nets: expected a non-empty list of init nets");
+  const auto fw = read_featurewise(m, ctx, p + ".featurewise_nets");
   std::vector<InitNet> init_nets;
   for (size_t i = 0; i < m.init_nets.size(); ++i) {
-    init_nets.push_back(build_init_net(m.init_nets[i], bc.at(item(p + ".init_nets", i))));
+    init_nets.push_back(build_init_net(m.init_nets[i], bc.at(item(p + ".init_nets", i)), fw.input ? &*fw.input : nullptr));
+    if (auto& f = init_nets.back()->featurewise; f && f->num_features() != init_nets.back()->net->input_size())
+      throw UsageError(p + ".featurewise_nets[" + std::to_string(fw.input_index) + "]: output_size " +
+                       std::to_string(f->num_features()) + " must equal the " + std::to_string(init_nets.back()->net->input_size()) +
+                       " input features of init net '" + init_nets.back()->input_name() + "'");
     if (init_nets.back()->input_name() != ctx.global_object) bc.constituents.insert(init_nets.back()->input_name());
   }
   const int64_t embed = init_nets.front()->output_size();
@@ -104,6 +139,12 @@ SaltWrapper build_model(const YAML::Node& raw, const ModelContext& ctx, const st
                        " does not match the init nets' output_size " + std::to_string(embed));
     bc.constituent_dim = encoder->out_dim();
   }
+  if (fw.encoder) {
+    if (!encoder) throw UsageError(p + ".featurewise_nets[" + std::to_string(fw.encoder_index) + "]: layer 'encoder' needs an encoder");
+    encoder->add_featurewise(*fw.encoder, fw.num_parameters);
+  }
+  Featurewise global_fw{nullptr};
+  if (fw.global) global_fw = Featurewise(*fw.global, fw.num_parameters);
   GlobalAttentionPooling pool{nullptr};
   if (m.pool_net) pool = build_component<GlobalAttentionPooling>(*m.pool_net, bc.at(p + ".pool_net"));
 
@@ -118,7 +159,7 @@ SaltWrapper build_model(const YAML::Node& raw, const ModelContext& ctx, const st
   for (size_t i = 0; i < modules.size(); ++i)
     tasks.push_back(build_component<std::shared_ptr<TaskImpl>>(modules[i], bc.at(item(tp, i))));
 
-  SaltModel model(ctx.global_object, std::move(init_nets), encoder, pool, std::move(tasks));
+  SaltModel model(ctx.global_object, std::move(init_nets), encoder, pool, std::move(tasks), global_fw);
   return SaltWrapper(model, build_norm(ctx), ctx.loss_mode, ctx.name);
 }
 

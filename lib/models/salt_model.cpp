@@ -7,7 +7,8 @@
 namespace salt::models {
 
 SaltModelImpl::SaltModelImpl(std::string global_object, std::vector<InitNet> init_net_list, Transformer encoder_in,
-                             GlobalAttentionPooling pool_in, std::vector<std::shared_ptr<TaskImpl>> task_list)
+                             GlobalAttentionPooling pool_in, std::vector<std::shared_ptr<TaskImpl>> task_list,
+                             Featurewise featurewise_in)
     : torch::nn::Module("SaltModel"), global_object_(std::move(global_object)), init_nets_(std::move(init_net_list)),
       tasks_(std::move(task_list)) {
   if (init_nets_.empty()) throw UsageError("SaltModel: init_nets is empty");
@@ -31,7 +32,9 @@ SaltModelImpl::SaltModelImpl(std::string global_object, std::vector<InitNet> ini
                        "', not '" + init_nets_.front()->input_name() + "'");
   }
 
-  // Registration order follows salt's attribute order (init_nets, tasks, encoder, pool_net).
+  if (featurewise_in && !encoder_in) throw UsageError("SaltModel: featurewise_nets with layer 'global' need an encoder");
+  // Registration order follows salt's attribute order (featurewise_global, init_nets, tasks, encoder, pool_net).
+  if (featurewise_in) featurewise_global = register_module("featurewise_global", featurewise_in);
   init_nets = register_module("init_nets", torch::nn::ModuleList());
   for (auto& n : init_nets_) init_nets->push_back(n);
   tasks = register_module("tasks", torch::nn::ModuleList());
@@ -61,7 +64,12 @@ SaltModelOutput SaltModelImpl::forward(const TensorMap& inputs, const TensorMap&
       auto idx = TokenIndex::from_mask(mask);
       packed.append(net->input_name(), mask, idx, net->forward_packed(inputs, idx));
     }
-    if (encoder) packed = encoder->forward_packed(packed);
+    auto p = inputs.find("parameters");
+    const auto params = p == inputs.end() ? torch::Tensor() : p->second;
+    if ((featurewise_global || (encoder && encoder->featurewise)) && !params.defined())
+      throw InputError("SaltModel: featurewise nets need the 'parameters' inputs (data.variables.parameters)");
+    if (encoder) packed = encoder->forward_packed(packed, params);
+    if (featurewise_global) packed.x = featurewise_global->forward(params.index_select(0, packed.jet()), packed.x);
     out.global_rep = pool_net->forward_packed(packed.x, TokenLayout::of(packed));
     out.sequence = packed.unpack();
   }

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "models/common.h"
+#include "models/featurewise.h"
 #include "models/init_net.h"
 #include "models/pooling.h"
 #include "models/task.h"
@@ -31,8 +32,11 @@ class SaltModelImpl : public torch::nn::Module {
   // encoder and pool_net may be empty holders (nullptr). Throws UsageError for
   // salt's consistency rules (unique names, equal embedding sizes, pooling needed
   // for constituents).
+  // featurewise_global (may be empty): featurewise_nets' `layer: global`, on the
+  // encoder output before pooling and the constituent tasks.
   SaltModelImpl(std::string global_object, std::vector<InitNet> init_nets, Transformer encoder,
-                GlobalAttentionPooling pool_net, std::vector<std::shared_ptr<TaskImpl>> tasks);
+                GlobalAttentionPooling pool_net, std::vector<std::shared_ptr<TaskImpl>> tasks,
+                Featurewise featurewise_global = nullptr);
 
   // inputs: normalised; pad_masks: constituent name -> bool [B, L] (true = padded;
   // missing = all valid); labels nullptr for inference.
@@ -45,6 +49,7 @@ class SaltModelImpl : public torch::nn::Module {
   torch::nn::ModuleList init_nets{nullptr}, tasks{nullptr};
   Transformer encoder{nullptr};
   GlobalAttentionPooling pool_net{nullptr};
+  Featurewise featurewise_global{nullptr};
 
  private:
   std::string global_object_;

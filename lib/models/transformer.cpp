@@ -138,7 +138,15 @@ void TransformerImpl::set_backend(const std::string& attn_type) {
 
 Sequence TransformerImpl::forward(const Sequence& in) { return forward_packed(PackedSequence::pack(in)).unpack(); }
 
-PackedSequence TransformerImpl::forward_packed(const PackedSequence& in) {
+void TransformerImpl::add_featurewise(const FeaturewiseOptions& options, int64_t num_parameters) {
+  if (!featurewise) featurewise = register_module("featurewise", torch::nn::ModuleList());
+  for (size_t i = 0; i < typed_layers_.size(); ++i) {
+    featurewise_.emplace_back(options, num_parameters);
+    featurewise->push_back(featurewise_.back());
+  }
+}
+
+PackedSequence TransformerImpl::forward_packed(const PackedSequence& in, const torch::Tensor& params) {
   const int64_t b = in.batch, r = options_.num_registers();
   PackedSequence out = in;
   // Registers: jet-major rows, always valid.
@@ -148,7 +156,11 @@ PackedSequence TransformerImpl::forward_packed(const PackedSequence& in) {
   const auto layout = TokenLayout::of(out);
 
   auto x = out.x;
-  for (auto& layer : typed_layers_) x = layer->forward_packed(x, layout);
+  const auto rows_params = featurewise_.empty() ? torch::Tensor() : params.index_select(0, layout.jet);
+  for (size_t i = 0; i < typed_layers_.size(); ++i) {
+    if (!featurewise_.empty()) x = featurewise_[i]->forward(rows_params, x);
+    x = typed_layers_[i]->forward_packed(x, layout);
+  }
   if (out_proj) x = out_proj->forward(x);
   if (out_norm) x = out_norm->forward(x);
   out.x = x;

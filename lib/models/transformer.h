@@ -11,6 +11,7 @@
 
 #include "models/attention.h"
 #include "models/common.h"
+#include "models/featurewise.h"
 #include "models/glu.h"
 #include "models/norm.h"
 #include "models/residual.h"
@@ -77,8 +78,12 @@ class TransformerImpl : public torch::nn::Module {
   Sequence forward(const Sequence& in);
   // The same on packed tokens (what SaltModel uses): appends the registers as the
   // last segment; every per-token layer runs on the valid tokens only.
-  PackedSequence forward_packed(const PackedSequence& in);
+  // params: the `parameters` inputs [B, P], needed with featurewise nets.
+  PackedSequence forward_packed(const PackedSequence& in, const torch::Tensor& params = {});
   void set_backend(const std::string& attn_type);
+  // featurewise_nets' `layer: encoder`: one net per layer on that layer's input
+  // (every token, registers included), as salt's Transformer.featurewise.
+  void add_featurewise(const FeaturewiseOptions& options, int64_t num_parameters);
 
   int64_t out_dim() const { return options_.out_dim().value_or(options_.embed_dim()); }
   const TransformerOptions& options() const { return options_; }
@@ -87,10 +92,12 @@ class TransformerImpl : public torch::nn::Module {
   torch::nn::Linear out_proj{nullptr};
   Norm out_norm{nullptr};
   torch::Tensor registers, register_mask;
+  torch::nn::ModuleList featurewise{nullptr};
 
  private:
   TransformerOptions options_;
   std::vector<EncoderLayer> typed_layers_;
+  std::vector<Featurewise> featurewise_;
 };
 TORCH_MODULE(Transformer);
 

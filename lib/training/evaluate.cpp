@@ -142,7 +142,7 @@ EvaluateResult evaluate(const YAML::Node& resolved) {
   auto state = load_checkpoint(result.checkpoint);
   load_module_state(*setup.model, state.state_dict, result.checkpoint.string());
 
-  auto reader = open_reader(setup, D.test_file, D.num_test, "num_test");
+  auto reader = open_reader(setup, D.test_file, D.num_test, "num_test", /*test_stage=*/true);
   const auto device = select_device(T);
   setup.model->to(device);
   setup.model->eval();

@@ -137,6 +137,7 @@ RunSetup prepare_run(const YAML::Node& resolved, Stage stage) {
       .set_num_inputs(s.data.num_inputs)
       .set_selections(s.data.selections)
       .set_multi_targets(s.data.multi_target)
+      .set_parameters(s.data.parameters, static_cast<uint64_t>(s.seed))
       .set_sample_weights(sample_weight_keys(*s.model->model))
       .set_labeller(relabelled, s.data.labeller_config.require_labels)
       .set_global_object(s.data.global_object)
@@ -147,8 +148,10 @@ RunSetup prepare_run(const YAML::Node& resolved, Stage stage) {
 }
 
 std::shared_ptr<data::H5Reader> open_reader(const RunSetup& setup, const std::string& path, int64_t num,
-                                            const std::string& num_key) {
-  return std::make_shared<data::H5Reader>(path, setup.reader_options, num, num_key);
+                                            const std::string& num_key, bool test_stage) {
+  auto options = setup.reader_options;
+  options.set_test_stage(test_stage);
+  return std::make_shared<data::H5Reader>(path, std::move(options), num, num_key);
 }
 
 }  // namespace salt::training

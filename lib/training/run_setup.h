@@ -45,9 +45,10 @@ struct RunSetup {
 // `config` is a resolved config (config::resolve); it is copied, not modified.
 RunSetup prepare_run(const YAML::Node& config, Stage stage);
 
-// A reader of `path` with the run's variables and labels; `num` first rows.
+// A reader of `path` with the run's variables and labels; `num` first rows; test_stage:
+// salt test's data (parameters at their test values).
 std::shared_ptr<data::H5Reader> open_reader(const RunSetup& setup, const std::string& path, int64_t num,
-                                            const std::string& num_key);
+                                            const std::string& num_key, bool test_stage = false);
 
 // Seeds torch's generators (weights, dropout) from the run's seed.
 void seed_everything(uint64_t seed);
