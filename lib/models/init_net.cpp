@@ -1,5 +1,7 @@
 #include "models/init_net.h"
 
+#include <algorithm>
+
 #include "core/errors.h"
 #include "models/model_factory.h"
 #include "models/registry.h"
@@ -8,7 +10,6 @@ namespace salt::models {
 
 const config::Binding<InitNetOptions>& init_net_binding() {
   using namespace config;
-  const char* none = "not available in salt-cpp";
   static const Binding<InitNetOptions> b = [&] {
     Binding<InitNetOptions> n(InitNetOptions("", "", DenseOptions(-1)));
     n.required("input_name", SALT_MEMBER(input_name), "Input type this net embeds (a key of data.variables).")
@@ -21,7 +22,12 @@ const config::Binding<InitNetOptions>& init_net_binding() {
         .read_elsewhere("the builder takes data.variables")
         .unbound(field_null("global_object", t_optional(t_str()), "Filled in from data.global_object."))
         .read_elsewhere("the builder takes data.global_object")
-        .unbound(field_null("pos_enc", t_any(), "Positional encoding.")).unsupported(none)
+        .custom(field_null("pos_enc", t_optional(t_component("pos_enc")),
+                           "salt.models.PositionalEncoder {variables, dim, alpha}: encodings added to the output."),
+                [](InitNetOptions& o, const YAML::Node& n) {
+                  if (n.IsDefined() && !n.IsNull())
+                    o.pos_enc(read_pos_enc(Codec<ComponentNode>::decode(n), "pos_enc"));
+                })
         .unbound(field_null("featurewise", t_any(), "Featurewise transformation."))
         .read_elsewhere("set from the model's featurewise_nets (layer: input), as salt does")
         .unbound(field("mup", t_bool(), false, "muP scaling.")).unsupported("muP is not available in salt-cpp");
@@ -53,6 +59,18 @@ InitNet build_init_net(const YAML::Node& validated, const BuildContext& ctx, con
     if (o.attach_parameters) size += num_parameters;
   }
   if (o.dense().input_size() < 0) o.dense().input_size(size);
+  if (const auto& pe = o.pos_enc()) {
+    const auto key = ctx.path + ".pos_enc.init_args";
+    const auto& vars = model.variables.at(o.input_name());
+    for (const auto& v : pe->variables()) {
+      auto it = std::find(vars.begin(), vars.end(), v);
+      if (it == vars.end()) throw UsageError(key + ".variables: '" + v + "' is not a variable of '" + o.input_name() + "'");
+      o.pos_enc_columns.push_back(it - vars.begin());
+    }
+    const int64_t out = o.dense().output_size().value_or(o.dense().input_size());
+    if (pe->dim() != out)
+      throw UsageError(key + ".dim: " + std::to_string(pe->dim()) + " must equal the init net's output_size " + std::to_string(out));
+  }
   return InitNet(o, input_featurewise, num_parameters);
 }
 
@@ -61,6 +79,7 @@ InitNetImpl::InitNetImpl(const InitNetOptions& options, const FeaturewiseOptions
     : torch::nn::Module("InitNet"), options_(options) {
   net = register_module("net", Dense(options.dense()));
   if (input_featurewise) featurewise = register_module("featurewise", Featurewise(*input_featurewise, num_parameters));
+  if (options.pos_enc()) pos_enc.emplace(*options.pos_enc());
 }
 
 namespace {
@@ -79,6 +98,7 @@ torch::Tensor per_row(const torch::Tensor& per_jet, const torch::Tensor& jet) {
 
 torch::Tensor InitNetImpl::embed(const TensorMap& inputs, torch::Tensor x, const torch::Tensor& jet) {
   const auto& name = options_.input_name();
+  const auto own = x;  // this input's (normalised) variables, for pos_enc
   if (options_.attach_global()) x = attach_context(x, per_row(input_of(inputs, options_.global_object(), name), jet));
   torch::Tensor params;
   if (options_.attach_parameters || featurewise) params = per_row(input_of(inputs, "parameters", name), jet);
@@ -87,7 +107,12 @@ torch::Tensor InitNetImpl::embed(const TensorMap& inputs, torch::Tensor x, const
     throw InputError("InitNet '" + name + "': got " + std::to_string(x.size(-1)) +
                      " input features, the network expects " + std::to_string(net->input_size()));
   if (featurewise) x = featurewise->forward(params, x);
-  return net->forward(x);
+  auto out = net->forward(x);
+  if (pos_enc) {
+    const auto cols = torch::tensor(options_.pos_enc_columns, torch::dtype(torch::kLong).device(own.device()));
+    out = out + (*pos_enc)(own.index_select(-1, cols)).to(out.scalar_type());
+  }
+  return out;
 }
 
 torch::Tensor InitNetImpl::forward(const TensorMap& inputs) {

@@ -8,6 +8,7 @@
 #include "models/common.h"
 #include "models/dense.h"
 #include "models/featurewise.h"
+#include "models/pos_enc.h"
 
 namespace salt::models {
 
@@ -20,8 +21,10 @@ struct InitNetOptions {
   // (the factory derives it from the variables like salt).
   TORCH_ARG(DenseOptions, dense);
   TORCH_ARG(bool, attach_global) = true;
+  TORCH_ARG(std::optional<PositionalEncoderOptions>, pos_enc) = std::nullopt;
 
  public:
+  std::vector<int64_t> pos_enc_columns;  // set by the builder: the pos_enc variables' columns of the input
   // Set by the builder: concatenate the `parameters` inputs too (salt does when
   // data.variables has parameters and no featurewise net transforms this input).
   bool attach_parameters = false;
@@ -48,6 +51,7 @@ class InitNetImpl : public torch::nn::Module {
 
   Dense net{nullptr};
   Featurewise featurewise{nullptr};  // featurewise_nets' `layer: input`, on the concatenated input
+  std::optional<PositionalEncoder> pos_enc;  // added to the output (no parameters)
 
  private:
   // cat([parameters, global vars, x]) as configured, then featurewise and the net;

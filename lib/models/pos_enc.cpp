@@ -1,0 +1,68 @@
+#include "models/pos_enc.h"
+
+#include "core/errors.h"
+#include "models/registry.h"
+
+namespace salt::models {
+
+namespace {
+
+const config::Binding<PositionalEncoderOptions>& pos_enc_binding() {
+  using namespace config;
+  static const Binding<PositionalEncoderOptions> b = [] {
+    Binding<PositionalEncoderOptions> p{PositionalEncoderOptions{}};
+    p.required("variables", SALT_MEMBER(variables), "Variables of the init net's input to encode.")
+        .required("dim", SALT_MEMBER(dim), "Size of the encoding: the init net's output_size.", at_least(t_int(), 1))
+        .arg("alpha", SALT_MEMBER(alpha), "Frequency scale.");
+    return p;
+  }();
+  return b;
+}
+
+const bool kRegistered = config::register_component(
+    {"salt.models.PositionalEncoder", "pos_enc", pos_enc_binding().type(),
+     "Sine/cosine encodings of input variables added to an init net's output.", config::Support::kFull, "",
+     {"salt.models.posenc.PositionalEncoder"}});
+
+}  // namespace
+
+PositionalEncoder::PositionalEncoder(PositionalEncoderOptions options) : options_(std::move(options)) {
+  if (options_.variables().empty()) throw UsageError("PositionalEncoder: no variables");
+}
+
+torch::Tensor PositionalEncoder::operator()(const torch::Tensor& x) const {
+  torch::NoGradGuard no_grad;  // salt's forward is @torch.no_grad
+  const auto n = static_cast<int64_t>(options_.variables().size());
+  const int64_t d = options_.dim() / (2 * n), rest = options_.dim() % (2 * n);
+  const auto opts = x.options();
+  std::vector<torch::Tensor> parts;
+  if (d > 0) {
+    const double end = 2.0 / static_cast<double>(d) - 1.0;
+    const auto omegas = options_.alpha() * torch::logspace(0, end, d, 10000, opts);
+    for (int64_t i = 0; i < n; ++i) {
+      const auto xs = x.select(-1, i).unsqueeze(-1);
+      if (options_.variables()[static_cast<size_t>(i)] == "phi") {
+        parts.push_back((xs.sin() * omegas).sin());
+        parts.push_back((xs.cos() * omegas).sin());
+      } else {
+        parts.push_back((xs * omegas).sin());
+        parts.push_back((xs * omegas).cos());
+      }
+    }
+  }
+  if (rest > 0) {
+    auto shape = x.sizes().vec();
+    shape.back() = rest;
+    parts.push_back(torch::zeros(shape, opts));
+  }
+  return torch::cat(parts, -1);
+}
+
+PositionalEncoderOptions read_pos_enc(const config::ComponentNode& node, const std::string& key) {
+  const auto* spec = config::components().find(node.class_path);
+  if (!spec || spec->category != "pos_enc")
+    throw UsageError(key + ".class_path: '" + node.class_path + "' is not a positional encoder");
+  return pos_enc_binding().read(node.init_args);
+}
+
+}  // namespace salt::models
