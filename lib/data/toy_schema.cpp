@@ -146,6 +146,14 @@ std::vector<std::string> strings(const YAML::Node& n) {
 // here, not the modules, so the task list is read as data rather than built.
 void add_tasks(SchemaBuilder& b, const YAML::Node& model_model) {
   const YAML::Node modules = model_model["init_args"]["tasks"]["init_args"]["modules"];
+  // A task on a merge_dict input reads its members' labels.
+  const YAML::Node merges = model_model["init_args"]["merge_dict"];
+  auto add = [&](const std::string& input, const ToyField& f) {
+    if (merges && merges.IsMap() && merges[input])
+      for (const auto& m : merges[input]) b.add(m.Scalar(), f);
+    else
+      b.add(input, f);
+  };
   bool main_found = false;
   for (size_t i = 0; i < modules.size(); ++i) {
     const YAML::Node t = modules[i];
@@ -153,17 +161,18 @@ void add_tasks(SchemaBuilder& b, const YAML::Node& model_model) {
     const YAML::Node a = t["init_args"];
     const std::string input = a["input_name"].Scalar();
     const std::string key = fmt::format("model.model.init_args.tasks.init_args.modules[{}]", i);
-    for (const auto& w : strings(a["sample_weight"])) b.add(input, {w, Kind::kPositive, {}});
+    for (const auto& w : strings(a["sample_weight"])) add(input, {w, Kind::kPositive, {}});
     if (cls.find("VertexingTask") != std::string::npos) {
-      b.add(input, {a["label"].Scalar(), Kind::kVertex, {}});
+      add(input, {a["label"].Scalar(), Kind::kVertex, {}});
     } else if (cls.find("RegressionTask") != std::string::npos) {
-      for (const auto& f : strings(a["targets"])) b.add(input, {f, Kind::kPositive, {}});
-      for (const auto& f : strings(a["target_denominators"])) b.add(input, {f, Kind::kPositive, {}});
+      for (const auto& f : strings(a["targets"])) add(input, {f, Kind::kPositive, {}});
+      for (const auto& f : strings(a["target_denominators"])) add(input, {f, Kind::kPositive, {}});
     } else if (cls.find("ClassificationTask") != std::string::npos) {
       const auto names = strings(a["class_names"]);
       int64_t n = names.empty() ? a["dense_config"]["output_size"].as<int64_t>() : static_cast<int64_t>(names.size());
       if (n == 1) n = 2;  // a binary task with one logit
-      const auto& ds = b.dataset(input);
+      const bool merged = merges && merges.IsMap() && merges[input];
+      const auto& ds = b.dataset(merged ? merges[input][0].Scalar() : input);
       const bool main = !main_found && !ds.sequence && input == b.data().global_object;
       // The main label needs values[k] = a raw value of class k; others draw any raw value.
       ToyField f{a["label"].Scalar(), main ? Kind::kMain : Kind::kClass, {}, {}, n};
@@ -192,7 +201,7 @@ void add_tasks(SchemaBuilder& b, const YAML::Node& model_model) {
         if (!s.labeller_classes.empty()) s.class_names = s.labeller_classes;
       }
       const bool relabelled = main && !b.schema().labeller_classes.empty();
-      if (!relabelled) b.add(input, std::move(f));
+      if (!relabelled) add(input, f);
       b.schema().class_dict_labels[ds.name].push_back(a["label"].Scalar());
     } else {
       throw UsageError(fmt::format("{}.class_path: salt toydata does not know the labels of '{}'", key, cls));

@@ -16,6 +16,7 @@ struct SaltModelConfig {
   config::ComponentNode tasks;
   std::optional<config::ComponentNode> encoder, pool_net;
   std::optional<std::vector<YAML::Node>> featurewise_nets;  // read by featurewise_binding()
+  YAML::Node merge_dict;                                    // {merged: [inputs]}, in the file's order
 };
 
 const config::Binding<SaltModelConfig>& salt_model_binding() {
@@ -34,7 +35,9 @@ const config::Binding<SaltModelConfig>& salt_model_binding() {
         .unbound(field_null("edge_init_nets", t_any(), "Edge init nets.")).unsupported(edges)
         .unbound(field_null("mask_decoder", t_any(), "MaskFormer decoder."))
         .unsupported("MaskFormer models are not supported by salt-cpp")
-        .unbound(field_null("merge_dict", t_any(), "Merge input types.")).unsupported("not available in salt-cpp")
+        .arg("merge_dict", SALT_FIELD(merge_dict),
+             "{merged: [input, ...]}: concatenate constituent types into one input that tasks name.",
+             t_optional(t_dict(t_list(t_str()))))
         .arg("featurewise_nets", SALT_FIELD(featurewise_nets),
              "FiLM networks of data.variables.parameters scaling/shifting a layer's features: [{layer: "
              "input|encoder|global, dense_config_scale, dense_config_bias, apply_norm}].",
@@ -90,6 +93,33 @@ FeaturewiseSet read_featurewise(const SaltModelConfig& m, const ModelContext& ct
   return set;
 }
 
+// merge_dict: members must be constituent types with init nets, each merged once;
+// afterwards tasks see the merged names instead of the members (bc.constituents).
+std::vector<std::pair<std::string, std::vector<std::string>>> read_merge_dict(const YAML::Node& node, BuildContext& bc,
+                                                                              const ModelContext& ctx,
+                                                                              const std::string& key) {
+  std::vector<std::pair<std::string, std::vector<std::string>>> merges;
+  if (!node || !node.IsMap()) return merges;
+  std::set<std::string> used;
+  for (const auto& kv : node) {
+    const std::string name = kv.first.Scalar();
+    std::vector<std::string> members;
+    for (const auto& m : kv.second) members.push_back(m.Scalar());
+    if (members.empty()) throw UsageError(key + "." + name + ": list the inputs to merge");
+    if (ctx.variables.count(name) || bc.constituents.count(name))
+      throw UsageError(key + "." + name + ": the merged name must not be an input of data.variables");
+    for (const auto& m : members) {
+      if (!bc.constituents.count(m))
+        throw UsageError(key + "." + name + ": '" + m + "' is not a constituent type with an init net");
+      if (!used.insert(m).second) throw UsageError(key + "." + name + ": '" + m + "' is merged twice");
+    }
+    merges.emplace_back(name, members);
+  }
+  for (const auto& m : used) bc.constituents.erase(m);
+  for (const auto& [name, _] : merges) bc.constituents.insert(name);
+  return merges;
+}
+
 InputNorm build_norm(const ModelContext& ctx) {
   static const std::set<std::string> no_norm = {"EDGE", "parameters", "objects"};
   std::map<std::string, NormStats> stats;
@@ -128,6 +158,7 @@ SaltWrapper build_model(const YAML::Node& raw, const ModelContext& ctx, const st
                        " input features of init net '" + init_nets.back()->input_name() + "'");
     if (init_nets.back()->input_name() != ctx.global_object) bc.constituents.insert(init_nets.back()->input_name());
   }
+  const auto merges = read_merge_dict(m.merge_dict, bc, ctx, p + ".merge_dict");
   const int64_t embed = init_nets.front()->output_size();
 
   Transformer encoder{nullptr};
@@ -160,6 +191,7 @@ SaltWrapper build_model(const YAML::Node& raw, const ModelContext& ctx, const st
     tasks.push_back(build_component<std::shared_ptr<TaskImpl>>(modules[i], bc.at(item(tp, i))));
 
   SaltModel model(ctx.global_object, std::move(init_nets), encoder, pool, std::move(tasks), global_fw);
+  model->set_merge_dict(merges);
   return SaltWrapper(model, build_norm(ctx), ctx.loss_mode, ctx.name);
 }
 

@@ -43,6 +43,68 @@ SaltModelImpl::SaltModelImpl(std::string global_object, std::vector<InitNet> ini
   if (pool_in) pool_net = register_module("pool_net", pool_in);
 }
 
+void SaltModelImpl::set_merge_dict(std::vector<std::pair<std::string, std::vector<std::string>>> merges) {
+  merges_ = std::move(merges);
+}
+
+namespace {
+
+using Merges = std::vector<std::pair<std::string, std::vector<std::string>>>;
+
+const std::vector<std::string>* members_of(const Merges& merges, const std::string& input) {
+  for (const auto& [name, members] : merges)
+    if (name == input) return &members;
+  return nullptr;
+}
+
+// The packed sequence with each merge's members replaced by one segment (appended
+// after the others, as salt's dict puts the merged stream last): padded member
+// embeddings concatenated along the sequence, then packed again.
+PackedSequence merge_segments(const PackedSequence& in, const Merges& merges) {
+  if (merges.empty()) return in;
+  PackedSequence out;
+  std::set<std::string> merged;
+  for (const auto& [_, members] : merges) merged.insert(members.begin(), members.end());
+  for (size_t s = 0; s < in.segments.size(); ++s)
+    if (!merged.count(in.segments[s].name))
+      out.append(in.segments[s].name, in.segments[s].mask, in.index[s], in.rows(static_cast<int64_t>(s)));
+  for (const auto& [name, members] : merges) {
+    std::vector<torch::Tensor> masks, padded;
+    for (const auto& m : members) {
+      const int64_t s = in.find(m);
+      masks.push_back(in.segments[static_cast<size_t>(s)].mask);
+      padded.push_back(in.index[static_cast<size_t>(s)].scatter(in.rows(s)));
+    }
+    const auto mask = torch::cat(masks, 1);
+    const auto idx = TokenIndex::from_mask(mask);
+    out.append(name, mask, idx, idx.gather(torch::cat(padded, 1)));
+  }
+  return out;
+}
+
+// Labels with each merge's labels (those of its first member) concatenated along
+// the sequence, as salt's SaltModel.forward does.
+Labels merge_labels(const Labels& labels, const Merges& merges) {
+  Labels out = labels;
+  for (const auto& [name, members] : merges) {
+    auto first = labels.find(members.front());
+    if (first == labels.end()) continue;
+    for (const auto& [var, _] : first->second) {
+      std::vector<torch::Tensor> parts;
+      for (const auto& m : members) {
+        auto in = labels.find(m);
+        if (in == labels.end() || !in->second.count(var))
+          throw InputError("merge_dict." + name + ": label '" + var + "' is missing for '" + m + "'");
+        parts.push_back(in->second.at(var));
+      }
+      out[name][var] = torch::cat(parts, 1);
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
 SaltModelOutput SaltModelImpl::forward(const TensorMap& inputs, const TensorMap& pad_masks, const Labels* labels) {
   SaltModelOutput out;
   // Constituents travel packed (valid tokens only) from the init nets to the task
@@ -68,6 +130,7 @@ SaltModelOutput SaltModelImpl::forward(const TensorMap& inputs, const TensorMap&
     const auto params = p == inputs.end() ? torch::Tensor() : p->second;
     if ((featurewise_global || (encoder && encoder->featurewise)) && !params.defined())
       throw InputError("SaltModel: featurewise nets need the 'parameters' inputs (data.variables.parameters)");
+    packed = merge_segments(packed, merges_);
     if (encoder) packed = encoder->forward_packed(packed, params);
     if (featurewise_global) packed.x = featurewise_global->forward(params.index_select(0, packed.jet()), packed.x);
     out.global_rep = pool_net->forward_packed(packed.x, TokenLayout::of(packed));
@@ -76,6 +139,11 @@ SaltModelOutput SaltModelImpl::forward(const TensorMap& inputs, const TensorMap&
   // salt appends un-pooled "global" inputs to the pooled vector when present.
   if (auto g = inputs.find("global"); g != inputs.end()) out.global_rep = torch::cat({out.global_rep, g->second}, -1);
 
+  Labels merged_labels;
+  if (labels && !merges_.empty()) {
+    merged_labels = merge_labels(*labels, merges_);
+    labels = &merged_labels;
+  }
   for (auto& task : tasks_) {
     TaskOutput result;
     if (task->input_name() == global_object_) {

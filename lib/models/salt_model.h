@@ -42,6 +42,12 @@ class SaltModelImpl : public torch::nn::Module {
   // missing = all valid); labels nullptr for inference.
   SaltModelOutput forward(const TensorMap& inputs, const TensorMap& pad_masks, const Labels* labels = nullptr);
 
+  // salt's merge_dict: {merged input: [constituent inputs]}. The members' embeddings,
+  // masks and labels are concatenated along the sequence (in the listed order) into
+  // one input that tasks name; the members no longer exist on their own.
+  void set_merge_dict(std::vector<std::pair<std::string, std::vector<std::string>>> merges);
+  const std::vector<std::pair<std::string, std::vector<std::string>>>& merge_dict() const { return merges_; }
+
   const std::string& global_object() const { return global_object_; }
   const std::vector<std::shared_ptr<TaskImpl>>& task_list() const { return tasks_; }
   const std::vector<InitNet>& init_net_list() const { return init_nets_; }
@@ -55,6 +61,7 @@ class SaltModelImpl : public torch::nn::Module {
   std::string global_object_;
   std::vector<InitNet> init_nets_;
   std::vector<std::shared_ptr<TaskImpl>> tasks_;
+  std::vector<std::pair<std::string, std::vector<std::string>>> merges_;
 };
 TORCH_MODULE(SaltModel);
 

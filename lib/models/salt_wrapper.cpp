@@ -45,6 +45,25 @@ torch::Tensor SaltWrapperImpl::total_loss(const std::map<std::string, torch::Ten
   return total;
 }
 
+// Columns of a merged input go back to its members (the files have no merged
+// dataset): the first L_1 slots to the first member, and so on.
+void SaltWrapperImpl::split_merged(std::map<std::string, std::map<std::string, PredictionColumns>>& cols,
+                                   const TensorMap& pad_masks) const {
+  for (const auto& [name, members] : model->merge_dict()) {
+    auto it = cols.find(name);
+    if (it == cols.end()) continue;
+    int64_t start = 0;
+    for (const auto& m : members) {
+      auto mask = pad_masks.find(m);
+      if (mask == pad_masks.end()) throw InputError("merge_dict." + name + ": no pad mask for '" + m + "'");
+      const int64_t width = mask->second.size(1);
+      for (const auto& [task, c] : it->second) cols[m][task] = PredictionColumns{c.names, c.values.narrow(1, start, width)};
+      start += width;
+    }
+    cols.erase(name);
+  }
+}
+
 std::map<std::string, std::map<std::string, PredictionColumns>> SaltWrapperImpl::predictions(
     const ModelOutput& out, const TensorMap& pad_masks, const Labels* labels) const {
   std::map<std::string, std::map<std::string, PredictionColumns>> cols;
@@ -63,15 +82,22 @@ std::map<std::string, std::map<std::string, PredictionColumns>> SaltWrapperImpl:
     }
     cols[task->input_name()][task->name()] = task->predict(in->second.at(task->name()), mask, labels, name_);
   }
+  split_merged(cols, pad_masks);
   return cols;
 }
 
 std::map<std::string, std::vector<std::string>> SaltWrapperImpl::required_labels() const {
   std::map<std::string, std::vector<std::string>> out;
   for (const auto& task : model->task_list()) {
-    auto& v = out[task->input_name()];
-    for (const auto& l : task->label_names())
-      if (std::find(v.begin(), v.end(), l) == v.end()) v.push_back(l);
+    // A merged input's labels are its members' (merge_dict).
+    std::vector<std::string> inputs{task->input_name()};
+    for (const auto& [name, members] : model->merge_dict())
+      if (name == task->input_name()) inputs = members;
+    for (const auto& input : inputs) {
+      auto& v = out[input];
+      for (const auto& l : task->label_names())
+        if (std::find(v.begin(), v.end(), l) == v.end()) v.push_back(l);
+    }
   }
   return out;
 }

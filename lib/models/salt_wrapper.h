@@ -45,7 +45,8 @@ class SaltWrapperImpl : public torch::nn::Module {
                                                                               const TensorMap& pad_masks,
                                                                               const Labels* labels = nullptr) const;
 
-  // input name -> the label names the tasks read (for the data loader).
+  // input name -> the label names the tasks read (for the data loader); a merged
+  // input's labels are asked of its members.
   std::map<std::string, std::vector<std::string>> required_labels() const;
 
   void set_attn_backend(const std::string& attn_type);
@@ -57,6 +58,8 @@ class SaltWrapperImpl : public torch::nn::Module {
   InputNorm norm{nullptr};
 
  private:
+  void split_merged(std::map<std::string, std::map<std::string, PredictionColumns>>& cols,
+                    const TensorMap& pad_masks) const;
   std::string loss_mode_;
   std::string name_;
 };
