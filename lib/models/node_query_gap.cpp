@@ -1,0 +1,48 @@
+#include "models/node_query_gap.h"
+
+#include "core/errors.h"
+#include "models/common.h"
+#include "models/pooling.h"
+#include "models/registry.h"
+
+namespace salt::models {
+
+namespace {
+
+struct NodeQueryGAPConfig {
+  int64_t input_size = 0;
+};
+
+const config::Binding<NodeQueryGAPConfig>& node_query_gap_binding() {
+  static const auto b = config::Binding<NodeQueryGAPConfig>({}).required(
+      "input_size", SALT_FIELD(input_size), "Embedding size of the constituents and object queries.");
+  return b;
+}
+
+const bool kRegistered = register_model_component<GlobalAttentionPooling>(
+    {"salt.models.NodeQueryGAP", "pooling", node_query_gap_binding().type(),
+     "Attention pooling of the constituents and of a MaskFormer decoder's object queries, concatenated.",
+     config::Support::kFull, "", {"salt.models.pooling.NodeQueryGAP"}},
+    [](const YAML::Node&, const BuildContext& ctx) -> GlobalAttentionPooling {
+      throw UsageError(ctx.path + ".class_path: salt.models.NodeQueryGAP pools a MaskFormer decoder's object queries; "
+                       "it needs model.model.init_args.mask_decoder, which salt-cpp does not build yet");
+    });
+
+}  // namespace
+
+NodeQueryGAPImpl::NodeQueryGAPImpl(int64_t input_size) : torch::nn::Module("NodeQueryGAP") {
+  gate_nn_1 = register_module("gate_nn_1", torch::nn::Linear(input_size, 1));
+  gate_nn_2 = register_module("gate_nn_2", torch::nn::Linear(input_size, 1));
+}
+
+torch::Tensor NodeQueryGAPImpl::forward(const torch::Tensor& nodes, const torch::Tensor& pad_mask,
+                                        const torch::Tensor& queries) {
+  auto mask = pad_mask.defined() ? pad_mask : torch::zeros({nodes.size(0), nodes.size(1)}, torch::kBool);
+  const auto w_nodes = masked_softmax(gate_nn_1->forward(nodes).squeeze(-1), mask, 1);
+  const auto pooled_nodes = (nodes * w_nodes.unsqueeze(-1)).sum(1);
+  const auto padded = torch::cat({queries, torch::zeros({queries.size(0), 1, queries.size(2)}, queries.options())}, 1);
+  const auto w_queries = torch::softmax(gate_nn_2->forward(padded), 1);
+  return torch::cat({pooled_nodes, (padded * w_queries).sum(1)}, -1);
+}
+
+}  // namespace salt::models
