@@ -167,6 +167,7 @@ std::string run_help(const std::string& command) {
   for (const auto& spec : components().all()) {
     out << "\n" << spec.class_path << "  [" << spec.category << "] " << spec.help;
     if (spec.support == Support::kIgnored) out << " [no effect: " << spec.note << "]";
+    if (spec.support == Support::kUnsupported) out << " [not supported: " << spec.note << "]";
     out << "\n";
     if (spec.init_args->kind == Type::Kind::kStruct) describe_fields(out, *spec.init_args, "init_args", 1);
     else out << "  init_args: any keys\n";

@@ -302,6 +302,8 @@ class Validator {
                                               " is needed here (" + joined(fitting) + ")");
     }
     if (spec->support == Support::kIgnored) warn(path, spec->class_path + " " + spec->note);
+    if (spec->support == Support::kUnsupported)
+      fail(join_path(path, "class_path"), spec->class_path + " is not supported: " + spec->note);
     YAML::Node out(YAML::NodeType::Map);
     out["class_path"] = spec->class_path;
     YAML::Node empty(YAML::NodeType::Map);

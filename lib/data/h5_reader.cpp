@@ -481,7 +481,7 @@ Batch H5Reader::convert(RawBatch&& raw, bool pin_memory) const {
           spdlog::warn("Non-finite inputs for '{}' in {}, kept because ignore_finite_checks is set", s.input,
                        path_.string());
       }
-      if (s.input == "parameters") assign_parameters(x, options_.parameters, options_.test_stage, options_.seed, raw.start);
+      if (s.input == "parameters") assign_parameters(x, options_.parameters, options_.test_stage, options_.seed, raw.epoch, raw.start);
       batch.inputs[s.input] = std::move(x);
     }
     if (s.sequence) batch.pad_masks[s.input] = mask;

@@ -87,6 +87,7 @@ struct ReaderOptions {
 struct RawBatch {
   int64_t start = 0;
   int64_t count = 0;
+  int64_t epoch = 0;  // the loader's epoch (data.parameters draws anew each epoch)
   std::vector<std::unique_ptr<uint8_t[]>> records;  // null where `chunks` is used
   std::vector<h5::RawChunks> chunks;
 };
@@ -112,8 +113,10 @@ class H5Reader {
 
   RawBatch read_raw(int64_t start, int64_t count) const;  // holds HDF5's lock
   Batch convert(RawBatch&& raw, bool pin_memory = false) const;  // no HDF5 calls
-  Batch read(int64_t start, int64_t count, bool pin_memory = false) const {
-    return convert(read_raw(start, count), pin_memory);
+  Batch read(int64_t start, int64_t count, bool pin_memory = false, int64_t epoch = 0) const {
+    RawBatch raw = read_raw(start, count);
+    raw.epoch = epoch;
+    return convert(std::move(raw), pin_memory);
   }
 
   // The `label` attribute of the global object's dataset (UPP writes flavour_label =

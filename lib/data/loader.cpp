@@ -33,6 +33,7 @@ struct Loader::Impl {
   bool exit_threads = false;
   uint64_t generation = 0;  // bumped whenever the current epoch is abandoned or replaced
   bool active = false;
+  int64_t epoch = 0;
   std::vector<Slice> slices;
   size_t next_claim = 0;
   size_t next_deliver = 0;
@@ -54,10 +55,11 @@ struct Loader::Impl {
       const size_t k = next_claim++;
       const Slice slice = slices[k];
       const uint64_t gen = generation;
+      const int64_t this_epoch = epoch;
       lk.unlock();
       Result r;
       try {
-        r.batch = reader->read(slice.start, slice.size, pin);
+        r.batch = reader->read(slice.start, slice.size, pin, this_epoch);
       } catch (...) {
         r.error = std::current_exception();
       }
@@ -141,6 +143,7 @@ void Loader::start_epoch(int64_t epoch) {
     std::lock_guard<std::mutex> lk(impl_->m);
     dropped = impl_->abandon_locked();
     impl_->slices = std::move(slices);
+    impl_->epoch = epoch;
     impl_->active = true;
     impl_->spawn_locked();
   }
@@ -151,6 +154,7 @@ std::optional<Batch> Loader::next() {
   Impl& d = *impl_;
   if (d.opts.num_workers == 0) {
     Slice slice;
+    int64_t epoch = 0;
     {
       std::lock_guard<std::mutex> lk(d.m);
       if (!d.active) return std::nullopt;
@@ -159,9 +163,10 @@ std::optional<Batch> Loader::next() {
         return std::nullopt;
       }
       slice = d.slices[d.next_deliver++];
+      epoch = d.epoch;
     }
     try {
-      return d.reader->read(slice.start, slice.size, d.pin);
+      return d.reader->read(slice.start, slice.size, d.pin, epoch);
     } catch (...) {
       stop();
       throw;

@@ -9,12 +9,13 @@
 namespace salt::data {
 
 void assign_parameters(torch::Tensor& x, const std::vector<config::ParameterSpec>& specs, bool test_stage,
-                       uint64_t seed, int64_t first_row) {
+                       uint64_t seed, int64_t epoch, int64_t first_row) {
   if (x.size(-1) != static_cast<int64_t>(specs.size()))
     throw UsageError("data.parameters: " + std::to_string(specs.size()) + " entries for " +
                      std::to_string(x.size(-1)) + " parameters variables");
   auto a = x.accessor<float, 2>();
-  toy::Rng rng(toy::splitmix64(seed ^ toy::splitmix64(static_cast<uint64_t>(first_row))));
+  toy::Rng rng(toy::splitmix64(seed ^ toy::splitmix64(static_cast<uint64_t>(first_row)) ^
+                               toy::splitmix64(toy::splitmix64(static_cast<uint64_t>(epoch) + 1))));
   for (size_t j = 0; j < specs.size(); ++j) {
     const auto& s = specs[j];
     const auto col = static_cast<int64_t>(j);

@@ -13,10 +13,10 @@
 
 namespace salt::data {
 
-// x: float32 [B, P], columns in the order of specs. The draws depend only on seed
-// and first_row (the batch's first row in the file), so they repeat across runs and
-// loader threads.
+// x: float32 [B, P], columns in the order of specs. The draws depend only on seed,
+// epoch and first_row (the batch's first row in the file): new each epoch, as salt's,
+// but the same in a rerun with the same seed and whatever the loader threads do.
 void assign_parameters(torch::Tensor& x, const std::vector<config::ParameterSpec>& specs, bool test_stage,
-                       uint64_t seed, int64_t first_row);
+                       uint64_t seed, int64_t epoch, int64_t first_row);
 
 }  // namespace salt::data

@@ -169,10 +169,13 @@ void add_tasks(SchemaBuilder& b, const YAML::Node& model_model) {
       for (const auto& f : strings(a["target_denominators"])) add(input, {f, Kind::kPositive, {}});
     } else if (cls.find("ClassificationTask") != std::string::npos) {
       const auto names = strings(a["class_names"]);
-      int64_t n = names.empty() ? a["dense_config"]["output_size"].as<int64_t>() : static_cast<int64_t>(names.size());
+      const YAML::Node out = a["dense_config"]["output_size"];
+      if (names.empty() && !(out && out.IsScalar()))
+        throw UsageError(key + ".init_args: salt toydata needs class_names or dense_config.output_size to know the classes");
+      int64_t n = names.empty() ? out.as<int64_t>() : static_cast<int64_t>(names.size());
       if (n == 1) n = 2;  // a binary task with one logit
       const bool merged = merges && merges.IsMap() && merges[input];
-      const auto& ds = b.dataset(merged ? merges[input][0].Scalar() : input);
+      const ToyDataset ds = b.dataset(merged ? merges[input][0].Scalar() : input);  // a copy: add() may grow the list
       const bool main = !main_found && !ds.sequence && input == b.data().global_object;
       // The main label needs values[k] = a raw value of class k; others draw any raw value.
       ToyField f{a["label"].Scalar(), main ? Kind::kMain : Kind::kClass, {}, {}, n};
@@ -276,23 +279,25 @@ std::vector<std::map<std::string, int64_t>> truth_values(const std::vector<std::
   return out;
 }
 
-h5::FieldType type_of(Kind k) {
+h5::FieldType type_of(Kind k, bool half) {
   switch (k) {
-    case Kind::kFloat:
-    case Kind::kPositive: return h5::kF4;
+    case Kind::kFloat: return half ? h5::kF2 : h5::kF4;
+    case Kind::kPositive: return h5::kF4;  // targets and weights keep full precision, as UPP keeps pt
     default: return h5::kI4;
   }
 }
 
 struct Layout {
+  bool half = false;  // kFloat fields stored as float16
   h5::CompoundBuilder builder;
   std::vector<size_t> offsets;  // per field
   size_t valid = 0, size = 0;
 };
 
-Layout layout_of(const ToyDataset& d) {
+Layout layout_of(const ToyDataset& d, bool half) {
   Layout l;
-  for (const auto& f : d.fields) l.builder.add(f.name, type_of(f.kind));
+  l.half = half;
+  for (const auto& f : d.fields) l.builder.add(f.name, type_of(f.kind, half));
   if (d.sequence) l.builder.add("valid", h5::kBool);
   const h5::CompoundLayout c = l.builder.layout();
   for (const auto& f : d.fields) l.offsets.push_back(c.find(f.name)->offset);
@@ -319,8 +324,14 @@ class RowWriter {
       uint8_t* p = rec + l.offsets[i];
       if (f.kind == Kind::kFloat || f.kind == Kind::kPositive) {
         const double m = class_mean(f.name, k);
-        const float x = static_cast<float>(f.kind == Kind::kFloat ? rng_.normal(m, 1.0) : std::exp(rng_.normal(0.5 * m, 0.3)));
-        std::memcpy(p, &x, 4);
+        float x = static_cast<float>(f.kind == Kind::kFloat ? rng_.normal(m, 1.0) : std::exp(rng_.normal(0.5 * m, 0.3)));
+        if (f.kind == Kind::kFloat && l.half) {
+          const uint16_t h = h5::float_to_half(x);
+          std::memcpy(p, &h, 2);
+          x = h5::half_to_float(h);  // the statistics of what is stored
+        } else {
+          std::memcpy(p, &x, 4);
+        }
         if (stats) add_moment(*stats, d, f.name, x);
       } else {
         int64_t cls = 0;
@@ -371,7 +382,7 @@ void write_schema_file(const fs::path& tmp, const fs::path& shown, int64_t rows,
                        const ToyDataOptions& o, uint64_t stream, SchemaStats* stats) {
   const auto truth = s.labeller_classes.empty() ? std::vector<std::map<std::string, int64_t>>{} : truth_values(s.labeller_classes);
   std::vector<Layout> layouts;
-  for (const auto& d : s.datasets) layouts.push_back(layout_of(d));
+  for (const auto& d : s.datasets) layouts.push_back(layout_of(d, o.half_precision));
   h5::File file = h5::File::create(tmp, shown);
   {
     std::vector<h5::Dataset> sets;

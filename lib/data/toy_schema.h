@@ -29,7 +29,7 @@ struct ToyField {
     kPositive,  // a regression target, denominator or sample weight
     kClass,     // an integer label drawn from `values`
     kMain,      // the main task's label: values[k] for the row's class k
-    kVertex,    // a vertex index: -1..3
+    kVertex,    // a vertex index: -1..2
     kTruth,     // a labeller variable: set from the class's flavour cuts
   };
   std::string name;

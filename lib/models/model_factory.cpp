@@ -35,9 +35,9 @@ const config::Binding<SaltModelConfig>& salt_model_binding() {
         .unbound(field_null("edge_init_nets", t_any(), "Edge init nets.")).unsupported(edges)
         .unbound(field_null("mask_decoder", t_any(), "MaskFormer decoder."))
         .unsupported("MaskFormer models are not supported by salt-cpp")
-        .arg("merge_dict", SALT_FIELD(merge_dict),
-             "{merged: [input, ...]}: concatenate constituent types into one input that tasks name.",
-             t_optional(t_dict(t_list(t_str()))))
+        .custom(field_null("merge_dict", t_optional(t_dict(t_list(t_str()))),
+                           "{merged: [input, ...]}: concatenate constituent types into one input that tasks name."),
+                [](C& c, const YAML::Node& n) { c.merge_dict = n; })
         .arg("featurewise_nets", SALT_FIELD(featurewise_nets),
              "FiLM networks of data.variables.parameters scaling/shifting a layer's features: [{layer: "
              "input|encoder|global, dense_config_scale, dense_config_bias, apply_norm}].",
@@ -67,11 +67,11 @@ const bool kRegistered =
 
 std::string item(const std::string& path, size_t i) { return path + "[" + std::to_string(i) + "]"; }
 
-// featurewise_nets by layer (salt builds one net per entry; a later entry for the
-// same layer replaces an earlier one there too).
+// featurewise_nets by layer. As in salt, a later `input` or `global` entry replaces
+// an earlier one, while for `encoder` the first entry's nets are the ones applied.
 struct FeaturewiseSet {
   std::optional<FeaturewiseOptions> input, encoder, global;
-  size_t input_index = 0, encoder_index = 0;
+  size_t input_index = 0, encoder_index = 0, global_index = 0;
   int64_t num_parameters = 0;
 };
 
@@ -87,8 +87,12 @@ FeaturewiseSet read_featurewise(const SaltModelConfig& m, const ModelContext& ct
     if (!o.dense_config_scale() && !o.dense_config_bias())
       throw UsageError(item(key, i) + ": give dense_config_scale, dense_config_bias or both");
     if (o.layer() == "input") set.input = o, set.input_index = i;
-    else if (o.layer() == "encoder") set.encoder = o, set.encoder_index = i;
-    else set.global = o;
+    else if (o.layer() == "encoder") { if (!set.encoder) set.encoder = o, set.encoder_index = i; }
+    else set.global = o, set.global_index = i;
+    const auto& scale = o.dense_config_scale();
+    const auto& bias = o.dense_config_bias();
+    if (scale && bias && scale->output_size() != bias->output_size())
+      throw UsageError(item(key, i) + ": dense_config_scale and dense_config_bias need the same output_size");
   }
   return set;
 }
@@ -170,12 +174,23 @@ SaltWrapper build_model(const YAML::Node& raw, const ModelContext& ctx, const st
                        " does not match the init nets' output_size " + std::to_string(embed));
     bc.constituent_dim = encoder->out_dim();
   }
+  auto fw_key = [&](size_t i) { return p + ".featurewise_nets[" + std::to_string(i) + "]"; };
+  auto check_size = [&](const FeaturewiseOptions& o, size_t i, int64_t features, const char* what) {
+    const auto& d = o.dense_config_scale() ? *o.dense_config_scale() : *o.dense_config_bias();
+    if (d.output_size().value_or(fw.num_parameters) != features)
+      throw UsageError(fw_key(i) + ": output_size " + std::to_string(d.output_size().value_or(fw.num_parameters)) +
+                       " must equal the " + std::to_string(features) + " features of " + what);
+  };
   if (fw.encoder) {
-    if (!encoder) throw UsageError(p + ".featurewise_nets[" + std::to_string(fw.encoder_index) + "]: layer 'encoder' needs an encoder");
+    if (!encoder) throw UsageError(fw_key(fw.encoder_index) + ": layer 'encoder' needs an encoder");
+    check_size(*fw.encoder, fw.encoder_index, encoder->options().embed_dim(), "the encoder layers");
     encoder->add_featurewise(*fw.encoder, fw.num_parameters);
   }
   Featurewise global_fw{nullptr};
-  if (fw.global) global_fw = Featurewise(*fw.global, fw.num_parameters);
+  if (fw.global) {
+    check_size(*fw.global, fw.global_index, bc.constituent_dim, "the encoder output");
+    global_fw = Featurewise(*fw.global, fw.num_parameters);
+  }
   GlobalAttentionPooling pool{nullptr};
   if (m.pool_net) pool = build_component<GlobalAttentionPooling>(*m.pool_net, bc.at(p + ".pool_net"));
 

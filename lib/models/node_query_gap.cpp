@@ -22,7 +22,8 @@ const config::Binding<NodeQueryGAPConfig>& node_query_gap_binding() {
 const bool kRegistered = register_model_component<GlobalAttentionPooling>(
     {"salt.models.NodeQueryGAP", "pooling", node_query_gap_binding().type(),
      "Attention pooling of the constituents and of a MaskFormer decoder's object queries, concatenated.",
-     config::Support::kFull, "", {"salt.models.pooling.NodeQueryGAP"}},
+     config::Support::kUnsupported, "it needs a MaskFormer mask_decoder, which salt-cpp does not build yet",
+     {"salt.models.pooling.NodeQueryGAP"}},
     [](const YAML::Node&, const BuildContext& ctx) -> GlobalAttentionPooling {
       throw UsageError(ctx.path + ".class_path: salt.models.NodeQueryGAP pools a MaskFormer decoder's object queries; "
                        "it needs model.model.init_args.mask_decoder, which salt-cpp does not build yet");
@@ -37,7 +38,7 @@ NodeQueryGAPImpl::NodeQueryGAPImpl(int64_t input_size) : torch::nn::Module("Node
 
 torch::Tensor NodeQueryGAPImpl::forward(const torch::Tensor& nodes, const torch::Tensor& pad_mask,
                                         const torch::Tensor& queries) {
-  auto mask = pad_mask.defined() ? pad_mask : torch::zeros({nodes.size(0), nodes.size(1)}, torch::kBool);
+  auto mask = pad_mask.defined() ? pad_mask : torch::zeros({nodes.size(0), nodes.size(1)}, nodes.options().dtype(torch::kBool));
   const auto w_nodes = masked_softmax(gate_nn_1->forward(nodes).squeeze(-1), mask, 1);
   const auto pooled_nodes = (nodes * w_nodes.unsqueeze(-1)).sum(1);
   const auto padded = torch::cat({queries, torch::zeros({queries.size(0), 1, queries.size(2)}, queries.options())}, 1);

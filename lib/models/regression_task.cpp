@@ -16,6 +16,9 @@ RegressionTaskImpl::RegressionTaskImpl(const TaskOptions& task, const Regression
   if (!o.target_denominators().empty() + o.norm_mean().has_value() + o.scaler().has_value() > 1)
     throw UsageError("task '" + name() +
                      "': can only use a single scaling method (norm_params, target_denominators or scaler)");
+  if (o.scaler() && o.gaussian())
+    throw UsageError("task '" + name() + "': GaussianRegressionTask cannot use a scaler (salt cannot map its variances "
+                     "back either); use norm_params or target_denominators");
   if (o.scaler())
     for (const auto& t : o.targets())
       if (!o.scaler()->has(t)) throw UsageError("task '" + name() + "': the scaler has no scale for the target '" + t + "'");
@@ -123,19 +126,6 @@ PredictionColumns RegressionTaskImpl::predict(const torch::Tensor& preds, const 
     // variance as column i+1, right only for one target, and skips the softplus
     // with denominators; this is the intended formula.)
     auto stds = torch::sqrt(torch::nn::functional::softplus(parts[1])) * scale.abs();
-    if (reg_.scaler()) {
-      // Through a non-linear scaler: the mean maps back, sigma as half the mapped
-      // mean +- sigma interval.
-      std::vector<torch::Tensor> m, s;
-      for (int64_t i = 0; i < static_cast<int64_t>(reg_.targets().size()); ++i) {
-        const auto& t = reg_.targets()[static_cast<size_t>(i)];
-        auto mu = parts[0].select(-1, i), sd = stds.select(-1, i);
-        m.push_back(reg_.scaler()->inverse(t, mu));
-        s.push_back((reg_.scaler()->inverse(t, mu + sd) - reg_.scaler()->inverse(t, mu - sd)).abs() / 2);
-      }
-      means = torch::stack(m, -1);
-      stds = torch::stack(s, -1);
-    }
     cols.values = torch::cat({means, stds}, -1);
     for (const auto& t : reg_.targets()) cols.names.push_back(name() + "_" + t);
     for (const auto& t : reg_.targets()) cols.names.push_back(name() + "_" + t + "_stddev");

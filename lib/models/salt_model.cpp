@@ -32,7 +32,6 @@ SaltModelImpl::SaltModelImpl(std::string global_object, std::vector<InitNet> ini
                        "', not '" + init_nets_.front()->input_name() + "'");
   }
 
-  if (featurewise_in && !encoder_in) throw UsageError("SaltModel: featurewise_nets with layer 'global' need an encoder");
   // Registration order follows salt's attribute order (featurewise_global, init_nets, tasks, encoder, pool_net).
   if (featurewise_in) featurewise_global = register_module("featurewise_global", featurewise_in);
   init_nets = register_module("init_nets", torch::nn::ModuleList());
@@ -82,9 +81,10 @@ PackedSequence merge_segments(const PackedSequence& in, const Merges& merges) {
   return out;
 }
 
-// Labels with each merge's labels (those of its first member) concatenated along
-// the sequence, as salt's SaltModel.forward does.
-Labels merge_labels(const Labels& labels, const Merges& merges) {
+}  // namespace
+
+Labels SaltModelImpl::merged_labels(const Labels& labels) const {
+  const Merges& merges = merges_;
   Labels out = labels;
   for (const auto& [name, members] : merges) {
     auto first = labels.find(members.front());
@@ -102,8 +102,6 @@ Labels merge_labels(const Labels& labels, const Merges& merges) {
   }
   return out;
 }
-
-}  // namespace
 
 SaltModelOutput SaltModelImpl::forward(const TensorMap& inputs, const TensorMap& pad_masks, const Labels* labels) {
   SaltModelOutput out;
@@ -139,10 +137,10 @@ SaltModelOutput SaltModelImpl::forward(const TensorMap& inputs, const TensorMap&
   // salt appends un-pooled "global" inputs to the pooled vector when present.
   if (auto g = inputs.find("global"); g != inputs.end()) out.global_rep = torch::cat({out.global_rep, g->second}, -1);
 
-  Labels merged_labels;
+  Labels merged;
   if (labels && !merges_.empty()) {
-    merged_labels = merge_labels(*labels, merges_);
-    labels = &merged_labels;
+    merged = merged_labels(*labels);
+    labels = &merged;
   }
   for (auto& task : tasks_) {
     TaskOutput result;

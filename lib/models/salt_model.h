@@ -47,6 +47,9 @@ class SaltModelImpl : public torch::nn::Module {
   // one input that tasks name; the members no longer exist on their own.
   void set_merge_dict(std::vector<std::pair<std::string, std::vector<std::string>>> merges);
   const std::vector<std::pair<std::string, std::vector<std::string>>>& merge_dict() const { return merges_; }
+  // labels plus each merged input's labels: its first member's, concatenated over the
+  // members along the sequence (salt's SaltModel.forward); InputError if one lacks a label.
+  Labels merged_labels(const Labels& labels) const;
 
   const std::string& global_object() const { return global_object_; }
   const std::vector<std::shared_ptr<TaskImpl>>& task_list() const { return tasks_; }

@@ -67,6 +67,11 @@ void SaltWrapperImpl::split_merged(std::map<std::string, std::map<std::string, P
 std::map<std::string, std::map<std::string, PredictionColumns>> SaltWrapperImpl::predictions(
     const ModelOutput& out, const TensorMap& pad_masks, const Labels* labels) const {
   std::map<std::string, std::map<std::string, PredictionColumns>> cols;
+  Labels merged;
+  if (labels && !model->merge_dict().empty()) {
+    merged = model->merged_labels(*labels);
+    labels = &merged;
+  }
   for (const auto& task : model->task_list()) {
     auto in = out.preds.find(task->input_name());
     if (in == out.preds.end() || !in->second.count(task->name())) continue;

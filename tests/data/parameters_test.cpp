@@ -49,6 +49,11 @@ TEST(Parameters, FitKeepsTrainValuesAndDrawsTheOthers) {
     const float v = a[i].item<float>();
     EXPECT_TRUE(v == 5.f || v == 40.f || v == 55.f) << v;
   }
+  // Drawn anew each epoch (as salt does): some epoch differs from epoch 0.
+  bool differs = false;
+  for (int64_t epoch = 1; epoch < 6; ++epoch)
+    differs |= !a.equal(uniform.read(0, 8, false, epoch).inputs.at("parameters").flatten());
+  EXPECT_TRUE(differs);
 }
 
 TEST(Parameters, TestStageUsesTheTestValue) {

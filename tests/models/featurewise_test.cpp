@@ -113,6 +113,18 @@ TEST(Featurewise, BadConfigsAreOneLine) {
             std::string::npos)
       << msg;
   msg = salt::testing::one_line_error_of<UsageError>([&] {
+    build_model(YAML::Load(model_yaml("[{layer: encoder, dense_config_scale: {output_size: 6}}]")), parameterised_context(true));
+  });
+  EXPECT_NE(msg.find("featurewise_nets[0]: output_size 6 must equal the 8 features of the encoder layers"), std::string::npos)
+      << msg;
+  msg = salt::testing::one_line_error_of<UsageError>([&] {
+    build_model(YAML::Load(model_yaml("[{layer: global, dense_config_scale: {output_size: 4}, dense_config_bias: {output_size: 8}}]")),
+                parameterised_context(true));
+  });
+  EXPECT_NE(msg.find("featurewise_nets[0]: dense_config_scale and dense_config_bias need the same output_size"),
+            std::string::npos)
+      << msg;
+  msg = salt::testing::one_line_error_of<UsageError>([&] {
     build_model(YAML::Load(model_yaml("[{layer: encoder}]")), parameterised_context(true));
   });
   EXPECT_NE(msg.find("featurewise_nets[0]: give dense_config_scale, dense_config_bias or both"), std::string::npos) << msg;

@@ -76,6 +76,11 @@ TEST(TargetScaler, ConfigErrorsNameTheKey) {
                        RegressionOptions().targets({"pt"}).scaler(scaler()).target_denominators({"x"}));
   });
   EXPECT_NE(msg.find("can only use a single scaling method"), std::string::npos) << msg;
+  msg = salt::testing::one_line_error_of<UsageError>([&] {
+    RegressionTaskImpl(TaskOptions("g", "jets", identity_dense(2), LossOptions(LossKind::GaussianNLL)),
+                       RegressionOptions().targets({"pt"}).gaussian(true).scaler(scaler()));
+  });
+  EXPECT_NE(msg.find("task 'g': GaussianRegressionTask cannot use a scaler"), std::string::npos) << msg;
 }
 
 }  // namespace
