@@ -11,6 +11,7 @@ packages=(
   libyaml-cpp-dev libcli11-dev libgit2-dev libspdlog-dev libfmt-dev
   libhdf5-dev hdf5-plugin-lzf hdf5-filter-plugin liblzf-dev
   libgtest-dev libgmock-dev
+  libonnx-dev libprotobuf-dev  # salt to_onnx builds graphs with ONNX's own protobuf types and checker
   python3-torch python3-h5py  # tests cross-check against PyTorch and h5py themselves
   slurm-wlm slurmctld slurmd slurm-client munge  # tests/submit start a real single-node Slurm
 )
@@ -41,5 +42,21 @@ if [ -e "$openblas" ] && [ "$(readlink -f /etc/alternatives/$alt 2>/dev/null)" !
     update-alternatives --set "$alt" "$openblas" >/dev/null
   else
     echo "bootstrap: warning: the reference BLAS is selected; as root run: update-alternatives --set $alt $openblas" >&2
+  fi
+fi
+
+# ONNX Runtime (CPU) for `salt to_onnx`'s check and the export tests: the npm
+# package onnxruntime-node, installed into .ort/ (git-ignored). Its install script
+# would download more and is skipped; the package carries libonnxruntime.so.
+ort_version=1.30.0
+root=$(cd "$(dirname "$0")/.." && pwd)
+if [ ! -f "$root/.ort/node_modules/onnxruntime-node/package.json" ] ||
+   ! grep -q "\"version\": \"$ort_version\"" "$root/.ort/node_modules/onnxruntime-node/package.json"; then
+  if command -v npm >/dev/null 2>&1; then
+    echo "bootstrap: installing onnxruntime-node $ort_version into .ort/"
+    mkdir -p "$root/.ort"
+    npm install --prefix "$root/.ort" --ignore-scripts --no-audit --no-fund --silent "onnxruntime-node@$ort_version" >/dev/null
+  else
+    echo "bootstrap: warning: npm not found; salt to_onnx cannot check exports in ONNX Runtime" >&2
   fi
 fi

@@ -15,6 +15,9 @@ int run_config_command(const std::string& command, const std::vector<std::string
 // Subcommands with ordinary flags (e.g. toy data generation), registered on `app`.
 void add_tool_commands(CLI::App& app);
 
+// to_onnx / get_onnx_metadata / compare_models (lib/cli/export_commands.cpp).
+void add_export_commands(CLI::App& app);
+
 // submit_slurm / submit_htcondor (lib/cli/submit_commands.cpp).
 void add_submit_commands(CLI::App& app);
 

@@ -69,6 +69,7 @@ void add_toydata_command(CLI::App& app) {
 void add_tool_commands(CLI::App& app) {
   add_toydata_command(app);
   add_submit_commands(app);
+  add_export_commands(app);
 }
 
 }  // namespace salt::cli

@@ -5,6 +5,8 @@
 
 #include "core/errors.h"
 
+#include "export/graph.h"
+
 namespace salt::models {
 namespace {
 
@@ -56,6 +58,43 @@ torch::nn::AnyModule make_activation(const std::string& name, const std::string&
     throw UsageError(where + ": unknown activation '" + name + "' (choose from " + known + ")");
   }
   return it->second();
+}
+
+namespace {
+
+ox::Value softplus(ox::Graph& g, const ox::Value& x) { return g.op("Softplus", {x}); }
+
+}  // namespace
+
+ox::Value activation_to_onnx(ox::Graph& g, const torch::nn::Module& m, const ox::Value& x) {
+  namespace nn = torch::nn;
+  auto is = [&](auto* type) { return dynamic_cast<const std::remove_pointer_t<decltype(type)>*>(&m) != nullptr; };
+  auto clip = [&](float lo, float hi) { return g.op("Clip", {x, g.scalar(lo), g.scalar(hi)}); };
+  if (is((nn::ReLUImpl*)nullptr)) return g.op("Relu", {x});
+  if (is((nn::ReLU6Impl*)nullptr)) return clip(0.f, 6.f);
+  if (is((nn::LeakyReLUImpl*)nullptr))
+    return g.op("LeakyRelu", {x}, {{"alpha", float(dynamic_cast<const nn::LeakyReLUImpl&>(m).options.negative_slope())}});
+  if (auto* p = dynamic_cast<const nn::PReLUImpl*>(&m)) return g.op("PRelu", {x, g.constant(p->weight, "prelu")});
+  if (auto* r = dynamic_cast<const nn::RReLUImpl*>(&m))  // eval: the mean slope
+    return g.op("LeakyRelu", {x}, {{"alpha", float((r->options.lower() + r->options.upper()) / 2)}});
+  if (is((nn::SiLUImpl*)nullptr)) return g.op("Mul", {x, g.op("Sigmoid", {x})});
+  if (is((nn::MishImpl*)nullptr)) return g.op("Mul", {x, g.op("Tanh", {softplus(g, x)})});
+  if (is((nn::GELUImpl*)nullptr)) {  // exact GELU: 0.5 x (1 + erf(x / sqrt 2)); opset 17 has no Gelu
+    auto erf = g.op("Erf", {g.op("Div", {x, g.scalar(float(std::sqrt(2.0)))})});
+    return g.op("Mul", {g.op("Mul", {x, g.scalar(0.5f)}), g.op("Add", {erf, g.scalar(1.f)})});
+  }
+  if (auto* e = dynamic_cast<const nn::ELUImpl*>(&m)) return g.op("Elu", {x}, {{"alpha", float(e->options.alpha())}});
+  if (auto* c = dynamic_cast<const nn::CELUImpl*>(&m)) return g.op("Celu", {x}, {{"alpha", float(c->options.alpha())}});
+  if (is((nn::SELUImpl*)nullptr)) return g.op("Selu", {x});
+  if (is((nn::TanhImpl*)nullptr)) return g.op("Tanh", {x});
+  if (is((nn::SigmoidImpl*)nullptr)) return g.op("Sigmoid", {x});
+  if (is((nn::LogSigmoidImpl*)nullptr)) return g.op("Neg", {softplus(g, g.op("Neg", {x}))});
+  if (is((nn::SoftplusImpl*)nullptr)) return softplus(g, x);
+  if (is((nn::SoftsignImpl*)nullptr)) return g.op("Softsign", {x});
+  if (is((nn::TanhshrinkImpl*)nullptr)) return g.op("Sub", {x, g.op("Tanh", {x})});
+  if (is((nn::HardtanhImpl*)nullptr)) return clip(-1.f, 1.f);
+  if (is((nn::IdentityImpl*)nullptr)) return x;
+  throw UsageError("to_onnx: activation " + m.name() + " has no ONNX export");
 }
 
 config::TypeP activation_type() { return config::t_choice(activation_names(), "activation"); }

@@ -11,6 +11,8 @@
 #include "core/errors.h"
 #include "core/torch_compat.h"
 
+#include "export/layers.h"
+
 namespace salt::models {
 
 const config::Binding<AttentionOptions>& attention_binding() {
@@ -353,6 +355,26 @@ torch::Tensor AttentionImpl::forward_packed(const torch::Tensor& x, const TokenL
   if (!out.defined())
     out = attention_key_padded(q, k, v, layout.pad_mask, dropout, scale);
   return out_proj->forward(layout.gather(out.transpose(1, 2).reshape({b * l, d})));
+}
+
+
+ox::Value AttentionImpl::to_onnx(ox::Graph& g, const ox::Value& x) {
+  const int64_t d = options_.embed_dim(), h = options_.num_heads();
+  auto qkv = g.op_n("Split", {ox::linear(g, x, in_proj_weight, in_proj_bias)}, 3, {{"axis", int64_t{-1}}});
+  auto heads = [&](const ox::Value& t) {  // [L, D] -> [H, L, Dh]
+    return g.op("Transpose", {g.op("Reshape", {t, g.ints({0, h, head_dim_})})}, {{"perm", std::vector<int64_t>{1, 0, 2}}});
+  };
+  auto q = heads(qkv[0]), k = heads(qkv[1]), v = heads(qkv[2]);
+  if (q_norm) {
+    q = q_norm->to_onnx(g, q);
+    k = k_norm->to_onnx(g, k);
+  }
+  if (v_norm) v = v_norm->to_onnx(g, v);
+  auto kt = g.op("Transpose", {k}, {{"perm", std::vector<int64_t>{0, 2, 1}}});
+  auto scores = g.op("Mul", {g.op("MatMul", {q, kt}), g.scalar(float(1.0 / std::sqrt(double(head_dim_))))});
+  auto out = g.op("MatMul", {g.op("Softmax", {scores}, {{"axis", int64_t{-1}}}), v});  // [H, L, Dh]
+  auto merged = g.op("Reshape", {g.op("Transpose", {out}, {{"perm", std::vector<int64_t>{1, 0, 2}}}), g.ints({0, d})});
+  return ox::linear(g, merged, out_proj);
 }
 
 }  // namespace salt::models

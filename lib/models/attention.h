@@ -10,6 +10,8 @@
 #include "models/common.h"
 #include "models/norm.h"
 
+#include "export/fwd.h"
+
 namespace salt::models {
 
 // salt's backend names. They select a kernel, never change the result: with
@@ -66,6 +68,9 @@ class AttentionImpl : public torch::nn::Module {
   // only; q, k, v are scattered to the compact [B, Lc] layout for the kernel and the
   // output gathered back before out_proj. Same result as forward() on the valid tokens.
   torch::Tensor forward_packed(const torch::Tensor& x, const TokenLayout& layout);
+  // forward() for one jet in an ONNX graph: x [L, D] (no padding) -> [L, D];
+  // every backend becomes plain softmax attention.
+  ox::Value to_onnx(ox::Graph& g, const ox::Value& x);
   void reset_parameters();
   // Switch the kernel (salt's set_backend); throws UsageError for an unknown name.
   void set_backend(const std::string& attn_type);

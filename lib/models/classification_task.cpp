@@ -9,6 +9,8 @@
 #include "core/errors.h"
 #include "models/class_names.h"
 
+#include "export/layers.h"
+
 namespace salt::models {
 
 namespace {
@@ -191,5 +193,29 @@ const bool kRegistered = register_model_component<std::shared_ptr<TaskImpl>>(
     build_classification);
 
 }  // namespace
+
+
+std::vector<OnnxOutput> ClassificationTaskImpl::to_onnx(ox::Graph& g, const OnnxTaskInput& in,
+                                                        const std::string& model_name) {
+  const bool constituents = !in.context.empty();
+  auto logits = net->to_onnx(g, in.x, in.context);
+  if (constituents) {
+    // salt exports the aux track tasks as the argmax class per track, int8.
+    const std::string out = name() == "track_origin" ? "TrackOrigin" : name() == "track_type" ? "TrackType" : "";
+    if (out.empty())
+      throw UsageError("to_onnx: constituent task '" + name() + "' has no ONNX output (salt exports track_origin, "
+                       "track_type and track_vertexing)");
+    auto cls = g.op("ArgMax", {logits}, {{"axis", int64_t{-1}}, {"keepdims", int64_t{0}}});
+    return {{model_name + "_" + out, g.op("Cast", {cls}, {{"to", int64_t{3}}}), true}};  // 3: INT8
+  }
+  auto probs = loss->kind() == LossKind::BCEWithLogits ? g.op("Sigmoid", {logits})
+                                                       : g.op("Softmax", {logits}, {{"axis", int64_t{-1}}});
+  const auto& classes = options_cls_.class_names();
+  auto columns = ox::split_columns(g, probs, static_cast<int64_t>(classes.size()));
+  std::vector<OnnxOutput> outs;
+  for (size_t i = 0; i < classes.size(); ++i)
+    outs.push_back({model_name + "_" + probability_name(classes[i]), ox::to_scalar(g, columns[i])});
+  return outs;
+}
 
 }  // namespace salt::models

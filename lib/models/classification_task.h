@@ -31,6 +31,7 @@ class ClassificationTaskImpl : public TaskImpl {
   PredictionColumns predict(const torch::Tensor& preds, const torch::Tensor& pad_mask, const Labels* labels,
                             const std::string& model_name) const override;
   // The label, then the sample weight if any.
+  std::vector<OnnxOutput> to_onnx(ox::Graph& g, const OnnxTaskInput& in, const std::string& model_name) override;
   std::vector<std::string> label_names() const override;
   const std::vector<std::string>& class_names() const { return options_cls_.class_names(); }
   // Labels as the loss sees them: remapped, -1 where ignored (padded, label -2).

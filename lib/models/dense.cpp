@@ -4,6 +4,9 @@
 #include "models/activation.h"
 #include "models/common.h"
 
+#include "export/layers.h"
+#include "models/activation.h"
+
 namespace salt::models {
 
 const config::Binding<DenseOptions>& dense_binding() {
@@ -78,6 +81,21 @@ torch::Tensor DenseImpl::forward_gathered(const torch::Tensor& x, const torch::T
   auto h = torch::nn::functional::linear(x, w.narrow(1, c, w.size(1) - c));
   auto ctx = torch::nn::functional::linear(context, w.narrow(1, 0, c), first->bias);
   return forward_after_first(h + ctx.index_select(0, jet));
+}
+
+ox::Value DenseImpl::to_onnx(ox::Graph& g, const ox::Value& x, const ox::Value& context) {
+  ox::Value h = x;
+  if (options_.context_size() > 0) {
+    if (context.empty()) throw UsageError("Dense: expected a context vector, none given");
+    h = ox::attach_context(g, x, context);
+  }
+  for (const auto& layer : net->children()) {
+    if (auto* lin = dynamic_cast<torch::nn::LinearImpl*>(layer.get()))
+      h = ox::linear(g, h, lin->weight, lin->bias);
+    else if (!dynamic_cast<torch::nn::DropoutImpl*>(layer.get()))
+      h = activation_to_onnx(g, *layer, h);
+  }
+  return h;
 }
 
 }  // namespace salt::models

@@ -11,6 +11,8 @@
 
 #include "config/bind.h"
 
+#include "export/fwd.h"
+
 namespace salt::models {
 
 struct DenseOptions {
@@ -45,6 +47,10 @@ class DenseImpl : public torch::nn::Module {
   // W_x x + (W_c context + b)[jet]: the context product is computed once per jet
   // and the [N, C + input] concatenation is never built (unless dropout comes first).
   torch::Tensor forward_gathered(const torch::Tensor& x, const torch::Tensor& context, const torch::Tensor& jet);
+
+  // The same in an ONNX graph (export/graph.h): x [rows, input_size] and, when
+  // context_size > 0, context [1, context_size] -> [rows, output_size] (eval: no dropout).
+  ox::Value to_onnx(ox::Graph& g, const ox::Value& x, const ox::Value& context = {});
 
   // For callers that split the first layer themselves (vertexing): whether net
   // starts with its Linear (no dropout before it), that Linear, and the rest of net.

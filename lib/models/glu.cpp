@@ -2,6 +2,8 @@
 
 #include "models/activation.h"
 
+#include "export/layers.h"
+
 namespace salt::models {
 
 const config::Binding<GLUOptions>& glu_binding() {
@@ -38,6 +40,18 @@ torch::Tensor GLUImpl::forward(const torch::Tensor& x) {
     h = activation.forward(h);
   }
   return out_proj->forward(drop->forward(h));
+}
+
+
+ox::Value GLUImpl::to_onnx(ox::Graph& g, const ox::Value& x) {
+  auto h = ox::linear(g, x, in_proj);
+  if (gated_) {
+    auto parts = g.op_n("Split", {h}, 2, {{"axis", int64_t{-1}}});
+    h = g.op("Mul", {activation_to_onnx(g, *activation.ptr(), parts[0]), parts[1]});
+  } else {
+    h = activation_to_onnx(g, *activation.ptr(), h);
+  }
+  return ox::linear(g, h, out_proj);
 }
 
 }  // namespace salt::models

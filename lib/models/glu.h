@@ -9,6 +9,8 @@
 
 #include "config/bind.h"
 
+#include "export/fwd.h"
+
 namespace salt::models {
 
 struct GLUOptions {
@@ -28,6 +30,7 @@ class GLUImpl : public torch::nn::Module {
  public:
   explicit GLUImpl(const GLUOptions& options);
   torch::Tensor forward(const torch::Tensor& x);
+  ox::Value to_onnx(ox::Graph& g, const ox::Value& x);  // x [rows, embed_dim]
 
   torch::nn::Linear in_proj{nullptr}, out_proj{nullptr};
   torch::nn::Dropout drop{nullptr};

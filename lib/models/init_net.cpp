@@ -6,6 +6,8 @@
 #include "models/model_factory.h"
 #include "models/registry.h"
 
+#include "export/layers.h"
+
 namespace salt::models {
 
 const config::Binding<InitNetOptions>& init_net_binding() {
@@ -124,6 +126,21 @@ torch::Tensor InitNetImpl::forward_packed(const TensorMap& inputs, const TokenIn
   if (x.dim() != 3)
     throw InputError("SaltModel: input '" + options_.input_name() + "' is not a constituent input (shape [B, L, F])");
   return embed(inputs, idx.gather(x), idx.jet);
+}
+
+ox::Value InitNetImpl::to_onnx(ox::Graph& g, const std::map<std::string, ox::Value>& inputs) {
+  const auto& name = options_.input_name();
+  if (options_.attach_parameters || featurewise)
+    throw UsageError("to_onnx: init net '" + name + "' takes the `parameters` inputs; parameterised models have no ONNX export yet");
+  if (pos_enc) throw UsageError("to_onnx: init net '" + name + "' has a pos_enc, which has no ONNX export yet");
+  auto value_of = [&](const std::string& input) {
+    auto it = inputs.find(input);
+    if (it == inputs.end()) throw UsageError("to_onnx: input '" + input + "' is not an input of the exported graph");
+    return it->second;
+  };
+  ox::Value x = value_of(name);
+  if (options_.attach_global()) x = ox::attach_context(g, x, value_of(options_.global_object()));
+  return net->to_onnx(g, x);
 }
 
 }  // namespace salt::models

@@ -10,6 +10,8 @@
 #include "models/featurewise.h"
 #include "models/pos_enc.h"
 
+#include "export/fwd.h"
+
 namespace salt::models {
 
 struct InitNetOptions {
@@ -45,6 +47,11 @@ class InitNetImpl : public torch::nn::Module {
   torch::Tensor forward(const TensorMap& inputs);
   // The embeddings of the valid slots only: [idx.size(), D] (see TokenIndex).
   torch::Tensor forward_packed(const TensorMap& inputs, const TokenIndex& idx);
+
+  // forward() in an ONNX graph for one jet: inputs are the normalised graph values
+  // by input name (the global object [1, F], constituents [n, F]). UsageError for
+  // what has no export yet (parameters, featurewise nets, pos_enc).
+  ox::Value to_onnx(ox::Graph& g, const std::map<std::string, ox::Value>& inputs);
 
   const std::string& input_name() const { return options_.input_name(); }
   int64_t output_size() const { return net->output_size(); }

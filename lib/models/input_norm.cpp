@@ -4,6 +4,8 @@
 
 #include "core/errors.h"
 
+#include "export/graph.h"
+
 namespace salt::models {
 
 InputNormImpl::InputNormImpl(const std::map<std::string, NormStats>& stats) : torch::nn::Module("InputNorm") {
@@ -42,6 +44,13 @@ TensorMap InputNormImpl::forward(const TensorMap& inputs) {
     out[name] = skip ? x : normalise(name, x);
   }
   return out;
+}
+
+ox::Value InputNormImpl::to_onnx(ox::Graph& g, const std::string& input, const ox::Value& x) const {
+  auto it = buffers_.find(input);
+  if (it == buffers_.end()) throw UsageError("InputNorm: no normalisation parameters for input '" + input + "'");
+  const auto& [means, stds] = it->second;
+  return g.op("Div", {g.op("Sub", {x, g.constant(means, input + "_means")}), g.constant(stds, input + "_stds")});
 }
 
 }  // namespace salt::models

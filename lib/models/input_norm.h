@@ -12,6 +12,8 @@
 
 #include "models/common.h"
 
+#include "export/fwd.h"
+
 namespace salt::models {
 
 struct NormStats {
@@ -29,6 +31,9 @@ class InputNormImpl : public torch::nn::Module {
   // through; any other input without statistics is an error (salt fails too).
   TensorMap forward(const TensorMap& inputs);
   torch::Tensor normalise(const std::string& input, const torch::Tensor& x) const;
+
+  // normalise() in an ONNX graph: x [rows, F] of `input`.
+  ox::Value to_onnx(ox::Graph& g, const std::string& input, const ox::Value& x) const;
 
   bool has(const std::string& input) const { return buffers_.count(input) > 0; }
 

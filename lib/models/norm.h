@@ -5,6 +5,8 @@
 
 #include <string>
 
+#include "export/fwd.h"
+
 namespace salt::models {
 
 class NormImpl : public torch::nn::Module {
@@ -12,6 +14,7 @@ class NormImpl : public torch::nn::Module {
   // kind: "LayerNorm" or "RMSNorm"; throws UsageError otherwise.
   NormImpl(const std::string& kind, int64_t dim);
   torch::Tensor forward(const torch::Tensor& x);
+  ox::Value to_onnx(ox::Graph& g, const ox::Value& x);
 
   torch::Tensor weight;  // RMSNorm only
 

@@ -3,6 +3,8 @@
 #include "models/common.h"
 #include "models/registry.h"
 
+#include "export/layers.h"
+
 namespace salt::models {
 namespace {
 
@@ -46,6 +48,12 @@ torch::Tensor GlobalAttentionPoolingImpl::forward_packed(const torch::Tensor& x,
   auto scores = layout.scatter(gate_nn->forward(x)).squeeze(-1);  // [B, Lc]
   auto w = masked_softmax(scores, layout.pad_mask, 1);
   return torch::bmm(w.unsqueeze(1), layout.scatter(x)).squeeze(1);
+}
+
+
+ox::Value GlobalAttentionPoolingImpl::to_onnx(ox::Graph& g, const ox::Value& x) {
+  auto w = g.op("Softmax", {ox::linear(g, x, gate_nn)}, {{"axis", int64_t{0}}});  // [L, 1]
+  return g.op("MatMul", {g.op("Transpose", {w}, {{"perm", std::vector<int64_t>{1, 0}}}), x});
 }
 
 }  // namespace salt::models

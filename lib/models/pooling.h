@@ -6,6 +6,8 @@
 
 #include "models/common.h"
 
+#include "export/fwd.h"
+
 namespace salt::models {
 
 struct GlobalAttentionPoolingOptions {
@@ -21,6 +23,8 @@ class GlobalAttentionPoolingImpl : public torch::nn::Module {
   // Packed tokens x [N, D] (see TokenLayout); same result as forward() on the
   // padded layout. Returns [B, D].
   torch::Tensor forward_packed(const torch::Tensor& x, const TokenLayout& layout);
+  // forward() for one jet in an ONNX graph: x [L, D] -> [1, D] (zeros for L = 0).
+  ox::Value to_onnx(ox::Graph& g, const ox::Value& x);
   // The softmax weights [B, L] (for tests and inspection).
   torch::Tensor weights(const torch::Tensor& x, const torch::Tensor& pad_mask = {});
 

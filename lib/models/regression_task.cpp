@@ -2,9 +2,12 @@
 
 #include "models/registry.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "core/errors.h"
+
+#include "export/layers.h"
 
 namespace salt::models {
 
@@ -206,5 +209,64 @@ const bool kRegistered =
         [](const YAML::Node& a, const BuildContext& ctx) { return build_regression(a, ctx, true); });
 
 }  // namespace
+
+
+namespace {
+
+// The per-target (scale, offset) of unscale() as graph values [1, R].
+std::pair<ox::Value, ox::Value> unscale_onnx(ox::Graph& g, const RegressionOptions& reg, const OnnxTaskInput& in,
+                                             const std::string& task) {
+  const auto r = static_cast<int64_t>(reg.targets().size());
+  if (reg.norm_mean())
+    return {g.constant(torch::tensor(*reg.norm_std()).reshape({1, r}), "reg_std"),
+            g.constant(torch::tensor(*reg.norm_mean()).reshape({1, r}), "reg_mean")};
+  if (reg.target_denominators().empty()) return {g.scalar(1.f), g.scalar(0.f)};
+  // Denominators come from the global object's (raw) inputs, as salt's exporter reads them.
+  std::vector<int64_t> cols;
+  for (const auto& den : reg.target_denominators()) {
+    const auto& vars = *in.global_variables;
+    auto it = std::find(vars.begin(), vars.end(), den);
+    if (it == vars.end())
+      throw UsageError("to_onnx: task '" + task + "' divides by '" + den +
+                       "', which is not an input variable of the global object (the graph cannot read it)");
+    cols.push_back(it - vars.begin());
+  }
+  return {g.op("Gather", {in.raw_global, g.ints(cols)}, {{"axis", int64_t{1}}}), g.scalar(0.f)};
+}
+
+}  // namespace
+
+std::vector<OnnxOutput> RegressionTaskImpl::to_onnx(ox::Graph& g, const OnnxTaskInput& in,
+                                                    const std::string& model_name) {
+  if (!in.context.empty())
+    throw UsageError("to_onnx: constituent regression task '" + name() + "' has no ONNX output (salt exports jet-level tasks)");
+  const auto r = static_cast<int64_t>(reg_.targets().size());
+  auto p = net->to_onnx(g, in.x);
+  auto [scale, offset] = unscale_onnx(g, reg_, in, name());
+  std::vector<ox::Value> columns;
+  std::vector<std::string> names;
+  if (reg_.gaussian()) {
+    auto parts = g.op_n("Split", {p}, 2, {{"axis", int64_t{-1}}});
+    auto means = g.op("Add", {g.op("Mul", {parts[0], scale}), offset});
+    auto stds = g.op("Mul", {g.op("Sqrt", {g.op("Softplus", {parts[1]})}), g.op("Abs", {scale})});
+    columns = ox::split_columns(g, means, r);
+    for (auto& s : ox::split_columns(g, stds, r)) columns.push_back(s);
+    for (const auto& t : reg_.targets()) names.push_back(model_name + "_" + t);
+    for (const auto& t : reg_.targets()) names.push_back(model_name + "_" + t + "_stddev");
+  } else {
+    auto values = g.op("Add", {g.op("Mul", {p, scale}), offset});
+    columns = ox::split_columns(g, values, r);
+    if (reg_.scaler()) {
+      columns = ox::split_columns(g, p, r);
+      for (int64_t i = 0; i < r; ++i)
+        columns[static_cast<size_t>(i)] = reg_.scaler()->inverse_onnx(g, reg_.targets()[static_cast<size_t>(i)], columns[static_cast<size_t>(i)]);
+    }
+    const auto& out = reg_.custom_output_names().empty() ? reg_.targets() : reg_.custom_output_names();
+    for (const auto& t : out) names.push_back(model_name + "_" + t);
+  }
+  std::vector<OnnxOutput> outs;
+  for (size_t i = 0; i < columns.size(); ++i) outs.push_back({names[i], ox::to_scalar(g, columns[i])});
+  return outs;
+}
 
 }  // namespace salt::models

@@ -30,6 +30,7 @@ class RegressionTaskImpl : public TaskImpl {
   // salt's prediction writer names them.
   PredictionColumns predict(const torch::Tensor& preds, const torch::Tensor& pad_mask, const Labels* labels,
                             const std::string& model_name) const override;
+  std::vector<OnnxOutput> to_onnx(ox::Graph& g, const OnnxTaskInput& in, const std::string& model_name) override;
   std::vector<std::string> label_names() const override;
 
   // Targets [..., R] scaled as the loss sees them (NaN stays NaN).

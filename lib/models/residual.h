@@ -12,6 +12,8 @@
 
 #include "models/norm.h"
 
+#include "export/graph.h"
+
 namespace salt::models {
 
 struct ResidualOptions {
@@ -71,6 +73,16 @@ class NormResidualImpl : public torch::nn::Module {
     if (ls) out = ls->forward(out);
     out = x + drop_path_tokens(out, options_.drop_path(), is_training(), jet, batch);
     return options_.norm_type() == "post" ? norm->forward(out) : out;
+  }
+
+  // forward() in an ONNX graph (eval: no drop path); call(normed x) exports fn.
+  template <class Call>
+  ox::Value to_onnx(ox::Graph& g, const ox::Value& x, Call&& call) {
+    const bool pre = options_.norm_type() == "pre";
+    auto out = call(pre ? norm->to_onnx(g, x) : x);
+    if (ls) out = g.op("Mul", {out, g.constant(ls->gamma, "gamma")});
+    out = g.op("Add", {x, out});
+    return options_.norm_type() == "post" ? norm->to_onnx(g, out) : out;
   }
 
   Fn fn{nullptr};

@@ -27,6 +27,17 @@ struct SaltModelOutput {
   torch::Tensor global_rep;  // [B, D]: pooled vector (or the jet embedding)
 };
 
+// What the model's ONNX export gets: the graph inputs (normalised) by salt input
+// name, the raw global object and its variables (for regression denominators),
+// the tasks to export and the output name prefix.
+struct OnnxModelInput {
+  std::map<std::string, ox::Value> inputs;
+  ox::Value raw_global;
+  std::vector<std::string> global_variables;
+  std::vector<std::string> tasks;
+  std::string model_name;
+};
+
 class SaltModelImpl : public torch::nn::Module {
  public:
   // encoder and pool_net may be empty holders (nullptr). Throws UsageError for
@@ -41,6 +52,11 @@ class SaltModelImpl : public torch::nn::Module {
   // inputs: normalised; pad_masks: constituent name -> bool [B, L] (true = padded;
   // missing = all valid); labels nullptr for inference.
   SaltModelOutput forward(const TensorMap& inputs, const TensorMap& pad_masks, const Labels* labels = nullptr);
+
+  // forward() + the tasks' get_onnx for one jet without padding, in an ONNX graph
+  // (models/salt_model_onnx.cpp): the jet-level outputs of the chosen tasks in task
+  // order, then the per-constituent ones. UsageError for what cannot be exported.
+  std::vector<OnnxOutput> to_onnx(ox::Graph& g, const OnnxModelInput& in);
 
   // salt's merge_dict: {merged input: [constituent inputs]}. The members' embeddings,
   // masks and labels are concatenated along the sequence (in the listed order) into

@@ -3,6 +3,8 @@
 #include "core/errors.h"
 #include "models/registry.h"
 
+#include "export/graph.h"
+
 namespace salt::models {
 
 namespace {
@@ -56,6 +58,13 @@ torch::Tensor TargetScaler::inverse(const std::string& target, const torch::Tens
   const auto f = (x - s.op_off) / s.op_scale;
   const auto inner = s.op == "log" ? torch::exp(f) : s.op == "exp" ? torch::log(f) : f;
   return (inner - s.x_off) / s.x_scale;
+}
+
+ox::Value TargetScaler::inverse_onnx(ox::Graph& g, const std::string& target, const ox::Value& x) const {
+  const ScaleOp& s = at(target);
+  auto f = g.op("Div", {g.op("Sub", {x, g.scalar(float(s.op_off))}), g.scalar(float(s.op_scale))});
+  auto inner = s.op == "log" ? g.op("Exp", {f}) : s.op == "exp" ? g.op("Log", {f}) : f;
+  return g.op("Div", {g.op("Sub", {inner, g.scalar(float(s.x_off))}), g.scalar(float(s.x_scale))});
 }
 
 TargetScaler read_target_scaler(const config::ComponentNode& node, const std::string& key) {

@@ -11,6 +11,8 @@
 
 #include "config/bind.h"
 
+#include "export/fwd.h"
+
 namespace salt::models {
 
 struct ScaleOp {
@@ -25,6 +27,7 @@ class TargetScaler {
 
   torch::Tensor scale(const std::string& target, const torch::Tensor& x) const;
   torch::Tensor inverse(const std::string& target, const torch::Tensor& x) const;
+  ox::Value inverse_onnx(ox::Graph& g, const std::string& target, const ox::Value& x) const;
   bool has(const std::string& target) const { return scales_.count(target) > 0; }
 
  private:

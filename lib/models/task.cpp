@@ -4,6 +4,8 @@
 #include "models/model_factory.h"
 #include "models/registry.h"
 
+#include "export/graph.h"
+
 namespace salt::models {
 
 TaskImpl::TaskImpl(const std::string& type, const TaskOptions& options) : torch::nn::Module(type), options_(options) {
@@ -57,6 +59,11 @@ const torch::Tensor& TaskImpl::label(const Labels& labels, const std::string& la
     if (it != in->second.end()) return it->second;
   }
   throw InputError("task '" + name() + "': label '" + label_name + "' of '" + input_name() + "' missing from the batch");
+}
+
+
+std::vector<OnnxOutput> TaskImpl::to_onnx(ox::Graph&, const OnnxTaskInput&, const std::string&) {
+  throw UsageError("to_onnx: task '" + name() + "' (" + torch::nn::Module::name() + ") has no ONNX export");
 }
 
 }  // namespace salt::models

@@ -14,6 +14,8 @@
 #include "models/dense.h"
 #include "models/loss.h"
 
+#include "export/fwd.h"
+
 namespace salt::models {
 
 struct TaskOptions {
@@ -44,6 +46,25 @@ struct PredictionColumns {
   torch::Tensor values;
 };
 
+// What a task's ONNX export gets for one jet (graph values): x is the pooled
+// vector [1, D] for jet-level tasks or the constituents' encodings [n, D] with the
+// pooled vector as context; raw_global: the un-normalised global object [1, F]
+// whose columns are global_variables (regression denominators read it).
+struct OnnxTaskInput {
+  ox::Value x, context, raw_global;
+  const std::vector<std::string>* global_variables = nullptr;
+};
+
+// One output of the exported graph: a float scalar (jet level) or, per constituent,
+// an int8 vector [n] (per_constituent).
+struct OnnxOutput {
+  std::string name;
+  ox::Value value;
+  bool per_constituent = false;
+  std::string task, input;  // filled by SaltModel::to_onnx: the task and its input
+  int64_t column = 0;       // index among the task's outputs
+};
+
 class TaskImpl : public torch::nn::Module {
  public:
   TaskImpl(const std::string& type, const TaskOptions& options);
@@ -63,6 +84,9 @@ class TaskImpl : public torch::nn::Module {
   // tasks scaled by target_denominators. model_name prefixes most columns.
   virtual PredictionColumns predict(const torch::Tensor& preds, const torch::Tensor& pad_mask, const Labels* labels,
                                     const std::string& model_name) const = 0;
+  // salt's get_onnx: this task's outputs for one jet, named as salt's exporter
+  // names them. The default refuses (UsageError naming the task).
+  virtual std::vector<OnnxOutput> to_onnx(ox::Graph& g, const OnnxTaskInput& in, const std::string& model_name);
   // The label (or target) names this task reads from labels[input_name()].
   virtual std::vector<std::string> label_names() const = 0;
 

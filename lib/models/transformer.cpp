@@ -4,6 +4,8 @@
 
 #include "core/errors.h"
 
+#include "export/layers.h"
+
 namespace salt::models {
 namespace {
 
@@ -167,6 +169,26 @@ PackedSequence TransformerImpl::forward_packed(const PackedSequence& in, const t
 
   if (options_.drop_registers()) out.pop_back();
   return out;
+}
+
+
+ox::Value EncoderLayerImpl::to_onnx(ox::Graph& g, const ox::Value& x) {
+  auto y = attn->to_onnx(g, x, [&](const ox::Value& t) { return attn->fn->to_onnx(g, t); });
+  if (norm) y = norm->to_onnx(g, y);
+  for (auto& block : dense_blocks) y = block->to_onnx(g, y, [&](const ox::Value& t) { return block->fn->to_onnx(g, t); });
+  return y;
+}
+
+ox::Value TransformerImpl::to_onnx(ox::Graph& g, const ox::Value& tokens) {
+  if (!featurewise_.empty())
+    throw UsageError("to_onnx: the encoder has featurewise nets; parameterised models have no ONNX export yet");
+  auto x = g.op("Concat", {tokens, g.constant(registers, "registers")}, {{"axis", int64_t{0}}});
+  for (auto& layer : typed_layers_) x = layer->to_onnx(g, x);
+  if (out_proj) x = ox::linear(g, x, out_proj);
+  if (out_norm) x = out_norm->to_onnx(g, x);
+  if (options_.drop_registers())
+    x = g.op("Slice", {x, g.ints({0}), g.ints({-options_.num_registers()}), g.ints({0})});
+  return x;
 }
 
 }  // namespace salt::models

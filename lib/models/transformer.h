@@ -16,6 +16,8 @@
 #include "models/norm.h"
 #include "models/residual.h"
 
+#include "export/fwd.h"
+
 namespace salt::models {
 
 // salt's EncoderLayer: attn then `num_dense` GLUs, each in a NormResidual.
@@ -40,6 +42,8 @@ class EncoderLayerImpl : public torch::nn::Module {
   torch::Tensor forward(const torch::Tensor& x, const torch::Tensor& pad_mask);
   // Packed tokens x [N, D] laid out by `layout` (see TokenLayout).
   torch::Tensor forward_packed(const torch::Tensor& x, const TokenLayout& layout);
+
+  ox::Value to_onnx(ox::Graph& g, const ox::Value& x);  // one jet's tokens [L, D]
 
   std::shared_ptr<NormResidualImpl<Attention>> attn;
   // salt names one block `dense`, several `dense.0`, `dense.1`, ... (nn.Sequential).
@@ -81,6 +85,9 @@ class TransformerImpl : public torch::nn::Module {
   // params: the `parameters` inputs [B, P], needed with featurewise nets.
   PackedSequence forward_packed(const PackedSequence& in, const torch::Tensor& params = {});
   void set_backend(const std::string& attn_type);
+  // forward() for one jet in an ONNX graph: tokens [L, D] (all segments, no
+  // padding) -> [L + registers (unless dropped), out_dim]. UsageError with featurewise nets.
+  ox::Value to_onnx(ox::Graph& g, const ox::Value& tokens);
   // featurewise_nets' `layer: encoder`: one net per layer on that layer's input
   // (every token, registers included), as salt's Transformer.featurewise.
   void add_featurewise(const FeaturewiseOptions& options, int64_t num_parameters);

@@ -5,6 +5,8 @@
 #include "core/errors.h"
 #include "models/vertex_assignment.h"
 
+#include "export/layers.h"
+
 namespace salt::models {
 
 torch::Tensor edge_adjacency(const torch::Tensor& pad_mask, int64_t batch, int64_t length) {
@@ -143,5 +145,54 @@ const bool kRegistered = register_model_component<std::shared_ptr<TaskImpl>>(
     build_vertexing);
 
 }  // namespace
+
+
+namespace {
+
+// Label propagation over the predicted edges: every track starts with its own
+// index and takes the smallest index among its neighbours, n times (enough for
+// any path). The fixed point is vertex_assignment()'s union-find result: each
+// track gets the smallest index of its connected component.
+ox::Value smallest_connected_index(ox::Graph& g, const ox::Value& adjacent, const ox::Value& n) {
+  auto n_scalar = g.op("Reshape", {n, g.ints({})});
+  auto start = g.op("Range", {g.scalar_int(0), n_scalar, g.scalar_int(1)});
+  auto body = ox::make_subgraph(g, "label_propagation");
+  body->input(body->fresh("iteration"), ox::DType::kInt64, {});
+  auto cond = body->input(body->fresh("cond"), ox::DType::kBool, {});
+  auto labels = body->input(body->fresh("labels"), ox::DType::kInt64, {"n"});
+  auto row = body->op("Unsqueeze", {labels, body->ints({0})});  // [1, n]: the neighbour j's label
+  auto big = body->scalar_int(std::numeric_limits<int64_t>::max());
+  auto neighbours = body->op("ReduceMin", {body->op("Where", {adjacent, row, big})},
+                             {{"axes", std::vector<int64_t>{1}}, {"keepdims", int64_t{0}}});
+  body->output_untyped(body->op("Identity", {cond}), body->fresh("cond_out"), ox::DType::kBool);
+  body->output_untyped(body->op("Min", {labels, neighbours}), body->fresh("labels_out"), ox::DType::kInt64);
+  return g.op("Loop", {n_scalar, g.constant(torch::scalar_tensor(true, torch::kBool), "true"), start},
+              {{"body", body}});
+}
+
+}  // namespace
+
+std::vector<OnnxOutput> VertexingTaskImpl::to_onnx(ox::Graph& g, const OnnxTaskInput& in, const std::string& model_name) {
+  if (in.context.empty()) throw UsageError("to_onnx: VertexingTask '" + name() + "' needs constituent inputs");
+  // Every ordered pair (i, j): cat([context, x_i, x_j]) through the edge net -> logits [n, n].
+  auto n = ox::dim0(g, in.x);
+  auto nn_shape = g.op("Concat", {n, n}, {{"axis", int64_t{0}}});
+  auto full = [&](const ox::Value& t) {  // [n, 1, D] or [1, n, D] -> [n, n, D]
+    auto d = g.op("Slice", {g.op("Shape", {in.x}), g.ints({1}), g.ints({2})});
+    return g.op("Expand", {t, g.op("Concat", {nn_shape, d}, {{"axis", int64_t{0}}})});
+  };
+  auto xi = full(g.op("Unsqueeze", {in.x, g.ints({1})}));
+  auto xj = full(g.op("Unsqueeze", {in.x, g.ints({0})}));
+  const int64_t pair_width = net->input_size();  // 2 D (the context comes on top)
+  auto pairs = g.op("Reshape", {g.op("Concat", {xi, xj}, {{"axis", int64_t{-1}}}), g.ints({-1, pair_width})});
+  auto logits = g.op("Reshape", {net->to_onnx(g, pairs, in.context), nn_shape});
+  // vertex_assignment(): symmetrised scores, sigmoid >= 0.5, no self-edges.
+  auto sym = g.op("Mul", {g.op("Add", {logits, g.op("Transpose", {logits}, {{"perm", std::vector<int64_t>{1, 0}}})}),
+                          g.scalar(0.5f)});
+  auto linked = g.op("GreaterOrEqual", {g.op("Sigmoid", {sym}), g.scalar(0.5f)});
+  auto not_self = g.op("Not", {g.op("Cast", {g.op("EyeLike", {logits})}, {{"to", int64_t{9}}})});  // 9: BOOL
+  auto labels = smallest_connected_index(g, g.op("And", {linked, not_self}), n);
+  return {{model_name + "_VertexIndex", g.op("Cast", {labels}, {{"to", int64_t{3}}}), true}};  // 3: INT8
+}
 
 }  // namespace salt::models

@@ -28,6 +28,7 @@ class VertexingTaskImpl : public TaskImpl {
   // padded slots -1.
   PredictionColumns predict(const torch::Tensor& preds, const torch::Tensor& pad_mask, const Labels* labels,
                             const std::string& model_name) const override;
+  std::vector<OnnxOutput> to_onnx(ox::Graph& g, const OnnxTaskInput& in, const std::string& model_name) override;
   std::vector<std::string> label_names() const override { return {label_, origin_label()}; }
   std::string origin_label() const;
 

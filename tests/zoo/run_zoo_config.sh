@@ -3,6 +3,9 @@
 # one of salt's configs composes, `salt toydata --config` writes data carrying its
 # variables and labels, one small epoch fits on the CPU and `salt test` writes the
 # prediction file. Only data paths and CPU sizes are overridden.
+# With SALT_ZOO_EXPORT=1 the tested checkpoint is also exported with `salt to_onnx`
+# (extra flags in SALT_ZOO_EXPORT_ARGS), checked in ONNX Runtime on 250 test jets
+# plus 0-, 1- and 12-constituent jets, and its metadata must parse as JSON.
 # Usage: run_zoo_config.sh SALT_BINARY WORK_DIR CONFIG [OVERLAY...]   (paths relative to the zoo folder)
 set -euo pipefail
 salt=$1 work=$2
@@ -24,7 +27,7 @@ if [ -n "$inputs" ]; then
   { echo "data:"; echo "  num_inputs:"; for i in $inputs; do echo "    $i: 12"; done; } >"$dir/sizes.yaml"
   configs+=(-c "$dir/sizes.yaml")
 fi
-"$salt" toydata "${configs[@]}" -o "$data" --num_train 120 --num_val 60 --num_test 60 --slots 12
+"$salt" toydata "${configs[@]}" -o "$data" --num_train 120 --num_val 60 --num_test "${SALT_ZOO_NUM_TEST:-60}" --slots 12
 paths=(--data.train_file "$data/pp_output_train.h5" --data.val_file "$data/pp_output_val.h5"
        --data.test_file "$data/pp_output_test_ttbar.h5" --data.norm_dict "$data/norm_dict.yaml")
 if grep -q "^  class_dict: [^n]" "$dir/composed.yaml"; then paths+=(--data.class_dict "$data/class_dict.yaml"); fi
@@ -41,3 +44,11 @@ run="$dir/logs/$(ls "$dir/logs")"
 "$salt" test --config "$run/config.yaml" --data.num_workers 0 --trainer.accelerator cpu --trainer.devices 1
 ls "$run"/ckpts/*__test_ttbar.h5 >/dev/null
 echo "zoo: $* fit and tested in $run"
+if [ "${SALT_ZOO_EXPORT:-0}" = 1 ]; then
+  ckpt=$(ls "$run"/ckpts/*.ckpt | head -n 1)
+  # shellcheck disable=SC2086
+  "$salt" to_onnx --ckpt_path "$ckpt" --require_check --force --check_jets 250 ${SALT_ZOO_EXPORT_ARGS:-} 2>&1 | tee "$dir/export.log"
+  grep -q "ONNX Runtime vs salt-cpp on 253 test jets" "$dir/export.log"
+  "$salt" get_onnx_metadata "$run/network.onnx" >"$dir/metadata.txt"
+  tail -n +2 "$dir/metadata.txt" | /usr/bin/python3 -c 'import json, sys; m = json.load(sys.stdin); assert m["inputs"] and m["output_names"] and m["model_name"], m.keys(); print("zoo: metadata of", m["model_name"], "outputs", m["output_names"])'
+fi

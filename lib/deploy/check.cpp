@@ -1,0 +1,197 @@
+#include "deploy/check.h"
+
+#include <spdlog/spdlog.h>
+#include <stdlib.h>
+
+#include <cmath>
+#include <cstdio>
+#include <set>
+
+#include "core/atomic_file.h"
+#include "core/errors.h"
+#include "models/vertexing_task.h"
+
+namespace salt::deploy {
+namespace fs = std::filesystem;
+
+namespace {
+
+constexpr double kTolerance = 1e-5;
+
+// Three more jets from real ones, so that every check covers the edge cases Athena
+// sees: jet 0 without constituents, jet 1 with only its first one, and a jet with
+// every slot filled (the fullest jet, its empty slots filled with real
+// constituents of other jets).
+void append_edge_jets(Batch& b) {
+  const int64_t n = b.inputs.begin()->second.size(0);
+  torch::Tensor valid_count = torch::zeros({n}, torch::kLong);
+  for (const auto& [_, mask] : b.pad_masks) valid_count += mask.logical_not().sum(1);
+  const auto rows = torch::tensor({int64_t{0}, std::min<int64_t>(1, n - 1), valid_count.argmax().item<int64_t>()});
+  for (auto& [name, x] : b.inputs) {
+    auto extra = x.index_select(0, rows).clone();
+    auto m = b.pad_masks.find(name);
+    if (m != b.pad_masks.end()) {
+      auto mask = m->second;
+      auto extra_mask = mask.index_select(0, rows).clone();
+      extra_mask[0].fill_(true);
+      auto first = extra_mask[1].logical_not().nonzero();
+      extra_mask[1].fill_(true);
+      if (first.size(0) > 0) extra_mask[1][first[0][0]] = false;
+      const auto pool = x.index({mask.logical_not()});  // every real constituent [M, F]
+      const int64_t fill = std::min<int64_t>(pool.size(0), x.size(1));
+      extra[2].narrow(0, 0, fill).copy_(pool.narrow(0, 0, fill));
+      extra_mask[2].fill_(true);
+      extra_mask[2].narrow(0, 0, fill).fill_(false);
+      m->second = torch::cat({mask, extra_mask});
+    }
+    x = torch::cat({x, extra});
+  }
+  for (auto& [_, labels] : b.labels)
+    for (auto& [__, t] : labels) t = torch::cat({t, t.index_select(0, rows)});
+}
+
+void append_number(std::string& out, double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.9g", std::isfinite(v) ? v : 0.0);
+  out += buf;
+}
+
+// The runner's input file: per jet the global object [1, F] and each constituent
+// type's real constituents [n, F], raw (the graph normalises).
+std::string inputs_json(const Batch& b, const ExportPlan& plan, int64_t jets) {
+  std::string out = "{\"jets\": [";
+  for (int64_t j = 0; j < jets; ++j) {
+    out += j ? ",\n{" : "\n{";
+    bool first = true;
+    for (const auto& f : plan.features) {
+      auto x = b.inputs.at(f.salt_name)[j].to(torch::kFloat32);
+      if (!f.is_global) x = x.index({b.pad_masks.at(f.salt_name)[j].logical_not()});
+      x = x.reshape({-1, x.size(-1)}).contiguous();
+      out += (first ? "\"" : ", \"") + f.athena_out + "\": {\"dims\": [" + std::to_string(x.size(0)) + ", " +
+             std::to_string(x.size(1)) + "], \"data\": [";
+      first = false;
+      const float* p = x.data_ptr<float>();
+      for (int64_t i = 0; i < x.numel(); ++i) {
+        if (i) out += ',';
+        append_number(out, p[i]);
+      }
+      out += "]}";
+    }
+    out += "}";
+  }
+  return out + "\n]}\n";
+}
+
+struct Expected {
+  std::vector<torch::Tensor> per_jet;  // per jet: [] float (jet level) or [n] int64 (per constituent)
+};
+
+// salt-cpp's own values for every planned output, from the inference path `salt test` uses.
+std::map<std::string, Expected> expected_values(training::RunSetup& setup, const ExportPlan& plan, const Batch& b) {
+  auto& wrapper = *setup.model;
+  torch::NoGradGuard no_grad;
+  auto out = wrapper.forward(b.inputs, b.pad_masks, nullptr);
+  auto cols = wrapper.predictions(out, b.pad_masks, &b.labels);
+  const int64_t jets = b.inputs.at(plan.global_object).size(0);
+  std::map<std::string, Expected> expected;
+  for (const auto& p : plan.outputs) {
+    Expected e;
+    if (p.task.empty()) {  // a combination of earlier outputs
+      for (int64_t j = 0; j < jets; ++j) {
+        torch::Tensor sum = torch::zeros({}, torch::kFloat32);
+        for (const auto& [scale, term] : p.combination.terms)
+          sum = sum + expected.at(plan.model_name + "_" + term).per_jet[j] * static_cast<float>(scale);
+        e.per_jet.push_back(sum);
+      }
+    } else if (!p.per_constituent) {
+      const auto& v = cols.at(plan.global_object).at(p.task).values;
+      for (int64_t j = 0; j < jets; ++j) e.per_jet.push_back(v[j][p.column].to(torch::kFloat32));
+    } else {
+      const auto& c = cols.at(p.constituent_input).at(p.task);
+      const bool vertex = c.names.size() == 1 && c.names[0] == "VertexIndex";
+      auto per_slot = vertex ? c.values.select(-1, 0) : c.values.argmax(-1);
+      const auto& mask = b.pad_masks.at(p.constituent_input);
+      for (int64_t j = 0; j < jets; ++j) e.per_jet.push_back(per_slot[j].index({mask[j].logical_not()}).to(torch::kLong));
+    }
+    expected[p.name] = std::move(e);
+  }
+  return expected;
+}
+
+std::vector<double> numbers(const YAML::Node& data) {
+  std::vector<double> v;
+  for (const auto& x : data) v.push_back(x.as<double>());
+  return v;
+}
+
+}  // namespace
+
+ExportResult check_export(training::RunSetup& setup, const ExportPlan& plan, const fs::path& model,
+                          const OrtRunner& runner, int64_t num_jets) {
+  auto reader = training::open_reader(setup, setup.data.test_file, -1, "num_test", /*test_stage=*/true);
+  Batch batch = reader->read(0, std::min<int64_t>(num_jets, reader->num_rows()));
+  append_edge_jets(batch);
+  const int64_t jets = batch.inputs.at(plan.global_object).size(0);
+  const auto expected = expected_values(setup, plan, batch);
+
+  char pattern[] = "/tmp/salt_onnx_check_XXXXXX";
+  if (!::mkdtemp(pattern)) throw InputError("to_onnx: cannot create a temporary directory in /tmp for the check");
+  const fs::path work(pattern);
+  YAML::Node got;
+  try {
+    write_file_atomic(work / "inputs.json", inputs_json(batch, plan, jets));
+    got = run_ort(runner, model, work / "inputs.json", work / "outputs.json");
+  } catch (...) {
+    fs::remove_all(work);
+    throw;
+  }
+  fs::remove_all(work);
+
+  ExportResult result;
+  result.checked = true;
+  result.jets_checked = jets;
+  std::set<int64_t> counts;
+  for (const auto& [name, mask] : batch.pad_masks) {
+    auto n = mask.logical_not().sum(1);
+    for (int64_t j = 0; j < jets; ++j) counts.insert(n[j].item<int64_t>());
+    break;  // the first constituent type (tracks)
+  }
+  result.track_counts.assign(counts.begin(), counts.end());
+  std::string summary;
+  for (const auto& p : plan.outputs) {
+    OutputDiff d{p.name, 0, p.per_constituent};
+    bool nan = false, all_zero = true;
+    for (int64_t j = 0; j < jets; ++j) {
+      const auto onnx = numbers(got["jets"][j][p.name]["data"]);
+      auto ref = expected.at(p.name).per_jet[j].to(torch::kDouble).reshape({-1}).contiguous();
+      if (static_cast<int64_t>(onnx.size()) != ref.numel())
+        throw InputError("to_onnx: ONNX Runtime gave " + std::to_string(onnx.size()) + " values of " + p.name +
+                         " for jet " + std::to_string(j) + ", salt-cpp " + std::to_string(ref.numel()));
+      const double* r = ref.data_ptr<double>();
+      for (size_t i = 0; i < onnx.size(); ++i) {
+        if (std::isnan(onnx[i]) || std::isnan(r[i])) nan = true;
+        if (onnx[i] != 0) all_zero = false;
+        d.max_abs_diff = p.per_constituent ? d.max_abs_diff + (onnx[i] != r[i]) : std::max(d.max_abs_diff, std::abs(onnx[i] - r[i]));
+      }
+    }
+    if (nan) throw InputError("to_onnx: output " + p.name + " is NaN for some jets");
+    if (all_zero && !p.per_constituent) throw InputError("to_onnx: output " + p.name + " is exactly 0 for every jet");
+    char buf[96];
+    std::snprintf(buf, sizeof buf, p.per_constituent ? "%s %.0f differing" : "%s %.2e", p.name.c_str(), d.max_abs_diff);
+    summary += (summary.empty() ? "" : ", ") + std::string(buf);
+    result.diffs.push_back(d);
+  }
+  const auto range = result.track_counts.empty() ? std::string("no constituents")
+                                                 : std::to_string(result.track_counts.front()) + ".." +
+                                                       std::to_string(result.track_counts.back()) + " constituents";
+  spdlog::info("ONNX Runtime vs salt-cpp on {} test jets ({}): max |diff| {}", jets, range, summary);
+  for (const auto& d : result.diffs)
+    if (d.integer ? d.max_abs_diff > 0 : d.max_abs_diff > kTolerance)
+      throw InputError("to_onnx: ONNX Runtime and salt-cpp disagree on " + d.name + " (" +
+                       (d.integer ? std::to_string(int64_t(d.max_abs_diff)) + " entries differ"
+                                  : "max |diff| " + std::to_string(d.max_abs_diff) + " > 1e-5") +
+                       "); nothing written");
+  return result;
+}
+
+}  // namespace salt::deploy

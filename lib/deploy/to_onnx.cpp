@@ -1,0 +1,219 @@
+#include "deploy/to_onnx.h"
+
+#include <spdlog/spdlog.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstring>
+
+#include "config/compose.h"
+#include "core/atomic_file.h"
+#include "core/errors.h"
+#include "core/provenance.h"
+#include "deploy/check.h"
+#include "deploy/export_plan.h"
+#include "deploy/metadata.h"
+#include "deploy/ort_runner.h"
+#include "export/graph.h"
+#include "training/checkpoint.h"
+#include "training/run_setup.h"
+
+namespace salt::deploy {
+namespace fs = std::filesystem;
+
+namespace {
+
+fs::path config_path(const ExportOptions& o) {
+  if (o.config) {
+    if (!fs::is_regular_file(*o.config)) throw UsageError("to_onnx: --config " + o.config->string() + " does not exist");
+    return *o.config;
+  }
+  const auto guess = fs::absolute(o.ckpt_path).parent_path().parent_path() / "config.yaml";
+  if (!fs::is_regular_file(guess))
+    throw UsageError("to_onnx: no config for " + o.ckpt_path.string() + " (looked for " + guess.string() +
+                     "); pass --config");
+  return guess;
+}
+
+std::string model_name(const ExportOptions& o, const std::string& config_name) {
+  std::string name = o.name.value_or("");
+  if (!o.name)
+    for (char c : config_name)
+      if (c != '_' && c != '-') name += c;
+  if (name.empty()) throw UsageError("to_onnx: --name must not be empty");
+  if (name.find_first_of("_-") != std::string::npos)
+    throw UsageError("to_onnx: --name '" + name + "' must not contain '_' or '-' (Athena splits output names at '_')");
+  return name;
+}
+
+std::vector<std::string> chosen_tasks(const ExportOptions& o, const models::SaltModelImpl& model) {
+  std::vector<std::string> all, jet;
+  for (const auto& t : model.task_list()) {
+    all.push_back(t->name());
+    if (t->input_name() == model.global_object()) jet.push_back(t->name());
+  }
+  if (o.tasks.empty()) return jet;
+  for (const auto& t : o.tasks)
+    if (std::find(all.begin(), all.end(), t) == all.end()) {
+      std::string known;
+      for (const auto& a : all) known += (known.empty() ? "" : ", ") + a;
+      throw UsageError("--tasks: no task '" + t + "' in the model (tasks: " + known + ")");
+    }
+  return o.tasks;
+}
+
+fs::path output_path(const ExportOptions& o) {
+  const auto path = o.output ? *o.output : fs::absolute(o.ckpt_path).parent_path().parent_path() / "network.onnx";
+  if (fs::exists(path) && !o.overwrite)
+    throw UsageError("to_onnx: " + path.string() + " exists (pass --overwrite to replace it)");
+  const auto dir = fs::absolute(path).parent_path();
+  if (!fs::is_directory(dir) || ::access(dir.c_str(), W_OK) != 0)
+    throw InputError("to_onnx: cannot write " + path.string() + " (" + dir.string() + " is not a writable directory)");
+  return path;
+}
+
+// Salt's output order: jet-level outputs (task order), renamed in place, then the
+// combinations, then TrackOrigin, VertexIndex, TrackType.
+int constituent_rank(const std::string& name) {
+  for (const auto& [suffix, rank] : {std::pair{"_TrackOrigin", 0}, {"_VertexIndex", 1}, {"_TrackType", 2}})
+    if (name.size() > std::strlen(suffix) && name.compare(name.size() - std::strlen(suffix), std::string::npos, suffix) == 0)
+      return rank;
+  return 3;
+}
+
+// The graph: inputs by the feature map, normalisation, the model, the outputs.
+ExportPlan build_graph(ox::Graph& g, training::RunSetup& setup, const ExportOptions& o, const std::string& name,
+                       const std::vector<std::string>& tasks) {
+  auto& wrapper = *setup.model;
+  auto& model = *wrapper.model;
+  ExportPlan plan;
+  plan.model_name = name;
+  plan.global_object = model.global_object();
+  std::vector<std::string> inputs;  // data.variables' keys in the config's order
+  for (const auto& kv : setup.config["data"]["variables"]) inputs.push_back(kv.first.as<std::string>());
+  plan.features = default_feature_map(o.track_selection, inputs, plan.global_object);
+
+  models::OnnxModelInput in;
+  in.model_name = name;
+  in.tasks = tasks;
+  in.global_variables = setup.data.variables.at(plan.global_object);
+  for (const auto& f : plan.features) {
+    const auto width = static_cast<int64_t>(setup.data.variables.at(f.salt_name).size());
+    auto raw = f.is_global ? g.input(f.athena_out, ox::DType::kFloat, {1, width})
+                           : g.input(f.athena_out, ox::DType::kFloat, {f.num_name, width});
+    if (f.is_global) in.raw_global = raw;
+    in.inputs[f.salt_name] = wrapper.norm->to_onnx(g, f.salt_name, raw);
+  }
+  if (auto it = setup.data.variables.find("global"); it != setup.data.variables.end()) {
+    // salt's exporter reads the `global` inputs from the global object's input.
+    std::vector<int64_t> cols;
+    for (const auto& v : it->second) {
+      auto pos = std::find(in.global_variables.begin(), in.global_variables.end(), v);
+      if (pos == in.global_variables.end())
+        throw UsageError("to_onnx: data.variables.global has '" + v + "', which is not a variable of '" +
+                         plan.global_object + "' (the exported graph reads global inputs from it)");
+      cols.push_back(pos - in.global_variables.begin());
+    }
+    auto gathered = g.op("Gather", {in.raw_global, g.ints(cols)}, {{"axis", int64_t{1}}});
+    in.inputs["global"] = wrapper.norm->to_onnx(g, "global", gathered);
+  }
+
+  auto outputs = model.to_onnx(g, in);
+  std::vector<models::OnnxOutput> jet, per_constituent;
+  for (auto& out : outputs) (out.per_constituent ? per_constituent : jet).push_back(out);
+  std::stable_sort(per_constituent.begin(), per_constituent.end(),
+                   [](const auto& a, const auto& b) { return constituent_rank(a.name) < constituent_rank(b.name); });
+
+  std::vector<std::pair<std::string, std::string>> renames;
+  for (const auto& r : o.rename) renames.push_back(parse_rename(r));
+  std::vector<Combination> combos;
+  for (const auto& c : o.combine_outputs) combos.push_back(parse_combination(c));
+  std::vector<std::string> names;
+  for (const auto& out : jet) names.push_back(out.name);
+  const auto final_names = rewrite_output_names(names, name, renames, combos);
+
+  std::map<std::string, ox::Value> by_name;
+  for (size_t i = 0; i < jet.size(); ++i) {
+    by_name[final_names[i]] = jet[i].value;
+    plan.outputs.push_back({final_names[i], jet[i].task, jet[i].column, false, "", {}});
+  }
+  for (size_t c = 0; c < combos.size(); ++c) {
+    ox::Value sum;
+    for (const auto& [scale, term] : combos[c].terms) {
+      auto v = g.op("Mul", {by_name.at(name + "_" + term), g.scalar(static_cast<float>(scale))});
+      sum = sum.empty() ? v : g.op("Add", {sum, v});
+    }
+    const auto& out_name = final_names[jet.size() + c];
+    by_name[out_name] = sum;
+    plan.outputs.push_back({out_name, "", 0, false, "", combos[c]});
+  }
+  for (const auto& p : plan.outputs) g.output(by_name.at(p.name), p.name, ox::DType::kFloat, {});
+  for (const auto& out : per_constituent) {
+    std::string axis = "n_" + out.input;
+    for (const auto& f : plan.features)
+      if (f.salt_name == out.input) axis = f.num_name;
+    g.output(out.value, out.name, ox::DType::kInt8, {axis});
+    plan.outputs.push_back({out.name, out.task, 0, true, out.input, {}});
+  }
+  if (plan.outputs.empty()) throw UsageError("to_onnx: nothing to export (no task chosen has an ONNX output)");
+  return plan;
+}
+
+}  // namespace
+
+ExportResult to_onnx(const ExportOptions& o) {
+  if (!fs::is_regular_file(o.ckpt_path)) throw UsageError("to_onnx: --ckpt_path " + o.ckpt_path.string() + " does not exist");
+  const auto& selections = track_selections();
+  if (std::find(selections.begin(), selections.end(), o.track_selection) == selections.end())
+    throw UsageError("--track_selection: '" + o.track_selection + "' is not one of Athena's track selections");
+  for (const auto& c : o.combine_outputs) parse_combination(c);  // malformed expressions fail before any work
+  for (const auto& r : o.rename) parse_rename(r);
+  if (build_dirty() && !o.force)
+    throw UsageError(std::string("to_onnx: this salt binary was built from a tree with uncommitted changes (") +
+                     build_commit() + "); commit them or pass --force");
+  const auto cfg_path = config_path(o);
+  const auto out_path = output_path(o);
+
+  std::vector<config::ConfigOp> ops{{config::ConfigOp::Kind::kMergeFile, cfg_path.string(), "", "--config " + cfg_path.string()}};
+  if (o.test_file) ops.push_back({config::ConfigOp::Kind::kSet, "data.test_file", *o.test_file, "--test_file " + *o.test_file});
+  const auto resolved = config::resolve(config::find_base_config(), ops);
+  auto setup = training::prepare_run(resolved.config, training::Stage::kTest);
+  training::load_module_state(*setup.model, training::load_checkpoint(o.ckpt_path).state_dict, o.ckpt_path.string());
+  setup.model->eval();
+  setup.model->to(torch::kCPU, torch::kFloat32);
+
+  const auto name = model_name(o, setup.name);
+  const auto tasks = chosen_tasks(o, *setup.model->model);
+  ox::Graph graph("salt_" + name);
+  const auto plan = build_graph(graph, setup, o, name, tasks);
+
+  ox::ModelInfo info;
+  info.doc_string = name;
+  info.metadata.emplace_back("gnn_config", gnn_config_json(setup, cfg_path, o, plan));
+  const auto bytes = ox::finish_model(graph, info);
+
+  // Written and checked under a temp name: a failed check leaves nothing behind.
+  const auto tmp = temp_name_for(out_path);
+  write_file_synced(tmp, bytes, out_path);
+  ExportResult result;
+  result.onnx = out_path;
+  try {
+    const auto runner = find_ort_runner();
+    if (runner.available()) {
+      result = check_export(setup, plan, tmp, runner, o.check_jets);
+      result.onnx = out_path;
+    } else if (o.require_check) {
+      throw UsageError("to_onnx: cannot check the export in ONNX Runtime: " + runner.missing);
+    } else {
+      spdlog::warn("not checked in ONNX Runtime: {}; the ONNX checker accepted the graph", runner.missing);
+    }
+    fs::rename(tmp, out_path);
+  } catch (...) {
+    std::error_code ec;
+    fs::remove(tmp, ec);
+    throw;
+  }
+  return result;
+}
+
+}  // namespace salt::deploy
