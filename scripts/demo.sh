@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The README's main job on the bundled default: install dependencies, build,
 # generate the toy data set (if absent), train the CPU-sized GN2 for a few
-# epochs, evaluate the best checkpoint and print the b-tagging performance.
+# epochs, evaluate the best checkpoint, print the b-tagging performance and export
+# the tagger to ONNX (checked in ONNX Runtime).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 "$root/scripts/bootstrap.sh"
@@ -18,4 +19,7 @@ fi
 suffix=demo_$(date +%Y%m%d-%H%M%S)
 "$salt" fit -c configs/GN2.yaml -c configs/GN2_cpu.yaml --trainer.max_epochs 3 --force -ls "$suffix"
 "$salt" test -c "logs/GN2_cpu_$suffix/config.yaml"
+# The checkpoint salt test chose (the best) is the one its prediction file is named after.
+tested=$(ls "logs/GN2_cpu_$suffix"/ckpts/*__test_*.h5 | head -n 1)
+"$salt" to_onnx --force --ckpt_path "${tested%%__test_*}.ckpt"
 echo "run directory: logs/GN2_cpu_$suffix"

@@ -12,8 +12,18 @@
 
 namespace salt::deploy {
 
+// The first num_jets jets of data.test_file (fewer if the file has fewer) plus the
+// three edge jets: no constituents, one, every slot filled.
+Batch read_check_jets(training::RunSetup& setup, int64_t num_jets);
+
+// The runner's input file for the first `jets` jets of `b`: per jet the global
+// object [1, F] and each constituent type's real constituents [n, F], raw.
+std::string ort_inputs_json(const Batch& b, const std::vector<Feature>& features, int64_t jets);
+
 // Reads num_jets from data.test_file; InputError when an output differs by more
-// than 1e-5 (float) or at all (int8), is NaN, or is exactly 0 for every jet.
+// than 1e-5 (float: absolute for values up to 1, relative above, so regression
+// outputs in MeV are held to float32's precision) or at all (int8), is NaN, or is
+// exactly 0 for every jet.
 ExportResult check_export(training::RunSetup& setup, const ExportPlan& plan, const std::filesystem::path& model,
                           const OrtRunner& runner, int64_t num_jets);
 

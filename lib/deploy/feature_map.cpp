@@ -33,6 +33,15 @@ std::vector<Feature> default_feature_map(const std::string& selection, const std
       map.push_back({input + "_var", without_s(input) + "_features", "n_" + input, input, false});
     }
   }
+  // Salt's rule can name two inputs alike (PLIT: global object `electrons` and
+  // `electron_tracks` both become electron_features), which no graph can have: the
+  // later one keeps its full name.
+  for (size_t i = 0; i < map.size(); ++i)
+    for (size_t j = 0; j < i; ++j)
+      if (map[i].athena_out == map[j].athena_out) {
+        map[i].athena_out = without_s(map[i].salt_name) + "_features";
+        map[i].num_name = "n_" + map[i].salt_name;
+      }
   return map;
 }
 

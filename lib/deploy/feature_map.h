@@ -17,7 +17,8 @@ struct Feature {
 // Athena's track selections (TracksLoader); --track_selection must be one of them.
 const std::vector<std::string>& track_selections();
 
-// inputs: data.variables' keys in config order. `global` and `parameters` are not
+// inputs: data.variables' keys in config order. Where salt's rule gives two inputs
+// the same graph name, the later one is named after its full input name. `global` and `parameters` are not
 // graph inputs (global is read from the global object, as salt's exporter does).
 std::vector<Feature> default_feature_map(const std::string& track_selection, const std::vector<std::string>& inputs,
                                          const std::string& global_object);

@@ -29,6 +29,7 @@ struct ExportOptions {
 struct OutputDiff {
   std::string name;
   double max_abs_diff = 0;  // float outputs; for int8 outputs the number of differing entries
+  double max_scaled_diff = 0;  // |diff| / max(1, |salt-cpp value|): what the 1e-5 limit applies to
   bool integer = false;
 };
 

@@ -39,14 +39,17 @@ torch::Tensor InputNormImpl::normalise(const std::string& input, const torch::Te
 TensorMap InputNormImpl::forward(const TensorMap& inputs) {
   TensorMap out;
   for (const auto& [name, x] : inputs) {
-    // Inputs salt never normalises pass through unchanged.
-    const bool skip = name == "EDGE" || name == "parameters" || name == "objects" || name.rfind('_', 0) == 0;
-    out[name] = skip ? x : normalise(name, x);
+    out[name] = passes_through(name) ? x : normalise(name, x);
   }
   return out;
 }
 
+bool InputNormImpl::passes_through(const std::string& name) {
+  return name == "EDGE" || name == "parameters" || name == "objects" || name.rfind('_', 0) == 0;
+}
+
 ox::Value InputNormImpl::to_onnx(ox::Graph& g, const std::string& input, const ox::Value& x) const {
+  if (passes_through(input)) return x;
   auto it = buffers_.find(input);
   if (it == buffers_.end()) throw UsageError("InputNorm: no normalisation parameters for input '" + input + "'");
   const auto& [means, stds] = it->second;

@@ -35,6 +35,8 @@ class InputNormImpl : public torch::nn::Module {
   // normalise() in an ONNX graph: x [rows, F] of `input`.
   ox::Value to_onnx(ox::Graph& g, const std::string& input, const ox::Value& x) const;
 
+  // Inputs salt never normalises: EDGE, parameters, objects and _-prefixed ones.
+  static bool passes_through(const std::string& input);
   bool has(const std::string& input) const { return buffers_.count(input) > 0; }
 
  private:

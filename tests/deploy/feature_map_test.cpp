@@ -24,6 +24,15 @@ TEST(FeatureMap, Gn2AndGn3InputsAsSaltNamesThem) {
   EXPECT_EQ(map[4].athena_out, "hit_features");
 }
 
+TEST(FeatureMap, ClashingNamesOfLeptonTaggersAreKeptApart) {
+  auto map = default_feature_map("r22default", {"electrons", "electron_tracks"}, "electrons");
+  ASSERT_EQ(map.size(), 2u);
+  EXPECT_EQ(map[0].athena_out, "electron_features");
+  EXPECT_EQ(map[1].athena_in, "electron_r22default_sd0sort");  // salt's Athena collection name stays
+  EXPECT_EQ(map[1].athena_out, "electron_track_features");
+  EXPECT_EQ(map[1].num_name, "n_electron_tracks");
+}
+
 TEST(FeatureMap, SuffixedTrackInputsKeepTheirBaseName) {
   auto map = default_feature_map("dipsLoose202102", {"jets", "tracks_loose"}, "jets");
   EXPECT_EQ(map[1].athena_in, "tracks_dipsLoose202102_sd0sort");

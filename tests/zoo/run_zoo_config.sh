@@ -5,7 +5,8 @@
 # prediction file. Only data paths and CPU sizes are overridden.
 # With SALT_ZOO_EXPORT=1 the tested checkpoint is also exported with `salt to_onnx`
 # (extra flags in SALT_ZOO_EXPORT_ARGS), checked in ONNX Runtime on 250 test jets
-# plus 0-, 1- and 12-constituent jets, and its metadata must parse as JSON.
+# plus 0-, 1- and 12-constituent jets, and its metadata must parse as JSON. With
+# SALT_ZOO_EXPORT=refuse the export must fail in one line and write nothing.
 # Usage: run_zoo_config.sh SALT_BINARY WORK_DIR CONFIG [OVERLAY...]   (paths relative to the zoo folder)
 set -euo pipefail
 salt=$1 work=$2
@@ -44,7 +45,14 @@ run="$dir/logs/$(ls "$dir/logs")"
 "$salt" test --config "$run/config.yaml" --data.num_workers 0 --trainer.accelerator cpu --trainer.devices 1
 ls "$run"/ckpts/*__test_ttbar.h5 >/dev/null
 echo "zoo: $* fit and tested in $run"
-if [ "${SALT_ZOO_EXPORT:-0}" = 1 ]; then
+if [ "${SALT_ZOO_EXPORT:-0}" = refuse ]; then
+  ckpt=$(ls "$run"/ckpts/*.ckpt | head -n 1)
+  if "$salt" to_onnx --ckpt_path "$ckpt" --force 2>"$dir/export.err"; then echo "zoo: to_onnx should refuse $*"; exit 1; fi
+  [ "$(grep -c . "$dir/export.err")" -eq 1 ] && grep -q "^salt: error: to_onnx: " "$dir/export.err" ||
+    { echo "zoo: to_onnx did not refuse in one line:"; cat "$dir/export.err"; exit 1; }
+  if ls -A "$run" | grep -q onnx; then echo "zoo: a refused export left $(ls -A "$run" | grep onnx)"; exit 1; fi
+  echo "zoo: export refused as expected: $(cat "$dir/export.err")"
+elif [ "${SALT_ZOO_EXPORT:-0}" = 1 ]; then
   ckpt=$(ls "$run"/ckpts/*.ckpt | head -n 1)
   # shellcheck disable=SC2086
   "$salt" to_onnx --ckpt_path "$ckpt" --require_check --force --check_jets 250 ${SALT_ZOO_EXPORT_ARGS:-} 2>&1 | tee "$dir/export.log"

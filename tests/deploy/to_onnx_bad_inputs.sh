@@ -1,0 +1,47 @@
+#!/usr/bin/env bash
+# salt to_onnx on bad input: one line on stderr, a non-zero exit, no file written
+# (neither network.onnx nor a temp file). Trains the zoo's tutorial model first.
+# Usage: to_onnx_bad_inputs.sh SALT_BINARY WORK_DIR
+set -euo pipefail
+salt=$1 work=$2
+here=$(cd "$(dirname "$0")" && pwd)
+rm -rf "$work" && mkdir -p "$work"
+bash "$here/../zoo/run_zoo_config.sh" "$salt" "$work" tutorial.yaml >"$work.train.log" 2>&1 ||
+  { tail -20 "$work.train.log"; exit 1; }
+run="$work/tutorial/logs/$(ls "$work/tutorial/logs")"
+ckpt=$(ls "$run"/ckpts/*.ckpt | head -n 1)
+
+expect_one_line() {  # expect_one_line WHAT PATTERN salt-args...
+  local what=$1 pattern=$2
+  shift 2
+  local err rc=0
+  err=$("$salt" to_onnx --force "$@" 2>&1 >/dev/null) || rc=$?
+  if [ "$rc" -eq 0 ]; then echo "FAIL $what: exit 0"; exit 1; fi
+  if [ "$(printf '%s\n' "$err" | grep -vc '^info:')" -ne 1 ] || ! printf '%s' "$err" | grep -q "^salt: error: .*$pattern"; then
+    echo "FAIL $what: expected one line matching '$pattern', got:"; printf '%s\n' "$err"; exit 1
+  fi
+  if ls -A "$run" "$(dirname "$ckpt")" | grep -q 'onnx'; then echo "FAIL $what: left $(ls -A "$run" | grep onnx)"; exit 1; fi
+  echo "ok   $what: $(printf '%s\n' "$err" | grep '^salt: error')"
+}
+
+mkdir -p "$work/lonely/ckpts"
+cp "$ckpt" "$work/lonely/ckpts/"
+expect_one_line "checkpoint without a config" "no config for .* pass --config" --ckpt_path "$work/lonely/ckpts/$(basename "$ckpt")"
+/usr/bin/python3 - "$run/config.yaml" "$work/other.yaml" <<'PY'
+import sys, yaml
+c = yaml.safe_load(open(sys.argv[1]))
+enc = c["model"]["model"]["init_args"]["encoder"]["init_args"]
+enc["num_layers"] += 1
+yaml.safe_dump(c, open(sys.argv[2], "w"), sort_keys=False)
+PY
+expect_one_line "config/checkpoint mismatch" "$(basename "$ckpt")" --ckpt_path "$ckpt" --config "$work/other.yaml"
+expect_one_line "unknown task in --tasks" "no task 'nope' in the model" --ckpt_path "$ckpt" --tasks jets_classification nope
+expect_one_line "malformed --combine_outputs" "--combine_outputs 'light,x\*pu'" --ckpt_path "$ckpt" --combine_outputs "light,x*pu"
+expect_one_line "--combine_outputs of an unknown output" "no output 'pq'" --ckpt_path "$ckpt" --combine_outputs "light,pq"
+expect_one_line "bad --name" "must not contain" --ckpt_path "$ckpt" --name GN2_x
+expect_one_line "unwritable output" "cannot write /proc/net.onnx" --ckpt_path "$ckpt" --output /proc/net.onnx
+expect_one_line "output in a missing directory" "is not a writable directory" --ckpt_path "$ckpt" --output "$work/nowhere/net.onnx"
+touch "$work/exists.onnx"
+expect_one_line "existing output without --overwrite" "exists (pass --overwrite" --ckpt_path "$ckpt" --output "$work/exists.onnx"
+expect_one_line "missing checkpoint" "does not exist" --ckpt_path "$work/none.ckpt"
+echo "to_onnx: every bad input refused in one line, nothing written"
