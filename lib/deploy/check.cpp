@@ -168,7 +168,9 @@ ExportResult check_export(training::RunSetup& setup, const ExportPlan& plan, con
   result.track_counts.assign(counts.begin(), counts.end());
   std::string summary;
   for (const auto& p : plan.outputs) {
-    OutputDiff d{p.name, 0, p.per_constituent};
+    OutputDiff d;
+    d.name = p.name;
+    d.integer = p.per_constituent;
     bool nan = false, all_zero = true;
     for (int64_t j = 0; j < jets; ++j) {
       const auto onnx = numbers(got["jets"][j][p.name]["data"]);

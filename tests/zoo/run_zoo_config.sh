@@ -50,7 +50,8 @@ if [ "${SALT_ZOO_EXPORT:-0}" = refuse ]; then
   if "$salt" to_onnx --ckpt_path "$ckpt" --force 2>"$dir/export.err"; then echo "zoo: to_onnx should refuse $*"; exit 1; fi
   [ "$(grep -c . "$dir/export.err")" -eq 1 ] && grep -q "^salt: error: to_onnx: " "$dir/export.err" ||
     { echo "zoo: to_onnx did not refuse in one line:"; cat "$dir/export.err"; exit 1; }
-  if ls -A "$run" | grep -q onnx; then echo "zoo: a refused export left $(ls -A "$run" | grep onnx)"; exit 1; fi
+  left=$(find "$run" -name '*onnx*')
+  if [ -n "$left" ]; then echo "zoo: a refused export left $left"; exit 1; fi
   echo "zoo: export refused as expected: $(cat "$dir/export.err")"
 elif [ "${SALT_ZOO_EXPORT:-0}" = 1 ]; then
   ckpt=$(ls "$run"/ckpts/*.ckpt | head -n 1)
