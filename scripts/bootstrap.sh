@@ -52,6 +52,10 @@ ort_version=1.30.0
 root=$(cd "$(dirname "$0")/.." && pwd)
 if [ ! -f "$root/.ort/node_modules/onnxruntime-node/package.json" ] ||
    ! grep -q "\"version\": \"$ort_version\"" "$root/.ort/node_modules/onnxruntime-node/package.json"; then
+  if ! command -v npm >/dev/null 2>&1 && [ "$(id -u)" -eq 0 ]; then
+    echo "bootstrap: installing nodejs npm"
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends nodejs npm >/dev/null
+  fi
   if command -v npm >/dev/null 2>&1; then
     echo "bootstrap: installing onnxruntime-node $ort_version into .ort/"
     mkdir -p "$root/.ort"
