@@ -75,11 +75,13 @@ YAML::Node merge_values(const YAML::Node& dst, const YAML::Node& src, const Acce
   return copy_tree(src);
 }
 
-std::vector<std::string> split_path(const std::string& dotted) {
+std::vector<std::string> split_path(const std::string& dotted) { return split_at(dotted, '.'); }
+
+std::vector<std::string> split_at(const std::string& s, char sep) {
   std::vector<std::string> parts;
   std::string cur;
-  for (char c : dotted) {
-    if (c == '.') {
+  for (char c : s) {
+    if (c == sep) {
       parts.push_back(cur);
       cur.clear();
     } else {

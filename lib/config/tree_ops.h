@@ -19,6 +19,8 @@ using AcceptsArg = std::function<bool(const std::string& class_path, const std::
 YAML::Node merge_values(const YAML::Node& dst, const YAML::Node& src, const AcceptsArg& accepts);
 
 std::vector<std::string> split_path(const std::string& dotted);
+// `s` cut at every `sep` (empty pieces kept: "a,,b" -> a, "", b).
+std::vector<std::string> split_at(const std::string& s, char sep);
 
 // Merges `value` at the dotted `path` of `root`, creating maps on the way. Inside
 // a component, keys other than class_path/init_args/dict_kwargs are looked up in

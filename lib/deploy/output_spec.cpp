@@ -4,26 +4,12 @@
 #include <cmath>
 #include <set>
 
+#include "config/tree_ops.h"
 #include "core/errors.h"
 
 namespace salt::deploy {
 
 namespace {
-
-std::vector<std::string> split(const std::string& s, char sep) {
-  std::vector<std::string> out;
-  std::string cur;
-  for (char c : s) {
-    if (c == sep) {
-      out.push_back(cur);
-      cur.clear();
-    } else {
-      cur += c;
-    }
-  }
-  out.push_back(cur);
-  return out;
-}
 
 bool valid_name(const std::string& s) {
   return !s.empty() && std::all_of(s.begin(), s.end(), [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; });
@@ -33,7 +19,7 @@ bool valid_name(const std::string& s) {
 
 Combination parse_combination(const std::string& expr) {
   const std::string where = "--combine_outputs '" + expr + "'";
-  auto items = split(expr, ',');
+  auto items = config::split_at(expr, ',');
   if (items.size() < 2) throw UsageError(where + ": expected NAME,TERM[,TERM...] with TERM = [SCALE*]OUTPUT");
   Combination c;
   c.output = items[0];
@@ -62,7 +48,7 @@ Combination parse_combination(const std::string& expr) {
 }
 
 std::pair<std::string, std::string> parse_rename(const std::string& expr) {
-  auto parts = split(expr, ':');
+  auto parts = config::split_at(expr, ':');
   if (parts.size() != 2 || !valid_name(parts[0]) || !valid_name(parts[1]))
     throw UsageError("--rename '" + expr + "': expected OLD:NEW (output names without the model prefix)");
   return {parts[0], parts[1]};

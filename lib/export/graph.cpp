@@ -61,24 +61,29 @@ Value Graph::input(const std::string& name, DType type, const std::vector<Dim>& 
   return name;
 }
 
-void Graph::output(const Value& value, const std::string& name, DType type, const std::vector<Dim>& dims) {
+namespace {
+
+// Declares `value` a graph output named `name` (through an Identity node when the
+// names differ); dims nullptr: no declared shape.
+void add_output(Graph& g, ::onnx::GraphProto& proto, const Value& value, const std::string& name, DType type,
+                const std::vector<Dim>* dims) {
   if (value != name) {
-    op("Identity", {value});
-    impl_->proto.mutable_node(impl_->proto.node_size() - 1)->set_output(0, name);
+    g.op("Identity", {value});
+    proto.mutable_node(proto.node_size() - 1)->set_output(0, name);
   }
-  auto* out = impl_->proto.add_output();
+  auto* out = proto.add_output();
   out->set_name(name);
-  set_type(out, type, &dims);
+  set_type(out, type, dims);
+}
+
+}  // namespace
+
+void Graph::output(const Value& value, const std::string& name, DType type, const std::vector<Dim>& dims) {
+  add_output(*this, impl_->proto, value, name, type, &dims);
 }
 
 void Graph::output_untyped(const Value& value, const std::string& name, DType type) {
-  if (value != name) {
-    op("Identity", {value});
-    impl_->proto.mutable_node(impl_->proto.node_size() - 1)->set_output(0, name);
-  }
-  auto* out = impl_->proto.add_output();
-  out->set_name(name);
-  set_type(out, type, nullptr);
+  add_output(*this, impl_->proto, value, name, type, nullptr);
 }
 
 Value Graph::constant(const torch::Tensor& t, const std::string& hint) {

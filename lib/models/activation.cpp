@@ -3,8 +3,9 @@
 #include <functional>
 #include <map>
 
-#include "core/errors.h"
+#include <cmath>
 
+#include "core/errors.h"
 #include "export/graph.h"
 
 namespace salt::models {

@@ -1,11 +1,9 @@
 #include "models/dense.h"
 
 #include "core/errors.h"
-#include "models/activation.h"
-#include "models/common.h"
-
 #include "export/layers.h"
 #include "models/activation.h"
+#include "models/common.h"
 
 namespace salt::models {
 
