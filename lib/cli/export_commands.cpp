@@ -44,6 +44,8 @@ void add_to_onnx(CLI::App& app) {
   sub->add_option("--check_jets", o->check_jets, "Test jets compared in ONNX Runtime (plus 0-, 1- and max-track jets).")
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
+  sub->add_option("--parameter", o->parameters,
+                  "Parameterised models: NAME=VALUE fixes a parameter in the graph (default: data.parameters.NAME.test).");
   sub->add_flag("--require_check", o->require_check, "Fail when ONNX Runtime is not available for the check.");
   sub->callback([o, opt, sub] {
     if (sub->count("--config")) o->config = opt->config;

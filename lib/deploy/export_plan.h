@@ -2,6 +2,7 @@
 // per graph output, where its value comes from in salt-cpp's own predictions.
 #pragma once
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "deploy/feature_map.h"
@@ -23,6 +24,7 @@ struct ExportPlan {
   std::string global_object;
   std::vector<Feature> features;
   std::vector<PlannedOutput> outputs;  // in graph order
+  std::vector<std::pair<std::string, double>> parameters;  // constants of the graph, in variables order
 };
 
 }  // namespace salt::deploy

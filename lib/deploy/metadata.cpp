@@ -59,6 +59,10 @@ std::string gnn_config_json(const training::RunSetup& setup, const fs::path& con
     in["variables"] = variables_of(setup.data.variables.at(f.salt_name), f.is_global);
     m[f.is_global ? "inputs" : "input_sequences"].push_back(in);
   }
+  if (!plan.parameters.empty()) {
+    m["parameters"] = YAML::Node(YAML::NodeType::Map);  // fixed in the graph, not inputs
+    for (const auto& [name, value] : plan.parameters) m["parameters"][name] = value;
+  }
   m["combine_outputs"] = YAML::Node(YAML::NodeType::Sequence);
   m["rename_outputs"] = YAML::Node(YAML::NodeType::Map);
   for (const auto& out : plan.outputs) {

@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <cstring>
 
 #include "config/compose.h"
@@ -72,6 +73,36 @@ fs::path output_path(const ExportOptions& o) {
   return path;
 }
 
+// --parameter NAME=VALUE -> (NAME, VALUE), VALUE a number.
+std::pair<std::string, std::string> parse_parameter(const std::string& p) {
+  const auto eq = p.find('=');
+  const std::string value = eq == std::string::npos ? "" : p.substr(eq + 1);
+  char* end = nullptr;
+  if (eq == 0 || value.empty() || (std::strtod(value.c_str(), &end), *end != '\0'))
+    throw UsageError("--parameter: '" + p + "' is not NAME=NUMBER");
+  return {p.substr(0, eq), value};
+}
+
+// Each --parameter becomes data.parameters.NAME.test: the value the export fixes and
+// the check's `salt test` forward uses. `config`: the resolved config without them.
+void add_parameter_ops(const ExportOptions& o, const YAML::Node& config, std::vector<config::ConfigOp>& ops) {
+  const auto listed = config["data"]["variables"]["parameters"];
+  std::vector<std::string> names;
+  std::string known;
+  if (listed && listed.IsSequence())
+    for (const auto& n : listed) {
+      names.push_back(n.as<std::string>());
+      known += (known.empty() ? "" : ", ") + names.back();
+    }
+  for (const auto& p : o.parameters) {
+    const auto [name, value] = parse_parameter(p);
+    if (std::find(names.begin(), names.end(), name) == names.end())
+      throw UsageError("--parameter: '" + name + "' is not a parameter of the model (data.variables.parameters: " +
+                       (known.empty() ? std::string("none") : known) + ")");
+    ops.push_back({config::ConfigOp::Kind::kSet, "data.parameters." + name + ".test", value, "--parameter " + p});
+  }
+}
+
 // Salt's output order: jet-level outputs (task order), renamed in place, then the
 // combinations, then TrackOrigin, VertexIndex, TrackType.
 int constituent_rank(const std::string& name) {
@@ -116,6 +147,17 @@ ExportPlan build_graph(ox::Graph& g, training::RunSetup& setup, const ExportOpti
     }
     auto gathered = g.op("Gather", {in.raw_global, g.ints(cols)}, {{"axis", int64_t{1}}});
     in.inputs["global"] = wrapper.norm->to_onnx(g, "global", gathered);
+  }
+
+  if (!setup.data.parameters.empty()) {
+    // A parameterised tagger is exported at fixed parameter values (Athena passes no
+    // parameters): the values `salt test` uses, so the check compares like with like.
+    std::vector<float> values;
+    for (const auto& p : setup.data.parameters) {
+      values.push_back(static_cast<float>(p.test));
+      plan.parameters.emplace_back(p.name, p.test);
+    }
+    in.inputs["parameters"] = g.constant(torch::tensor(values).reshape({1, -1}), "parameters");
   }
 
   auto outputs = model.to_onnx(g, in);
@@ -168,6 +210,7 @@ ExportResult to_onnx(const ExportOptions& o) {
     throw UsageError("--track_selection: '" + o.track_selection + "' is not one of Athena's track selections");
   for (const auto& c : o.combine_outputs) parse_combination(c);  // malformed expressions fail before any work
   for (const auto& r : o.rename) parse_rename(r);
+  for (const auto& p : o.parameters) parse_parameter(p);
   if (build_dirty() && !o.force)
     throw UsageError(std::string("to_onnx: this salt binary was built from a tree with uncommitted changes (") +
                      build_commit() + "); commit them or pass --force");
@@ -176,7 +219,11 @@ ExportResult to_onnx(const ExportOptions& o) {
 
   std::vector<config::ConfigOp> ops{{config::ConfigOp::Kind::kMergeFile, cfg_path.string(), "", "--config " + cfg_path.string()}};
   if (o.test_file) ops.push_back({config::ConfigOp::Kind::kSet, "data.test_file", *o.test_file, "--test_file " + *o.test_file});
-  const auto resolved = config::resolve(config::find_base_config(), ops);
+  auto resolved = config::resolve(config::find_base_config(), ops);
+  if (!o.parameters.empty()) {  // names checked first, so an unknown one gets its own line
+    add_parameter_ops(o, resolved.config, ops);
+    resolved = config::resolve(config::find_base_config(), ops);
+  }
   auto setup = training::prepare_run(resolved.config, training::Stage::kTest);
   training::load_module_state(*setup.model, training::load_checkpoint(o.ckpt_path).state_dict, o.ckpt_path.string());
   setup.model->eval();

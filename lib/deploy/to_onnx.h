@@ -24,6 +24,9 @@ struct ExportOptions {
   std::optional<std::string> test_file;         // jets for the check (default: data.test_file)
   int64_t check_jets = 250;                     // real jets compared (plus 0-, 1- and max-track jets)
   bool require_check = false;                   // fail when ONNX Runtime is not available
+  // Parameterised models: NAME=VALUE fixes a `parameters` input in the graph
+  // (default: data.parameters.NAME.test, the value `salt test` uses).
+  std::vector<std::string> parameters;
 };
 
 struct OutputDiff {

@@ -1,6 +1,8 @@
 #include "models/featurewise.h"
 
 #include "core/errors.h"
+#include "export/graph.h"
+#include "export/layers.h"
 
 namespace salt::models {
 
@@ -46,6 +48,16 @@ torch::Tensor FeaturewiseImpl::forward(const torch::Tensor& params, const torch:
   if (scale_net) x = along(scale_net->forward(params)) * x;
   if (bias_net) x = x + along(bias_net->forward(params));
   if (norm) x = norm->forward(x);
+  return x;
+}
+
+ox::Value FeaturewiseImpl::to_onnx(ox::Graph& g, const ox::Value& params, const ox::Value& features) {
+  auto x = features;  // [1, D] net outputs broadcast over the rows, as in forward()
+  if (scale_net) x = g.op("Mul", {scale_net->to_onnx(g, params), x});
+  if (bias_net) x = g.op("Add", {x, bias_net->to_onnx(g, params)});
+  if (norm)
+    x = g.op("LayerNormalization", {x, g.constant(norm->weight, "fw_ln_weight"), g.constant(norm->bias, "fw_ln_bias")},
+             {{"axis", int64_t{-1}}, {"epsilon", static_cast<float>(norm->options.eps())}});
   return x;
 }
 

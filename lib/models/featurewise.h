@@ -12,6 +12,8 @@
 
 #include "models/dense.h"
 
+#include "export/fwd.h"
+
 namespace salt::models {
 
 struct FeaturewiseOptions {
@@ -33,6 +35,8 @@ class FeaturewiseImpl : public torch::nn::Module {
   // features [N, D].
   torch::Tensor forward(const torch::Tensor& params, const torch::Tensor& features);
   int64_t num_features() const;
+  // forward() in an ONNX graph: params [1, P] (one jet), features [n, D] or [1, D].
+  ox::Value to_onnx(ox::Graph& g, const ox::Value& params, const ox::Value& features);
 
   Dense scale_net{nullptr}, bias_net{nullptr};
   torch::nn::LayerNorm norm{nullptr};  // torch's, with affine weights (salt uses nn.LayerNorm)

@@ -130,8 +130,6 @@ torch::Tensor InitNetImpl::forward_packed(const TensorMap& inputs, const TokenIn
 
 ox::Value InitNetImpl::to_onnx(ox::Graph& g, const std::map<std::string, ox::Value>& inputs) {
   const auto& name = options_.input_name();
-  if (options_.attach_parameters || featurewise)
-    throw UsageError("to_onnx: init net '" + name + "' takes the `parameters` inputs; parameterised models have no ONNX export yet");
   if (pos_enc) throw UsageError("to_onnx: init net '" + name + "' has a pos_enc, which has no ONNX export yet");
   auto value_of = [&](const std::string& input) {
     auto it = inputs.find(input);
@@ -140,6 +138,8 @@ ox::Value InitNetImpl::to_onnx(ox::Graph& g, const std::map<std::string, ox::Val
   };
   ox::Value x = value_of(name);
   if (options_.attach_global()) x = ox::attach_context(g, x, value_of(options_.global_object()));
+  if (options_.attach_parameters) x = ox::attach_context(g, x, value_of("parameters"));
+  if (featurewise) x = featurewise->to_onnx(g, value_of("parameters"), x);
   return net->to_onnx(g, x);
 }
 

@@ -49,8 +49,8 @@ class InitNetImpl : public torch::nn::Module {
   torch::Tensor forward_packed(const TensorMap& inputs, const TokenIndex& idx);
 
   // forward() in an ONNX graph for one jet: inputs are the normalised graph values
-  // by input name (the global object [1, F], constituents [n, F]). UsageError for
-  // what has no export yet (parameters, featurewise nets, pos_enc).
+  // by input name (the global object [1, F], constituents [n, F], the `parameters`
+  // [1, P] when the model takes them). UsageError for pos_enc (no export yet).
   ox::Value to_onnx(ox::Graph& g, const std::map<std::string, ox::Value>& inputs);
 
   const std::string& input_name() const { return options_.input_name(); }

@@ -33,7 +33,8 @@ void add(std::vector<OnnxOutput>& to, std::vector<OnnxOutput> outputs, const Tas
 
 std::vector<OnnxOutput> SaltModelImpl::to_onnx(ox::Graph& g, const OnnxModelInput& in) {
   if (!merges_.empty()) throw UsageError("to_onnx: models with a merge_dict have no ONNX export yet");
-  if (featurewise_global) throw UsageError("to_onnx: featurewise nets have no ONNX export yet");
+  const auto p = in.inputs.find("parameters");
+  const ox::Value params = p == in.inputs.end() ? ox::Value{} : p->second;
   ox::Value global_rep, tokens;
   std::map<std::string, std::pair<ox::Value, ox::Value>> segment;  // constituent input -> (offset [1], count [1])
   if (!pool_net) {
@@ -48,7 +49,11 @@ std::vector<OnnxOutput> SaltModelImpl::to_onnx(ox::Graph& g, const OnnxModelInpu
       offset = g.op("Add", {offset, count});
     }
     tokens = parts.size() == 1 ? parts.front() : g.op("Concat", parts, {{"axis", int64_t{0}}});
-    if (encoder) tokens = encoder->to_onnx(g, tokens);
+    if (encoder) tokens = encoder->to_onnx(g, tokens, params);
+    if (featurewise_global) {
+      if (params.empty()) throw UsageError("to_onnx: featurewise nets need the `parameters` inputs");
+      tokens = featurewise_global->to_onnx(g, params, tokens);
+    }
     global_rep = pool_net->to_onnx(g, tokens);
   }
   if (in.inputs.count("global")) global_rep = g.op("Concat", {global_rep, in.inputs.at("global")}, {{"axis", int64_t{-1}}});

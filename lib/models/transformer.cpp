@@ -179,11 +179,14 @@ ox::Value EncoderLayerImpl::to_onnx(ox::Graph& g, const ox::Value& x) {
   return y;
 }
 
-ox::Value TransformerImpl::to_onnx(ox::Graph& g, const ox::Value& tokens) {
-  if (!featurewise_.empty())
-    throw UsageError("to_onnx: the encoder has featurewise nets; parameterised models have no ONNX export yet");
+ox::Value TransformerImpl::to_onnx(ox::Graph& g, const ox::Value& tokens, const ox::Value& params) {
+  if (!featurewise_.empty() && params.empty())
+    throw UsageError("to_onnx: the encoder's featurewise nets need the `parameters` inputs");
   auto x = g.op("Concat", {tokens, g.constant(registers, "registers")}, {{"axis", int64_t{0}}});
-  for (auto& layer : typed_layers_) x = layer->to_onnx(g, x);
+  for (size_t i = 0; i < typed_layers_.size(); ++i) {
+    if (!featurewise_.empty()) x = featurewise_[i]->to_onnx(g, params, x);
+    x = typed_layers_[i]->to_onnx(g, x);
+  }
   if (out_proj) x = ox::linear(g, x, out_proj);
   if (out_norm) x = out_norm->to_onnx(g, x);
   if (options_.drop_registers())

@@ -86,8 +86,9 @@ class TransformerImpl : public torch::nn::Module {
   PackedSequence forward_packed(const PackedSequence& in, const torch::Tensor& params = {});
   void set_backend(const std::string& attn_type);
   // forward() for one jet in an ONNX graph: tokens [L, D] (all segments, no
-  // padding) -> [L + registers (unless dropped), out_dim]. UsageError with featurewise nets.
-  ox::Value to_onnx(ox::Graph& g, const ox::Value& tokens);
+  // padding) -> [L + registers (unless dropped), out_dim]; params: the `parameters`
+  // [1, P], needed with featurewise nets.
+  ox::Value to_onnx(ox::Graph& g, const ox::Value& tokens, const ox::Value& params = {});
   // featurewise_nets' `layer: encoder`: one net per layer on that layer's input
   // (every token, registers included), as salt's Transformer.featurewise.
   void add_featurewise(const FeaturewiseOptions& options, int64_t num_parameters);

@@ -39,6 +39,8 @@ expect_one_line "config/checkpoint mismatch" "$(basename "$ckpt")" --ckpt_path "
 expect_one_line "unknown task in --tasks" "no task 'nope' in the model" --ckpt_path "$ckpt" --tasks jets_classification nope
 expect_one_line "malformed --combine_outputs" "--combine_outputs 'light,x\*pu'" --ckpt_path "$ckpt" --combine_outputs "light,x*pu"
 expect_one_line "--combine_outputs of an unknown output" "no output 'pq'" --ckpt_path "$ckpt" --combine_outputs "light,pq"
+expect_one_line "malformed --parameter" "'mass' is not NAME=NUMBER" --ckpt_path "$ckpt" --parameter mass
+expect_one_line "--parameter of a model without parameters" "'mass' is not a parameter of the model .*none" --ckpt_path "$ckpt" --parameter mass=16
 expect_one_line "bad --name" "must not contain" --ckpt_path "$ckpt" --name GN2_x
 expect_one_line "unwritable output" "/proc/net.onnx.*cannot write" --ckpt_path "$ckpt" --output /proc/net.onnx
 expect_one_line "output in a missing directory" "is not a writable directory" --ckpt_path "$ckpt" --output "$work/nowhere/net.onnx"

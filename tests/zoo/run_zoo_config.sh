@@ -59,5 +59,6 @@ elif [ "${SALT_ZOO_EXPORT:-0}" = 1 ]; then
   "$salt" to_onnx --ckpt_path "$ckpt" --require_check --force --check_jets 250 ${SALT_ZOO_EXPORT_ARGS:-} 2>&1 | tee "$dir/export.log"
   grep -q "ONNX Runtime vs salt-cpp on 253 test jets" "$dir/export.log"
   "$salt" get_onnx_metadata "$run/network.onnx" >"$dir/metadata.txt"
-  tail -n +2 "$dir/metadata.txt" | /usr/bin/python3 -c 'import json, sys; m = json.load(sys.stdin); assert m["inputs"] and m["output_names"] and m["model_name"], m.keys(); print("zoo: metadata of", m["model_name"], "outputs", m["output_names"])'
+  # SALT_ZOO_EXPECT_PARAMETERS: the parameter values the graph fixes (JSON), for parameterised models.
+  tail -n +2 "$dir/metadata.txt" | /usr/bin/python3 -c 'import json, os, sys; m = json.load(sys.stdin); assert m["inputs"] and m["output_names"] and m["model_name"], m.keys(); want = json.loads(os.environ.get("SALT_ZOO_EXPECT_PARAMETERS", "null")); assert m.get("parameters") == want, (m.get("parameters"), want); print("zoo: metadata of", m["model_name"], "outputs", m["output_names"], "parameters", want)'
 fi
