@@ -10,6 +10,7 @@ packages=(
   libtorch-dev libgloo-dev libopenblas0-pthread
   libyaml-cpp-dev libcli11-dev libgit2-dev libspdlog-dev libfmt-dev
   libhdf5-dev hdf5-plugin-lzf hdf5-filter-plugin liblzf-dev
+  zlib1g-dev  # CRC-32 of checkpoint entries (core/zip_check)
   libgtest-dev libgmock-dev
   libonnx-dev libprotobuf-dev  # salt to_onnx builds graphs with ONNX's own protobuf types and checker
   python3-torch python3-h5py  # tests cross-check against PyTorch and h5py themselves

@@ -104,11 +104,33 @@ Composed compose(const std::string& base_file, const std::vector<ConfigOp>& ops)
   return composed;
 }
 
+namespace {
+
+// `name` and `log_suffix` name the run directory under trainer.default_root_dir:
+// a separator or `..` would put it elsewhere (inside the git tree, say).
+void check_run_names(const RunConfig& run, const Origins& origins) {
+  auto refuse = [&](const std::string& key, const std::string& problem) {
+    const auto where = origin_of(origins, key);
+    throw UsageError((where.empty() ? std::string("config") : where) + ": '" + key + "': " + problem);
+  };
+  auto check_name = [&](const std::string& key, const std::string& value) {
+    if (value.empty() || value == "." || value == ".." || value.find('/') != std::string::npos ||
+        value.find('\0') != std::string::npos)
+      refuse(key, "'" + value + "' is not a name: the run directory is <default_root_dir>/<name>_<log_suffix>, so it "
+                  "must be non-empty, without '/', and not '.' or '..'");
+  };
+  check_name("name", run.name);
+  if (run.log_suffix) check_name("log_suffix", *run.log_suffix);
+}
+
+}  // namespace
+
 ResolvedConfig resolve(const std::string& base_file, const std::vector<ConfigOp>& ops) {
   auto composed = compose(base_file, ops);
   auto validated = validate(composed.tree, composed.origins);
   apply_links(validated.resolved);
   auto run = read_run_config(validated.resolved);
+  check_run_names(run, composed.origins);
   return {validated.resolved, std::move(run), composed.origins, validated.warnings};
 }
 

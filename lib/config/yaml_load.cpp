@@ -144,6 +144,9 @@ LoadedYaml load_yaml_file(const std::string& path) {
 LoadedYaml load_yaml_string(const std::string& text, const std::string& where) { return load_text(text, where); }
 
 YAML::Node parse_cli_value(const std::string& text) {
+  // An empty argument ('') is the empty string the shell passed, not YAML's null:
+  // `--trainer.default_root_dir ''` must not silently mean the default. null is null.
+  if (text.empty()) return YAML::Node(std::string());
   try {
     auto node = YAML::Load(text);
     if (!node.IsDefined()) return YAML::Node(YAML::NodeType::Null);

@@ -3,9 +3,12 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <signal.h>
+
 #include <atomic>
 #include <cerrno>
 #include <cstring>
+#include <regex>
 
 #include "core/errors.h"
 
@@ -15,6 +18,34 @@ std::filesystem::path temp_name_for(const std::filesystem::path& path) {
   static std::atomic<unsigned> counter{0};
   auto name = "." + path.filename().string() + ".tmp." + std::to_string(getpid()) + "." + std::to_string(counter++);
   return path.parent_path() / name;
+}
+
+namespace {
+
+bool process_gone(long pid) { return pid > 0 && ::kill(static_cast<pid_t>(pid), 0) != 0 && errno == ESRCH; }
+
+int remove_dead_in(const std::filesystem::path& dir) {
+  static const std::regex temp_file(R"(\..+\.tmp\.([0-9]{1,9})\.[0-9]+)");
+  int removed = 0;
+  std::error_code ec;
+  for (const auto& entry : std::filesystem::directory_iterator(dir, ec)) {
+    std::smatch m;
+    const auto name = entry.path().filename().string();
+    if (!entry.is_regular_file(ec) || !std::regex_match(name, m, temp_file) || !process_gone(std::stol(m[1])))
+      continue;
+    if (std::filesystem::remove(entry.path(), ec)) ++removed;
+  }
+  return removed;
+}
+
+}  // namespace
+
+int remove_dead_temp_files(const std::filesystem::path& dir) {
+  int removed = remove_dead_in(dir);
+  std::error_code ec;
+  for (const auto& entry : std::filesystem::directory_iterator(dir, ec))
+    if (entry.is_directory(ec)) removed += remove_dead_in(entry.path());
+  return removed;
 }
 
 void create_directories_or_fail(const std::filesystem::path& dir, const std::string& what) {

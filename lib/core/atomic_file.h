@@ -19,7 +19,13 @@ void create_directories_or_fail(const std::filesystem::path& dir, const std::str
 // `tmp` and throws InputError naming `shown` (the final name).
 void write_file_synced(const std::filesystem::path& tmp, const std::string& content, const std::filesystem::path& shown);
 
-// A unique temp name next to `path` (same directory, so the rename is atomic).
+// A unique temp name next to `path` (same directory, so the rename is atomic):
+// .<name>.tmp.<pid>.<n>.
 std::filesystem::path temp_name_for(const std::filesystem::path& path);
+
+// Removes the temp files (temp_name_for's) in `dir` and its direct subdirectories
+// whose writing process is gone (killed mid-write); returns how many. Same-host pids:
+// callers hold the directory (a run's locked directory), so no other host writes there.
+int remove_dead_temp_files(const std::filesystem::path& dir);
 
 }  // namespace salt

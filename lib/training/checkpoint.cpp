@@ -7,6 +7,7 @@
 
 #include "core/atomic_file.h"
 #include "core/errors.h"
+#include "core/zip_check.h"
 #include "core/torch_compat.h"
 #include "training/lion.h"
 #include "training/muon.h"
@@ -354,6 +355,7 @@ CheckpointState load_checkpoint(const std::filesystem::path& path) {
   std::ifstream in(path, std::ios::binary);
   if (!in) throw InputError(source + ": cannot read checkpoint");
   std::vector<char> bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  verify_zip_crcs(bytes.data(), bytes.size(), source);  // LibTorch's reader checks no CRC; torch.load does
   c10::IValue loaded;
   try {
     loaded = torch::pickle_load(bytes);

@@ -11,6 +11,7 @@
 #include <system_error>
 
 #include "config/compose.h"
+#include "core/atomic_file.h"
 #include "core/errors.h"
 #include "core/signals.h"
 #include "core/torch_compat.h"
@@ -134,11 +135,14 @@ class FitRun {
 
   std::string decide_on_rank0() {
     if (!dev_run_) {
-      run_dir_ = run_directory(T.default_root_dir, setup_.name, setup_.log_suffix, timestamp_now());
-      if (fs::exists(run_dir_ / "config.yaml") && !setup_.overwrite_config)
-        throw UsageError((run_dir_ / "config.yaml").string() +
-                         " already exists; use --overwrite_config (-oc) to reuse this run directory, or another "
-                         "--name/--log_suffix");
+      // Claimed (created or locked) before anything else can fail: a start that
+      // fails from here on removes a directory it created.
+      claim_ = std::make_unique<RunDirClaim>(T.default_root_dir, setup_.name, setup_.log_suffix, timestamp_now(),
+                                             setup_.overwrite_config);
+      run_dir_ = claim_->dir();
+      cleanup_ = std::make_unique<RunDirCleanup>(claim_->created() ? run_dir_ : fs::path());
+      if (const int n = claim_->created() ? 0 : remove_dead_temp_files(run_dir_))
+        spdlog::info("removed {} temp file(s) left in {} by killed processes", n, run_dir_.string());
     }
     // Resume: an explicit --ckpt_path, else a requeue checkpoint left in this run directory.
     same_dir_resume_ = !dev_run_ && fs::exists(run_dir_ / "ckpts" / kRequeueCheckpoint);
@@ -221,11 +225,11 @@ class FitRun {
   }
 
   // Every check that can refuse the run has passed: now the git checks (which may
-  // create the run directory for uncommitted.patch, and push a tag) on rank 0. A
-  // failure from here until the first optimizer step removes a run directory this
-  // run created, so a start that fails leaves none behind.
+  // write uncommitted.patch, and push a tag) on rank 0. A failure until the first
+  // optimizer step removes a run directory this run created (cleanup_, armed when
+  // the directory was claimed), so a start that fails leaves none behind.
   void run_git_checks() {
-    cleanup_ = std::make_unique<RunDirCleanup>(main_rank_ && !dev_run_ ? run_dir_ : fs::path());
+    if (!cleanup_) cleanup_ = std::make_unique<RunDirCleanup>(fs::path());
     auto git_checks = [&]() -> std::string {
       if (!dev_run_ && hooks_.before_start) git_meta_ = hooks_.before_start(run_dir_);
       return "";
@@ -488,6 +492,7 @@ class FitRun {
   std::string resume_source_;
   bool same_dir_resume_ = false;
   YAML::Node git_meta_;
+  std::unique_ptr<RunDirClaim> claim_;  // rank 0: the run directory, locked while the run lives
   std::unique_ptr<RunDirCleanup> cleanup_;
   // schedule and loop position
   std::unique_ptr<Optimization> optimization_;

@@ -59,7 +59,8 @@ class QuietLogs {
 // checkpoints by then.
 class RunDirCleanup {
  public:
-  explicit RunDirCleanup(std::filesystem::path dir) : armed_(!dir.empty() && !std::filesystem::exists(dir)), dir_(std::move(dir)) {}
+  // dir: a run directory this run created (empty: nothing to remove).
+  explicit RunDirCleanup(std::filesystem::path dir) : armed_(!dir.empty()), dir_(std::move(dir)) {}
   RunDirCleanup(const RunDirCleanup&) = delete;
   RunDirCleanup& operator=(const RunDirCleanup&) = delete;
   ~RunDirCleanup() {

@@ -1,7 +1,17 @@
 #include "training/run_dir.h"
 
+#include <fcntl.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
 #include <ctime>
 #include <regex>
+
+#include "core/atomic_file.h"
+#include "core/errors.h"
 
 namespace salt::training {
 
@@ -15,7 +25,7 @@ std::string timestamp_now() {
 }
 
 bool ends_with_timestamp(const std::string& name) {
-  static const std::regex pattern(".*_[0-9]{8}-T[0-9]{6}$");
+  static const std::regex pattern(".*_[0-9]{8}-T[0-9]{6}(_[0-9]+)?$");  // _2...: lost a same-second race
   return std::regex_match(name, pattern);
 }
 
@@ -27,6 +37,53 @@ std::filesystem::path run_directory(const std::filesystem::path& default_root_di
   if (ends_with_timestamp(root.filename().string()) || std::filesystem::exists(root / "config.yaml", ec))
     root = root.parent_path();
   return root / (name + "_" + (log_suffix ? *log_suffix : timestamp));
+}
+
+namespace {
+
+namespace fs = std::filesystem;
+
+// mkdir that tells "already there" (false) from a real failure (InputError).
+bool make_dir(const fs::path& dir) {
+  if (::mkdir(dir.c_str(), 0777) == 0) return true;
+  if (errno == EEXIST && fs::is_directory(dir)) return false;
+  throw InputError("cannot create the run directory " + dir.string() + ": " + std::strerror(errno));
+}
+
+}  // namespace
+
+RunDirClaim::RunDirClaim(const fs::path& default_root_dir, const std::string& name,
+                         const std::optional<std::string>& log_suffix, const std::string& timestamp,
+                         bool overwrite_config) {
+  const auto wanted = run_directory(default_root_dir, name, log_suffix, timestamp);
+  create_directories_or_fail(wanted.parent_path(), "run directory (trainer.default_root_dir)");
+  if (log_suffix) {
+    dir_ = wanted;
+    created_ = make_dir(dir_);
+  } else {
+    for (int n = 1; !created_; ++n) {
+      dir_ = n == 1 ? wanted : fs::path(wanted.string() + "_" + std::to_string(n));
+      created_ = make_dir(dir_);
+    }
+  }
+  lock_fd_ = ::open(dir_.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (lock_fd_ < 0) throw InputError("cannot open the run directory " + dir_.string() + ": " + std::strerror(errno));
+  if (::flock(lock_fd_, LOCK_EX | LOCK_NB) != 0) {
+    ::close(lock_fd_);
+    throw UsageError("run directory " + dir_.string() +
+                     " is in use by another salt run (started at the same time, or still running); use another "
+                     "--log_suffix (-ls) or --name");
+  }
+  if (!created_ && fs::exists(dir_ / "config.yaml") && !overwrite_config) {
+    ::close(lock_fd_);
+    throw UsageError((dir_ / "config.yaml").string() +
+                     " already exists; use --overwrite_config (-oc) to reuse this run directory, or another "
+                     "--name/--log_suffix");
+  }
+}
+
+RunDirClaim::~RunDirClaim() {
+  if (lock_fd_ >= 0) ::close(lock_fd_);
 }
 
 }  // namespace salt::training

@@ -1,0 +1,161 @@
+// The adversarial campaign's failures, replayed (issue: nothing lost, nothing
+// silently wrong): simultaneous starts, names that are paths, damaged
+// checkpoints, temp files of killed processes.
+#include <unistd.h>
+#include <yaml-cpp/yaml.h>
+
+#include <fstream>
+#include <memory>
+#include <set>
+
+#include "training/fit_support.h"
+
+namespace salt::testing {
+namespace fs = std::filesystem;
+
+namespace {
+
+// One epoch of two batches: enough to write a checkpoint, quick enough to start many.
+std::vector<std::string> tiny(std::vector<std::string> extra = {}) {
+  std::vector<std::string> args{"--trainer.max_epochs", "1", "--trainer.limit_train_batches", "2",
+                                "--trainer.limit_val_batches", "1"};
+  args.insert(args.end(), extra.begin(), extra.end());
+  return args;
+}
+
+void flip_byte(const fs::path& file, std::streamoff at) {
+  std::fstream f(file, std::ios::in | std::ios::out | std::ios::binary);
+  f.seekg(at);
+  char c = 0;
+  f.get(c);
+  f.seekp(at);
+  f.put(static_cast<char>(c ^ 0x10));
+}
+
+}  // namespace
+
+class Reliability : public FitTest {
+ protected:
+  // Process i runs with seed_everything 100 + i, so each config.yaml tells whose it is.
+  std::vector<ProcessResult> start_together(int n, const std::vector<std::string>& extra) {
+    std::vector<std::unique_ptr<BackgroundProcess>> procs;
+    for (int i = 0; i < n; ++i) {
+      std::vector<std::string> argv{SALT_BINARY, "fit", "--seed_everything", std::to_string(100 + i)};
+      for (const auto& a : small_gn2(tiny(extra))) argv.push_back(a);
+      procs.push_back(std::make_unique<BackgroundProcess>(argv, dir.path(), std::vector<std::string>{"OMP_NUM_THREADS=1"}));
+    }
+    std::vector<ProcessResult> results;
+    for (auto& p : procs) results.push_back(p->wait());
+    return results;
+  }
+};
+
+// Before: runs started in the same second shared one directory (13 of 15 trials).
+TEST_F(Reliability, SimultaneousStartsEachGetTheirOwnRunDirectory) {
+  const int n = 6;
+  const auto results = start_together(n, {});
+  for (const auto& r : results) ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto dirs = runs();
+  ASSERT_EQ(dirs.size(), static_cast<size_t>(n));
+  std::set<std::string> seeds;
+  for (const auto& run : dirs) {
+    EXPECT_TRUE(fs::exists(run / "config.yaml")) << run;
+    EXPECT_EQ(checkpoints(run).size(), 1u) << run;  // its own checkpoint, no one else's
+    seeds.insert(YAML::LoadFile((run / "config.yaml").string())["seed_everything"].as<std::string>());
+  }
+  EXPECT_EQ(seeds.size(), static_cast<size_t>(n)) << "each config.yaml must be its own run's";
+}
+
+// Before: two runs with the same -ls both exited 0 into one directory.
+TEST_F(Reliability, SimultaneousStartsWithOneLogSuffixAdmitOnlyOne) {
+  const auto results = start_together(4, {"-ls", "same"});
+  int ok = 0;
+  for (const auto& r : results) {
+    if (r.exit_code == 0) {
+      ++ok;
+      continue;
+    }
+    EXPECT_EQ(r.exit_code, 2) << r.err;
+    EXPECT_EQ(error_lines(r.err), 1) << r.err;
+    EXPECT_TRUE(r.err.find("in use by another salt run") != std::string::npos ||
+                r.err.find("already exists; use --overwrite_config") != std::string::npos)
+        << r.err;
+  }
+  EXPECT_EQ(ok, 1);
+  ASSERT_EQ(runs().size(), 1u);
+  EXPECT_EQ(checkpoints(runs()[0]).size(), 1u);
+}
+
+// Before: --name ../../../x put the run directory outside default_root_dir.
+TEST_F(Reliability, NamesThatArePathsAreRefused) {
+  for (const auto& extra : std::vector<std::vector<std::string>>{{"--name", "../../escaped"},
+                                                                 {"--name", ".."},
+                                                                 {"-ls", "a/b"},
+                                                                 {"-ls", ".."}}) {
+    auto r = salt("fit", small_gn2(tiny(extra)));
+    EXPECT_EQ(r.exit_code, 2) << extra[1];
+    EXPECT_EQ(error_lines(r.err), 1) << r.err;
+    EXPECT_NE(r.err.find("is not a name"), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find("command line"), std::string::npos) << "names where the value came from: " << r.err;
+  }
+  // --trainer.default_root_dir '' used to become logs silently (an empty argument read as null).
+  for (const auto& extra : std::vector<std::vector<std::string>>{{"--trainer.default_root_dir", ""},
+                                                                 {"--trainer.default_root_dir="}}) {
+    auto r = salt("fit", small_gn2(tiny(extra)));
+    EXPECT_EQ(r.exit_code, 2);
+    EXPECT_EQ(error_lines(r.err), 1) << r.err;
+    EXPECT_NE(r.err.find("'trainer.default_root_dir': expected a file path, got an empty string"), std::string::npos)
+        << r.err;
+  }
+  EXPECT_FALSE(fs::exists(dir / "escaped"));
+  EXPECT_FALSE(fs::exists(dir / "logs"));
+}
+
+// Before: one flipped byte per tensor loaded fine and validated to val/loss 93.9.
+TEST_F(Reliability, DamagedCheckpointIsRefusedEverywhere) {
+  auto r = salt("fit", small_gn2(tiny({"-ls", "ok"})));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto run = dir / "logs" / "GN2_cpu_ok";
+  const auto good = checkpoints(run).at(0);
+  const auto bad = dir / "bad.ckpt";
+  fs::copy_file(good, bad);
+  flip_byte(bad, static_cast<std::streamoff>(fs::file_size(bad) / 2));  // inside the tensors' data
+  const auto config = (run / "config.yaml").string();
+  for (const auto& [command, args] : std::vector<std::pair<std::string, std::vector<std::string>>>{
+           {"test", {"-c", config, "--ckpt_path", bad.string()}},
+           {"validate", {"-c", config, "--ckpt_path", bad.string()}},
+           {"fit", {"-c", config, "--ckpt_path", bad.string(), "-ls", "resumed"}},
+           {"to_onnx", {"--ckpt_path", bad.string(), "--config", config, "--force", "--output", (dir / "x.onnx").string()}}}) {
+    auto bad_run = salt(command, args);
+    EXPECT_NE(bad_run.exit_code, 0) << command;
+    EXPECT_EQ(error_lines(bad_run.err), 1) << command << ": " << bad_run.err;
+    EXPECT_NE(bad_run.err.find("bad.ckpt: damaged file (entry"), std::string::npos) << command << ": " << bad_run.err;
+    EXPECT_NE(bad_run.err.find("fails its CRC-32 check"), std::string::npos) << command << ": " << bad_run.err;
+  }
+  EXPECT_FALSE(fs::exists(dir / "logs" / "GN2_cpu_resumed"));
+  EXPECT_FALSE(fs::exists(dir / "x.onnx"));
+  // A cut checkpoint (a copy that stopped early) is refused too.
+  fs::resize_file(bad, fs::file_size(bad) - 100);
+  auto cut = salt("test", {"-c", config, "--ckpt_path", bad.string()});
+  EXPECT_NE(cut.err.find("bad.ckpt: damaged file"), std::string::npos) << cut.err;
+  // The intact one still loads.
+  EXPECT_EQ(salt("validate", {"-c", config, "--ckpt_path", good.string()}).exit_code, 0);
+}
+
+// Before: .<file>.tmp.<pid>.<n> files of killed runs stayed forever.
+TEST_F(Reliability, TempFilesOfDeadProcessesAreRemovedWhenTheRunDirectoryIsReused) {
+  ASSERT_EQ(salt("fit", small_gn2(tiny({"-ls", "again"}))).exit_code, 0);
+  const auto run = dir / "logs" / "GN2_cpu_again";
+  const auto dead = run / "ckpts" / ".epoch=000-val_loss=1.00000.ckpt.tmp.999999999.0";  // above any pid_max
+  const auto dead_top = run / ".metrics.csv.tmp.999999998.3";
+  const auto alive = run / "ckpts" / (".x.ckpt.tmp." + std::to_string(getpid()) + ".0");  // this test is alive
+  for (const auto& f : {dead, dead_top, alive}) write_file(f, "partial");
+  auto r = salt("fit", small_gn2(tiny({"-ls", "again", "-oc"})));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.err.find("removed 2 temp file(s)"), std::string::npos) << r.err;
+  EXPECT_FALSE(fs::exists(dead));
+  EXPECT_FALSE(fs::exists(dead_top));
+  EXPECT_TRUE(fs::exists(alive));
+}
+
+}  // namespace salt::testing
