@@ -9,6 +9,31 @@
 namespace salt::config {
 namespace {
 
+// Throws "unknown key" for a dotted key whose first unknown part lies in a struct
+// of the schema (keys under components and lists are left to validation).
+void check_known_key(const std::string& tok, const std::string& key) {
+  TypeP type = root_type();
+  std::string path;
+  for (size_t start = 0; type && type->kind == Type::Kind::kStruct;) {
+    const auto dot = key.find('.', start);
+    const auto part = key.substr(start, dot == std::string::npos ? std::string::npos : dot - start);
+    path = path.empty() ? part : path + "." + part;
+    const Field* f = type->field(part);
+    if (!f) {
+      std::vector<std::string> names;
+      for (const auto& field : type->fields) names.push_back(field.name);
+      throw UsageError("command line '" + tok + "': '" + path + "': unknown key" + did_you_mean(part, names));
+    }
+    if (dot == std::string::npos) return;
+    type = f->type;
+    start = dot + 1;
+  }
+}
+
+}  // namespace
+
+namespace {
+
 // Flags with their own spelling. `key` is the config key they set (its help text
 // lives in the schema); flags without a key act on the command itself.
 struct FlagSpec {
@@ -95,6 +120,7 @@ RunArgs parse_run_args(const std::string& command, const std::vector<std::string
         value = args[++i];
         shown = tok + " " + value;
       } else {
+        check_known_key(tok, key);  // a misspelt key is the likelier mistake: say that first
         throw UsageError("command line '" + tok + "': needs a value (--" + key + "=VALUE or --" + key + " VALUE)");
       }
       run.ops.push_back({append ? ConfigOp::Kind::kAppend : ConfigOp::Kind::kSet, key, value, shown});

@@ -476,7 +476,12 @@ Batch H5Reader::convert(RawBatch&& raw, bool pin_memory) const {
       }
       if (non_finite && !to_num) {
         if (!options_.ignore_finite_checks)
-          throw InputError(fmt::format("Non-finite inputs for '{}' in {}", s.input, path_.string()));
+          throw InputError(fmt::format(
+              "Non-finite inputs for '{}' in {}{}", s.input, path_.string(),
+              s.sequence && !s.has_valid
+                  ? fmt::format(": its dataset has no 'valid' field, so every slot, padding included, is read as a "
+                                "real constituent (add 'valid', as the preprocessing writes it)")
+                  : std::string()));
         if (!warned.exchange(true))
           spdlog::warn("Non-finite inputs for '{}' in {}, kept because ignore_finite_checks is set", s.input,
                        path_.string());

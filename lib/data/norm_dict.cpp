@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <yaml-cpp/yaml.h>
 
+#include <algorithm>
 #include <cmath>
 
 #include "core/errors.h"
@@ -82,6 +83,12 @@ NormParams norm_params(const NormDict& dict, const std::string& dataset, const s
     if (std < 0.0)
       throw InputError(fmt::format("Negative standard deviation ({}) for variable '{}' of '{}' in norm_dict {}", std, var,
                                    dataset, file));
+    // A near-constant variable: normalised values of 1e6 and more overflow float32
+    // in attention and surface much later as a non-finite loss naming no variable.
+    if (std < 1e-6 * std::max(1.0, std::abs(mean)))
+      throw InputError(fmt::format("Standard deviation {} for variable '{}' of '{}' in norm_dict {} is too small "
+                                   "(below 1e-6 x max(1, |mean {}|)): normalised values would overflow float32",
+                                   std, var, dataset, file, mean));
     p.mean.push_back(static_cast<float>(mean));
     p.std.push_back(static_cast<float>(std));
   }

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 #include <signal.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -23,6 +24,9 @@ namespace fs = std::filesystem;
 namespace {
 
 constexpr const char* kMarkerSuffix = ".owner";
+// In each directory a TempCopies created: whoever leaves it empty last (with
+// several ranks, not necessarily its creator) removes it.
+constexpr const char* kMadeBySalt = ".salt-made-this-directory";
 
 std::mutex& registry_mutex() {
   static std::mutex m;
@@ -63,6 +67,15 @@ std::string random_token() {
   std::random_device rd;
   return fmt::format("{:08x}", rd());
 }
+
+// Bytes a non-root writer can still put in the file system of `dir` (0 if unknown).
+uintmax_t free_bytes(const fs::path& dir) {
+  struct statvfs st {};
+  if (::statvfs(dir.c_str(), &st) != 0) return 0;
+  return static_cast<uintmax_t>(st.f_bavail) * st.f_frsize;
+}
+
+std::string megabytes(uintmax_t bytes) { return fmt::format("{:.0f} MB", static_cast<double>(bytes) / 1e6); }
 
 void remove_quietly(const fs::path& p) {
   std::error_code ec;
@@ -120,6 +133,7 @@ TempCopies::TempCopies(const fs::path& dir) : dir_(fs::absolute(dir)) {
   if (ec || !fs::is_directory(dir_))
     throw InputError(fmt::format("Cannot create data.move_files_temp directory {}: {}", dir_.string(), ec.message()));
   created_dirs_.assign(missing.rbegin(), missing.rend());
+  for (const auto& made : created_dirs_) std::ofstream(made / kMadeBySalt).flush();
   stale_removed_ = remove_stale_temp_copies(dir_);
   std::lock_guard<std::mutex> lk(registry_mutex());
   registry().insert(this);
@@ -137,6 +151,14 @@ fs::path TempCopies::copy(const fs::path& source) {
   std::error_code ec;
   if (!fs::is_regular_file(source, ec)) throw InputError(fmt::format("Cannot copy {}: not a file", source.string()));
   const fs::path abs = fs::absolute(source);
+  // A full scratch file system (tmpfs) fails mid-copy with errors that do not say
+  // why (EIO, ENOSPC): check the room first and name it.
+  const uintmax_t size = fs::file_size(abs, ec), room = free_bytes(dir_);
+  auto no_space = [&] {
+    return InputError(fmt::format("data.move_files_temp: no space for {} ({}) in {}: {} free", abs.string(),
+                                  megabytes(size), dir_.string(), megabytes(room)));
+  };
+  if (!ec && room > 0 && size > room) throw no_space();
   const size_t hash = std::hash<std::string>{}(abs.lexically_normal().string());
   const fs::path target =
       dir_ / fmt::format("{}.salt-{}-{}-{:08x}{}", abs.stem().string(), static_cast<long>(getpid()), random_token(),
@@ -163,6 +185,7 @@ fs::path TempCopies::copy(const fs::path& source) {
     remove_quietly(target);
     remove_quietly(marker);
     copies_.pop_back();
+    if (ec.value() == ENOSPC || free_bytes(dir_) < size) throw no_space();  // filled while copying
     throw InputError(fmt::format("Cannot copy {} to {}: {}", abs.string(), target.string(), ec.message()));
   }
   return target;
@@ -176,8 +199,18 @@ void TempCopies::cleanup() {
     remove_quietly(marker);
   }
   copies_.clear();
-  // Directories we created, deepest first; fs::remove refuses non-empty ones.
-  for (auto it = created_dirs_.rbegin(); it != created_dirs_.rend(); ++it) remove_quietly(*it);
+  // Directories a TempCopies created (this one or another rank's), deepest first,
+  // once nothing but the mark is left in them.
+  std::error_code ec;
+  for (fs::path d = dir_; fs::exists(d / kMadeBySalt, ec); d = d.parent_path()) {
+    auto it = fs::directory_iterator(d, ec);
+    bool only_mark = !ec;
+    for (; only_mark && it != fs::directory_iterator(); it.increment(ec))
+      only_mark = !ec && it->path().filename() == kMadeBySalt;
+    if (!only_mark) break;
+    remove_quietly(d / kMadeBySalt);
+    if (!fs::remove(d, ec)) break;
+  }
   created_dirs_.clear();
 }
 

@@ -6,8 +6,10 @@
 // - Next to each copy an owner marker (<copy>.owner: pid, process start time, source)
 //   is written BEFORE copying. At start, copies whose owner process is gone (killed
 //   with SIGKILL, node crash...) are removed: stale_copies_removed() reports them.
-// - The TempCopies object removes its copies, their markers and the directories it
-//   created (if empty) on destruction, also during stack unwinding.
+// - The TempCopies object removes its copies and their markers on destruction, also
+//   during stack unwinding; directories a TempCopies created carry a mark and are
+//   removed by whichever process leaves them empty (with several ranks sharing one
+//   directory, the last to finish, not necessarily the one that made it).
 // - cleanup_temp_copies() removes every live copy of this process: the CLI calls it
 //   from its main thread after catching SIGINT/SIGTERM (it is not async-signal-safe).
 #pragma once
@@ -29,7 +31,7 @@ class TempCopies {
   // Copies `source` into the directory and returns the copy's path. InputError on failure
   // (nothing is left behind).
   std::filesystem::path copy(const std::filesystem::path& source);
-  // Removes the copies, markers and created directories now (idempotent).
+  // Removes the copies, markers and, once empty, marked directories now (idempotent).
   void cleanup();
 
   const std::filesystem::path& dir() const { return dir_; }

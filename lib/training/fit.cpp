@@ -15,6 +15,7 @@
 #include "core/errors.h"
 #include "core/signals.h"
 #include "core/torch_compat.h"
+#include "data/file_pin.h"
 #include "data/loader.h"
 #include "data/temp_copy.h"
 #include "dist/session.h"
@@ -50,6 +51,17 @@ class FitRun {
 
   FitResult run() {
     set_up();
+    try {
+      train_epochs();
+    } catch (const std::exception&) {
+      check_inputs();  // a read error from a file changed under the run: say that instead
+      throw;
+    }
+    return finish();
+  }
+
+ private:
+  void train_epochs() {
     for (int64_t epoch = start_epoch_; (max_epochs_ < 0 || epoch < max_epochs_) && !stop_; ++epoch) {
       state_.epoch = epoch;
       train_epoch(epoch);
@@ -62,10 +74,8 @@ class FitRun {
       ++result_.epochs_run;
       if (!go_on) break;
     }
-    return finish();
   }
 
- private:
   // ---- set-up ----
   void set_up() {
     join_data_parallel();
@@ -83,6 +93,7 @@ class FitRun {
     make_optimization();
     run_git_checks();
     copy_to_temp();
+    pins_ = {data::FilePin(train_reader_->path()), data::FilePin(val_reader_->path())};
     write_files();
     make_loaders();
     prepare_state();
@@ -140,7 +151,7 @@ class FitRun {
       claim_ = std::make_unique<RunDirClaim>(T.default_root_dir, setup_.name, setup_.log_suffix, timestamp_now(),
                                              setup_.overwrite_config);
       run_dir_ = claim_->dir();
-      cleanup_ = std::make_unique<RunDirCleanup>(claim_->created() ? run_dir_ : fs::path());
+      if (claim_->created()) cleanup_ = std::make_unique<RunDirCleanup>(run_dir_, claim_->created_parents());
       if (const int n = claim_->created() ? 0 : remove_dead_temp_files(run_dir_))
         spdlog::info("removed {} temp file(s) left in {} by killed processes", n, run_dir_.string());
     }
@@ -311,6 +322,7 @@ class FitRun {
 
   // ---- one training epoch ----
   void train_epoch(int64_t epoch) {
+    check_inputs();
     setup_.model->train();
     const auto start = std::chrono::steady_clock::now();
     train_loader_->start_epoch(epoch);
@@ -407,6 +419,7 @@ class FitRun {
 
   // Returns false when the run ends here (fast_dev_run).
   bool validate(int64_t epoch) {
+    check_inputs();  // the epoch just trained read unchanged files
     callbacks_.call(&callbacks::Callback::on_epoch_start, state_, std::string("val"), val_batches_);
     const auto on_batch = [this](int64_t b, double loss, int64_t jets) {
       callbacks_.call(&callbacks::Callback::on_batch_end, state_, std::string("val"), b, loss, jets);
@@ -423,6 +436,7 @@ class FitRun {
     callbacks_.call(&callbacks::Callback::on_epoch_end, state_, std::string("val"), std::string("validated"));
     spdlog::info("epoch {} step {}: {}", epoch, state_.global_step, summary);
     if (dev_run_) return false;
+    check_inputs();  // before the checkpoint: its val/loss came from an unchanged file
     callbacks_.call(&callbacks::Callback::on_metrics, state_, metrics);
     callbacks_.call(&callbacks::Callback::on_validation_end, state_);
     return true;
@@ -440,8 +454,14 @@ class FitRun {
       throw StopRequested{flags.stop_signal};
   }
 
+  // Input files are pinned for the run (data/file_pin.h): a change stops it in one line.
+  void check_inputs() const {
+    for (const auto& pin : pins_) pin.check();
+  }
+
   // ---- finish ----
   FitResult finish() {
+    if (!result_.requeued) check_inputs();
     callbacks_.call(&callbacks::Callback::on_fit_end, state_);
     result_.global_step = state_.global_step;
     if (result_.requeued) {
@@ -492,6 +512,7 @@ class FitRun {
   std::string resume_source_;
   bool same_dir_resume_ = false;
   YAML::Node git_meta_;
+  std::vector<data::FilePin> pins_;  // the files the readers read (temp copies when made)
   std::unique_ptr<RunDirClaim> claim_;  // rank 0: the run directory, locked while the run lives
   std::unique_ptr<RunDirCleanup> cleanup_;
   // schedule and loop position

@@ -8,6 +8,7 @@
 #include <exception>
 #include <filesystem>
 #include <string>
+#include <vector>
 
 #include "training/checkpoint.h"
 #include "training/optimization.h"
@@ -59,20 +60,25 @@ class QuietLogs {
 // checkpoints by then.
 class RunDirCleanup {
  public:
-  // dir: a run directory this run created (empty: nothing to remove).
-  explicit RunDirCleanup(std::filesystem::path dir) : armed_(!dir.empty()), dir_(std::move(dir)) {}
+  // dir: a run directory this run created (empty: nothing to remove); parents: the
+  // ancestors it created too, deepest first, removed only if left empty.
+  explicit RunDirCleanup(std::filesystem::path dir, std::vector<std::filesystem::path> parents = {})
+      : armed_(!dir.empty()), dir_(std::move(dir)), parents_(std::move(parents)) {}
   RunDirCleanup(const RunDirCleanup&) = delete;
   RunDirCleanup& operator=(const RunDirCleanup&) = delete;
   ~RunDirCleanup() {
     if (!armed_ || std::uncaught_exceptions() == 0) return;
     std::error_code ec;
     std::filesystem::remove_all(dir_, ec);
+    for (const auto& p : parents_)
+      if (!std::filesystem::remove(p, ec)) break;  // another run's directory is in it
   }
   void disarm() { armed_ = false; }
 
  private:
   bool armed_;
   std::filesystem::path dir_;
+  std::vector<std::filesystem::path> parents_;
 };
 
 }  // namespace salt::training

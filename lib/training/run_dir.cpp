@@ -56,6 +56,11 @@ RunDirClaim::RunDirClaim(const fs::path& default_root_dir, const std::string& na
                          const std::optional<std::string>& log_suffix, const std::string& timestamp,
                          bool overwrite_config) {
   const auto wanted = run_directory(default_root_dir, name, log_suffix, timestamp);
+  std::error_code ec;
+  for (auto p = fs::absolute(wanted).parent_path(); !p.empty() && !fs::exists(p, ec); p = p.parent_path()) {
+    created_parents_.push_back(p);
+    if (p == p.parent_path()) break;
+  }
   create_directories_or_fail(wanted.parent_path(), "run directory (trainer.default_root_dir)");
   if (log_suffix) {
     dir_ = wanted;

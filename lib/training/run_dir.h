@@ -12,6 +12,7 @@
 #include <filesystem>
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace salt::training {
 
@@ -34,9 +35,12 @@ class RunDirClaim {
 
   const std::filesystem::path& dir() const { return dir_; }
   bool created() const { return created_; }  // this run made the directory (so a failed start removes it)
+  // The missing ancestors this claim created on the way (default_root_dir...), deepest first.
+  const std::vector<std::filesystem::path>& created_parents() const { return created_parents_; }
 
  private:
   std::filesystem::path dir_;
+  std::vector<std::filesystem::path> created_parents_;
   bool created_ = false;
   int lock_fd_ = -1;
 };

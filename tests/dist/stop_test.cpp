@@ -50,4 +50,26 @@ TEST_F(FitTest, CtrlCToTheLauncherStopsEveryRankCleanly) {
     EXPECT_EQ(e.path().filename().string().find(".tmp."), std::string::npos) << e.path();
 }
 
+// Before: 2-rank runs with move_files_temp left an empty directory (4 of 5 runs):
+// the rank that made it finished while the other's copies were still in it.
+TEST_F(FitTest, MoveFilesTempDirectoriesGoWhenTwoRanksFinishOrAreStopped) {
+  for (const bool stopped : {false, true}) {
+    const auto top = dir / (stopped ? "shm_stopped" : "shm_finished");
+    auto args = two_ranks({"--trainer.max_epochs", stopped ? "200" : "1", "-ls", stopped ? "stopped" : "finished",
+                           "--data.move_files_temp", (top / "user" / "salt").string()});
+    std::vector<std::string> argv{SALT_BINARY, "fit"};
+    argv.insert(argv.end(), args.begin(), args.end());
+    BackgroundProcess launcher(argv, dir.path(), {"OMP_NUM_THREADS=1"});
+    if (stopped) {
+      const auto run = dir / "logs" / "GN2_cpu_stopped";
+      ASSERT_TRUE(wait_until([&] { return fs::exists(run / "ckpts") && !checkpoints(run).empty(); }, 60s));
+      EXPECT_TRUE(fs::exists(top / "user" / "salt"));  // both ranks' copies in use
+      launcher.signal(SIGINT);
+    }
+    auto r = launcher.wait();
+    EXPECT_EQ(r.exit_code, stopped ? 130 : 0) << r.err;
+    EXPECT_FALSE(fs::exists(top)) << (stopped ? "stopped" : "finished") << ": left " << top;
+  }
+}
+
 }  // namespace salt::testing

@@ -4,6 +4,7 @@
 #include <unistd.h>
 #include <yaml-cpp/yaml.h>
 
+#include <cstdlib>
 #include <fstream>
 #include <memory>
 #include <set>
@@ -156,6 +157,90 @@ TEST_F(Reliability, TempFilesOfDeadProcessesAreRemovedWhenTheRunDirectoryIsReuse
   EXPECT_FALSE(fs::exists(dead));
   EXPECT_FALSE(fs::exists(dead_top));
   EXPECT_TRUE(fs::exists(alive));
+}
+
+// Before: a training file truncated during a fit went unnoticed, exit 0.
+TEST_F(Reliability, AnInputFileChangedDuringTheRunStopsItAndKeepsTheCheckpoints) {
+  std::vector<std::string> argv{SALT_BINARY, "fit"};
+  for (const auto& a : small_gn2({"--trainer.max_epochs", "200", "-ls", "changing"})) argv.push_back(a);
+  BackgroundProcess p(argv, dir.path(), {"OMP_NUM_THREADS=1"});
+  const auto run = dir / "logs" / "GN2_cpu_changing";
+  for (int i = 0; i < 6000 && !(fs::exists(run / "ckpts") && !checkpoints(run).empty()); ++i) usleep(10000);
+  ASSERT_FALSE(checkpoints(run).empty());
+  const auto train = dir / "data" / "toy" / "pp_output_train.h5";
+  const auto size = fs::file_size(train);
+  fs::resize_file(train, size - size / 4);  // a quota hit, a copy cut short
+  auto r = p.wait();
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  EXPECT_EQ(error_lines(r.err), 1) << r.err;
+  EXPECT_NE(r.err.find("pp_output_train.h5 changed during the run (size " + std::to_string(size) + " -> "),
+            std::string::npos)
+      << r.err;
+  EXPECT_FALSE(checkpoints(run).empty());
+}
+
+// The campaign's unclear errors, each now naming its cause.
+TEST_F(Reliability, UnclearErrorsNameTheirCause) {
+  // A key with no value that is no key at all: "unknown key", not "needs a value".
+  auto r = salt("fit", {"--frobnicate"});
+  EXPECT_NE(r.err.find("'frobnicate': unknown key"), std::string::npos) << r.err;
+  r = salt("fit", small_gn2({"--trainer.max_epoch"}));
+  EXPECT_NE(r.err.find("'trainer.max_epoch': unknown key; did you mean 'max_epochs'"), std::string::npos) << r.err;
+  r = salt("fit", small_gn2({"--trainer.max_epochs"}));
+  EXPECT_NE(r.err.find("needs a value"), std::string::npos) << r.err;
+
+  // A norm std of 1e-30 used to surface as a non-finite loss naming no variable.
+  auto norm = read_file(dir / "data" / "toy" / "norm_dict.yaml");
+  const auto at = norm.find("std:", norm.find("d0:"));
+  ASSERT_NE(at, std::string::npos) << norm;
+  norm.replace(at, norm.find('\n', at) - at, "std: 1.0e-30");
+  write_file(dir / "tiny_std.yaml", norm);
+  r = salt("fit", small_gn2(tiny({"--data.norm_dict", (dir / "tiny_std.yaml").string()})));
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  EXPECT_EQ(error_lines(r.err), 1) << r.err;
+  EXPECT_NE(r.err.find("Standard deviation 1e-30 for variable '"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("is too small"), std::string::npos) << r.err;
+}
+
+TEST_F(Reliability, TracksWithoutValidAndNonFiniteValuesNameTheMissingField) {
+  if (!have_python_module("h5py")) GTEST_SKIP() << "SKIP: python3-h5py is not installed";
+  const auto file = dir / "no_valid.h5";
+  auto py = run_python(R"(
+import sys, h5py, numpy as np
+src, dst = sys.argv[1], sys.argv[2]
+with h5py.File(src) as f, h5py.File(dst, "w") as g:
+    g.attrs.update(f.attrs)
+    for name, ds in f.items():
+        data = ds[:]
+        if name == "tracks":
+            keep = [n for n in data.dtype.names if n != "valid"]
+            pad = ~data["valid"]
+            data = data[keep].copy()
+            for n in keep:
+                if data.dtype[n].kind == "f":
+                    data[n][pad] = np.nan  # padding as NaN, as some writers leave it
+        g.create_dataset(name, data=data).attrs.update(ds.attrs)
+)", {(dir / "data" / "toy" / "pp_output_train.h5").string(), file.string()});
+  ASSERT_EQ(py.exit_code, 0) << py.err;
+  auto r = salt("fit", small_gn2(tiny({"--data.train_file", file.string()})));
+  EXPECT_EQ(error_lines(r.err), 1) << r.err;
+  EXPECT_NE(r.err.find("Non-finite inputs for 'tracks'"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("has no 'valid' field"), std::string::npos) << r.err;
+}
+
+// Before: a full tmpfs for move_files_temp said "Input/output error".
+TEST_F(Reliability, AFullScratchFileSystemSaysNoSpace) {
+  const auto small = dir / "small_tmpfs";
+  fs::create_directories(small);
+  if (geteuid() != 0 || std::system(("mount -t tmpfs -o size=64k tmpfs " + small.string() + " 2>/dev/null").c_str()) != 0)
+    GTEST_SKIP() << "SKIP: needs root to mount a small tmpfs";
+  auto r = salt("fit", small_gn2(tiny({"--data.move_files_temp", (small / "copies").string(), "-ls", "nospace"})));
+  std::system(("umount " + small.string()).c_str());
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  EXPECT_EQ(error_lines(r.err), 1) << r.err;
+  EXPECT_NE(r.err.find("data.move_files_temp: no space for"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("pp_output_train.h5"), std::string::npos) << r.err;
+  EXPECT_FALSE(fs::exists(dir / "logs" / "GN2_cpu_nospace"));
 }
 
 }  // namespace salt::testing

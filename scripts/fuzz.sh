@@ -1,0 +1,49 @@
+#!/usr/bin/env bash
+# Fuzzes salt-cpp with libFuzzer (clang from Debian, ASan + UBSan): builds the
+# targets of tests/fuzz in build-fuzz/ (git-ignored), seeds each corpus from the
+# repository (configs/ and the zoo's configs for fuzz_config), runs each target for
+# SECONDS, and fails on any crash, sanitizer report, leak or hang (-timeout).
+# Findings land in build-fuzz/findings/<target>/; the corpus grows in
+# build-fuzz/corpus/<target>/ and is reused by later runs.
+# Usage: scripts/fuzz.sh SECONDS [TARGET...]   (default targets: fuzz_config)
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+seconds=${1:?usage: scripts/fuzz.sh SECONDS [TARGET...]}
+shift
+targets=("$@")
+[ ${#targets[@]} -gt 0 ] || targets=(fuzz_config)
+build=$root/build-fuzz
+command -v clang++ >/dev/null || { echo "fuzz.sh: needs clang (apt-get install clang)" >&2; exit 1; }
+
+(
+  exec 9>/tmp/salt-cpp-build.lock
+  flock 9
+  if [ ! -f "$build/CMakeCache.txt" ]; then
+    CC=clang CXX=clang++ cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DSALT_FUZZ=ON >/dev/null
+  fi
+  cmake --build "$build" -j"${SALT_JOBS:-2}" --target "${targets[@]}"
+)
+
+seed_config() {  # each YAML of configs/ and the zoo as an input: "<yaml>\n%%\n<tokens>"
+  local corpus=$1 i=0
+  for f in "$root"/configs/*.yaml "$root"/tests/fixtures/zoo/*/*.yaml "$root"/tests/fixtures/zoo/*.yaml; do
+    [ -f "$f" ] || continue
+    { cat "$f"; printf '\n%%%%\n--trainer.max_epochs\n2\n--data.batch_size=100'; } > "$corpus/seed_$((i++))"
+  done
+}
+
+status=0
+for t in "${targets[@]}"; do
+  corpus=$build/corpus/$t findings=$build/findings/$t
+  mkdir -p "$corpus" "$findings"
+  [ -n "$(ls -A "$corpus")" ] || "seed_${t#fuzz_}" "$corpus"
+  echo "fuzz.sh: $t for ${seconds}s (corpus $(ls "$corpus" | wc -l) inputs)"
+  log=$build/$t.log
+  if ! (cd "$build" && SALT_SOURCE_DIR=$root ASAN_OPTIONS=detect_leaks=1 \
+        "./tests/fuzz/$t" -max_total_time="$seconds" -timeout=20 -rss_limit_mb=4096 -print_final_stats=1 \
+        -artifact_prefix="$findings/" "$corpus" >"$log" 2>&1); then
+    echo "fuzz.sh: $t FOUND A PROBLEM (inputs in $findings):"; tail -30 "$log"; status=1
+  fi
+  grep -E "stat::number_of_executed_units|stat::peak_rss_mb" "$log" | sed "s/^/fuzz.sh: $t /" || true
+done
+exit $status
