@@ -5,13 +5,13 @@
 # SECONDS, and fails on any crash, sanitizer report, leak or hang (-timeout).
 # Findings land in build-fuzz/findings/<target>/; the corpus grows in
 # build-fuzz/corpus/<target>/ and is reused by later runs.
-# Usage: scripts/fuzz.sh SECONDS [TARGET...]   (default targets: fuzz_config)
+# Usage: scripts/fuzz.sh SECONDS [TARGET...]   (default: fuzz_config fuzz_h5_schema)
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 seconds=${1:?usage: scripts/fuzz.sh SECONDS [TARGET...]}
 shift
 targets=("$@")
-[ ${#targets[@]} -gt 0 ] || targets=(fuzz_config)
+[ ${#targets[@]} -gt 0 ] || targets=(fuzz_config fuzz_h5_schema)
 build=$root/build-fuzz
 command -v clang++ >/dev/null || { echo "fuzz.sh: needs clang (apt-get install clang)" >&2; exit 1; }
 
@@ -30,6 +30,11 @@ seed_config() {  # each YAML of configs/ and the zoo as an input: "<yaml>\n%%\n<
     [ -f "$f" ] || continue
     { cat "$f"; printf '\n%%%%\n--trainer.max_epochs\n2\n--data.batch_size=100'; } > "$corpus/seed_$((i++))"
   done
+}
+
+seed_h5_schema() {  # libFuzzer grows this corpus from nothing; a few random starts help
+  local corpus=$1
+  for i in 1 2 3 4; do head -c 4096 /dev/urandom > "$corpus/seed_$i"; done
 }
 
 status=0
