@@ -21,7 +21,7 @@ command -v clang++ >/dev/null || { echo "fuzz.sh: needs clang (apt-get install c
   if [ ! -f "$build/CMakeCache.txt" ]; then
     CC=clang CXX=clang++ cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DSALT_FUZZ=ON >/dev/null
   fi
-  cmake --build "$build" -j"${SALT_JOBS:-2}" --target "${targets[@]}"
+  cmake --build "$build" -j"${SALT_JOBS:-2}" --target "${targets[@]}" -- -k 0  # every compile error at once
 )
 
 seed_config() {  # each YAML of configs/ and the zoo as an input: "<yaml>\n%%\n<tokens>"

@@ -119,6 +119,9 @@ YAML::Node walk_to_parent(YAML::Node root, const std::string& path, const std::s
       canon = join_path(canon, "init_args");
     }
     if (i + 1 == parts.size()) {
+      // A key below a scalar (`data: oops` then --data.batch_size): yaml-cpp would throw BadSubscript.
+      if (cur.IsScalar())
+        throw UsageError("command line '" + token + "': '" + canon + "' is a single value, not a mapping");
       *leaf = seg;
       *canonical = join_path(canon, seg);
       return cur;

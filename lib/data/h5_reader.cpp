@@ -360,8 +360,10 @@ H5Reader::H5Reader(const fs::path& path, ReaderOptions options, int64_t num, con
     streams_.push_back(std::move(s));
   }
 
-  for (const auto& [input, cuts] : options_.selections) {
-    auto it = std::find_if(streams_.begin(), streams_.end(), [&](const auto& s) { return s->input == input; });
+  for (const auto& selection : options_.selections) {
+    const auto& [input, cuts] = selection;
+    const std::string& name = input;  // C++17 lambdas cannot capture a structured binding (clang refuses)
+    auto it = std::find_if(streams_.begin(), streams_.end(), [&](const auto& s) { return s->input == name; });
     if (it == streams_.end() || !options_.variables.count(input))
       throw InputError(fmt::format("data.selections.{}: '{}' is not an input in data.variables", input, input));
     if (!(*it)->sequence)

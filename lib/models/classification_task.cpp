@@ -142,7 +142,7 @@ PredictionColumns ClassificationTaskImpl::predict(const torch::Tensor& preds, co
 namespace {
 
 struct ClassificationTaskConfig : TaskBaseConfig {
-  ClassificationOptions cls;
+  ClassificationOptions cls{};  // explicit constructor: aggregate init of C{} needs the braces (clang)
   std::optional<std::vector<std::string>> class_names;
   bool use_class_dict = false;
 };
