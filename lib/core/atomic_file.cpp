@@ -3,14 +3,13 @@
 #include <fcntl.h>
 #include <unistd.h>
 
-#include <signal.h>
-
 #include <atomic>
 #include <cerrno>
 #include <cstring>
 #include <regex>
 
 #include "core/errors.h"
+#include "core/process.h"
 
 namespace salt {
 
@@ -22,8 +21,6 @@ std::filesystem::path temp_name_for(const std::filesystem::path& path) {
 
 namespace {
 
-bool process_gone(long pid) { return pid > 0 && ::kill(static_cast<pid_t>(pid), 0) != 0 && errno == ESRCH; }
-
 int remove_dead_in(const std::filesystem::path& dir) {
   static const std::regex temp_file(R"(\..+\.tmp\.([0-9]{1,9})\.[0-9]+)");
   int removed = 0;
@@ -31,7 +28,7 @@ int remove_dead_in(const std::filesystem::path& dir) {
   for (const auto& entry : std::filesystem::directory_iterator(dir, ec)) {
     std::smatch m;
     const auto name = entry.path().filename().string();
-    if (!entry.is_regular_file(ec) || !std::regex_match(name, m, temp_file) || !process_gone(std::stol(m[1])))
+    if (!entry.is_regular_file(ec) || !std::regex_match(name, m, temp_file) || process_alive(std::stol(m[1])))
       continue;
     if (std::filesystem::remove(entry.path(), ec)) ++removed;
   }

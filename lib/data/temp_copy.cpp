@@ -1,7 +1,6 @@
 #include "data/temp_copy.h"
 
 #include <fmt/format.h>
-#include <signal.h>
 #include <sys/statvfs.h>
 #include <unistd.h>
 
@@ -16,6 +15,7 @@
 #include <sstream>
 
 #include "core/errors.h"
+#include "core/process.h"
 
 namespace salt::data {
 
@@ -35,32 +35,6 @@ std::mutex& registry_mutex() {
 std::set<TempCopies*>& registry() {
   static std::set<TempCopies*> r;
   return r;
-}
-
-// Start time of a process in clock ticks since boot (field 22 of /proc/<pid>/stat),
-// which tells a live owner from a later process that reused its pid. 0 if unknown.
-unsigned long long process_start(long pid) {
-  std::ifstream in(fmt::format("/proc/{}/stat", pid));
-  std::string line;
-  if (!std::getline(in, line)) return 0;
-  auto close = line.rfind(')');
-  if (close == std::string::npos) return 0;
-  std::istringstream rest(line.substr(close + 2));
-  std::string field;
-  // Fields after the command name start at field 3 (state); start time is field 22.
-  for (int i = 3; i <= 22 && rest >> field; ++i)
-    if (i == 22) return std::stoull(field);
-  return 0;
-}
-
-bool process_alive(long pid, unsigned long long start) {
-  if (pid <= 0) return false;
-  if (kill(static_cast<pid_t>(pid), 0) != 0 && errno != EPERM) return false;
-  if (start != 0) {
-    unsigned long long now = process_start(pid);
-    if (now != 0 && now != start) return false;  // pid reused by another process
-  }
-  return true;
 }
 
 std::string random_token() {
