@@ -194,18 +194,42 @@ class FitRun {
     max_epochs_ = dev_run_ ? 1 : T.max_epochs;
     total_steps_ = max_epochs_ > 0 ? steps_per_epoch * max_epochs_ : T.max_steps;
     if (T.max_steps > 0 && !dev_run_) total_steps_ = std::min(total_steps_, T.max_steps);
-    if (resume_ && resume_->scheduler_total_steps > 0) keep_resumed_schedule();
+    if (resume_ && resume_->scheduler_total_steps > 0) keep_resumed_schedule(steps_per_epoch);
+  }
+
+  // The optimizer steps a resumed run will take, counted at this run's steps per
+  // epoch, which may differ from the checkpoint's (another batch_size, num_train,
+  // limit or world size): the rest of a mid-epoch checkpoint's epoch, the epochs
+  // after it, capped by max_steps.
+  int64_t steps_this_run(int64_t steps_per_epoch) const {
+    const bool mid_epoch = resume_->batch_in_epoch >= 0;
+    const int64_t first_epoch = mid_epoch ? resume_->epoch : resume_->epoch + 1;
+    const int64_t accumulate = T.accumulate_grad_batches;
+    int64_t steps = T.max_steps > 0 ? T.max_steps - resume_->global_step : 0;
+    if (max_epochs_ > 0) {
+      int64_t by_epochs = std::max<int64_t>(0, max_epochs_ - first_epoch) * steps_per_epoch;
+      if (mid_epoch) by_epochs -= std::min(steps_per_epoch, (resumed_skip_batches() + accumulate - 1) / accumulate);
+      steps = T.max_steps > 0 ? std::min(steps, by_epochs) : by_epochs;
+    }
+    return std::max<int64_t>(0, steps);
+  }
+
+  // batch_in_epoch counts the saving run's per-rank batches; with another world size
+  // the same share of the epoch is skipped (the batches themselves differ a little).
+  int64_t resumed_skip_batches() const {
+    if (!resume_ || resume_->batch_in_epoch < 0) return 0;
+    return resume_->batch_in_epoch * saved_world_size(resume_->config_yaml) / world_;
   }
 
   // The schedule continues where it was when the steps left fit its plan. torch
   // would fail stepping past it, possibly hours in, so a longer run is refused up
   // front, unless lrs_config.last_epoch is set: then, as salt's training guide
   // intends, a new one-cycle schedule over this run's steps starts at last_epoch + 1.
-  void keep_resumed_schedule() {
+  void keep_resumed_schedule(int64_t steps_per_epoch) {
     const int64_t wanted = total_steps_, planned = resume_->scheduler_total_steps;
     const int64_t position = resume_->scheduler_last_epoch >= 0 ? resume_->scheduler_last_epoch
                                                                 : resume_->global_step + setup_.lrs.last_epoch + 1;
-    const int64_t steps_left = std::max<int64_t>(0, wanted - resume_->global_step);
+    const int64_t steps_left = steps_this_run(steps_per_epoch);
     if (position + steps_left <= planned) {
       total_steps_ = planned;
       schedule_position_ = position;
@@ -308,14 +332,11 @@ class FitRun {
   void resume_position() {
     const bool mid_epoch = resume_ && resume_->batch_in_epoch >= 0;
     start_epoch_ = resume_ ? (mid_epoch ? resume_->epoch : resume_->epoch + 1) : 0;
-    skip_batches_ = mid_epoch ? resume_->batch_in_epoch : 0;
+    skip_batches_ = resumed_skip_batches();
     state_.global_step = optimization_->steps_done();
     if (!mid_epoch) return;
-    // batch_in_epoch counts the saving run's per-rank batches; with another world size
-    // the same share of the epoch is skipped (the batches themselves differ a little).
     const int saved_world = saved_world_size(resume_->config_yaml);
     if (saved_world == world_) return;
-    skip_batches_ = skip_batches_ * saved_world / world_;
     spdlog::warn("resuming mid-epoch with {} processes from a run with {}: skipping {} batches per process", world_,
                  saved_world, skip_batches_);
   }

@@ -9,6 +9,7 @@
 #include <memory>
 #include <set>
 
+#include "training/checkpoint.h"
 #include "training/fit_support.h"
 
 namespace salt::testing {
@@ -241,6 +242,37 @@ TEST_F(Reliability, AFullScratchFileSystemSaysNoSpace) {
   EXPECT_NE(r.err.find("data.move_files_temp: no space for"), std::string::npos) << r.err;
   EXPECT_NE(r.err.find("pp_output_train.h5"), std::string::npos) << r.err;
   EXPECT_FALSE(fs::exists(dir / "logs" / "GN2_cpu_nospace"));
+}
+
+// A resume at another batch_size changes the steps per epoch. The plan check used
+// to estimate the steps left as (this run's total - the checkpoint's step), which
+// undercounts when the epochs shrink: the run was accepted and stepped past the
+// checkpoint's one-cycle schedule. Now the steps this run takes are counted.
+TEST_F(Reliability, ResumeAtAnotherBatchSizeCountsTheStepsItWillTake) {
+  auto a = salt("fit", small_gn2({"--trainer.max_epochs", "2", "-ls", "a"}));  // 8 steps per epoch, 16 planned
+  ASSERT_EQ(a.exit_code, 0) << a.err;
+  const auto run = dir / "logs" / "GN2_cpu_a";
+  const auto first_epoch = checkpoints(run).at(0);
+  ASSERT_EQ(training::load_checkpoint(first_epoch).global_step, 8);
+
+  // batch_size 500: 4 steps per epoch; epochs 1..3 take 12 steps, 4 more than the 8 left.
+  auto past = salt("fit", {"-c", (run / "config.yaml").string(), "--ckpt_path", first_epoch.string(),
+                           "--data.batch_size", "500", "--trainer.max_epochs", "4", "-ls", "past"});
+  EXPECT_EQ(past.exit_code, 2);
+  EXPECT_EQ(error_lines(past.err), 1) << past.err;
+  EXPECT_NE(past.err.find("12 more optimizer steps but the checkpoint's one-cycle schedule has 8 left"),
+            std::string::npos)
+      << past.err;
+  EXPECT_FALSE(fs::exists(dir / "logs" / "GN2_cpu_past"));
+
+  // Epochs 1 and 2 at 4 steps fit the 8 left exactly: trains to the schedule's end.
+  auto fits = salt("fit", {"-c", (run / "config.yaml").string(), "--ckpt_path", first_epoch.string(),
+                           "--data.batch_size", "500", "--trainer.max_epochs", "3", "-ls", "fits"});
+  ASSERT_EQ(fits.exit_code, 0) << fits.err;
+  const auto last = training::load_checkpoint(checkpoints(dir / "logs" / "GN2_cpu_fits").back());
+  EXPECT_EQ(last.global_step, 16);
+  EXPECT_EQ(last.scheduler_total_steps, 16);
+  EXPECT_EQ(last.scheduler_last_epoch, 16);
 }
 
 }  // namespace salt::testing
