@@ -15,6 +15,7 @@ packages=(
   libonnx-dev libprotobuf-dev  # salt to_onnx builds graphs with ONNX's own protobuf types and checker
   python3-torch python3-h5py  # tests cross-check against PyTorch and h5py themselves
   slurm-wlm slurmctld slurmd slurm-client munge  # tests/submit start a real single-node Slurm
+  clang libclang-rt-14-dev  # scripts/fuzz.sh: libFuzzer with ASan + UBSan
 )
 
 missing=()
