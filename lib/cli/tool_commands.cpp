@@ -6,6 +6,8 @@
 #include "cli/commands.h"
 #include "core/signals.h"
 #include "config/compose.h"
+#include "core/memory.h"
+#include "data/shuffle.h"
 #include "data/toy_data.h"
 #include "data/toy_schema.h"
 
@@ -64,10 +66,40 @@ void add_toydata_command(CLI::App& app) {
   });
 }
 
+// `salt shuffle`: a pre-shuffled copy of physics-ordered files (data/shuffle.h).
+void add_shuffle_command(CLI::App& app) {
+  auto options = std::make_shared<data::ShuffleOptions>();
+  auto output = std::make_shared<std::string>();
+  auto* sub = app.add_subcommand("shuffle", "Write one pre-shuffled copy of preprocessed HDF5 files (all datasets of "
+                                            "a jet move together), out of core in a bounded memory budget, so that "
+                                            "weak shuffling sees well-mixed batches.");
+  sub->add_option("inputs", options->inputs, "Input files or wildcards (pp_output_train_*.h5); one output for all.")
+      ->required();
+  sub->add_option("-o,--output", *output, "Output HDF5 file (written under a temp name, then renamed).")->required();
+  sub->add_option("--seed", options->seed, "Random seed (the output is a pure function of it and the inputs).")
+      ->capture_default_str();
+  sub->add_option("--memory_mb", options->memory_mb,
+                  "Memory budget in MiB (growth of resident memory, HDF5's share (8 MiB) included; at least 10); the "
+                  "bucket files need free disk next to the output of about the uncompressed data size.")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  sub->callback([options, output] {
+    options->output = *output;
+    install_stop_handlers();
+    const double rss_before = current_rss_mb();
+    const auto r = data::shuffle_files(*options);
+    spdlog::info("shuffled {} jets ({} bytes each) into {} through {} bucket(s), seed {}; memory: {:.1f} MiB "
+                 "resident before, {:.1f} MiB peak",
+                 r.jets, r.bytes_per_jet, options->output.string(), r.buckets, options->seed, rss_before,
+                 peak_rss_mb());
+  });
+}
+
 }  // namespace
 
 void add_tool_commands(CLI::App& app) {
   add_toydata_command(app);
+  add_shuffle_command(app);
   add_submit_commands(app);
   add_export_commands(app);
 }

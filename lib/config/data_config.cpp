@@ -149,8 +149,10 @@ Binding<D> make_binding() {
                       "their order is the model's column order."),
            read_variables)
       .arg("global_object", SALT_FIELD(global_object), "The global object (one per row) that other inputs belong to.")
-      .required("train_file", SALT_FIELD(train_file), "Training HDF5 file from the preprocessing.", t_path())
-      .required("val_file", SALT_FIELD(val_file), "Validation HDF5 file.", t_path())
+      .required("train_file", SALT_FIELD(train_file),
+                "Training HDF5 file from the preprocessing; a wildcard in the name (pp_train_*.h5) reads every "
+                "match, in name order, through an HDF5 virtual dataset.", t_path())
+      .required("val_file", SALT_FIELD(val_file), "Validation HDF5 file (wildcards as train_file).", t_path())
       .custom(field_null("test_file", t_optional(t_path()), "Test HDF5 file for `salt test`."), unless_null(SALT_FIELD(test_file)))
       .required("norm_dict", SALT_FIELD(norm_dict), "norm_dict.yaml: {input: {variable: {mean, std}}}.", t_path())
       .custom(field_null("class_dict", t_optional(t_path()), "class_dict.yaml: class weights for tasks with use_class_dict."),
@@ -191,9 +193,14 @@ Binding<D> make_binding() {
               read_parameters)
       .unbound(field_null("transforms", t_any(), "Data augmentation transforms.")).unsupported(none)
       .unbound(field("recover_malformed", t_bool(), false, "Recover malformed files.")).ignored("not needed by the C++ reader")
-      .unbound(field_null("train_vds_path", t_any(), "Virtual dataset of many train files.")).unsupported("merge files first")
-      .unbound(field_null("val_vds_path", t_any(), "Virtual dataset of many val files.")).unsupported("merge files first")
-      .unbound(field_null("test_vds_path", t_any(), "Virtual dataset of many test files.")).unsupported("merge files first")
+      .custom(field_null("train_vds_path", t_optional(t_path()),
+                         "With a wildcard in train_file: the virtual dataset file written over the matches "
+                         "(null: <dir>/<pattern with * -> vds, no .h5>/vds.h5)."),
+              unless_null(SALT_FIELD(train_vds_path)))
+      .custom(field_null("val_vds_path", t_optional(t_path()), "As train_vds_path, for a wildcard in val_file."),
+              unless_null(SALT_FIELD(val_vds_path)))
+      .custom(field_null("test_vds_path", t_optional(t_path()), "As train_vds_path, for a wildcard in test_file."),
+              unless_null(SALT_FIELD(test_vds_path)))
       .unbound(field_null("config_s3", t_any(), "S3 storage config.")).unsupported("read files from a file system")
       .unbound(field_null("edge_constructors", t_any(), "Edge feature constructors.")).unsupported(none)
       .custom(field_null("multi_target", t_optional(t_list(multi_target_binding().type())),

@@ -45,7 +45,8 @@ struct ParameterSpec {
 };
 
 struct DataConfig {
-  std::string train_file, val_file, test_file;  // "" when absent
+  std::string train_file, val_file, test_file;  // "" when absent; a wildcard: many files (data/virtual_file.h)
+  std::string train_vds_path, val_vds_path, test_vds_path;  // where their virtual file goes; "": salt's default
   std::string norm_dict, class_dict;            // "" when absent
   std::map<std::string, std::vector<std::string>> variables;  // input -> variables
   std::vector<std::string> input_order;                       // inputs in the order of the YAML

@@ -146,4 +146,23 @@ void write_attr(hid_t obj, const std::string& name, const std::vector<std::strin
   write_attr_raw(obj, name, type.get(), space.get(), ptrs.data());
 }
 
+// Copies every attribute of `from` to `to` byte for byte, in its own type.
+void copy_attributes(hid_t from, hid_t to) {
+  auto copy_one = [](hid_t loc, const char* name, const H5A_info_t*, void* target) -> herr_t {
+    Id attr(H5Aopen(loc, name, H5P_DEFAULT), H5Aclose);
+    if (!attr.valid()) return -1;
+    Id type(H5Aget_type(attr.get()), H5Tclose), space(H5Aget_space(attr.get()), H5Sclose);
+    const auto points = static_cast<size_t>(std::max<hssize_t>(1, H5Sget_simple_extent_npoints(space.get())));
+    std::vector<uint8_t> buf(points * H5Tget_size(type.get()));
+    if (H5Aread(attr.get(), type.get(), buf.data()) < 0) return -1;
+    Id out(H5Acreate2(*static_cast<hid_t*>(target), name, type.get(), space.get(), H5P_DEFAULT, H5P_DEFAULT), H5Aclose);
+    const herr_t written = out.valid() ? H5Awrite(out.get(), type.get(), buf.data()) : -1;
+    if (H5Tdetect_class(type.get(), H5T_VLEN) > 0 || H5Tis_variable_str(type.get()) > 0)
+      H5Dvlen_reclaim(type.get(), space.get(), H5P_DEFAULT, buf.data());
+    return written < 0 ? -1 : 0;
+  };
+  if (H5Aiterate2(from, H5_INDEX_NAME, H5_ITER_INC, nullptr, copy_one, &to) < 0)
+    fail("cannot copy attributes");
+}
+
 }  // namespace salt::data::h5

@@ -156,6 +156,8 @@ void write_attr(hid_t obj, const std::string& name, const std::string& value);  
 void write_attr(hid_t obj, const std::string& name, int64_t value);
 void write_attr(hid_t obj, const std::string& name, double value);
 void write_attr(hid_t obj, const std::string& name, const std::vector<std::string>& values);
+// Copies every attribute of `from` to `to` byte for byte, in its own type.
+void copy_attributes(hid_t from, hid_t to);
 
 // --- files and datasets -------------------------------------------------------------
 

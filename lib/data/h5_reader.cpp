@@ -1,4 +1,5 @@
 #include "data/h5_reader.h"
+#include "data/virtual_file.h"
 
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
@@ -267,8 +268,17 @@ std::vector<uint8_t> apply_selections(const Stream& s, const uint8_t* base, int6
 
 }  // namespace
 
+// A virtual dataset's members must all be there (HDF5 would read zeros for a missing
+// one); they are the files a run pins.
+void H5Reader::note_members(const Stream& s, bool global) {
+  auto members = virtual_members(path_, s.dataset);
+  for (const auto& m : members)
+    if (std::find(files_.begin(), files_.end(), m.file) == files_.end()) files_.push_back(m.file);
+  if (global) members_ = std::move(members);
+}
+
 H5Reader::H5Reader(const fs::path& path, ReaderOptions options, int64_t num, const std::string& num_key)
-    : path_(path), options_(std::move(options)), file_(h5::File::open_read(path)) {
+    : path_(path), options_(std::move(options)), file_(h5::File::open_read(path)), files_{path} {
   const std::string& global = options_.global_object;
   const std::string file_str = path_.string();
 
@@ -357,6 +367,7 @@ H5Reader::H5Reader(const fs::path& path, ReaderOptions options, int64_t num, con
     }
     s->ds->check_filters();
     s->direct = options_.direct_chunks && s->ds->direct_chunks_supported();
+    note_members(*s, input == global);
     streams_.push_back(std::move(s));
   }
 

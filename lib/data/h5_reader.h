@@ -22,6 +22,7 @@
 #include "config/data_config.h"
 #include "data/batch.h"
 #include "data/h5_file.h"
+#include "data/virtual_file.h"
 
 namespace salt::data {
 
@@ -125,11 +126,16 @@ class H5Reader {
   // Root attributes of the file (unique_jets, jet_counts, dsids, config, ...).
   YAML::Node file_attributes() const { return file_.attributes(); }
   const h5::File& file() const { return file_; }
+  // The files behind path(): itself, then the members of its virtual datasets.
+  const std::vector<std::filesystem::path>& files() const { return files_; }
+  // The global object's virtual members with their jets; empty for an ordinary file.
+  const std::vector<VirtualMember>& members() const { return members_; }
 
   struct Stream;  // one dataset being read (defined in the .cpp)
 
  private:
   void check_multi_targets();
+  void note_members(const Stream& s, bool global);
 
   std::filesystem::path path_;
   ReaderOptions options_;
@@ -137,6 +143,8 @@ class H5Reader {
   std::vector<std::unique_ptr<Stream>> streams_;
   int64_t num_rows_ = 0;
   int64_t available_rows_ = 0;
+  std::vector<std::filesystem::path> files_;
+  std::vector<VirtualMember> members_;
 };
 
 // 1234567 -> "1,234,567" (for messages)

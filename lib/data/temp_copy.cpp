@@ -133,6 +133,23 @@ fs::path TempCopies::copy(const fs::path& source) {
                                   megabytes(size), dir_.string(), megabytes(room)));
   };
   if (!ec && room > 0 && size > room) throw no_space();
+  const fs::path target = reserve(abs);
+  fs::path marker = target;
+  marker += kMarkerSuffix;
+  fs::copy_file(abs, target, fs::copy_options::overwrite_existing, ec);
+  if (ec) {
+    remove_quietly(target);
+    remove_quietly(marker);
+    copies_.pop_back();
+    if (ec.value() == ENOSPC || free_bytes(dir_) < size) throw no_space();  // filled while copying
+    throw InputError(fmt::format("Cannot copy {} to {}: {}", abs.string(), target.string(), ec.message()));
+  }
+  return target;
+}
+
+fs::path TempCopies::reserve(const fs::path& source) {
+  const fs::path abs = fs::absolute(source);
+  std::error_code ec;
   const size_t hash = std::hash<std::string>{}(abs.lexically_normal().string());
   const fs::path target =
       dir_ / fmt::format("{}.salt-{}-{}-{:08x}{}", abs.stem().string(), static_cast<long>(getpid()), random_token(),
@@ -154,14 +171,6 @@ fs::path TempCopies::copy(const fs::path& source) {
     }
   }
   copies_.push_back(target);
-  fs::copy_file(abs, target, fs::copy_options::overwrite_existing, ec);
-  if (ec) {
-    remove_quietly(target);
-    remove_quietly(marker);
-    copies_.pop_back();
-    if (ec.value() == ENOSPC || free_bytes(dir_) < size) throw no_space();  // filled while copying
-    throw InputError(fmt::format("Cannot copy {} to {}: {}", abs.string(), target.string(), ec.message()));
-  }
   return target;
 }
 

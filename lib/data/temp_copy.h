@@ -31,6 +31,9 @@ class TempCopies {
   // Copies `source` into the directory and returns the copy's path. InputError on failure
   // (nothing is left behind).
   std::filesystem::path copy(const std::filesystem::path& source);
+  // A collision-free name in the directory for a file the caller writes (e.g. a
+  // virtual file over copies), named after `source`, owned and removed like a copy.
+  std::filesystem::path reserve(const std::filesystem::path& source);
   // Removes the copies, markers and, once empty, marked directories now (idempotent).
   void cleanup();
 

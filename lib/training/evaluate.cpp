@@ -151,9 +151,9 @@ EvaluateResult evaluate(const YAML::Node& resolved) {
   callbacks::TestState test;
   test.setup = &setup;
   test.checkpoint = result.checkpoint;
-  test.test_file = D.test_file;
+  test.test_file = reader->path();  // for a wildcard, its virtual file (salt names the sample after it too)
   test.num_rows = reader->num_rows();
-  auto name = result.checkpoint.stem().string() + "__test_" + sample_name(D.test_file);
+  auto name = result.checkpoint.stem().string() + "__test_" + sample_name(reader->path());
   if (D.test_suff) name += "_" + *D.test_suff;
   test.output = result.checkpoint.parent_path() / (name + ".h5");
   callbacks.call(&callbacks::Callback::on_test_start, test);

@@ -87,13 +87,15 @@ class FitRun {
     // Open (and so validate) the data before anything is written.
     train_reader_ = open_reader(setup_, D.train_file, D.num_train, "num_train");
     val_reader_ = open_reader(setup_, D.val_file, D.num_val, "num_val");
+    train_members_ = train_reader_->members();  // before any temp copies
+    val_members_ = val_reader_->members();
     decide_start();
     place_model();
     plan_steps();
     make_optimization();
     run_git_checks();
     copy_to_temp();
-    pins_ = {data::FilePin(train_reader_->path()), data::FilePin(val_reader_->path())};
+    pin_inputs();
     write_files();
     make_loaders();
     prepare_state();
@@ -278,8 +280,25 @@ class FitRun {
     if (dev_run_ || !D.move_files_temp) return;
     temp_ = std::make_unique<data::TempCopies>(*D.move_files_temp);
     spdlog::info("copying training files to {}", temp_->dir().string());
-    train_reader_ = open_reader(setup_, temp_->copy(D.train_file).string(), D.num_train, "num_train");
-    val_reader_ = open_reader(setup_, temp_->copy(D.val_file).string(), D.num_val, "num_val");
+    train_reader_ = open_reader(setup_, copy_input(*train_reader_), D.num_train, "num_train");
+    val_reader_ = open_reader(setup_, copy_input(*val_reader_), D.num_val, "num_val");
+  }
+
+  // A virtual file's members are copied one by one and a virtual file over the
+  // copies is written next to them (removed with them).
+  std::string copy_input(const data::H5Reader& reader) {
+    if (reader.members().empty()) return temp_->copy(reader.path()).string();
+    std::vector<fs::path> copies;
+    for (const auto& m : reader.members()) copies.push_back(temp_->copy(m.file));
+    const auto vds = temp_->reserve(reader.path());
+    data::write_virtual_file(copies, vds, "temp copies of the members of " + reader.path().string());
+    return vds.string();
+  }
+
+  // Every file the readers read: the inputs (or their copies) and any virtual members.
+  void pin_inputs() {
+    for (const auto* reader : {train_reader_.get(), val_reader_.get()})
+      for (const auto& file : reader->files()) pins_.emplace_back(file);
   }
 
   void write_files() {
@@ -288,7 +307,8 @@ class FitRun {
     result_.world_size = world_;
     if (dev_run_ || !main_rank_) return;
     RunInfo info{train_reader_.get(), val_reader_.get(), models::count_parameters(*setup_.model).trainable,
-                 device_.is_cuda() ? T.num_devices * T.num_nodes : 0, {}, timestamp_now(), git_meta_};
+                 device_.is_cuda() ? T.num_devices * T.num_nodes : 0, {}, timestamp_now(), git_meta_,
+                 train_members_, val_members_};
     if (device_.is_cuda())
       for (int i = 0; i < T.num_devices; ++i)
         info.gpu_ids.push_back(T.device_ids.empty() ? i : T.device_ids[static_cast<std::size_t>(i)]);
@@ -533,6 +553,7 @@ class FitRun {
   std::string resume_source_;
   bool same_dir_resume_ = false;
   YAML::Node git_meta_;
+  std::vector<data::VirtualMember> train_members_, val_members_;  // wildcard inputs' files
   std::vector<data::FilePin> pins_;  // the files the readers read (temp copies when made)
   std::unique_ptr<RunDirClaim> claim_;  // rank 0: the run directory, locked while the run lives
   std::unique_ptr<RunDirCleanup> cleanup_;

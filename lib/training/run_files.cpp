@@ -81,6 +81,17 @@ YAML::Node write_run_files(const fs::path& run_dir, const RunSetup& setup, const
   meta["num_unique_jets_val"] = attr_or_null(val_attrs, "unique_jets");
   meta["jet_counts_val"] = attr_or_null(val_attrs, "jet_counts");
   meta["pp_config_val"] = attr_or_null(val_attrs, "config");
+  for (const auto& [key, members] : {std::pair{"train_members", &info.train_members}, {"val_members", &info.val_members}}) {
+    if (members->empty()) continue;
+    YAML::Node list(YAML::NodeType::Sequence);
+    for (const auto& m : *members) {
+      YAML::Node entry;
+      entry["file"] = m.file.string();
+      entry["jets"] = m.rows;
+      list.push_back(entry);
+    }
+    meta[key] = list;
+  }
   auto names = info.train->class_names();
   if (!names.empty()) {
     YAML::Node classes(YAML::NodeType::Sequence);

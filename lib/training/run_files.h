@@ -19,6 +19,8 @@ struct RunInfo {
   std::vector<int> gpu_ids;
   std::string timestamp;
   YAML::Node git;  // git_repo/git_commit/git_branch/git_dirty (null values without a repo)
+  // Wildcard inputs: the matched files with their jets (the readers above may read temp copies).
+  std::vector<data::VirtualMember> train_members, val_members;
 };
 
 // Writes config.yaml, the dict copies and metadata.yaml into `run_dir` (created).

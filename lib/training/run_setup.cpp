@@ -8,6 +8,7 @@
 #include "core/errors.h"
 #include "data/h5_file.h"
 #include "data/labeller.h"
+#include "data/virtual_file.h"
 #include "models/model_factory.h"
 
 namespace salt::training {
@@ -29,7 +30,7 @@ uint64_t resolve_seed(const config::RunConfig& run, YAML::Node config) {
 std::optional<std::vector<std::string>> file_class_names(const data::DataConfig& data, const std::string& file,
                                                          const std::string& input, const std::string& label) {
   if (input != data.global_object || file.empty()) return std::nullopt;
-  auto h5 = data::h5::File::open_read(file);
+  auto h5 = data::h5::File::open_read(input_file(data, file));
   const auto dataset = data.dataset_of(input);
   // Said here, or the user would only hear that class_names are unknown.
   if (!h5.has_dataset(dataset)) throw InputError(file + ": no dataset '" + dataset + "' (the jets, data.global_object)");
@@ -147,11 +148,21 @@ RunSetup prepare_run(const YAML::Node& resolved, Stage stage) {
   return s;
 }
 
+std::string input_file(const data::DataConfig& data, const std::string& file) {
+  if (!data::has_wildcard(file)) return file;
+  const std::string& vds = file == data.train_file ? data.train_vds_path
+                           : file == data.val_file ? data.val_vds_path
+                           : file == data.test_file ? data.test_vds_path
+                                                    : std::string();
+  return data::build_virtual_file(file, vds.empty() ? data::default_virtual_path(file) : std::filesystem::path(vds))
+      .string();
+}
+
 std::shared_ptr<data::H5Reader> open_reader(const RunSetup& setup, const std::string& path, int64_t num,
                                             const std::string& num_key, bool test_stage) {
   auto options = setup.reader_options;
   options.set_test_stage(test_stage);
-  return std::make_shared<data::H5Reader>(path, std::move(options), num, num_key);
+  return std::make_shared<data::H5Reader>(input_file(setup.data, path), std::move(options), num, num_key);
 }
 
 }  // namespace salt::training

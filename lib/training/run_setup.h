@@ -45,8 +45,13 @@ struct RunSetup {
 // `config` is a resolved config (config::resolve); it is copied, not modified.
 RunSetup prepare_run(const YAML::Node& config, Stage stage);
 
-// A reader of `path` with the run's variables and labels; `num` first rows; test_stage:
-// salt test's data (parameters at their test values).
+// The file to open for a data file key's value: itself, or for a wildcard the virtual
+// file over its matches, built or reused (data/virtual_file.h) at the key's *_vds_path.
+std::string input_file(const data::DataConfig& data, const std::string& file);
+
+// A reader of `path` (a data file key's value: wildcards are resolved by input_file)
+// with the run's variables and labels; `num` first rows; test_stage: salt test's data
+// (parameters at their test values).
 std::shared_ptr<data::H5Reader> open_reader(const RunSetup& setup, const std::string& path, int64_t num,
                                             const std::string& num_key, bool test_stage = false);
 
