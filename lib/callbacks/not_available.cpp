@@ -1,6 +1,7 @@
-// salt's diagnostic callbacks and Lightning's experiment loggers that salt-cpp
-// accepts in a config but does not run: validation warns that they are skipped
-// (metrics always go to <run>/metrics.csv).
+// salt's diagnostic callbacks that salt-cpp accepts in a config but does not run
+// (validation warns that they are skipped), and Lightning's CSVLogger, which is
+// built in (metrics always go to <run>/metrics.csv). The other loggers:
+// tensorboard_logger.cpp.
 #include "callbacks/registry.h"
 
 namespace salt::callbacks {
@@ -19,14 +20,7 @@ bool register_skipped_callbacks() {
 bool register_loggers() {
   using config::ComponentSpec;
   using config::Support;
-  const char* csv = "is not available in salt-cpp; metrics are written to <run>/metrics.csv instead";
   for (const auto& spec : std::vector<ComponentSpec>{
-           {"lightning.pytorch.loggers.CometLogger", "logger", open_args(), "Comet.ml logger.", Support::kIgnored, csv,
-            {"lightning.pytorch.loggers.comet.CometLogger", "pytorch_lightning.loggers.CometLogger"}},
-           {"lightning.pytorch.loggers.TensorBoardLogger", "logger", open_args(), "TensorBoard logger.",
-            Support::kIgnored, csv, {"pytorch_lightning.loggers.TensorBoardLogger"}},
-           {"lightning.pytorch.loggers.WandbLogger", "logger", open_args(), "Weights & Biases logger.", Support::kIgnored,
-            csv, {"pytorch_lightning.loggers.WandbLogger"}},
            {"lightning.pytorch.loggers.CSVLogger", "logger", open_args(), "CSV logger.", Support::kIgnored,
             "is built in: metrics are always written to <run>/metrics.csv", {"pytorch_lightning.loggers.CSVLogger"}},
        })

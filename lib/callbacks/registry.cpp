@@ -24,7 +24,9 @@ bool register_callback(CallbackRegistration r) {
 CallbackList make_callbacks(const std::vector<config::ComponentNode>& configured, const training::TrainerConfig& trainer) {
   CallbackList list;
   std::set<std::string> present;
-  for (const auto& node : configured) {
+  std::vector<config::ComponentNode> nodes = configured;
+  nodes.insert(nodes.end(), trainer.loggers.begin(), trainer.loggers.end());  // loggers are callbacks here
+  for (const auto& node : nodes) {
     const auto* spec = config::components().find(node.class_path);
     if (!spec) continue;  // validated configs name registered classes only
     present.insert(spec->class_path);

@@ -18,7 +18,7 @@
 namespace salt::callbacks {
 
 struct CallbackRegistration {
-  config::ComponentSpec spec;  // category "callback"
+  config::ComponentSpec spec;  // category "callback", or "logger" for trainer.logger
   // Builds it from validated init_args; null: accepted, but has no effect (the
   // spec's note says why, and validation warns).
   std::function<std::unique_ptr<Callback>(const YAML::Node& init_args)> build;

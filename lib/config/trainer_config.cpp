@@ -104,9 +104,13 @@ Binding<T> make_binding() {
       .arg("num_nodes", SALT_FIELD(num_nodes), "Number of nodes for multi-node training.", at_least(t_int(), 1))
       .arg("precision", SALT_FIELD(precision_name), "32, 16-mixed, bf16-mixed (16-mixed becomes bf16-mixed on CPU).",
            t_union({t_int(), t_str()}), read_precision)
-      .unbound(field_null("logger", t_union({t_component("logger"), t_bool(), t_null()}),
-                          "Experiment logger; metrics always go to <run>/metrics.csv."))
-      .read_elsewhere("loggers are not run; validation warns about each one")
+      .custom(field_null("logger", t_union({t_component("logger"), t_bool(), t_null()}),
+                         "Experiment logger (TensorBoardLogger writes event files; Comet and W&B cannot be reached, "
+                         "so they write TensorBoard files instead); metrics always go to <run>/metrics.csv."),
+              [](T& c, const YAML::Node& n) {
+                c.loggers.clear();
+                if (n.IsMap()) c.loggers.push_back(Codec<ComponentNode>::decode(n));
+              })
       .custom(field_null("callbacks", t_optional(t_list(t_component("callback"))), "Callbacks (checkpointing, progress, ...)."),
               [](T& c, const YAML::Node& n) {
                 c.callbacks.clear();

@@ -49,6 +49,7 @@ struct TrainerConfig {
   // trainer.callbacks: validated {class_path, init_args} nodes, built by
   // callbacks::make_callbacks (each callback reads its own init_args).
   std::vector<ComponentNode> callbacks;
+  std::vector<ComponentNode> loggers;  // trainer.logger (a component; false/null: none besides metrics.csv)
 };
 
 const Binding<TrainerConfig>& trainer_binding();
