@@ -69,11 +69,7 @@ class TensorBoardLogger : public Callback {
     if (s.dev_run || !s.main_rank) return;
     const fs::path dir = options_ ? lightning_log_dir(*options_) : s.run_dir / "tensorboard";
     writer_ = std::make_unique<tensorboard::EventWriter>(dir);
-    if (!instead_of_.empty())
-      spdlog::warn("trainer.logger {} cannot be reached from salt-cpp; writing TensorBoard event files to {} instead",
-                   instead_of_, dir.string());
-    else
-      spdlog::info("TensorBoard event files: {}", dir.string());
+    spdlog::info("TensorBoard event files{}: {}", instead_of_.empty() ? "" : " (for " + instead_of_ + ")", dir.string());
     std::ifstream config(s.run_dir / "config.yaml");
     std::stringstream text;
     text << config.rdbuf();
@@ -114,6 +110,11 @@ class TensorBoardLogger : public Callback {
 
 config::TypeP open_args() { return config::t_dict(config::t_any()); }
 
+// Comet and W&B need their servers, which a batch node cannot reach; validation
+// prints this after the logger's class path, with the config's file:line.
+constexpr const char* kInstead =
+    "cannot be reached from salt-cpp; TensorBoard event files are written to <run>/tensorboard instead";
+
 const bool kRegistered =
     register_callback({{"lightning.pytorch.loggers.TensorBoardLogger", "logger", binding().type(),
                         "TensorBoard event files under save_dir/name/version_N.", config::Support::kFull, "",
@@ -122,14 +123,11 @@ const bool kRegistered =
                          return std::make_unique<TensorBoardLogger>(binding().read(args), "");
                        }}) &&
     register_callback({{"lightning.pytorch.loggers.CometLogger", "logger", open_args(),
-                        "Comet.ml logger: cannot be reached offline; TensorBoard files in <run>/tensorboard instead.",
-                        config::Support::kFull, "",
+                        "Comet.ml logger.", config::Support::kSubstituted, kInstead,
                         {"lightning.pytorch.loggers.comet.CometLogger", "pytorch_lightning.loggers.CometLogger"}},
                        [](const YAML::Node&) { return std::make_unique<TensorBoardLogger>(std::nullopt, "CometLogger"); }}) &&
     register_callback({{"lightning.pytorch.loggers.WandbLogger", "logger", open_args(),
-                        "Weights & Biases logger: cannot be reached offline; TensorBoard files in <run>/tensorboard "
-                        "instead.",
-                        config::Support::kFull, "",
+                        "Weights & Biases logger.", config::Support::kSubstituted, kInstead,
                         {"lightning.pytorch.loggers.wandb.WandbLogger", "pytorch_lightning.loggers.WandbLogger"}},
                        [](const YAML::Node&) { return std::make_unique<TensorBoardLogger>(std::nullopt, "WandbLogger"); }});
 

@@ -194,6 +194,7 @@ std::string run_help(const std::string& command) {
     out << "\n" << spec.class_path << "  [" << spec.category << "] " << spec.help;
     if (spec.support == Support::kIgnored) out << " [no effect: " << spec.note << "]";
     if (spec.support == Support::kUnsupported) out << " [not supported: " << spec.note << "]";
+    if (spec.support == Support::kSubstituted) out << " [" << spec.note << "]";
     out << "\n";
     if (spec.init_args->kind == Type::Kind::kStruct) describe_fields(out, *spec.init_args, "init_args", 1);
     else out << "  init_args: any keys\n";

@@ -20,6 +20,7 @@ enum class Support {
   kFull,         // implemented
   kIgnored,      // accepted; a non-default value gets a warning saying what happens instead
   kUnsupported,  // accepted only at its default; anything else is an error
+  kSubstituted,  // a component run by a stand-in; validation warns, naming what runs instead
 };
 
 struct Field {
@@ -87,7 +88,7 @@ struct ComponentSpec {
   TypeP init_args;       // a kStruct
   std::string help;
   Support support = Support::kFull;
-  std::string note;  // for kIgnored: what happens instead
+  std::string note;  // for kIgnored / kSubstituted: what happens instead
   std::vector<std::string> aliases;  // other class paths that mean the same (e.g. module paths)
 };
 

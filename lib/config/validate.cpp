@@ -301,7 +301,8 @@ class Validator {
       fail(join_path(path, "class_path"), "'" + class_path + "' is a " + spec->category + ", but a " + type.category +
                                               " is needed here (" + joined(fitting) + ")");
     }
-    if (spec->support == Support::kIgnored) warn(path, spec->class_path + " " + spec->note);
+    if (spec->support == Support::kIgnored || spec->support == Support::kSubstituted)
+      warn(path, spec->class_path + " " + spec->note);
     if (spec->support == Support::kUnsupported)
       fail(join_path(path, "class_path"), spec->class_path + " is not supported: " + spec->note);
     YAML::Node out(YAML::NodeType::Map);

@@ -85,4 +85,20 @@ void write_file_atomic(const std::filesystem::path& path, const std::string& con
   }
 }
 
+void write_via_temp(const std::filesystem::path& path, const std::function<void(const std::filesystem::path&)>& write) {
+  const auto tmp = temp_name_for(path);
+  std::error_code ec;
+  try {
+    write(tmp);
+  } catch (...) {
+    std::filesystem::remove(tmp, ec);
+    throw;
+  }
+  std::filesystem::rename(tmp, path, ec);
+  if (ec) {
+    std::filesystem::remove(tmp, ec);
+    throw InputError("cannot write " + path.string() + ": " + ec.message());
+  }
+}
+
 }  // namespace salt

@@ -3,6 +3,7 @@
 // fsync, rename.
 #pragma once
 #include <filesystem>
+#include <functional>
 #include <string>
 
 namespace salt {
@@ -18,6 +19,11 @@ void create_directories_or_fail(const std::filesystem::path& dir, const std::str
 // together: writes `content` to the new file `tmp` and fsyncs it; on failure removes
 // `tmp` and throws InputError naming `shown` (the final name).
 void write_file_synced(const std::filesystem::path& tmp, const std::string& content, const std::filesystem::path& shown);
+
+// For files written by a library (HDF5): `write` fills the temp file it is given
+// (temp_name_for(path)), which is then renamed to `path`. The temp file is removed
+// when `write` throws (the exception goes on) or the rename fails (InputError).
+void write_via_temp(const std::filesystem::path& path, const std::function<void(const std::filesystem::path&)>& write);
 
 // A unique temp name next to `path` (same directory, so the rename is atomic):
 // .<name>.tmp.<pid>.<n>.

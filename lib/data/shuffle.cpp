@@ -267,8 +267,7 @@ ShuffleResult shuffle_files(const ShuffleOptions& o) {
   Buckets buckets(o.output, sizes.size(), buffer_bytes);
   deal(files, parts, urns, buckets, rng, block_rows);
 
-  const fs::path tmp = temp_name_for(o.output);
-  try {
+  write_via_temp(o.output, [&](const fs::path& tmp) {
     auto out = h5::File::create(tmp, o.output);
     std::vector<h5::Dataset> datasets;
     for (const auto& p : parts) {
@@ -286,17 +285,7 @@ ShuffleResult shuffle_files(const ShuffleOptions& o) {
     out.flush();
     datasets.clear();
     out.close();
-  } catch (...) {
-    std::error_code ec;
-    fs::remove(tmp, ec);
-    throw;
-  }
-  std::error_code ec;
-  fs::rename(tmp, o.output, ec);
-  if (ec) {
-    fs::remove(tmp, ec);
-    throw InputError(fmt::format("cannot write {}: {}", o.output.string(), ec.message()));
-  }
+  });
   return result;
 }
 

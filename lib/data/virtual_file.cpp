@@ -203,8 +203,7 @@ fs::path default_virtual_path(const std::string& pattern) {
 
 void write_virtual_file(const std::vector<fs::path>& files, const fs::path& out, const std::string& sources) {
   const auto names = same_datasets(files);
-  const fs::path tmp = temp_name_for(out);
-  try {
+  write_via_temp(out, [&](const fs::path& tmp) {
     Guard guard;
     auto file = h5::File::create(tmp, out);
     for (const auto& n : names) write_virtual_dataset(file, n, files);
@@ -212,17 +211,7 @@ void write_virtual_file(const std::vector<fs::path>& files, const fs::path& out,
     h5::write_attr(file.id(), kSourcesAttr, sources);
     file.flush();
     file.close();
-  } catch (...) {
-    std::error_code ec;
-    fs::remove(tmp, ec);
-    throw;
-  }
-  std::error_code ec;
-  fs::rename(tmp, out, ec);
-  if (ec) {
-    fs::remove(tmp, ec);
-    throw InputError(fmt::format("cannot write {}: {}", out.string(), ec.message()));
-  }
+  });
 }
 
 fs::path build_virtual_file(const std::string& pattern, const fs::path& out) {

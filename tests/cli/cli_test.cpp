@@ -309,7 +309,8 @@ log_suffix: null
   EXPECT_EQ(printed["trainer"]["max_epochs"].as<int>(), 40);
   EXPECT_EQ(printed["model"]["model"]["init_args"]["init_nets"][0]["global_object"].as<std::string>(), "jets");
   // The Comet logger is accepted with a warning saying what happens instead.
-  EXPECT_NE(r.err.find("CometLogger is not available in salt-cpp; metrics are written to <run>/metrics.csv"),
+  EXPECT_NE(r.err.find("CometLogger cannot be reached from salt-cpp; TensorBoard event files are written to "
+                       "<run>/tensorboard instead"),
             std::string::npos)
       << r.err;
 }

@@ -177,8 +177,8 @@ TEST(Validation, IgnoredComponentsAndKeysWarnOnce) {
       if (w.find(text) != std::string::npos) return true;
     return false;
   };
-  EXPECT_TRUE(has("salt_base.yaml:2: lightning.pytorch.loggers.CometLogger is not available in salt-cpp; "
-                  "metrics are written to <run>/metrics.csv instead"));
+  EXPECT_TRUE(has("salt_base.yaml:2: lightning.pytorch.loggers.CometLogger cannot be reached from salt-cpp; "
+                  "TensorBoard event files are written to <run>/tensorboard instead"));
   EXPECT_TRUE(has("command line '--compile': 'compile' has no effect: LibTorch C++ has no torch.compile"));
   EXPECT_TRUE(resolve_args(kGN2).warnings.empty());
 }

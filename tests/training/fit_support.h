@@ -4,7 +4,10 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <fstream>
+#include <map>
 #include <regex>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -55,6 +58,26 @@ class FitTest : public ::testing::Test {
       if (e.path().extension() == ".ckpt") out.push_back(e.path());
     std::sort(out.begin(), out.end());
     return out;
+  }
+
+  // A run's metrics.csv as rows of column -> value (empty cells left out).
+  static std::vector<std::map<std::string, double>> read_metrics(const std::filesystem::path& csv) {
+    std::ifstream in(csv);
+    std::string line;
+    std::getline(in, line);
+    std::vector<std::string> header;
+    std::stringstream hs(line);
+    for (std::string c; std::getline(hs, c, ',');) header.push_back(c);
+    std::vector<std::map<std::string, double>> rows;
+    while (std::getline(in, line)) {
+      std::map<std::string, double> row;
+      std::stringstream ls(line);
+      std::string cell;
+      for (size_t i = 0; std::getline(ls, cell, ','); ++i)
+        if (!cell.empty() && i < header.size()) row[header[i]] = std::stod(cell);
+      rows.push_back(row);
+    }
+    return rows;
   }
 
   TempDir dir;
