@@ -13,6 +13,7 @@ packages=(
   zlib1g-dev  # CRC-32 of checkpoint entries (core/zip_check)
   libgtest-dev libgmock-dev
   libonnx-dev libprotobuf-dev  # salt to_onnx builds graphs with ONNX's own protobuf types and checker
+  libcairo2-dev fonts-dejavu-core  # plots (lib/plot): PNG and PDF through cairo, text in DejaVu Sans
   protobuf-compiler python3-protobuf  # TensorBoard event records (lib/tensorboard); tests decode them in Python
   python3-torch python3-h5py  # tests cross-check against PyTorch and h5py themselves
   slurm-wlm slurmctld slurmd slurm-client munge  # tests/submit start a real single-node Slurm

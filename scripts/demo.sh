@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # The README's main job on the bundled default: install dependencies, build,
 # generate the toy data set (if absent), train the CPU-sized GN2 for a few
-# epochs, evaluate the best checkpoint, print the b-tagging performance and export
-# the tagger to ONNX (checked in ONNX Runtime).
+# epochs, evaluate the best checkpoint, print the b-tagging performance, draw the
+# rejection and loss curves, and export the tagger to ONNX (checked in ONNX Runtime).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 "$root/scripts/bootstrap.sh"
@@ -23,3 +23,4 @@ suffix=demo_$(date +%Y%m%d-%H%M%S)
 tested=$(ls "logs/GN2_cpu_$suffix"/ckpts/*__test_*.h5 | head -n 1)
 "$salt" to_onnx --force --ckpt_path "${tested%%__test_*}.ckpt"
 echo "run directory: logs/GN2_cpu_$suffix"
+echo "plots: ${tested%.h5}_roc.png (light- and c-jet rejection; also .pdf) and logs/GN2_cpu_$suffix/loss_curves.png"

@@ -10,6 +10,7 @@
 #include "data/shuffle.h"
 #include "data/toy_data.h"
 #include "data/toy_schema.h"
+#include "plot/run_plots.h"
 
 namespace salt::cli {
 
@@ -95,11 +96,23 @@ void add_shuffle_command(CLI::App& app) {
   });
 }
 
+// `salt plot RUN_DIR`: redraws a run's pictures (plot/run_plots.h).
+void add_plot_command(CLI::App& app) {
+  auto run_dir = std::make_shared<std::string>();
+  auto* sub = app.add_subcommand("plot", "Redraw a run's pictures: loss curves (<run>/loss_curves.png/.pdf) and the "
+                                         "light- and c-jet rejection curves of each prediction file in <run>/ckpts.");
+  sub->add_option("run_dir", *run_dir, "Run directory (logs/<run>).")->required();
+  sub->callback([run_dir] {
+    for (const auto& f : plot::plot_run(*run_dir)) spdlog::info("wrote {}", f.string());
+  });
+}
+
 }  // namespace
 
 void add_tool_commands(CLI::App& app) {
   add_toydata_command(app);
   add_shuffle_command(app);
+  add_plot_command(app);
   add_submit_commands(app);
   add_export_commands(app);
 }

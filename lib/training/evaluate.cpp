@@ -13,6 +13,7 @@
 #include "core/torch_compat.h"
 #include "data/loader.h"
 #include "models/classification_task.h"
+#include "plot/run_plots.h"
 #include "training/batch_device.h"
 #include "training/checkpoint.h"
 #include "training/device.h"
@@ -132,6 +133,26 @@ std::map<std::string, double> validate_checkpoint(const YAML::Node& resolved) {
   return means;
 }
 
+// Pictures are extras: one that cannot be drawn (no truth labels in the file,
+// a run without metrics.csv) is a warning line, not a failed test.
+std::vector<std::filesystem::path> draw_plots(const EvaluateResult& result) {
+  std::vector<std::filesystem::path> written;
+  const auto attempt = [&](const auto& draw) {
+    try {
+      auto files = draw();
+      written.insert(written.end(), files.begin(), files.end());
+    } catch (const InputError& e) {
+      spdlog::warn("no plot: {}", e.what());
+    }
+  };
+  if (!result.output.empty()) attempt([&] { return plot::plot_predictions(result.output); });
+  const auto run_dir = result.checkpoint.parent_path().parent_path();
+  if (std::filesystem::exists(run_dir / "metrics.csv")) attempt([&] { return plot::plot_losses(run_dir); });
+  for (const auto& f : written)
+    if (f.extension() == ".png") spdlog::info("plot written to {} (and .pdf)", f.string());
+  return written;
+}
+
 EvaluateResult evaluate(const YAML::Node& resolved) {
   auto setup = prepare_run(resolved, Stage::kTest);
   const auto& T = setup.trainer;
@@ -186,6 +207,7 @@ EvaluateResult evaluate(const YAML::Node& resolved) {
     result.performance = btag_performance(flavours.pb, flavours.pc, flavours.pu, flavours.truth);
     std::cout << format_performance(*result.performance, setup.name);
   }
+  result.plots = draw_plots(result);
   return result;
 }
 

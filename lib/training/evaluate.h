@@ -5,6 +5,7 @@
 
 #include <filesystem>
 #include <optional>
+#include <vector>
 
 #include "training/performance.h"
 
@@ -14,6 +15,7 @@ struct EvaluateResult {
   std::filesystem::path checkpoint;
   std::filesystem::path output;  // empty when no PredictionWriter callback is configured
   std::optional<Performance> performance;
+  std::vector<std::filesystem::path> plots;  // rejection curves next to `output`, loss curves in the run
 };
 
 EvaluateResult evaluate(const YAML::Node& resolved_config);

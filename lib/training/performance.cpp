@@ -6,12 +6,6 @@
 
 namespace salt::training {
 
-double discriminant_b(double pb, double pc, double pu, double f_c) {
-  // A tiny floor keeps D_b finite for saturated probabilities (as puma's epsilon does).
-  const double eps = 1e-10;
-  return std::log((pb + eps) / (f_c * pc + (1 - f_c) * pu + eps));
-}
-
 Performance btag_performance(const std::vector<float>& pb, const std::vector<float>& pc, const std::vector<float>& pu,
                              const std::vector<Flavour>& truth, double f_c, const std::vector<double>& efficiencies) {
   Performance perf;

@@ -6,6 +6,8 @@
 #include <string>
 #include <vector>
 
+#include "plot/rejection.h"
+
 namespace salt::training {
 
 enum class Flavour { kB, kC, kLight, kOther };
@@ -23,7 +25,7 @@ struct Performance {
   std::vector<WorkingPoint> points;
 };
 
-double discriminant_b(double pb, double pc, double pu, double f_c);
+using plot::discriminant_b;
 
 Performance btag_performance(const std::vector<float>& pb, const std::vector<float>& pc, const std::vector<float>& pu,
                              const std::vector<Flavour>& truth, double f_c = 0.2,

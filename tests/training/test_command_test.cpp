@@ -159,3 +159,30 @@ TEST_F(FitTest, ValidatePrintsTheCheckpointsValidationLosses) {
 }
 
 }  // namespace salt::testing
+
+namespace salt::testing {
+
+// salt test draws the rejection curves next to its prediction file and the run's
+// loss curves; salt plot redraws the same pictures from the files alone.
+TEST_F(FitTest, TestDrawsRejectionAndLossCurvesAndSaltPlotRedrawsThem) {
+  auto fit = salt("fit", small_gn2({"--trainer.max_epochs", "2", "-ls", "run"}));
+  ASSERT_EQ(fit.exit_code, 0) << fit.err;
+  const auto run = dir / "logs" / "GN2_cpu_run";
+  auto r = salt("test", {"-c", (run / "config.yaml").string()});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto best = training::best_checkpoint(run / "ckpts");
+  const auto roc = best.parent_path() / (best.stem().string() + "__test_ttbar_roc");
+  const std::vector<fs::path> pictures{roc.string() + ".png", roc.string() + ".pdf", run / "loss_curves.png",
+                                       run / "loss_curves.pdf"};
+  for (const auto& p : pictures) ASSERT_TRUE(fs::exists(p)) << p << "\n" << r.err;
+  EXPECT_NE(r.err.find("plot written to " + roc.string() + ".png (and .pdf)"), std::string::npos) << r.err;
+  const auto first_png = read_file(pictures[0]);
+
+  for (const auto& p : pictures) fs::remove(p);
+  auto again = salt("plot", {run.string()});
+  ASSERT_EQ(again.exit_code, 0) << again.err;
+  for (const auto& p : pictures) EXPECT_TRUE(fs::exists(p)) << p << "\n" << again.err;
+  EXPECT_EQ(read_file(pictures[0]), first_png) << "the redrawn rejection curves differ";
+}
+
+}  // namespace salt::testing
