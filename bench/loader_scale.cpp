@@ -47,6 +47,9 @@ Options:
   --files F       files of the virtual dataset (default 50)
   --batch B       batch size (default 1000, GN2's)
   --workers LIST  comma-separated worker counts (default 0,1,2)
+  --read N        stop each measured epoch after N jets (default: the whole epoch); the
+                  batches still come from the whole file in shuffled order, so a sample
+                  of a file larger than the RAM is read from disk at the epoch's rate
   --dir PATH      where to write the data (default: a fresh directory under $TMPDIR)
   --reuse         use the data already in --dir (written by an earlier --keep run)
   --keep          keep the data
@@ -71,7 +74,7 @@ ReaderOptions gn2_options() {
 }
 
 // One epoch in this process (a child of the main run): prints "<jets/s> <peak growth MiB> <bound MiB>".
-int measure(const fs::path& file, int workers, int64_t batch) {
+int measure(const fs::path& file, int workers, int64_t batch, int64_t read_limit) {
   const double before = salt::current_rss_mb();
   auto reader = std::make_shared<H5Reader>(file, gn2_options());
   for (const auto& f : reader->files()) drop_cache(f);
@@ -86,6 +89,7 @@ int measure(const fs::path& file, int workers, int64_t batch) {
     seen += b->size;
     if (batch_mb == 0)
       for (const auto& [name, t] : b->inputs) batch_mb += static_cast<double>(t.numel() * t.element_size()) / (1 << 20);
+    if (read_limit > 0 && seen >= read_limit) break;
   }
   const double rate = static_cast<double>(seen) / seconds_since(t0);
   std::printf("%.0f %.1f %.1f\n", rate, salt::peak_rss_mb() - before, batch_mb * (prefetch * workers + 2));
@@ -96,9 +100,9 @@ struct Measured {
   double rate = 0, growth = 0, bound = 0;
 };
 
-Measured measure_in_child(const fs::path& file, int workers, int64_t batch) {
+Measured measure_in_child(const fs::path& file, int workers, int64_t batch, int64_t read_limit) {
   std::string cmd = "/proc/self/exe --measure " + file.string() + " " + std::to_string(workers) + " " +
-                    std::to_string(batch);
+                    std::to_string(batch) + " " + std::to_string(read_limit);
   const std::string self = fs::read_symlink("/proc/self/exe").string();
   cmd.replace(0, std::string("/proc/self/exe").size(), self);
   Measured m;
@@ -133,8 +137,9 @@ std::vector<int> parse_list(const std::string& list) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (argc == 5 && std::string(argv[1]) == "--measure") return measure(argv[2], std::stoi(argv[3]), std::stoll(argv[4]));
-  int64_t jets = 400000, batch = 1000;
+  if (argc == 6 && std::string(argv[1]) == "--measure")
+    return measure(argv[2], std::stoi(argv[3]), std::stoll(argv[4]), std::stoll(argv[5]));
+  int64_t jets = 400000, batch = 1000, read_limit = 0;
   int files = 50;
   std::vector<int> worker_counts = {0, 1, 2};
   fs::path dir;
@@ -159,6 +164,8 @@ int main(int argc, char** argv) {
       batch = std::stoll(value());
     } else if (a == "--workers") {
       worker_counts = parse_list(value());
+    } else if (a == "--read") {
+      read_limit = std::stoll(value());
     } else if (a == "--dir") {
       dir = value();
     } else if (a == "--keep") {
@@ -176,8 +183,10 @@ int main(int argc, char** argv) {
     dir = fs::path(tmp ? tmp : "/tmp") / ("bench_loader_scale." + std::to_string(getpid()));
   }
   try {
-    std::printf("bench_loader_scale: %lld jets, %d files for the virtual dataset, batch %lld, %u hardware threads\n",
-                static_cast<long long>(jets), files, static_cast<long long>(batch), std::thread::hardware_concurrency());
+    std::printf("bench_loader_scale: %lld jets, %d files for the virtual dataset, batch %lld, %u hardware threads, "
+                "%s per measurement\n",
+                static_cast<long long>(jets), files, static_cast<long long>(batch), std::thread::hardware_concurrency(),
+                read_limit > 0 ? (std::to_string(read_limit) + " jets").c_str() : "one epoch");
     const fs::path single = dir / "single" / "pp_output_train.h5";
     const std::string pattern = (dir / "parts" / "part_*.h5").string();
     if (!reuse) {
@@ -207,7 +216,7 @@ int main(int argc, char** argv) {
                 disk, disk * static_cast<double>(fs::file_size(single)) / static_cast<double>(jets) / 1e6);
     for (const auto& [layout, file] : {std::pair<const char*, fs::path>{"single", single}, {"vds", vds}})
       for (int w : worker_counts) {
-        const auto m = measure_in_child(file, w, batch);
+        const auto m = measure_in_child(file, w, batch, read_limit);
         if (m.rate < 0) throw std::runtime_error(std::string("measurement failed: ") + layout);
         std::printf("  loader %-6s %d worker%s %10.0f jets/s  loader/disk = %.2f   peak RSS growth %6.1f MiB (bound "
                     "%.1f MiB)\n",

@@ -246,6 +246,8 @@ class Dataset {
   void write_records(int64_t start, int64_t count, const void* in) const;
 
  private:
+  bool chunk_written(const hsize_t* offset) const;  // slow (walks the chunk index): error paths only
+
   Id id_;
   std::string name_;
   std::filesystem::path file_;
