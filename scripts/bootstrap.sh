@@ -16,6 +16,7 @@ packages=(
   libcairo2-dev fonts-dejavu-core  # plots (lib/plot): PNG and PDF through cairo, text in DejaVu Sans
   protobuf-compiler python3-protobuf  # TensorBoard event records (lib/tensorboard); tests decode them in Python
   python3-torch python3-h5py  # tests cross-check against PyTorch and h5py themselves
+  python3-scipy  # bench_hungarian: scipy's linear_sum_assignment (what salt's matcher runs) as its baseline
   slurm-wlm slurmctld slurmd slurm-client munge  # tests/submit start a real single-node Slurm
   clang libclang-rt-14-dev  # scripts/fuzz.sh: libFuzzer with ASan + UBSan
 )
