@@ -12,8 +12,10 @@
 #include <vector>
 
 #include "callbacks/prediction_writer.h"
+#include "models/salt_wrapper.h"
 #include "training/checkpoint.h"
 #include "training/optimization.h"
+#include "training/progress.h"
 #include "training/run_setup.h"
 
 namespace salt::callbacks {
@@ -30,6 +32,7 @@ struct FitState {
   bool dev_run = false;           // fast_dev_run: nothing written
   bool same_dir_resume = false;   // resumed from a requeue checkpoint in run_dir
   int64_t epoch = 0, max_epochs = 0, global_step = 0;
+  training::RunSchedule schedule;  // for the progress bar's whole-run ETA
   double lr = 0, beta1 = 0, weight_decay = 0;  // what the last optimizer step used
   std::string optimizer_name = "AdamW";
   Metrics val_metrics;  // the last validation's
@@ -37,6 +40,14 @@ struct FitState {
   std::function<training::CheckpointState()> capture;
   // Tells every callback that a checkpoint was written (on_checkpoint_saved).
   std::function<void(const std::filesystem::path&)> checkpoint_saved;
+  // Hands a histogram of values to every callback (on_histogram: the loggers that
+  // can store one), e.g. a layer's weights from WeightLoggerCallback.
+  std::function<void(const std::string& tag, const std::vector<double>& values)> log_histogram;
+  std::function<void(const std::string& tag, const std::string& png)> log_image;
+  std::function<void(const std::string& tag, const std::string& markdown)> log_text;
+  // Element-wise sums over the ranks of a multi-process run (identity on one):
+  // every rank must call it at the same point.
+  std::function<std::vector<double>(const std::vector<double>&)> sum_over_ranks;
 };
 
 // What the test hooks see (salt test / predict).
@@ -64,6 +75,18 @@ class Callback {
   // stage: "train" or "val"; batches: how many this epoch runs.
   virtual void on_epoch_start(FitState&, const std::string& stage, int64_t batches) {}
   virtual void on_batch_end(FitState&, const std::string& stage, int64_t batch, double loss, int64_t jets) {}
+  // At each optimizer step, after the backward pass (and, on several ranks, the
+  // gradient sync), before clipping and the step: the gradients are complete.
+  // global_step is the step about to be taken.
+  virtual void on_after_backward(FitState&) {}
+  // A histogram to store at the current global_step (FitState::log_histogram).
+  virtual void on_histogram(FitState&, const std::string& tag, const std::vector<double>& values) {}
+  // A PNG picture to store at the current global_step (FitState::log_image).
+  virtual void on_image(FitState&, const std::string& tag, const std::string& png) {}
+  // Text (markdown) to store at the current global_step (FitState::log_text).
+  virtual void on_text(FitState&, const std::string& tag, const std::string& markdown) {}
+  // Each validation batch's model output and the batch (on the device), before on_batch_end.
+  virtual void on_validation_batch(FitState&, const models::ModelOutput&, const Batch&) {}
   virtual void on_epoch_end(FitState&, const std::string& stage, const std::string& summary) {}
   // Every log_every_n_steps optimizer steps: the train metrics about to be logged.
   // Callbacks may add their own (the learning rate) before on_metrics sees them.

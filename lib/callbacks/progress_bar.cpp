@@ -1,6 +1,8 @@
 // lightning.pytorch.callbacks.TQDMProgressBar: the training and validation
 // progress line (see training/progress.h) on rank 0. Lightning adds one with
 // refresh_rate 1 when the config has none and enable_progress_bar is not false.
+#include <cstdio>
+
 #include "callbacks/registry.h"
 #include "training/progress.h"
 
@@ -30,11 +32,19 @@ class ProgressBar : public Callback {
   }
   void on_epoch_start(FitState& s, const std::string& stage, int64_t batches) override {
     progress_->start(stage, s.epoch, s.max_epochs, batches);
+    progress_->set_run_left(training::run_left(s.schedule, stage == "val", s.epoch, s.global_step));
   }
   void on_batch_end(FitState&, const std::string&, int64_t batch, double loss, int64_t jets) override {
     progress_->update(batch, loss, jets);
   }
-  void on_epoch_end(FitState&, const std::string&, const std::string& summary) override { progress_->finish(summary); }
+  // Training: the epoch's mean loss (jet-weighted, this process). Validation: fit's
+  // summary of the logged metrics, which the bar's mean loss equals on one process.
+  void on_epoch_end(FitState&, const std::string& stage, const std::string& summary) override {
+    if (stage != "train") return progress_->finish(summary);
+    char mean[64];
+    std::snprintf(mean, sizeof mean, "mean train loss %.4f, ", progress_->mean_loss());
+    progress_->finish(mean + summary);
+  }
 
  private:
   ProgressBarOptions o_;

@@ -91,6 +91,15 @@ class TensorBoardLogger : public Callback {
     writer_->scalar(tag("epoch"), static_cast<double>(s.epoch), s.global_step);  // as Lightning logs it
   }
 
+  void on_histogram(FitState& s, const std::string& name, const std::vector<double>& values) override {
+    if (writer_) writer_->histogram(tag(name), values, s.global_step);
+  }
+  void on_image(FitState& s, const std::string& name, const std::string& png) override {
+    if (writer_) writer_->image(tag(name), png, s.global_step);
+  }
+  void on_text(FitState& s, const std::string& name, const std::string& markdown) override {
+    if (writer_) writer_->text(tag(name), markdown, s.global_step);
+  }
   void on_validation_end(FitState&) override {
     if (writer_) writer_->flush();
   }

@@ -3,7 +3,11 @@
 #pragma once
 #include <ATen/autocast_mode.h>
 #include <torch/torch.h>
+#include <ATen/detail/CUDAHooksInterface.h>
 #include <torch/version.h>
+
+#include <optional>
+#include <string>
 
 #include <sstream>
 #include <string>
@@ -18,6 +22,15 @@ namespace salt::compat {
 constexpr bool kHasFusedAttention = SALT_TORCH_AT_LEAST(2, 0);
 
 inline std::string torch_version() { return TORCH_VERSION; }
+
+// torch.version.cuda: the CUDA runtime LibTorch was built with ("12.1"), or none
+// for a CPU build (salt writes it to metadata.yaml as cuda_version, null on CPU).
+inline std::optional<std::string> cuda_version() {
+  const auto& hooks = at::detail::getCUDAHooks();
+  if (!hooks.hasCUDA()) return std::nullopt;
+  const long v = hooks.versionCUDART();  // e.g. 12010
+  return std::to_string(v / 1000) + "." + std::to_string((v % 1000) / 10);
+}
 
 #if SALT_TORCH_AT_LEAST(2, 0)
 // Fused scaled-dot-product attention, q/k/v [B, H, L, Dh]; `allowed` is a bool mask

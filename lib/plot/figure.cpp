@@ -1,7 +1,6 @@
 #include "plot/figure.h"
 
 #ifdef SALT_HAVE_CAIRO
-#include <cairo-pdf.h>
 #include <cairo.h>
 #endif
 
@@ -9,10 +8,8 @@
 #include <cmath>
 #include <functional>
 #include <limits>
-#include <memory>
 
-#include "core/atomic_file.h"
-#include "core/errors.h"
+#include "plot/canvas.h"
 
 namespace salt::plot {
 namespace fs = std::filesystem;
@@ -72,10 +69,8 @@ std::string power_of_ten_label(double value) {
 #ifdef SALT_HAVE_CAIRO
 namespace {
 
-// Design units are points (1/72 in): an 8 x 6 in figure, as a PDF page; the PNG
-// is the same drawing scaled to 1200 x 900 pixels.
-constexpr double kWidth = 576, kHeight = 432;
-constexpr double kPngScale = 1200.0 / kWidth;
+using detail::kHeight;
+using detail::kWidth;
 constexpr double kLeft = 72, kRight = 18, kTop = 16, kBottom = 52;
 constexpr double kFont = 13;
 
@@ -340,47 +335,14 @@ void draw(cairo_t* cr, const Figure& f) {
   draw_legend_and_text(cr, f, header);
 }
 
-using SurfacePtr = std::unique_ptr<cairo_surface_t, decltype(&cairo_surface_destroy)>;
-using ContextPtr = std::unique_ptr<cairo_t, decltype(&cairo_destroy)>;
-
-void check(cairo_status_t status, const fs::path& shown) {
-  if (status != CAIRO_STATUS_SUCCESS)
-    throw InputError("cannot write " + shown.string() + ": " + cairo_status_to_string(status));
-}
-
-void write_png(const Figure& f, const fs::path& tmp, const fs::path& shown) {
-  SurfacePtr surface(cairo_image_surface_create(CAIRO_FORMAT_RGB24, static_cast<int>(kWidth * kPngScale),
-                                                static_cast<int>(kHeight * kPngScale)),
-                     cairo_surface_destroy);
-  ContextPtr cr(cairo_create(surface.get()), cairo_destroy);
-  cairo_scale(cr.get(), kPngScale, kPngScale);
-  draw(cr.get(), f);
-  check(cairo_status(cr.get()), shown);
-  check(cairo_surface_write_to_png(surface.get(), tmp.c_str()), shown);
-}
-
-void write_pdf(const Figure& f, const fs::path& tmp, const fs::path& shown) {
-  SurfacePtr surface(cairo_pdf_surface_create(tmp.c_str(), kWidth, kHeight), cairo_surface_destroy);
-  {
-    ContextPtr cr(cairo_create(surface.get()), cairo_destroy);
-    draw(cr.get(), f);
-    check(cairo_status(cr.get()), shown);
-  }
-  cairo_surface_finish(surface.get());  // writes the file; errors show in the status
-  check(cairo_surface_status(surface.get()), shown);
-}
-
 }  // namespace
 
 std::vector<fs::path> save(const Figure& figure, const fs::path& stem) {
-  const fs::path png = stem.string() + ".png", pdf = stem.string() + ".pdf";
-  write_via_temp(png, [&](const fs::path& tmp) { write_png(figure, tmp, png); });
-  write_via_temp(pdf, [&](const fs::path& tmp) { write_pdf(figure, tmp, pdf); });
-  return {png, pdf};
+  return detail::save_drawing([&](cairo_t* cr) { draw(cr, figure); }, stem);
 }
 #else
-std::vector<fs::path> save(const Figure&, const fs::path& stem) {
-  throw InputError("cannot draw " + stem.string() + ".png: salt-cpp was built without cairo (Debian libcairo2-dev)");
+std::vector<fs::path> save(const Figure& figure, const fs::path& stem) {
+  return detail::save_drawing([](cairo_t*) {}, stem);  // says that cairo is missing
 }
 #endif
 

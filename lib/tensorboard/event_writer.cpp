@@ -9,6 +9,7 @@
 #include <cfloat>
 #include <chrono>
 #include <cmath>
+#include <stdexcept>
 
 #include "core/atomic_file.h"
 #include "core/errors.h"
@@ -131,6 +132,27 @@ void EventWriter::text(const std::string& tag, const std::string& markdown, int6
   t->mutable_tensor_shape()->add_dim()->set_size(1);
   t->add_string_val(markdown);
   set_plugin(v, "text");
+  write_record(e.SerializeAsString());
+}
+
+void EventWriter::image(const std::string& tag, const std::string& png, int64_t step) {
+  // PNG: 8-byte signature, then the IHDR chunk (length, "IHDR", width, height: big-endian).
+  if (png.size() < 24 || png.compare(12, 4, "IHDR") != 0) throw std::logic_error("EventWriter::image: not a PNG");
+  const auto be32 = [&](std::size_t at) {
+    return static_cast<int>((uint32_t(uint8_t(png[at])) << 24) | (uint32_t(uint8_t(png[at + 1])) << 16) |
+                            (uint32_t(uint8_t(png[at + 2])) << 8) | uint32_t(uint8_t(png[at + 3])));
+  };
+  const int width = be32(16), height = be32(20);
+  Event e;
+  e.set_wall_time(now_seconds());
+  e.set_step(step);
+  auto* v = e.mutable_summary()->add_value();
+  v->set_tag(tag);
+  auto* img = v->mutable_image();
+  img->set_height(height);
+  img->set_width(width);
+  img->set_colorspace(3);
+  img->set_encoded_image_string(png);
   write_record(e.SerializeAsString());
 }
 

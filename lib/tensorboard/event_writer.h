@@ -24,6 +24,8 @@ class EventWriter {
   void scalar(const std::string& tag, double value, int64_t step);
   // TensorBoard's histogram of `values` over `buckets` equal-width buckets.
   void histogram(const std::string& tag, const std::vector<double>& values, int64_t step, int buckets = 30);
+  // A PNG picture for TensorBoard's images tab (its size read from the PNG header).
+  void image(const std::string& tag, const std::string& png, int64_t step);
   // Text (markdown) for TensorBoard's text plugin.
   void text(const std::string& tag, const std::string& markdown, int64_t step);
   void flush();

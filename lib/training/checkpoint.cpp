@@ -7,6 +7,7 @@
 
 #include "core/atomic_file.h"
 #include "core/errors.h"
+#include "core/provenance.h"
 #include "core/zip_check.h"
 #include "core/torch_compat.h"
 #include "training/lion.h"
@@ -308,7 +309,11 @@ void save_checkpoint(const std::filesystem::path& path, const CheckpointState& s
   auto root = new_dict();
   root.insert("epoch", state.epoch);
   root.insert("global_step", state.global_step);
-  root.insert("pytorch-lightning_version", std::string("salt-cpp"));
+  // A version Lightning's checkpoint migration parses (it refuses other strings)
+  // and needs no migration for; salt-cpp's own version is under "salt_cpp".
+  root.insert("pytorch-lightning_version", std::string(kLightningVersion));
+  // Lightning restores each callback's state from here when present; none is required.
+  root.insert("callbacks", new_dict());
 
   auto weights = new_dict();
   for (const auto& [key, tensor] : state.state_dict) weights.insert(key, tensor.detach().cpu());
@@ -339,6 +344,7 @@ void save_checkpoint(const std::filesystem::path& path, const CheckpointState& s
   auto extra = new_dict();
   extra.insert("metrics", metrics);
   extra.insert("batch_in_epoch", state.batch_in_epoch);
+  extra.insert("version", salt_version());
   if (state.cpu_rng_state.defined()) extra.insert("cpu_rng_state", state.cpu_rng_state);
   root.insert("salt_cpp", extra);
 

@@ -15,6 +15,10 @@
 
 namespace salt::training {
 
+// The Lightning release salt pins (its pyproject): checkpoints and metadata.yaml
+// name it, since Lightning reads checkpoints by their Lightning version.
+inline constexpr const char* kLightningVersion = "2.6.1";
+
 class Optimization;
 
 // One parameter's optimizer state. The name is historical: it holds the state of

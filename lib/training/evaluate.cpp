@@ -2,6 +2,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include <cmath>
 #include <cstdio>
 #include <iostream>
 #include <limits>
@@ -15,6 +16,7 @@
 #include "models/classification_task.h"
 #include "plot/run_plots.h"
 #include "training/batch_device.h"
+#include "training/progress.h"
 #include "training/checkpoint.h"
 #include "training/device.h"
 #include "training/run_setup.h"
@@ -185,6 +187,8 @@ EvaluateResult evaluate(const YAML::Node& resolved) {
   const int64_t batches = T.limit_test.apply(loader.batches_per_epoch());
   auto flavours = FlavourCollector::find(setup.model);
   torch::NoGradGuard no_grad;
+  Progress progress(T.enable_progress_bar, 1);
+  progress.start("test", 0, 0, batches);
   loader.start_epoch(0);
   for (int64_t b = 0; b < batches; ++b) {
     if (int sig = stop_signal()) throw StopRequested{sig};
@@ -192,12 +196,14 @@ EvaluateResult evaluate(const YAML::Node& resolved) {
     if (!batch) break;
     Batch on_device = batch_to_device(*batch, device);
     auto out = setup.model->forward(on_device, false);
+    progress.update(b, out.loss.defined() ? out.loss.item<double>() : NAN, batch->size);
     if (flavours.task) flavours.add(out.preds.at(flavours.task->input_name()).at(flavours.task->name()), *batch);
     if (test.wants_predictions)
       callbacks.call(&callbacks::Callback::on_test_batch_end, test, *batch,
                      setup.model->predictions(out, on_device.pad_masks, &batch->labels));
   }
   loader.stop();
+  progress.finish(std::to_string(progress.jets()) + " jets");
   callbacks.call(&callbacks::Callback::on_test_end, test);
   if (test.written) {
     result.output = test.output;

@@ -338,6 +338,8 @@ class FitRun {
     state_.run_dir = run_dir_;
     state_.same_dir_resume = same_dir_resume_;
     state_.max_epochs = max_epochs_;
+    state_.schedule = RunSchedule{max_epochs_, T.max_steps, T.accumulate_grad_batches, train_batches_, val_batches_,
+                                  T.check_val_every_n_epoch};
     state_.weight_decay = setup_.lrs.weight_decay;
     state_.capture = [this] {
       return capture_state(setup_, *optimization_, state_.epoch, state_.global_step, total_steps_);
@@ -345,6 +347,18 @@ class FitRun {
     state_.checkpoint_saved = [this](const fs::path& path) {
       result_.checkpoints.push_back(path);
       callbacks_.call(&callbacks::Callback::on_checkpoint_saved, state_, path);
+    };
+    state_.log_histogram = [this](const std::string& tag, const std::vector<double>& values) {
+      callbacks_.call(&callbacks::Callback::on_histogram, state_, tag, values);
+    };
+    state_.log_image = [this](const std::string& tag, const std::string& png) {
+      callbacks_.call(&callbacks::Callback::on_image, state_, tag, png);
+    };
+    state_.log_text = [this](const std::string& tag, const std::string& markdown) {
+      callbacks_.call(&callbacks::Callback::on_text, state_, tag, markdown);
+    };
+    state_.sum_over_ranks = [this](const std::vector<double>& values) {
+      return session_ ? session_->sum(values) : values;
     };
   }
 
@@ -419,6 +433,7 @@ class FitRun {
       if (flags.stop_signal) throw StopRequested{flags.stop_signal};
       requeue_now = flags.requeue && !dev_run_;
     }
+    callbacks_.call(&callbacks::Callback::on_after_backward, state_);
     clip_gradients();
     state_.lr = optimization_->current_lr();
     state_.beta1 = optimization_->current_beta1();
@@ -462,8 +477,10 @@ class FitRun {
   bool validate(int64_t epoch) {
     check_inputs();  // the epoch just trained read unchanged files
     callbacks_.call(&callbacks::Callback::on_epoch_start, state_, std::string("val"), val_batches_);
-    const auto on_batch = [this](int64_t b, double loss, int64_t jets) {
-      callbacks_.call(&callbacks::Callback::on_batch_end, state_, std::string("val"), b, loss, jets);
+    const auto on_batch = [this](int64_t b, const models::ModelOutput& out, const Batch& batch) {
+      callbacks_.call(&callbacks::Callback::on_validation_batch, state_, out, batch);
+      callbacks_.call(&callbacks::Callback::on_batch_end, state_, std::string("val"), b, out.loss.item<double>(),
+                      batch.size);
     };
     auto val = validation_pass(setup_.model, *val_loader_, epoch, val_batches_, device_, autocast_, on_batch, !session_);
     if (session_) sum_over_ranks(val);
@@ -474,7 +491,7 @@ class FitRun {
     state_.val_metrics = metrics;
     std::string summary;
     for (const auto& [k, v] : metrics) summary += (summary.empty() ? "" : ", ") + k + " " + std::to_string(v);
-    callbacks_.call(&callbacks::Callback::on_epoch_end, state_, std::string("val"), std::string("validated"));
+    callbacks_.call(&callbacks::Callback::on_epoch_end, state_, std::string("val"), summary);
     spdlog::info("epoch {} step {}: {}", epoch, state_.global_step, summary);
     if (dev_run_) return false;
     check_inputs();  // before the checkpoint: its val/loss came from an unchanged file

@@ -12,6 +12,7 @@
 #include "core/errors.h"
 #include "core/provenance.h"
 #include "core/torch_compat.h"
+#include "training/checkpoint.h"
 
 namespace salt::training {
 namespace fs = std::filesystem;
@@ -92,10 +93,11 @@ YAML::Node write_run_files(const fs::path& run_dir, const RunSetup& setup, const
     }
     meta[key] = list;
   }
+  // salt: dict(zip(range(n), the train file's flavour_label attribute)), a map.
   auto names = info.train->class_names();
   if (!names.empty()) {
-    YAML::Node classes(YAML::NodeType::Sequence);
-    for (const auto& n : names) classes.push_back(n);
+    YAML::Node classes(YAML::NodeType::Map);
+    for (std::size_t i = 0; i < names.size(); ++i) classes[static_cast<int>(i)] = names[i];
     meta["object_classes"] = classes;
   }
   meta["salt_hash"] = info.git && info.git["git_commit"] ? config::copy_tree(info.git["git_commit"])
@@ -104,6 +106,9 @@ YAML::Node write_run_files(const fs::path& run_dir, const RunSetup& setup, const
     for (const auto& kv : info.git) meta[kv.first.as<std::string>()] = config::copy_tree(kv.second);
   meta["timestamp"] = info.timestamp;
   meta["torch_version"] = compat::torch_version();
+  meta["lightning_version"] = kLightningVersion;
+  const auto cuda = compat::cuda_version();
+  meta["cuda_version"] = cuda ? YAML::Node(*cuda) : YAML::Node(YAML::NodeType::Null);
   meta["salt_cpp_version"] = salt_version();
   meta["salt_cpp_commit"] = build_commit();
   meta["salt_cpp_build_dirty"] = build_dirty();

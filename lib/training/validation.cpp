@@ -37,7 +37,7 @@ LossTotals validation_pass(models::SaltWrapper& model, data::Loader& loader, int
     if (autocast.enabled) guard.emplace(device.type(), autocast.dtype);
     auto out = model->forward(on_device, true);
     totals.add(out, on_device.size);
-    if (on_batch) on_batch(b, out.loss.item<double>(), on_device.size);
+    if (on_batch) on_batch(b, out, on_device);
   }
   loader.stop();
   return totals;

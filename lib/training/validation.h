@@ -14,8 +14,9 @@
 
 namespace salt::training {
 
-// Called after each batch with its index, loss and jet count (progress display).
-using BatchDone = std::function<void(int64_t batch, double loss, int64_t jets)>;
+// Called after each batch with its index, the model's output and the batch (on the
+// device): progress display, callbacks that look at predictions.
+using BatchDone = std::function<void(int64_t batch, const models::ModelOutput& out, const Batch& batch_on_device)>;
 
 // Sums of per-task losses weighted by batch size, for epoch means.
 struct LossTotals {

@@ -148,6 +148,10 @@ TEST(Gradients, FlowToEveryParameter) {
   for (const auto& p : f.model->named_parameters()) {
     ASSERT_TRUE(p.value().grad().defined()) << p.key();
     EXPECT_TRUE(torch::isfinite(p.value().grad()).all().item<bool>()) << p.key();
+    // The attention pool's gate bias shifts every track's logit alike and the softmax
+    // over tracks ignores a shift: its gradient is 0 analytically (rounding leaves
+    // ~1e-9, or exactly 0 in ~2% of random initialisations).
+    if (p.key() == "model.pool_net.gate_nn.bias") continue;
     EXPECT_GT(p.value().grad().abs().sum().item<float>(), 0.0f) << p.key();
   }
 }

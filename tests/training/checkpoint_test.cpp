@@ -114,6 +114,7 @@ TEST(Checkpoint, PythonTorchLoadSeesLightningLayout) {
 import sys, torch
 ck = torch.load(sys.argv[1])
 print(sorted(ck.keys()))
+assert ck["pytorch-lightning_version"] == "2.6.1" and ck["callbacks"] == {}
 print(sorted(ck["state_dict"].keys()))
 print(ck["epoch"], ck["global_step"], ck["hyper_parameters"]["config"].strip())
 st = ck["optimizer_states"][0]
@@ -125,7 +126,7 @@ print(repr(float(ck["state_dict"]["net.weight"].sum())))
   std::istringstream lines(r.out);
   std::string line;
   std::getline(lines, line);
-  EXPECT_EQ(line, "['epoch', 'global_step', 'hyper_parameters', 'lr_schedulers', 'optimizer_states', "
+  EXPECT_EQ(line, "['callbacks', 'epoch', 'global_step', 'hyper_parameters', 'lr_schedulers', 'optimizer_states', "
                   "'pytorch-lightning_version', 'salt_cpp', 'state_dict']");
   std::getline(lines, line);
   EXPECT_EQ(line, "['net.bias', 'net.weight', 'tracks_means']");

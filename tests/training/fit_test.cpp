@@ -55,6 +55,13 @@ TEST_F(FitTest, ShortRunFillsTheRunDirectoryLikeSalt) {
                           "torch_version", "hostname", "object_classes"})
     EXPECT_TRUE(meta[key]) << key;
   EXPECT_EQ(meta["num_train"].as<int>(), 2000);
+  // salt's map of class index to name; CUDA's version (null on a CPU build) and Lightning's
+  ASSERT_TRUE(meta["object_classes"].IsMap());
+  EXPECT_EQ(meta["object_classes"][0].as<std::string>(), "bjets");
+  EXPECT_EQ(meta["object_classes"][3].as<std::string>(), "taujets");
+  EXPECT_TRUE(meta["cuda_version"].IsDefined());
+  EXPECT_EQ(meta["cuda_version"].IsNull(), !torch::cuda::is_available());
+  EXPECT_EQ(meta["lightning_version"].as<std::string>(), "2.6.1");
   EXPECT_EQ(meta["trainable_params"].as<int>(), 82222);
 
   auto cols = csv_header(run / "metrics.csv");

@@ -16,7 +16,7 @@ namespace {
 // argv: proto dir, event file. Prints one line per scalar "tag step value", then
 // "text <tag>" for text summaries and "version <file_version>". Fails on a bad CRC.
 const char* kDecoder = R"(
-import os, struct, subprocess, sys, tempfile
+import json, os, struct, subprocess, sys, tempfile
 proto_dir, path = sys.argv[1], sys.argv[2]
 out = tempfile.mkdtemp()
 subprocess.check_call(["protoc", "-I", proto_dir, "--python_out", out, os.path.join(proto_dir, "tensorboard", "tensorboard.proto")])
@@ -55,12 +55,28 @@ while pos < len(data):
             print(v.tag, e.step, repr(v.simple_value))
         elif v.HasField("tensor"):
             print("text", v.tag, v.metadata.plugin_data.plugin_name, len(v.tensor.string_val[0]))
+            print("markdown", v.tag, e.step, json.dumps(v.tensor.string_val[0].decode()))
+        elif v.HasField("histo"):
+            h = v.histo
+            assert len(h.bucket) == len(h.bucket_limit) and sum(h.bucket) == h.num, v.tag
+            print("histo", v.tag, e.step, repr(h.num), repr(h.min), repr(h.max), repr(h.sum))
+        elif v.HasField("image"):
+            i = v.image
+            ok = i.encoded_image_string[:8] == b"\x89PNG\r\n\x1a\n"
+            print("image", v.tag, e.step, i.width, i.height, int(ok))
 )";
+
+struct Histogram {
+  double num = 0, min = 0, max = 0, sum = 0;
+};
 
 struct Decoded {
   std::string first_line;
   std::map<std::string, std::map<int64_t, double>> scalars;  // tag -> step -> value
   std::vector<std::string> texts;
+  std::map<std::string, std::map<int64_t, std::string>> markdown;  // tag -> step -> text
+  std::map<std::string, std::map<int64_t, Histogram>> histograms;
+  std::map<std::string, std::map<int64_t, std::string>> images;  // tag -> step -> "<w> <h> <is PNG>"
 };
 
 Decoded decode(const fs::path& event_file) {
@@ -78,6 +94,22 @@ Decoded decode(const fs::path& event_file) {
       std::string name;
       f >> name;
       d.texts.push_back(name + " " + line.substr(line.find(name) + name.size() + 1));
+      continue;
+    }
+    if (tag == "markdown" || tag == "histo" || tag == "image") {
+      std::string name;
+      int64_t step = 0;
+      f >> name >> step;
+      std::string rest;
+      std::getline(f, rest);
+      rest = rest.substr(1);
+      if (tag == "markdown") d.markdown[name][step] = YAML::Load(rest).as<std::string>();  // a JSON string
+      if (tag == "image") d.images[name][step] = rest;
+      if (tag == "histo") {
+        Histogram h;
+        std::stringstream(rest) >> h.num >> h.min >> h.max >> h.sum;
+        d.histograms[name][step] = h;
+      }
       continue;
     }
     int64_t step = 0;
@@ -177,6 +209,195 @@ trainer:
   const auto files = event_files(run / "tensorboard");
   ASSERT_EQ(files.size(), 1u);
   EXPECT_TRUE(decode(files[0]).scalars.count("val/loss"));
+}
+
+}  // namespace salt::testing
+
+namespace salt::testing {
+namespace fs = std::filesystem;
+
+// salt's WeightLogger/GradientLogger: their statistics under salt's names in
+// metrics.csv, and a histogram per parameter in the TensorBoard files. The last
+// weights histogram (after the last step) must describe the weights the final
+// checkpoint holds, read back with Python's torch.
+TEST_F(TensorBoardFit, WeightAndGradientLoggersWriteStatisticsAndHistograms) {
+  const auto cfg = overlay("params.yaml", R"(
+trainer:
+  log_every_n_steps: 1
+  logger:
+    class_path: lightning.pytorch.loggers.TensorBoardLogger
+    init_args: {save_dir: tb, name: params}
+  callbacks:
+    - class_path: salt.callbacks.Checkpoint  # the list replaces base.yaml's
+      init_args: {monitor_loss: val/jets_classification_loss}
+    - class_path: salt.callbacks.WeightLoggerCallback
+      init_args: {log_every_n_steps: 4}
+    - class_path: salt.callbacks.GradientLoggerCallback
+      init_args: {log_every_n_steps: 4}
+)");
+  auto r = salt("fit", small_gn2({"-c", cfg.string(), "--trainer.max_epochs", "1", "-ls", "params"}));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto run = dir / "logs" / "GN2_cpu_params";
+  const auto rows = read_metrics(run / "metrics.csv");
+  bool weights = false, grads = false, total = false;
+  for (const auto& row : rows)
+    for (const auto& [column, value] : row) {
+      weights |= column.rfind("weights_weights/model.", 0) == 0 && column.size() > 5 &&
+                 column.compare(column.size() - 5, 5, "_mean") == 0;
+      grads |= column.rfind("gradients_grad/model.", 0) == 0;
+      total |= column == "gradient_total_magnitude" && value > 0;
+    }
+  EXPECT_TRUE(weights && grads && total);
+
+  const auto files = event_files(dir / "tb" / "params" / "version_0");
+  ASSERT_EQ(files.size(), 1u);
+  const auto d = decode(files[0]);
+  // 8 steps (2000 jets / 250): weights after steps 4 and 8, gradients before steps 0 and 4 (salt's timing)
+  const std::string param = "model.init_nets.0.net.net.0.weight";
+  ASSERT_TRUE(d.histograms.count("weights/" + param)) << "no weights/" << param;
+  EXPECT_EQ(d.histograms.at("weights/" + param).size(), 2u);
+  ASSERT_TRUE(d.histograms.count("gradients/" + param));
+  EXPECT_EQ(d.histograms.at("gradients/" + param).size(), 2u);
+  EXPECT_TRUE(d.histograms.at("gradients/" + param).count(0));
+  const auto last = d.histograms.at("weights/" + param).rbegin()->second;
+  EXPECT_EQ(d.histograms.at("weights/" + param).rbegin()->first, 8);
+
+  const auto ckpt = checkpoints(run).back();
+  auto py = run_python(R"(
+import sys, torch
+t = torch.load(sys.argv[1], map_location="cpu", weights_only=False)["state_dict"][sys.argv[2]].double()
+print(t.numel(), repr(t.min().item()), repr(t.max().item()), repr(t.sum().item()))
+)",
+                       {ckpt.string(), param});
+  ASSERT_EQ(py.exit_code, 0) << py.err;
+  Histogram want;
+  std::stringstream(py.out) >> want.num >> want.min >> want.max >> want.sum;
+  EXPECT_EQ(last.num, want.num);
+  EXPECT_DOUBLE_EQ(last.min, want.min);
+  EXPECT_DOUBLE_EQ(last.max, want.max);
+  EXPECT_NEAR(last.sum, want.sum, 1e-9 * std::max(1.0, std::abs(want.sum)));
+}
+
+// ConfusionMatrixCallback: a picture per validation and, in the TensorBoard files,
+// the picture and the counts. The last epoch's counts equal the confusion matrix
+// computed in Python from salt test's predictions on the validation file with the
+// checkpoint of that epoch.
+TEST_F(TensorBoardFit, ConfusionMatrixMatchesThePredictionsOfThatEpoch) {
+  const auto cfg = overlay("cm.yaml", R"(
+trainer:
+  logger:
+    class_path: lightning.pytorch.loggers.TensorBoardLogger
+    init_args: {save_dir: tb, name: cm}
+  callbacks:
+    - class_path: salt.callbacks.Checkpoint  # the list replaces base.yaml's
+      init_args: {monitor_loss: val/jets_classification_loss}
+    - class_path: salt.callbacks.ConfusionMatrixCallback
+      init_args:
+        task_name: jets_classification
+        class_names_override: {bjets: b-jets, ujets: light-jets}
+    - class_path: salt.callbacks.PredictionWriter
+      init_args:
+        write_tracks: false
+)");
+  auto r = salt("fit", small_gn2({"-c", cfg.string(), "--trainer.max_epochs", "2", "-ls", "cm"}));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto run = dir / "logs" / "GN2_cpu_cm";
+  for (const char* f : {"jets_classification_epoch=000.png", "jets_classification_epoch=000.pdf",
+                        "jets_classification_epoch=001.png"})
+    EXPECT_TRUE(fs::exists(run / "confusion_matrix" / f)) << f;
+  const auto d = decode(event_files(dir / "tb" / "cm" / "version_0").at(0));
+  const std::string tag = "confusion_matrix/jets_classification";
+  ASSERT_EQ(d.images.count(tag), 1u);
+  EXPECT_EQ(d.images.at(tag).size(), 2u);
+  EXPECT_EQ(d.images.at(tag).rbegin()->second, "1200 900 1");
+  ASSERT_EQ(d.markdown.count(tag), 1u);
+  const auto table = d.markdown.at(tag).rbegin()->second;
+  EXPECT_NE(table.find("| b-jets | cjets | light-jets | taujets |"), std::string::npos) << table;
+
+  const auto last = checkpoints(run).back();
+  auto t = salt("test", {"-c", (run / "config.yaml").string(), "--ckpt_path", last.string(), "--data.test_file",
+                         (dir / "data/toy/pp_output_val.h5").string()});
+  ASSERT_EQ(t.exit_code, 0) << t.err;
+  const auto pred = last.parent_path() / (last.stem().string() + "__test_pp_output_val.h5");
+  auto py = run_python(R"(
+import sys, h5py, numpy as np
+j = h5py.File(sys.argv[1])["jets"][:]
+p = np.stack([j["GN2_cpu_pb"], j["GN2_cpu_pc"], j["GN2_cpu_pu"], j["GN2_cpu_ptau"]], axis=1).argmax(1)
+m = np.zeros((4, 4), dtype=int)
+for t, q in zip(j["flavour_label"], p):
+    m[t, q] += 1
+for row in m:
+    print("| " + " | ".join(str(v) for v in row) + " |")
+)",
+                       {pred.string()});
+  ASSERT_EQ(py.exit_code, 0) << py.err;
+  std::stringstream rows(py.out);
+  int64_t total = 0;
+  for (std::string row; std::getline(rows, row);) {
+    EXPECT_NE(table.find(row), std::string::npos) << "row '" << row << "' not in\n" << table;
+    for (std::stringstream cells(row); cells;) {
+      std::string cell;
+      cells >> cell;
+      if (!cell.empty() && cell != "|") total += std::stoll(cell);
+    }
+  }
+  EXPECT_EQ(total, 500);  // every validation jet
+}
+
+TEST_F(TensorBoardFit, ConfusionMatrixOfAnUnknownTaskIsOneLineAndNoRun) {
+  const auto cfg = overlay("cm_bad.yaml", R"(
+trainer:
+  callbacks:
+    - class_path: salt.callbacks.ConfusionMatrixCallback
+      init_args: {task_name: jet_flavour}
+)");
+  auto r = salt("fit", small_gn2({"-c", cfg.string(), "--trainer.max_epochs", "1", "-ls", "bad"}));
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_EQ(error_lines(r.err), 1) << r.err;
+  EXPECT_NE(r.err.find("ConfusionMatrixCallback: task_name 'jet_flavour' is not a classification task of the model "
+                       "(jets_classification, track_origin, track_vertexing)"),
+            std::string::npos)
+      << r.err;
+  EXPECT_FALSE(fs::exists(dir / "logs" / "GN2_cpu_bad"));
+}
+
+// PerformanceWriter: one JSON line per validation (salt's format, read back with
+// Python's json), the values those of metrics.csv; std_out prints them.
+TEST_F(TensorBoardFit, PerformanceWriterAppendsOneJsonLinePerValidation) {
+  const auto cfg = overlay("perf.yaml", R"(
+trainer:
+  log_every_n_steps: 2
+  callbacks:
+    - class_path: salt.callbacks.PerformanceWriter
+      init_args: {add_metrics: [val/jets_classification_loss], std_out: true}
+)");
+  auto r = salt("fit", small_gn2({"-c", cfg.string(), "--trainer.max_epochs", "2", "-ls", "perf"}));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto run = dir / "logs" / "GN2_cpu_perf";
+  auto py = run_python(R"(
+import json, sys
+for line in open(sys.argv[1]):
+    d = json.loads(line)
+    print(d["epoch"], d["train_loss"], d["val_loss"], d["val/jets_classification_loss"], len(d["timestamp"]))
+)",
+                       {(run / "performance_metric.json").string()});
+  ASSERT_EQ(py.exit_code, 0) << py.err;
+  std::vector<double> val_losses;
+  for (const auto& row : read_metrics(run / "metrics.csv"))
+    if (row.count("val/loss")) val_losses.push_back(row.at("val/loss"));
+  ASSERT_EQ(val_losses.size(), 2u);
+  std::stringstream lines(py.out);
+  for (int epoch = 0; epoch < 2; ++epoch) {
+    int e = -1, stamp = 0;
+    std::string train, val, jets;
+    ASSERT_TRUE(lines >> e >> train >> val >> jets >> stamp) << py.out;
+    EXPECT_EQ(e, epoch);
+    char want[32];
+    std::snprintf(want, sizeof want, "%.5f", val_losses[epoch]);
+    EXPECT_EQ(val, want);
+    EXPECT_EQ(stamp, 26);  // 2026-11-24T06:46:27.123456
+  }
+  EXPECT_NE(r.out.find("epoch 1:\ntrain_loss="), std::string::npos) << r.out;
 }
 
 }  // namespace salt::testing
