@@ -2,6 +2,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <iostream>
@@ -187,7 +188,9 @@ EvaluateResult evaluate(const YAML::Node& resolved) {
   const int64_t batches = T.limit_test.apply(loader.batches_per_epoch());
   auto flavours = FlavourCollector::find(setup.model);
   torch::NoGradGuard no_grad;
-  Progress progress(T.enable_progress_bar, 1);
+  // Batch logs get about ten lines; a terminal redraws the bar at every batch.
+  const int refresh = Progress::stderr_is_terminal() ? 1 : static_cast<int>(std::max<int64_t>(1, batches / 10));
+  Progress progress(T.enable_progress_bar, refresh);
   progress.start("test", 0, 0, batches);
   loader.start_epoch(0);
   for (int64_t b = 0; b < batches; ++b) {
