@@ -1,5 +1,5 @@
-// Lightning's CSVLogger, accepted and built in (metrics always go to
-// <run>/metrics.csv). The other loggers: tensorboard_logger.cpp.
+// Lightning's CSVLogger: accepted with one warning line, since it is built in
+// (metrics always go to <run>/metrics.csv). The other loggers: tensorboard_logger.cpp.
 #include "callbacks/registry.h"
 
 namespace salt::callbacks {
