@@ -87,6 +87,9 @@ class Callback {
   virtual void on_text(FitState&, const std::string& tag, const std::string& markdown) {}
   // Each validation batch's model output and the batch (on the device), before on_batch_end.
   virtual void on_validation_batch(FitState&, const models::ModelOutput&, const Batch&) {}
+  // After a validation's losses are averaged: add val/... metrics of its own (every
+  // rank calls it; sums over ranks through FitState::sum_over_ranks).
+  virtual void add_val_metrics(FitState&, Metrics&) {}
   virtual void on_epoch_end(FitState&, const std::string& stage, const std::string& summary) {}
   // Every log_every_n_steps optimizer steps: the train metrics about to be logged.
   // Callbacks may add their own (the learning rate) before on_metrics sees them.

@@ -1,6 +1,7 @@
 #include "callbacks/prediction_writer.h"
 
 #include <cstring>
+#include <set>
 
 #include "core/atomic_file.h"
 #include "core/errors.h"
@@ -17,6 +18,7 @@ struct Output {
   std::string input;    // input name
   std::string dataset;  // dataset name in both files
   bool sequence = false;
+  bool has_mask = false;  // a `mask` field (constituents; the objects have class_label instead)
   int64_t width = 1;  // slots per row in the test file (and the output)
   std::unique_ptr<h5::Dataset> source;
   size_t source_record = 0;
@@ -50,30 +52,54 @@ struct PredictionWriter::Impl {
     return it == options.input_map.end() ? input : it->second;
   }
 
-  void create(const Columns& columns) {
+  std::set<std::string> masked_inputs;  // inputs with a pad mask in the batches
+  bool batch_has_mask(const std::string& input) const { return masked_inputs.count(input) > 0; }
+
+  void create(const Batch& batch, const Columns& columns) {
+    for (const auto& [input, _] : batch.pad_masks) masked_inputs.insert(input);
     source_file = std::make_unique<h5::File>(h5::File::open_read(options.test_file));
     target_file = std::make_unique<h5::File>(h5::File::create(temp, options.output));
-    for (const auto& [input, tasks] : columns) {
+    for (const auto& [input, all_tasks] : columns) {
       const bool sequence = input != options.global_object;
-      if (sequence && !options.write_tracks) continue;
+      const bool objects = input == "objects" || input == "object_masks";
+      std::map<std::string, models::PredictionColumns> tasks;
+      for (const auto& [task, cols] : all_tasks)
+        if (task != "mask_index" || options.write_objects) tasks[task] = cols;
+      const bool only_mask_index = tasks.size() == 1 && tasks.count("mask_index");
+      if (objects ? !options.write_objects : sequence && !options.write_tracks && !only_mask_index) continue;
+      if (tasks.empty()) continue;
       Output out;
       out.input = input;
-      out.dataset = dataset_of(input);
+      out.dataset = objects ? input : dataset_of(input);  // salt names the objects' outputs after the input
       out.sequence = sequence;
-      out.source = std::make_unique<h5::Dataset>(source_file->dataset(out.dataset));
-      out.width = sequence ? out.source->cols() : 1;
-      const auto& layout = out.source->layout();
+      std::vector<hsize_t> shape{static_cast<hsize_t>(options.num_rows)};
+      if (input == "object_masks") {  // no source: (N, M, L) of predictions only
+        const int64_t m = columns.at("objects").at("object_class_probs").values.size(1);
+        out.width = tasks.begin()->second.values.size(1);
+        shape.push_back(static_cast<hsize_t>(m));
+        shape.push_back(static_cast<hsize_t>(out.width / m));
+      } else {
+        out.source = std::make_unique<h5::Dataset>(source_file->dataset(dataset_of(input)));
+        out.width = sequence ? out.source->cols() : 1;
+        if (sequence) shape.push_back(static_cast<hsize_t>(out.width));
+      }
+      const h5::CompoundLayout no_fields;
+      const auto& layout = out.source ? out.source->layout() : no_fields;
       out.source_record = layout.record_size;
 
       std::vector<std::string> fields;
       auto extra = options.extra_vars ? options.extra_vars[input] : YAML::Node();
-      if (extra && extra.IsSequence() && extra.size() > 0) {
+      if (!out.source || input == "objects") {
+        // The objects' truth comes with the columns, in the slot order of the
+        // predictions (object_targets), not copied in the file's order.
+      } else if (extra && extra.IsSequence() && extra.size() > 0) {
         for (const auto& f : extra) fields.push_back(f.as<std::string>());
       } else {
         fields = layout.names();
       }
       h5::CompoundBuilder builder;
-      auto file_type = out.source->file_type();
+      h5::Id file_type;
+      if (out.source) file_type = out.source->file_type();
       std::vector<h5::Id> member_types;
       for (const auto& name : fields) {
         const auto* field = layout.find(name);
@@ -88,7 +114,8 @@ struct PredictionWriter::Impl {
         const bool integer = !cols.values.is_floating_point();
         for (const auto& name : cols.names) builder.add(name, integer ? h5::kI8 : float_type);
       }
-      if (sequence) builder.add("mask", h5::kBool);
+      out.has_mask = sequence && out.source && input != "objects" && batch_has_mask(input);  // objects: class_label
+      if (out.has_mask) builder.add("mask", h5::kBool);
       auto out_layout = builder.layout();
       out.record = out_layout.record_size;
       for (const auto& name : fields)
@@ -96,11 +123,10 @@ struct PredictionWriter::Impl {
       for (const auto& [task, cols] : tasks)
         for (std::size_t c = 0; c < cols.names.size(); ++c)
           out.preds.push_back({task, c, out_layout.find(cols.names[c])->offset, !cols.values.is_floating_point()});
-      if (sequence) out.mask_offset = out_layout.find("mask")->offset;
+      if (out.has_mask) out.mask_offset = out_layout.find("mask")->offset;
       auto type = builder.build();
       h5::DatasetSpec spec;
-      spec.shape = sequence ? std::vector<hsize_t>{static_cast<hsize_t>(options.num_rows), static_cast<hsize_t>(out.width)}
-                            : std::vector<hsize_t>{static_cast<hsize_t>(options.num_rows)};
+      spec.shape = shape;
       out.target = std::make_unique<h5::Dataset>(h5::create_dataset(*target_file, out.dataset, type.get(), spec, out.record));
       outputs.push_back(std::move(out));
     }
@@ -108,11 +134,11 @@ struct PredictionWriter::Impl {
   }
 
   void write(const Batch& batch, const Columns& columns) {
-    if (!created) create(columns);
+    if (!created) create(batch, columns);
     const int64_t rows = batch.size;
     for (auto& out : outputs) {
       std::vector<uint8_t> in(static_cast<size_t>(rows * out.width) * out.source_record);
-      out.source->read_records(batch.start, rows, out.width, in.data());
+      if (out.source) out.source->read_records(batch.start, rows, out.width, in.data());
       std::vector<uint8_t> buf(static_cast<size_t>(rows * out.width) * out.record, 0);
       const auto& tasks = columns.at(out.input);
       // Predictions as contiguous CPU arrays: [rows, L, N] (L = 1 for the global object).
@@ -124,7 +150,7 @@ struct PredictionWriter::Impl {
         values[task] = v.contiguous();
       }
       torch::Tensor mask;
-      if (out.sequence) mask = batch.pad_masks.at(out.input).to(torch::kCPU).to(torch::kBool).contiguous();
+      if (out.has_mask) mask = batch.pad_masks.at(out.input).to(torch::kCPU).to(torch::kBool).contiguous();
       for (int64_t r = 0; r < rows; ++r) {
         for (int64_t s = 0; s < out.width; ++s) {
           const uint8_t* src = in.data() + static_cast<size_t>(r * out.width + s) * out.source_record;
@@ -146,7 +172,7 @@ struct PredictionWriter::Impl {
               std::memcpy(dst + p.offset, &x, 4);
             }
           }
-          if (out.sequence) {
+          if (out.has_mask) {
             uint8_t padded = s >= mask.size(1) ? 1 : (mask.data_ptr<bool>()[r * mask.size(1) + s] ? 1 : 0);
             dst[out.mask_offset] = padded;
           }

@@ -2,7 +2,7 @@
 // input with tasks (constituents only with write_tracks): the input's own fields
 // copied from the test file (or only extra_vars), then the predictions
 // (<name>_pb ..., f4 or f2 with half_precision), then a bool `mask` (true =
-// padded) for sequences. Rows in file order. Written to a temp name, renamed by
+// padded) for sequences. With write_objects, also the MaskFormer's outputs (below). Rows in file order. Written to a temp name, renamed by
 // finish(); destroyed unfinished, it leaves nothing behind.
 #pragma once
 #include <yaml-cpp/yaml.h>
@@ -24,6 +24,10 @@ struct PredictionWriterOptions {
   std::map<std::string, std::string> input_map;  // input -> dataset
   int64_t num_rows = 0;                          // rows to write (num_test)
   bool write_tracks = false;
+  // MaskFormer (salt's write_objects): the `objects` dataset (the objects' fields,
+  // class probabilities, target class, object task outputs), the constituents'
+  // <model>_MaskIndex and `object_masks` (N, M, L): truth_mask, mask_logits.
+  bool write_objects = false;
   bool half_precision = false;
   YAML::Node extra_vars;  // input -> [fields]; absent = all fields
 };

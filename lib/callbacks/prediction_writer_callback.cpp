@@ -8,21 +8,22 @@ namespace {
 
 struct PredictionWriterSettings {
   bool write_tracks = false;
+  bool write_objects = false;
   bool half_precision = false;
   YAML::Node extra_vars{YAML::NodeType::Null};
 };
 
 const config::Binding<PredictionWriterSettings>& binding() {
   using namespace config;
-  const char* maskformer = "MaskFormer models are not supported by salt-cpp";
   static const auto b =
       Binding<PredictionWriterSettings>({})
           .arg("write_tracks", SALT_FIELD(write_tracks), "Also write constituent-level outputs.")
-          .unbound(field("write_objects", t_bool(), false, "Write MaskFormer objects."))
-          .unsupported(maskformer)
+          .arg("write_objects", SALT_FIELD(write_objects),
+               "Also write a MaskFormer's objects (class probabilities, target class, regression), each "
+               "constituent's <model>_MaskIndex and object_masks (truth_mask, mask_logits).")
           .arg("half_precision", SALT_FIELD(half_precision), "Write predictions as float16.")
-          .unbound(field_null("object_classes", t_any(), "MaskFormer object classes."))
-          .unsupported(maskformer)
+          .unbound(field_null("object_classes", t_any(), "Output names of the global classification task."))
+          .unsupported("name the classes with the task's class_names")
           .arg("extra_vars", SALT_FIELD(extra_vars), "Extra input-file variables to copy per input type.",
                t_optional(t_dict(t_list(t_str()))));
   return b;
@@ -41,6 +42,7 @@ class PredictionWriterCallback : public Callback {
     options.input_map = d.input_map;
     options.num_rows = s.num_rows;
     options.write_tracks = o_.write_tracks;
+    options.write_objects = o_.write_objects;
     options.half_precision = o_.half_precision;
     if (!o_.extra_vars.IsNull()) options.extra_vars = o_.extra_vars;
     writer_ = std::make_unique<PredictionWriter>(options);

@@ -48,6 +48,7 @@ void complete_input_map(D& c) {
     if (c.input_map.count(g)) c.input_map[g] = c.global_object;
   for (const auto& in : c.input_order)
     if (!c.input_map.count(in)) c.input_map[in] = in == "global" || in == "parameters" ? c.global_object : in;
+  if (c.mf_config) c.input_map["objects"] = c.mf_config->object.name;  // as salt's SaltDataset
 }
 
 const Binding<ParameterSpec>& parameter_binding() {
@@ -141,7 +142,6 @@ void read_multi_target(D& c, const YAML::Node& list) {
 }
 
 Binding<D> make_binding() {
-  const char* maskformer = "MaskFormer models are not supported by salt-cpp";
   const char* none = "not available in salt-cpp";
   Binding<D> b{D{}};
   b.custom(field_node("variables", t_dict(t_list(t_str())), YAML::Node(YAML::NodeType::Map),
@@ -182,7 +182,12 @@ Binding<D> make_binding() {
       .optional_struct("labeller_config", SALT_FIELD(labeller_config), labeller_binding(),
                        "{use_labeller, class_names: [ftag flavours, e.g. hbb], require_labels: true}: derive the "
                        "global object's flavour_label from truth variables by ftag's flavour cuts.")
-      .unbound(field_null("mf_config", t_any(), "MaskFormer config.")).unsupported(maskformer)
+      .custom(field_null("mf_config", t_optional(mf_config_binding().type()),
+                         "MaskFormer: {object: {name, id_label, class_label, object_classes}, constituent: {name, "
+                         "id_label}}; the objects are read as the input 'objects'."),
+              [](D& c, const YAML::Node& n) {
+                if (n.IsDefined() && n.IsMap()) c.mf_config = mf_config_binding().read(n);
+              })
       .custom(field_null("selections", t_optional(t_dict(t_list(t_str()))),
                          "Cuts per constituent input, e.g. {tracks: [d0 < 3.5, NSHARED < 1.1]}; a constituent failing "
                          "any cut is masked out (ftag's TrackSelector)."),

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "config/bind.h"
+#include "config/mf_config.h"
 
 namespace salt::config {
 
@@ -68,6 +69,7 @@ struct DataConfig {
   std::map<std::string, std::vector<std::string>> labels;  // extra label variables to load per input
   std::vector<MultiTarget> multi_target;                   // conditional label replacements, in order
   std::vector<ParameterSpec> parameters;                   // in the order of variables.parameters
+  std::optional<MaskformerConfig> mf_config;               // MaskFormer objects (input "objects")
 
   // The dataset name of an input (input_map, else the input name itself).
   std::string dataset_of(const std::string& input) const;

@@ -452,11 +452,13 @@ void Dataset::write_records(int64_t start, int64_t count, const void* in) const 
   if (count <= 0) return;
   Id type = file_type();
   Id fspace = space_id(H5Dget_space(id()));
-  int rank = static_cast<int>(shape_.size());
-  hsize_t off[2] = {static_cast<hsize_t>(start), 0};
-  hsize_t cnt[2] = {static_cast<hsize_t>(count), rank > 1 ? shape_[1] : 1};
-  H5Sselect_hyperslab(fspace.get(), H5S_SELECT_SET, off, nullptr, cnt, nullptr);
-  Id mspace = space_id(H5Screate_simple(rank, cnt, nullptr));
+  // Whole rows of any rank: rows [start, start + count) and every slot of the other axes.
+  const int rank = static_cast<int>(shape_.size());
+  std::vector<hsize_t> off(shape_.size(), 0), cnt(shape_.begin(), shape_.end());
+  off[0] = static_cast<hsize_t>(start);
+  cnt[0] = static_cast<hsize_t>(count);
+  H5Sselect_hyperslab(fspace.get(), H5S_SELECT_SET, off.data(), nullptr, cnt.data(), nullptr);
+  Id mspace = space_id(H5Screate_simple(rank, cnt.data(), nullptr));
   if (H5Dwrite(id(), type.get(), mspace.get(), fspace.get(), H5P_DEFAULT, in) < 0)
     fail(fmt::format("Failed to write rows {}..{} of {}", start, start + count, where()));
 }

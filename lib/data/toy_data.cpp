@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstring>
 #include <fstream>
+#include <limits>
 #include <map>
 #include <random>
 
@@ -62,8 +63,9 @@ struct Jet {
 // Field positions in the packed records of both datasets.
 struct Layouts {
   FieldType ftype;  // float type of track inputs (f4 or f2)
-  h5::CompoundBuilder jets, tracks;
-  size_t jet_size = 0, track_size = 0;
+  h5::CompoundBuilder jets, tracks, hadrons;
+  size_t jet_size = 0, track_size = 0, hadron_size = 0;
+  size_t t_parent, h_barcode, h_flavour, h_pt, h_lxy, h_deta, h_dphi, h_mass, h_valid;
   size_t j_pt, j_eta, j_hadron, j_event, j_flavour;
   size_t t_float[kNumTrackFloats], t_hits[kNumTrackHits], t_origin, t_vertex, t_valid;
 
@@ -85,6 +87,7 @@ struct Layouts {
 
     for (const char* name : kTrackFloats) tracks.add(name, ftype);
     tracks.add("ftagTruthOriginLabel", h5::kI1).add("ftagTruthVertexIndex", h5::kI1);
+    tracks.add("ftagTruthParentBarcode", h5::kI4);
     for (const char* name : kTrackHits) tracks.add(name, h5::kU1);
     tracks.add("valid", h5::kBool);
     h5::CompoundLayout tl = tracks.layout();
@@ -94,6 +97,21 @@ struct Layouts {
     t_origin = tl.find("ftagTruthOriginLabel")->offset;
     t_vertex = tl.find("ftagTruthVertexIndex")->offset;
     t_valid = tl.find("valid")->offset;
+    t_parent = tl.find("ftagTruthParentBarcode")->offset;
+
+    hadrons.add("barcode", h5::kI4).add("flavour", h5::kI4);
+    for (const char* name : {"pt", "Lxy", "deta", "dphi", "mass"}) hadrons.add(name, h5::kF4);
+    hadrons.add("valid", h5::kBool);
+    h5::CompoundLayout hl = hadrons.layout();
+    hadron_size = hl.record_size;
+    h_barcode = hl.find("barcode")->offset;
+    h_flavour = hl.find("flavour")->offset;
+    h_pt = hl.find("pt")->offset;
+    h_lxy = hl.find("Lxy")->offset;
+    h_deta = hl.find("deta")->offset;
+    h_dphi = hl.find("dphi")->offset;
+    h_mass = hl.find("mass")->offset;
+    h_valid = hl.find("valid")->offset;
   }
 };
 
@@ -227,6 +245,58 @@ Jet make_jet(Rng& rng, int64_t event) {
   return jet;
 }
 
+// --- truth hadrons (MaskFormer's objects) -----------------------------------------------------------
+// The b and c hadrons whose decays made the displaced tracks: the B of a b jet (its
+// FromB tracks), the cascade C of a b jet (FromBC) and the C of a c jet (FromC).
+// Their kinematics follow from their tracks (no further random draws, so adding them
+// left every other value of the toy files unchanged): pt the tracks' summed pt, deta
+// and dphi their mean direction, Lxy ten times their mean |d0|, the mass the hadron's.
+
+constexpr int kMaxHadrons = 5;  // slots of truth_hadrons (salt's MaskFormer: 5 queries)
+
+struct Hadron {
+  int32_t barcode = -1, flavour = -1;
+  float pt = 0, lxy = 0, deta = 0, dphi = 0, mass = 0;
+  int ntracks = 0;
+};
+
+// The parent hadron's barcode of a track of a jet of this flavour (-1: none).
+int32_t parent_barcode(int32_t jet_flavour, int8_t origin) {
+  if (jet_flavour == 0 && origin == FromB) return 1001;
+  if (jet_flavour == 0 && origin == FromBC) return 1002;
+  if (jet_flavour == 1 && origin == FromC) return 1001;
+  return -1;
+}
+
+std::vector<Hadron> truth_hadrons(const Jet& jet) {
+  std::vector<Hadron> out;
+  for (const auto& t : jet.tracks) {
+    const int32_t bc = parent_barcode(jet.flavour, t.origin);
+    if (bc < 0) continue;
+    auto it = std::find_if(out.begin(), out.end(), [&](const Hadron& h) { return h.barcode == bc; });
+    if (it == out.end()) {
+      Hadron h;
+      h.barcode = bc;
+      h.flavour = t.origin == FromB ? 5 : 4;
+      h.mass = t.origin == FromB ? 5279.f : 1865.f;
+      out.push_back(h);
+      it = out.end() - 1;
+    }
+    const double p = 1.0 / std::max(1e-9, static_cast<double>(std::abs(t.f[4])));
+    it->pt += static_cast<float>(p / std::cosh(jet.eta + t.f[3]));
+    it->deta += t.f[3];
+    it->dphi += t.f[2];
+    it->lxy += 10.f * std::abs(t.f[0]);
+    ++it->ntracks;
+  }
+  for (auto& h : out) {
+    h.deta /= static_cast<float>(h.ntracks);
+    h.dphi /= static_cast<float>(h.ntracks);
+    h.lxy /= static_cast<float>(h.ntracks);
+  }
+  return out;
+}
+
 // --- statistics for norm_dict / class_dict ---------------------------------------------------------
 
 
@@ -248,6 +318,26 @@ void put_float(uint8_t* p, float v, FieldType t) {
   }
 }
 
+
+// The jet's truth hadrons into its kMaxHadrons slots (empty slots: barcode and
+// flavour -1, NaN kinematics, valid false).
+void write_hadrons(const Jet& jet, const Layouts& lay, uint8_t* slots) {
+  const auto hadrons = truth_hadrons(jet);
+  for (int k = 0; k < kMaxHadrons; ++k) {
+    uint8_t* r = slots + static_cast<size_t>(k) * lay.hadron_size;
+    Hadron h;
+    if (k < static_cast<int>(hadrons.size())) h = hadrons[static_cast<size_t>(k)];
+    const bool real = h.barcode >= 0;
+    const float nan = std::numeric_limits<float>::quiet_NaN();
+    const float values[] = {real ? h.pt : nan, real ? h.lxy : nan, real ? h.deta : nan, real ? h.dphi : nan,
+                            real ? h.mass : nan};
+    const size_t offsets[] = {lay.h_pt, lay.h_lxy, lay.h_deta, lay.h_dphi, lay.h_mass};
+    std::memcpy(r + lay.h_barcode, &h.barcode, 4);
+    std::memcpy(r + lay.h_flavour, &h.flavour, 4);
+    for (int v = 0; v < 5; ++v) std::memcpy(r + offsets[v], &values[v], 4);
+    r[lay.h_valid] = real ? 1 : 0;
+  }
+}
 
 // Writes `num_jets` jets to `tmp`; `shown` (the final name) is what messages name.
 void write_toy_file_impl(const fs::path& tmp, const fs::path& shown, int64_t num_jets, const ToyDataOptions& o,
@@ -271,8 +361,13 @@ void write_toy_file_impl(const fs::path& tmp, const fs::path& shown, int64_t num
     tspec.compression = o.compression;
     h5::Dataset jets = h5::create_dataset(file, "jets", jet_type.get(), jspec, lay.jet_size);
     h5::Dataset tracks = h5::create_dataset(file, "tracks", track_type.get(), tspec, lay.track_size);
+    h5::Id hadron_type = lay.hadrons.build();
+    h5::DatasetSpec hspec = tspec;
+    hspec.shape = {static_cast<hsize_t>(num_jets), static_cast<hsize_t>(kMaxHadrons)};
+    hspec.chunk = {100, static_cast<hsize_t>(kMaxHadrons)};
+    h5::Dataset hadrons = h5::create_dataset(file, "truth_hadrons", hadron_type.get(), hspec, lay.hadron_size);
 
-    std::vector<uint8_t> jbuf, tbuf;
+    std::vector<uint8_t> jbuf, tbuf, hbuf;
     std::map<int64_t, int64_t> flavour_counts;
     BlockMoments jet_bm[2];
     BlockMoments trk_bm[kNumTrackFloats + kNumTrackHits];
@@ -284,6 +379,7 @@ void write_toy_file_impl(const fs::path& tmp, const fs::path& shown, int64_t num
       Rng rng(splitmix64(splitmix64(o.seed) ^ splitmix64(stream * 0x100000001b3ull + static_cast<uint64_t>(b))));
       jbuf.assign(static_cast<size_t>(n) * lay.jet_size, 0);
       tbuf.assign(static_cast<size_t>(n * L) * lay.track_size, 0);  // padding: zeros, valid = FALSE
+      hbuf.assign(static_cast<size_t>(n * kMaxHadrons) * lay.hadron_size, 0);
       for (int64_t i = 0; i < n; ++i) {
         Jet jet = make_jet(rng, static_cast<int64_t>(stream) * 1'000'000'000LL + first + i);
         uint8_t* jr = jbuf.data() + static_cast<size_t>(i) * lay.jet_size;
@@ -299,6 +395,7 @@ void write_toy_file_impl(const fs::path& tmp, const fs::path& shown, int64_t num
           ++stats->flavour[jet.flavour];
           ++stats->hadron[jet.hadron_id];
         }
+        write_hadrons(jet, lay, hbuf.data() + static_cast<size_t>(i * kMaxHadrons) * lay.hadron_size);
         const int64_t nt = std::min<int64_t>(L, static_cast<int64_t>(jet.tracks.size()));
         for (int64_t k = 0; k < nt; ++k) {
           const Track& t = jet.tracks[static_cast<size_t>(k)];
@@ -307,6 +404,8 @@ void write_toy_file_impl(const fs::path& tmp, const fs::path& shown, int64_t num
           for (int h = 0; h < kNumTrackHits; ++h) tr[lay.t_hits[h]] = t.hits[h];
           std::memcpy(tr + lay.t_origin, &t.origin, 1);
           std::memcpy(tr + lay.t_vertex, &t.vertex, 1);
+          const int32_t parent = parent_barcode(jet.flavour, t.origin);
+          std::memcpy(tr + lay.t_parent, &parent, 4);
           tr[lay.t_valid] = 1;
           if (stats) {
             for (int f = 0; f < kNumTrackFloats; ++f) trk_bm[f].add(stored(t.f[f], o.half_precision));
@@ -317,6 +416,7 @@ void write_toy_file_impl(const fs::path& tmp, const fs::path& shown, int64_t num
       }
       jets.write_records(first, n, jbuf.data());
       tracks.write_records(first, n, tbuf.data());
+      hadrons.write_records(first, n, hbuf.data());
       if (stats) {
         for (int v = 0; v < 2; ++v) jet_bm[v].flush_into(stats->jet[v]);
         for (int v = 0; v < kNumTrackFloats + kNumTrackHits; ++v) trk_bm[v].flush_into(stats->track[v]);
@@ -389,7 +489,8 @@ void write_toy_file(const fs::path& path, int64_t num_jets, const ToyDataOptions
 
 int64_t estimated_toy_bytes(const ToyDataOptions& o) {
   const Layouts lay(o.half_precision);
-  const double per_jet = static_cast<double>(lay.jet_size) + static_cast<double>(o.max_tracks * lay.track_size);
+  const double per_jet = static_cast<double>(lay.jet_size) + static_cast<double>(o.max_tracks * lay.track_size) +
+                         static_cast<double>(kMaxHadrons * lay.hadron_size);
   // Measured: LZF and gzip keep 15-20% of the raw bytes (padded track slots are zeros).
   // The low end, so that only sizes that cannot fit are refused.
   const double kept = o.compression == h5::Compression::None ? 1.0 : 0.15;

@@ -11,6 +11,9 @@
 // a vertex index, origin FromB/FromBC), c jets fewer and less displaced tracks (FromC),
 // light jets mostly prompt tracks (Primary) plus pileup and fakes, taus 1-3 displaced
 // tracks (FromTau). Fractions ~ b 30%, c 20%, light 45%, tau 5%.
+// MaskFormer's objects: `truth_hadrons` (N, 5) holds the b and c hadrons whose decays
+// made the displaced tracks (barcode, flavour 5/4, pt, Lxy, deta, dphi, mass, valid),
+// and each track's ftagTruthParentBarcode names its hadron (-1: none).
 //
 // Deterministic from the seed (own RNG draws; no std:: distributions, whose output is
 // implementation-defined). Generated and written in blocks, so 10M jets need ~30 MB.

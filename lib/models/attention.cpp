@@ -328,6 +328,35 @@ torch::Tensor AttentionImpl::forward(const torch::Tensor& x, const torch::Tensor
   return out_proj->forward(out.transpose(1, 2).reshape({b, l, d}));
 }
 
+torch::Tensor AttentionImpl::forward_cross(const torch::Tensor& x, const torch::Tensor& kv, const torch::Tensor& kv_mask,
+                                           const torch::Tensor& attn_mask) {
+  const auto b = x.size(0), lq = x.size(1), lk = kv.size(1), d = x.size(2);
+  namespace F = torch::nn::functional;
+  auto w = in_proj_weight.split(d, 0);
+  std::vector<torch::Tensor> bias(3);
+  if (in_proj_bias.defined()) bias = in_proj_bias.split(d, 0);
+  auto heads = [&](const torch::Tensor& t, int64_t l) {
+    return t.view({b, l, options_.num_heads(), head_dim_}).transpose(1, 2);
+  };
+  auto q = heads(F::linear(x, w[0], bias[0]), lq);
+  auto k = heads(F::linear(kv, w[1], bias[1]), lk), v = heads(F::linear(kv, w[2], bias[2]), lk);
+  if (q_norm) {
+    q = q_norm->forward(q);
+    k = k_norm->forward(k);
+  }
+  if (v_norm) v = v_norm->forward(v);
+  // salt's merge_masks: padded keys never send, combined with the attention mask.
+  torch::Tensor allowed;
+  if (kv_mask.defined()) allowed = kv_mask.logical_not().view({b, 1, 1, lk}).expand({b, 1, lq, lk});
+  if (attn_mask.defined()) {
+    auto a = attn_mask.view({b, 1, lq, lk});
+    allowed = allowed.defined() ? allowed & a : a;
+  }
+  const double dropout = is_training() ? options_.dropout() : 0.0;
+  auto out = attention_explicit(q, k, v, allowed, dropout, 1.0 / std::sqrt(double(head_dim_)));
+  return out_proj->forward(out.transpose(1, 2).reshape({b, lq, d}));
+}
+
 torch::Tensor AttentionImpl::forward_packed(const torch::Tensor& x, const TokenLayout& layout) {
   const int64_t b = layout.batch, l = layout.length, d = x.size(1), h = options_.num_heads();
   const double dropout = is_training() ? options_.dropout() : 0.0;

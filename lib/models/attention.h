@@ -64,6 +64,13 @@ class AttentionImpl : public torch::nn::Module {
   explicit AttentionImpl(const AttentionOptions& options);
   // x: [B, L, D]; pad_mask: bool [B, L], true = padded (may be undefined).
   torch::Tensor forward(const torch::Tensor& x, const torch::Tensor& pad_mask = {});
+  // Cross-attention (salt's Attention(x, kv=kv, kv_mask=..., attn_mask=...)): queries
+  // from x [B, Lq, D], keys and values from kv [B, Lk, D] through the same packed
+  // projection; kv_mask bool [B, Lk] (true = padded, never sends), attn_mask bool
+  // [B, Lq, Lk] (true = may attend). Explicit softmax kernel; a query with no
+  // allowed key gets zeros. -> [B, Lq, D].
+  torch::Tensor forward_cross(const torch::Tensor& x, const torch::Tensor& kv, const torch::Tensor& kv_mask = {},
+                              const torch::Tensor& attn_mask = {});
   // Packed tokens x [N, D] (see TokenLayout): the projections run on the N tokens
   // only; q, k, v are scattered to the compact [B, Lc] layout for the kernel and the
   // output gathered back before out_proj. Same result as forward() on the valid tokens.

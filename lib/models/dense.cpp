@@ -28,6 +28,12 @@ const config::Binding<DenseOptions>& dense_binding() {
   return b;
 }
 
+// A Dense named as a component (a MaskDecoder's class_net and mask_net); the
+// component that holds it builds it (it knows the input size).
+const bool kRegistered = config::register_component({"salt.models.Dense", "dense", dense_binding().type(),
+                                                     "An MLP (salt.models.Dense).", config::Support::kFull, "",
+                                                     {"salt.models.dense.Dense"}});
+
 DenseImpl::DenseImpl(const DenseOptions& options)
     : torch::nn::Module("Dense"), options_(options), output_size_(options.output_size().value_or(options.input_size())) {
   std::vector<int64_t> hidden = options.hidden_layers().value_or(

@@ -56,6 +56,11 @@ std::map<std::string, torch::Tensor> maskformer_losses(const torch::Tensor& clas
   const auto valid = target_class != o.num_classes;
   const auto pred = mask_logits.index({valid});
   const auto truth = target_masks.index({valid}).to(pred.scalar_type());
+  if (pred.size(0) == 0) {  // no object in the whole batch: zero (salt would divide by zero)
+    for (const char* name : {"mask_dice", "mask_focal", "mask_ce"})
+      if (weight_of(name) != 0) losses[name + suffix] = mask_logits.sum() * 0.0;
+    return losses;
+  }
   if (weight_of("mask_dice") != 0) losses["mask_dice" + suffix] = mask_dice_loss(pred, truth) * weight_of("mask_dice");
   if (weight_of("mask_focal") != 0)
     losses["mask_focal" + suffix] = mask_focal_loss(pred, truth) * weight_of("mask_focal");

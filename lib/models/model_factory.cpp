@@ -14,7 +14,7 @@ namespace {
 struct SaltModelConfig {
   std::vector<YAML::Node> init_nets;  // read by init_net_binding()
   config::ComponentNode tasks;
-  std::optional<config::ComponentNode> encoder, pool_net;
+  std::optional<config::ComponentNode> encoder, pool_net, mask_decoder;
   std::optional<std::vector<YAML::Node>> featurewise_nets;  // read by featurewise_binding()
   YAML::Node merge_dict;                                    // {merged: [inputs]}, in the file's order
 };
@@ -33,8 +33,9 @@ const config::Binding<SaltModelConfig>& salt_model_binding() {
         .arg("pool_net", SALT_FIELD(pool_net), "Pooling to the global object (null: no pooling).",
              t_optional(t_component("pooling")))
         .unbound(field_null("edge_init_nets", t_any(), "Edge init nets.")).unsupported(edges)
-        .unbound(field_null("mask_decoder", t_any(), "MaskFormer decoder."))
-        .unsupported("MaskFormer models are not supported by salt-cpp")
+        .arg("mask_decoder", SALT_FIELD(mask_decoder),
+             "MaskFormer decoder: object queries with classes and masks over the constituents (needs data.mf_config).",
+             t_optional(t_component("mask_decoder")))
         .custom(field_null("merge_dict", t_optional(t_dict(t_list(t_str()))),
                            "{merged: [input, ...]}: concatenate constituent types into one input that tasks name."),
                 [](C& c, const YAML::Node& n) { c.merge_dict = n; })
@@ -191,6 +192,11 @@ SaltWrapper build_model(const YAML::Node& raw, const ModelContext& ctx, const st
     check_size(*fw.global, fw.global_index, bc.constituent_dim, "the encoder output");
     global_fw = Featurewise(*fw.global, fw.num_parameters);
   }
+  MaskDecoder decoder{nullptr};
+  if (m.mask_decoder) {
+    decoder = build_component<MaskDecoder>(*m.mask_decoder, bc.at(p + ".mask_decoder"));
+    bc.objects_dim = decoder->options().embed_dim;
+  }
   GlobalAttentionPooling pool{nullptr};
   if (m.pool_net) pool = build_component<GlobalAttentionPooling>(*m.pool_net, bc.at(p + ".pool_net"));
 
@@ -205,7 +211,7 @@ SaltWrapper build_model(const YAML::Node& raw, const ModelContext& ctx, const st
   for (size_t i = 0; i < modules.size(); ++i)
     tasks.push_back(build_component<std::shared_ptr<TaskImpl>>(modules[i], bc.at(item(tp, i))));
 
-  SaltModel model(ctx.global_object, std::move(init_nets), encoder, pool, std::move(tasks), global_fw);
+  SaltModel model(ctx.global_object, std::move(init_nets), encoder, pool, std::move(tasks), global_fw, decoder);
   model->set_merge_dict(merges);
   return SaltWrapper(model, build_norm(ctx), ctx.loss_mode, ctx.name);
 }

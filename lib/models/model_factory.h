@@ -31,6 +31,7 @@ struct ModelContext {
   std::function<std::optional<std::vector<std::string>>(const std::string& input, const std::string& label)> class_names;
   std::string loss_mode = "wsum";  // model.loss_mode
   std::string name = "salt";       // top-level `name`, the output column prefix
+  std::optional<config::MaskformerConfig> mf_config;  // data.mf_config (a mask_decoder needs it)
 };
 
 // `model_model` is the node of `model.model`; `path` names it in errors.

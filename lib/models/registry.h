@@ -32,6 +32,7 @@ struct BuildContext {
   int64_t global_dim = 0;         // the pooled vector (+ "global" inputs): jet-level tasks' input, constituent tasks' context
   int64_t constituent_dim = 0;    // one constituent embedding (the encoder's output)
   std::set<std::string> constituents;  // inputs with an init net other than the global object
+  int64_t objects_dim = 0;             // a MaskDecoder's query embeddings (tasks on "objects"); 0: none
 
   std::string arg(const std::string& key) const { return path + ".init_args." + key; }
   BuildContext at(const std::string& sub_path) const {

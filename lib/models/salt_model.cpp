@@ -3,12 +3,13 @@
 #include <set>
 
 #include "core/errors.h"
+#include "models/regression_task.h"
 
 namespace salt::models {
 
 SaltModelImpl::SaltModelImpl(std::string global_object, std::vector<InitNet> init_net_list, Transformer encoder_in,
                              GlobalAttentionPooling pool_in, std::vector<std::shared_ptr<TaskImpl>> task_list,
-                             Featurewise featurewise_in)
+                             Featurewise featurewise_in, MaskDecoder decoder_in)
     : torch::nn::Module("SaltModel"), global_object_(std::move(global_object)), init_nets_(std::move(init_net_list)),
       tasks_(std::move(task_list)) {
   if (init_nets_.empty()) throw UsageError("SaltModel: init_nets is empty");
@@ -39,6 +40,15 @@ SaltModelImpl::SaltModelImpl(std::string global_object, std::vector<InitNet> ini
   tasks = register_module("tasks", torch::nn::ModuleList());
   for (auto& t : tasks_) tasks->push_back(t);
   if (encoder_in) encoder = register_module("encoder", encoder_in);
+  if (decoder_in) {
+    mask_decoder = register_module("mask_decoder", decoder_in);
+    for (const auto& t : tasks_)
+      if (t->input_name() == "objects") {
+        if (!std::dynamic_pointer_cast<RegressionTaskImpl>(t) || t->torch::nn::Module::name() != "RegressionTask")
+          throw UsageError("task '" + t->name() + "': only RegressionTask runs on the mask decoder's objects");
+        object_tasks_.push_back(t);
+      }
+  }
   if (pool_in) pool_net = register_module("pool_net", pool_in);
 }
 
@@ -130,6 +140,12 @@ SaltModelOutput SaltModelImpl::forward(const TensorMap& inputs, const TensorMap&
       throw InputError("SaltModel: featurewise nets need the 'parameters' inputs (data.variables.parameters)");
     packed = merge_segments(packed, merges_);
     if (encoder) packed = encoder->forward_packed(packed, params);
+    if (mask_decoder) {
+      const int64_t s = packed.find(mask_decoder->options().constituent_name);
+      const auto& seg = packed.segments[static_cast<size_t>(s)];
+      const auto x = packed.index[static_cast<size_t>(s)].scatter(packed.rows(s));
+      out.objects = mask_decoder->forward(x, seg.mask, object_tasks_, labels, pad_masks, labels ? &out.losses : nullptr);
+    }
     if (featurewise_global) packed.x = featurewise_global->forward(params.index_select(0, packed.jet()), packed.x);
     out.global_rep = pool_net->forward_packed(packed.x, TokenLayout::of(packed));
     out.sequence = packed.unpack();
@@ -143,6 +159,10 @@ SaltModelOutput SaltModelImpl::forward(const TensorMap& inputs, const TensorMap&
     labels = &merged;
   }
   for (auto& task : tasks_) {
+    if (mask_decoder && task->input_name() == "objects") {  // run (and matched) by the decoder
+      out.preds["objects"][task->name()] = out.objects.objects.tasks.at(task->name());
+      continue;
+    }
     TaskOutput result;
     if (task->input_name() == global_object_) {
       result = task->forward(out.global_rep, {}, {}, labels);

@@ -12,6 +12,7 @@
 #include "models/common.h"
 #include "models/featurewise.h"
 #include "models/init_net.h"
+#include "models/mask_decoder.h"
 #include "models/pooling.h"
 #include "models/task.h"
 #include "models/transformer.h"
@@ -25,6 +26,7 @@ struct SaltModelOutput {
   std::map<std::string, torch::Tensor> losses;
   Sequence sequence;         // encoded constituents (x undefined for a jet-only model)
   torch::Tensor global_rep;  // [B, D]: pooled vector (or the jet embedding)
+  MaskDecoderOutput objects;  // with a mask decoder (objects.objects.class_probs defined)
 };
 
 // What the model's ONNX export gets: the graph inputs (normalised) by salt input
@@ -47,7 +49,7 @@ class SaltModelImpl : public torch::nn::Module {
   // encoder output before pooling and the constituent tasks.
   SaltModelImpl(std::string global_object, std::vector<InitNet> init_nets, Transformer encoder,
                 GlobalAttentionPooling pool_net, std::vector<std::shared_ptr<TaskImpl>> tasks,
-                Featurewise featurewise_global = nullptr);
+                Featurewise featurewise_global = nullptr, MaskDecoder mask_decoder = nullptr);
 
   // inputs: normalised; pad_masks: constituent name -> bool [B, L] (true = padded;
   // missing = all valid); labels nullptr for inference.
@@ -75,11 +77,13 @@ class SaltModelImpl : public torch::nn::Module {
   Transformer encoder{nullptr};
   GlobalAttentionPooling pool_net{nullptr};
   Featurewise featurewise_global{nullptr};
+  MaskDecoder mask_decoder{nullptr};
 
  private:
   std::string global_object_;
   std::vector<InitNet> init_nets_;
   std::vector<std::shared_ptr<TaskImpl>> tasks_;
+  std::vector<std::shared_ptr<TaskImpl>> object_tasks_;  // tasks on "objects", run by the mask decoder
   std::vector<std::pair<std::string, std::vector<std::string>>> merges_;
 };
 TORCH_MODULE(SaltModel);

@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "core/errors.h"
+#include "models/object_targets.h"
 
 namespace salt::models {
 
@@ -28,6 +29,7 @@ ModelOutput SaltWrapperImpl::forward(const TensorMap& inputs, const TensorMap& p
   out.losses = std::move(result.losses);
   out.global_rep = result.global_rep;
   out.sequence = std::move(result.sequence);
+  out.objects = std::move(result.objects);
   if (labels && !out.losses.empty()) out.loss = total_loss(out.losses);
   return out;
 }
@@ -76,7 +78,7 @@ std::map<std::string, std::map<std::string, PredictionColumns>> SaltWrapperImpl:
     auto in = out.preds.find(task->input_name());
     if (in == out.preds.end() || !in->second.count(task->name())) continue;
     torch::Tensor mask;
-    if (task->input_name() != model->global_object()) {
+    if (task->input_name() != model->global_object() && task->input_name() != "objects") {
       // The caller's mask, or the one the model used (all valid when none was given).
       auto m = pad_masks.find(task->input_name());
       if (m != pad_masks.end()) {
@@ -88,7 +90,43 @@ std::map<std::string, std::map<std::string, PredictionColumns>> SaltWrapperImpl:
     cols[task->input_name()][task->name()] = task->predict(in->second.at(task->name()), mask, labels, name_);
   }
   split_merged(cols, pad_masks);
+  if (model->mask_decoder && out.objects.objects.class_probs.defined()) object_columns(cols, out, pad_masks, labels);
   return cols;
+}
+
+void SaltWrapperImpl::object_columns(std::map<std::string, std::map<std::string, PredictionColumns>>& cols,
+                                     const ModelOutput& out, const TensorMap& pad_masks, const Labels* labels) const {
+  const auto& o = model->mask_decoder->options();
+  const auto& p = out.objects.objects;
+  PredictionColumns probs;
+  for (const auto& c : o.mf.object.object_classes) probs.names.push_back(name_ + "_p" + c.name);
+  probs.values = p.class_probs.detach().to(torch::kFloat32);
+  if (p.class_probs.size(-1) != static_cast<int64_t>(probs.names.size())) probs.names.resize(p.class_probs.size(-1));
+  cols["objects"]["object_class_probs"] = probs;
+  const auto masks = p.masks.detach().to(torch::kCPU, torch::kFloat32);  // [B, M, L], in target order with labels
+  torch::Tensor truth;
+  if (labels) {
+    const auto t = object_targets(*labels, pad_masks, o.mf, o.num_objects);
+    cols["objects"]["object_class_targets"] = PredictionColumns{{"class_label"}, t.object_class.unsqueeze(-1).to(torch::kCPU)};
+    for (const auto& [label, values] : t.labels)  // the objects' truth, in the same slot order
+      cols["objects"]["truth_" + label] = PredictionColumns{{label}, values.unsqueeze(-1).to(torch::kCPU)};
+    truth = t.masks.to(torch::kCPU, torch::kFloat32);
+  }
+  // Each constituent's object: the object whose mask holds it (p > 0.5; the last
+  // such object when several do), -2 when none does, -1 for padded constituents.
+  const auto held = masks.sigmoid() > 0.5;
+  const int64_t m = held.size(1);
+  auto index = torch::full({held.size(0), held.size(2)}, -2, torch::kInt64);
+  for (int64_t k = 0; k < m; ++k) index.masked_fill_(held.select(1, k), k);
+  if (auto pm = pad_masks.find(o.constituent_name); pm != pad_masks.end())
+    index.masked_fill_(pm->second.to(torch::kCPU).to(torch::kBool), -1);
+  cols[o.constituent_name]["mask_index"] = PredictionColumns{{name_ + "_MaskIndex"}, index.unsqueeze(-1)};
+  // object_masks: [B, M * L] slots of (truth_mask, mask_logits), row-major in (object, constituent).
+  PredictionColumns om;
+  om.names = {"truth_mask", "mask_logits"};
+  if (!truth.defined()) truth = torch::zeros_like(masks);
+  om.values = torch::stack({truth, masks}, -1).flatten(1, 2);
+  cols["object_masks"]["object_masks"] = om;
 }
 
 std::map<std::string, std::vector<std::string>> SaltWrapperImpl::required_labels() const {
@@ -103,6 +141,16 @@ std::map<std::string, std::vector<std::string>> SaltWrapperImpl::required_labels
       for (const auto& l : task->label_names())
         if (std::find(v.begin(), v.end(), l) == v.end()) v.push_back(l);
     }
+  }
+  if (model->mask_decoder) {  // the objects and the constituents' link to them (salt's CLI adds these)
+    const auto& mf = model->mask_decoder->options().mf;
+    auto add = [&](const std::string& input, const std::string& l) {
+      auto& v = out[input];
+      if (std::find(v.begin(), v.end(), l) == v.end()) v.push_back(l);
+    };
+    add("objects", mf.object.id_label);
+    if (mf.object.class_label) add("objects", *mf.object.class_label);
+    add(mf.constituent.name, mf.constituent.id_label);
   }
   return out;
 }

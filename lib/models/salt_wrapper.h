@@ -24,6 +24,7 @@ struct ModelOutput {
   torch::Tensor loss;  // total: wsum or GLS of `losses`; undefined without labels
   torch::Tensor global_rep;
   Sequence sequence;
+  MaskDecoderOutput objects;  // with a mask decoder
 };
 
 class SaltWrapperImpl : public torch::nn::Module {
@@ -58,6 +59,11 @@ class SaltWrapperImpl : public torch::nn::Module {
   InputNorm norm{nullptr};
 
  private:
+  // The mask decoder's columns (salt's PredictionWriter with write_objects):
+  // objects: <name>_p<class> and class_label (the target class, with labels);
+  // the constituents: <name>_MaskIndex; object_masks [B, M * L]: truth_mask, mask_logits.
+  void object_columns(std::map<std::string, std::map<std::string, PredictionColumns>>& cols, const ModelOutput& out,
+                      const TensorMap& pad_masks, const Labels* labels) const;
   void split_merged(std::map<std::string, std::map<std::string, PredictionColumns>>& cols,
                     const TensorMap& pad_masks) const;
   std::string loss_mode_;

@@ -22,17 +22,22 @@ void finish_task_base(TaskBaseConfig& c, const BuildContext& ctx, bool pairwise)
   const auto& name = c.task.name();
   const auto& input = c.task.input_name();
   const bool jet_level = input == ctx.model->global_object;
-  if (!jet_level && !ctx.constituents.count(input))
-    throw UsageError(ctx.arg("input_name") + ": task '" + name + "' reads '" + input +
-                     "', which is neither the global object nor an init net input");
+  const bool objects = input == "objects" && ctx.objects_dim > 0;  // a MaskDecoder's queries
+  if (!jet_level && !objects && !ctx.constituents.count(input))
+    throw UsageError(ctx.arg("input_name") + ": task '" + name + "' reads '" + input + "', which is neither the global " +
+                     "object nor an init net input" + (input == "objects" ? " (objects need a mask_decoder)" : ""));
   if (pairwise && jet_level)
     throw UsageError(ctx.arg("input_name") + ": VertexingTask needs constituents, not '" + input + "'");
-  const int64_t expected_input = jet_level ? ctx.global_dim : (pairwise ? 2 : 1) * ctx.constituent_dim;
+  if (pairwise && objects) throw UsageError(ctx.arg("input_name") + ": VertexingTask needs constituents, not objects");
+  const int64_t expected_input =
+      jet_level ? ctx.global_dim : objects ? ctx.objects_dim : (pairwise ? 2 : 1) * ctx.constituent_dim;
   auto& dense = c.task.dense();
   if (dense.input_size() < 0) dense.input_size(expected_input);
   if (dense.input_size() != expected_input)
     throw UsageError(ctx.arg("dense_config.input_size") + ": " + std::to_string(dense.input_size()) +
                      " does not match the " + std::to_string(expected_input) + " features task '" + name + "' receives");
+  if (objects && dense.context_size() != 0)
+    throw UsageError(ctx.arg("dense_config.context_size") + ": tasks on objects read the query embeddings alone (no context)");
   if (dense.context_size() != 0 && dense.context_size() != ctx.global_dim && !jet_level)
     throw UsageError(ctx.arg("dense_config.context_size") + ": " + std::to_string(dense.context_size()) +
                      " does not match the pooled vector size " + std::to_string(ctx.global_dim));

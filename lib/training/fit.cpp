@@ -485,6 +485,7 @@ class FitRun {
     auto val = validation_pass(setup_.model, *val_loader_, epoch, val_batches_, device_, autocast_, on_batch, !session_);
     if (session_) sum_over_ranks(val);
     auto metrics = val.means("val");
+    callbacks_.call(&callbacks::Callback::add_val_metrics, state_, metrics);
     if (!std::isfinite(metrics["val/loss"]))
       throw InputError(nan_message("val/loss", epoch, state_.global_step, run_dir_));
     result_.last_val_metrics = metrics;

@@ -115,6 +115,7 @@ RunSetup prepare_run(const YAML::Node& resolved, Stage stage) {
     return file_class_names(s.data, model_file, input, label);
   };
   ctx.loss_mode = run.model.loss_mode;
+  ctx.mf_config = s.data.mf_config;
   ctx.name = s.name;
 
   seed_everything(s.seed);  // weight initialisation draws from it

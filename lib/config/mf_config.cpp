@@ -1,0 +1,112 @@
+#include "config/mf_config.h"
+
+#include <algorithm>
+#include <set>
+
+#include "core/errors.h"
+
+namespace salt::config {
+namespace {
+
+using O = MaskformerObjectConfig;
+
+const char* kSelection = "selecting objects by cuts or sorting them is not in salt-cpp yet; prepare the objects "
+                         "dataset in that order (the preprocessing can)";
+
+// object_classes: {name: {raw: int | [int], mapped: int, weight: float}}, salt's checks.
+void read_object_classes(O& o, const YAML::Node& n) {
+  o.object_classes.clear();
+  if (!n.IsDefined() || n.IsNull()) return;
+  const std::string key = "data.mf_config.object.object_classes";
+  for (const auto& kv : n) {
+    ObjectClass c;
+    // YAML's `null:` key is the null class (jsonargparse reads it as None, salt renames it).
+    const std::string k = kv.first.IsNull() ? "" : kv.first.Scalar();
+    c.name = k.empty() || k == "~" || k == "Null" || k == "NULL" ? "null" : k;
+    const auto& v = kv.second;
+    if (!v.IsMap() || !v["mapped"]) throw UsageError(key + "." + c.name + ": give {raw, mapped}");
+    c.mapped = v["mapped"].as<int64_t>();
+    if (const auto raw = v["raw"]; raw && !raw.IsNull()) {
+      if (raw.IsSequence())
+        for (const auto& r : raw) c.raw.push_back(static_cast<int64_t>(r.as<double>()));
+      else
+        c.raw.push_back(static_cast<int64_t>(raw.as<double>()));
+    }
+    if (v["weight"]) c.weight = v["weight"].as<double>();
+    o.object_classes.push_back(c);
+  }
+  auto null = std::find_if(o.object_classes.begin(), o.object_classes.end(), [](auto& c) { return c.name == "null"; });
+  if (null == o.object_classes.end()) throw UsageError(key + ": the null class must be present");
+  const auto n_classes = static_cast<int64_t>(o.object_classes.size());
+  if (null->mapped != n_classes - 1) throw UsageError(key + ".null.mapped: the null class must be last (" +
+                                                      std::to_string(n_classes - 1) + ")");
+  std::set<int64_t> mapped;
+  for (const auto& c : o.object_classes) mapped.insert(c.mapped);
+  if (static_cast<int64_t>(mapped.size()) != n_classes || *mapped.begin() != 0 || *mapped.rbegin() != n_classes - 1)
+    throw UsageError(key + ": the mapped values must be 0.." + std::to_string(n_classes - 1) + ", each once");
+  std::sort(o.object_classes.begin(), o.object_classes.end(), [](auto& a, auto& b) { return a.mapped < b.mapped; });
+}
+
+const Binding<O>& object_binding() {
+  static const Binding<O> b = [] {
+    Binding<O> o{O{}};
+    o.required("name", SALT_FIELD(name), "The objects' dataset, e.g. truth_hadrons.")
+        .required("id_label", SALT_FIELD(id_label), "Object id (e.g. barcode); -1 marks an empty slot.")
+        .arg("class_label", SALT_FIELD(class_label), "Object class variable (e.g. flavour), mapped by object_classes.")
+        .custom(field_null("object_classes", t_optional(t_dict(t_any())),
+                           "{class: {raw: value(s) of class_label, mapped: index, weight: 1}}, the null class last."),
+                read_object_classes)
+        .arg("max_objects", SALT_FIELD(max_objects),
+             "Keep this many object slots per jet (null: mask_decoder.num_objects).", t_optional(at_least(t_int(), 1)))
+        .custom(field_null("num_objects", t_optional(at_least(t_int(), 1)), "Deprecated alias of max_objects."),
+                [](O& c, const YAML::Node& n) {
+                  if (n.IsDefined() && !n.IsNull() && !c.max_objects) c.max_objects = n.as<int64_t>();
+                })
+        .arg("pv_class", SALT_FIELD(pv_class), "Mapped class kept first when slots are truncated (null: none).",
+             t_optional(t_int()))
+        .unbound(field_null("cuts", t_any(), "Per-object cuts.")).unsupported(kSelection)
+        .unbound(field_null("sort_by", t_any(), "Sort objects by this field.")).unsupported(kSelection)
+        .unbound(field("sort_descending", t_bool(), true, "Sort order of sort_by.")).ignored("without sort_by")
+        .unbound(field_null("max_lxy_mm", t_any(), "Relabel objects beyond this |Lxy| as null.")).unsupported(kSelection)
+        .unbound(field("lxy_field", t_str(), "Lxy", "The Lxy field for max_lxy_mm.")).ignored("without max_lxy_mm")
+        .finally([](O& c) {
+          if (c.pv_class && !c.object_classes.empty() && (*c.pv_class < 0 || *c.pv_class >= c.null_index()))
+            throw UsageError("data.mf_config.object.pv_class: " + std::to_string(*c.pv_class) + " must be in [0, " +
+                             std::to_string(c.null_index() - 1) + "] (a class that is not null)");
+          if (c.object_classes.empty()) throw UsageError("data.mf_config.object.object_classes: give the object classes");
+        });
+    return o;
+  }();
+  return b;
+}
+
+const Binding<MaskformerConstituentConfig>& constituent_binding() {
+  static const Binding<MaskformerConstituentConfig> b = [] {
+    Binding<MaskformerConstituentConfig> c{MaskformerConstituentConfig{}};
+    c.required("name", SALT_FIELD(name), "The constituent input the masks cover, e.g. tracks.")
+        .required("id_label", SALT_FIELD(id_label), "Its label holding the id of its object, e.g. ftagTruthParentBarcode.");
+    return c;
+  }();
+  return b;
+}
+
+}  // namespace
+
+std::vector<double> MaskformerObjectConfig::object_weights() const {
+  std::vector<double> w;
+  for (const auto& c : object_classes) w.push_back(c.weight);
+  return w;
+}
+
+const Binding<MaskformerConfig>& mf_config_binding() {
+  static const Binding<MaskformerConfig> b = [] {
+    Binding<MaskformerConfig> m{MaskformerConfig{}};
+    m.required_struct("object", SALT_FIELD(object), object_binding(), "The objects to reconstruct.")
+        .required_struct("constituent", SALT_FIELD(constituent), constituent_binding(),
+                         "The constituents the objects are made of.");
+    return m;
+  }();
+  return b;
+}
+
+}  // namespace salt::config
