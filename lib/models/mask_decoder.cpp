@@ -149,6 +149,15 @@ bool wants(const std::vector<std::string>& losses, const std::string& name) {
 
 }  // namespace
 
+torch::Tensor MaskDecoderImpl::match_to_targets(ObjectPreds& preds, const Labels& labels, const TensorMap& pad_masks,
+                                               const std::vector<std::shared_ptr<TaskImpl>>& object_tasks) const {
+  const auto targets = object_targets(labels, pad_masks, options_.mf, options_.num_objects);
+  const auto w = match_weights(options_.matcher_weights.empty() ? options_.loss.loss_weights : options_.matcher_weights);
+  auto assignment = match(preds, targets, task_targets(object_tasks, targets), w);
+  permute(preds, assignment);
+  return assignment;
+}
+
 MaskDecoderOutput MaskDecoderImpl::forward(const torch::Tensor& x_in, const torch::Tensor& pad_mask_in,
                                            const std::vector<std::shared_ptr<TaskImpl>>& object_tasks,
                                            const Labels* labels, const TensorMap& pad_masks,

@@ -72,6 +72,8 @@ struct MaskDecoderOutput {
   torch::Tensor assignment;  // [B, M] query of each target slot (with labels); objects are in this order
 };
 
+struct ObjectTargets;
+
 struct MaskDecoderOptions {
   int64_t embed_dim = 0, num_layers = 0, num_objects = 0;
   MaskDecoderLayerOptions layer;
@@ -95,6 +97,10 @@ class MaskDecoderImpl : public torch::nn::Module {
                             const TensorMap& pad_masks, std::map<std::string, torch::Tensor>* losses);
 
   const MaskDecoderOptions& options() const { return options_; }
+  // The matching of forward() with labels, for predictions made without: puts
+  // `preds` in the order of the targets and returns the assignment [B, M].
+  torch::Tensor match_to_targets(ObjectPreds& preds, const Labels& labels, const TensorMap& pad_masks,
+                                 const std::vector<std::shared_ptr<TaskImpl>>& object_tasks) const;
 
   torch::Tensor inital_q;  // salt's spelling (state-dict key)
   Dense class_net{nullptr}, mask_net{nullptr};

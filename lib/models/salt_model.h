@@ -72,6 +72,7 @@ class SaltModelImpl : public torch::nn::Module {
   const std::string& global_object() const { return global_object_; }
   const std::vector<std::shared_ptr<TaskImpl>>& task_list() const { return tasks_; }
   const std::vector<InitNet>& init_net_list() const { return init_nets_; }
+  const std::vector<std::shared_ptr<TaskImpl>>& object_tasks() const { return object_tasks_; }
 
   torch::nn::ModuleList init_nets{nullptr}, tasks{nullptr};
   Transformer encoder{nullptr};

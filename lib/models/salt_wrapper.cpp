@@ -97,7 +97,12 @@ std::map<std::string, std::map<std::string, PredictionColumns>> SaltWrapperImpl:
 void SaltWrapperImpl::object_columns(std::map<std::string, std::map<std::string, PredictionColumns>>& cols,
                                      const ModelOutput& out, const TensorMap& pad_masks, const Labels* labels) const {
   const auto& o = model->mask_decoder->options();
-  const auto& p = out.objects.objects;
+  ObjectPreds p = out.objects.objects;
+  // Objects predicted without labels are in query order: match them as training does.
+  if (labels && !out.objects.assignment.defined())
+    model->mask_decoder->match_to_targets(p, *labels, pad_masks, model->object_tasks());
+  for (const auto& task : model->object_tasks())  // the object tasks' columns in the same order
+    cols["objects"][task->name()] = task->predict(p.tasks.at(task->name()), {}, labels, name_);
   PredictionColumns probs;
   for (const auto& c : o.mf.object.object_classes) probs.names.push_back(name_ + "_p" + c.name);
   probs.values = p.class_probs.detach().to(torch::kFloat32);
