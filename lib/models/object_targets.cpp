@@ -44,7 +44,7 @@ ObjectTargets object_targets(const Labels& labels, const TensorMap& pad_masks, c
   auto rank = torch::full_like(ids, 2);
   rank.masked_fill_(real, 1);
   if (o.pv_class) rank.masked_fill_(real & (classes == *o.pv_class), 0);
-  auto order = std::get<1>(torch::sort(rank, /*stable=*/true, /*dim=*/1));
+  auto order = std::get<1>(torch::sort(rank, c10::optional<bool>(true), /*dim=*/1, /*descending=*/false));  // stable
   const int64_t m = std::min(num_objects, slots);
   order = order.narrow(1, 0, m);
   auto keep = real.gather(1, order);
