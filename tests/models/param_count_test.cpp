@@ -124,3 +124,37 @@ TEST(Summary, ListsComponentsAndTotal) {
   EXPECT_EQ(human_count(71424), "71.4 K");
   EXPECT_EQ(human_count(129), "129");
 }
+
+// configs/MaskFormer.yaml (salt's MaskFormer.yaml on the toy data: 4 jet flavours
+// instead of salt's 3) against salt's modules: maskformer.py's MaskDecoder and
+// MaskDecoderLayer (torch.nn.LayerNorm has a weight and a bias; the layers' shared
+// mask_net counts once, as torch's parameters() deduplicates it).
+TEST(ParamCount, MaskFormerMatchesSalt) {
+  const auto config = YAML::LoadFile((salt::testing::source_dir() / "configs" / "MaskFormer.yaml").string());
+  auto ctx = make_context(2, 19, "MaskFormer");
+  salt::config::MaskformerConfig mf;
+  mf.object.name = "truth_hadrons";
+  mf.object.id_label = "barcode";
+  mf.object.class_label = "flavour";
+  mf.object.object_classes = {{"b", {5}, 0, 1.0}, {"c", {4}, 1, 1.0}, {"null", {-1}, 2, 1.0}};
+  mf.constituent = {"tracks", "ftagTruthParentBarcode"};
+  ctx.mf_config = mf;
+  auto model = build_model(config["model"]["model"], ctx);
+  const int64_t D = 256;
+  const int64_t init = linear(21, 256) + linear(256, 256);
+  const int64_t attention = 3 * D * D + 3 * D + linear(D, D);
+  const int64_t glu = linear(D, 2 * D) + linear(2 * D, D);
+  const int64_t encoder = 4 * (attention + glu) + linear(D, D) + 1 * D;  // out_proj 256 -> 256, one register
+  const int64_t layer_norm = 2 * D;
+  const int64_t decoder_layer = 3 * attention + 2 * glu + 2 * layer_norm;  // q_ca, q_sa, kv_ca; q_dense, kv_dense
+  const int64_t decoder = 5 * D                                            // inital_q
+                          + linear(D, 2 * D) + linear(2 * D, 3)           // class_net: hidden 2 x input
+                          + linear(D, 2 * D) + linear(2 * D, D)           // mask_net
+                          + 3 * decoder_layer + 2 * layer_norm;
+  auto head = [](int64_t in, int64_t out) { return linear(in, 128) + linear(128, 64) + linear(64, 32) + linear(32, out); };
+  const int64_t tasks = head(D, 4) + head(D, 5) + head(2 * D, 8);
+  const int64_t salt_total = init + encoder + decoder + linear(D, 1) + tasks;
+  EXPECT_EQ(salt_total, 6752469);
+  EXPECT_EQ(count_parameters(*model).trainable, salt_total);
+  std::cout << "MaskFormer: " << salt_total << " trainable parameters, salt-cpp and salt's formula\n";
+}
