@@ -460,7 +460,7 @@ void Dataset::write_records(int64_t start, int64_t count, const void* in) const 
   H5Sselect_hyperslab(fspace.get(), H5S_SELECT_SET, off.data(), nullptr, cnt.data(), nullptr);
   Id mspace = space_id(H5Screate_simple(rank, cnt.data(), nullptr));
   if (H5Dwrite(id(), type.get(), mspace.get(), fspace.get(), H5P_DEFAULT, in) < 0)
-    fail(fmt::format("Failed to write rows {}..{} of {}", start, start + count, where()));
+    fail(fmt::format("cannot write {}", file_.string()));  // as every write error: "cannot write <file>: <reason>"
 }
 
 std::vector<hsize_t> guess_chunk(const std::vector<hsize_t>& shape, size_t type_size) {

@@ -87,6 +87,15 @@ TEST_F(MaskFormerFit, FindsVerticesBetterThanChance) {
                         "val/notnull_eff", "val/query_perfect_match_eff", "val/query_pt_mae"})
     EXPECT_TRUE(last.count(k)) << k;
 
+  // MaskformerConfusionMatrix: its picture, and its slot accuracy equals MaskformerMetrics'.
+  EXPECT_TRUE(std::filesystem::exists(run / "confusion_matrix" / "objects_epoch=004.png"));
+  const std::regex line("MaskformerConfusionMatrix epoch=004: ([0-9]+) of ([0-9]+) object slots classified right");
+  std::smatch m;
+  const std::string log = fit.out + fit.err;
+  ASSERT_TRUE(std::regex_search(log, m, line)) << log;
+  EXPECT_EQ(std::stoll(m[2]), 1000 * 5);
+  EXPECT_NEAR(std::stod(m[1]) / std::stod(m[2]), last["val/class_accuracy_micro"], 1e-6);
+
   auto test = salt("test", {"--config", (run / "config.yaml").string(), "--data.num_workers", "0"});
   ASSERT_EQ(test.exit_code, 0) << test.err;
   std::filesystem::path pred;
