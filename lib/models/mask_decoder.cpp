@@ -249,7 +249,7 @@ struct LossConfig {
 
 struct MaskDecoderConfig {
   int64_t embed_dim = 0, num_layers = 0, num_objects = 0;
-  MaskDecoderLayerOptions md;
+  MaskDecoderLayerOptions md{0};
   config::ComponentNode class_net, mask_net;
   LossConfig loss_config;
   bool aux_loss = false;

@@ -76,7 +76,7 @@ struct ObjectTargets;
 
 struct MaskDecoderOptions {
   int64_t embed_dim = 0, num_layers = 0, num_objects = 0;
-  MaskDecoderLayerOptions layer;
+  MaskDecoderLayerOptions layer{0};
   MaskFormerLossOptions loss;
   std::map<std::string, double> matcher_weights;  // salt: loss_weights when absent
   std::vector<std::string> losses{"labels", "masks"};  // salt's MaskFormerLoss.losses
