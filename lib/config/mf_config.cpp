@@ -10,8 +10,20 @@ namespace {
 
 using O = MaskformerObjectConfig;
 
-const char* kSelection = "selecting objects by cuts or sorting them is not in salt-cpp yet; prepare the objects "
-                         "dataset in that order (the preprocessing can)";
+const Binding<ObjectCut>& cut_binding() {
+  static const Binding<ObjectCut> b = [] {
+    Binding<ObjectCut> c{ObjectCut{}};
+    c.required("field", SALT_FIELD(field), "The objects' field to cut on.")
+        .arg("min", SALT_FIELD(min), "Inclusive lower bound (null: none).")
+        .arg("max", SALT_FIELD(max), "Inclusive upper bound (null: none).")
+        .finally([](ObjectCut& c) {
+          if (!c.min && !c.max)
+            throw UsageError("data.mf_config.object.cuts: the cut on '" + c.field + "' must set min, max or both");
+        });
+    return c;
+  }();
+  return b;
+}
 
 // object_classes: {name: {raw: int | [int], mapped: int, weight: float}}, salt's checks.
 void read_object_classes(O& o, const YAML::Node& n) {
@@ -64,11 +76,17 @@ const Binding<O>& object_binding() {
                 })
         .arg("pv_class", SALT_FIELD(pv_class), "Mapped class kept first when slots are truncated (null: none).",
              t_optional(t_int()))
-        .unbound(field_null("cuts", t_any(), "Per-object cuts.")).unsupported(kSelection)
-        .unbound(field_null("sort_by", t_any(), "Sort objects by this field.")).unsupported(kSelection)
-        .unbound(field("sort_descending", t_bool(), true, "Sort order of sort_by.")).ignored("without sort_by")
-        .unbound(field_null("max_lxy_mm", t_any(), "Relabel objects beyond this |Lxy| as null.")).unsupported(kSelection)
-        .unbound(field("lxy_field", t_str(), "Lxy", "The Lxy field for max_lxy_mm.")).ignored("without max_lxy_mm")
+        .custom(field_null("cuts", t_optional(t_list(cut_binding().type())),
+                           "[{field, min, max}]: objects failing a cut are dropped (pv_class exempt)."),
+                [](O& c, const YAML::Node& n) {
+                  c.cuts.clear();
+                  if (n.IsDefined() && n.IsSequence())
+                    for (const auto& e : n) c.cuts.push_back(cut_binding().read(e));
+                })
+        .arg("sort_by", SALT_FIELD(sort_by), "Sort the objects (but pv_class) by this field before truncating.")
+        .arg("sort_descending", SALT_FIELD(sort_descending), "Largest sort_by first.")
+        .arg("max_lxy_mm", SALT_FIELD(max_lxy_mm), "Objects with |lxy_field| beyond this are relabelled null (slot kept).")
+        .arg("lxy_field", SALT_FIELD(lxy_field), "The field max_lxy_mm reads.")
         .finally([](O& c) {
           if (c.pv_class && !c.object_classes.empty() && (*c.pv_class < 0 || *c.pv_class >= c.null_index()))
             throw UsageError("data.mf_config.object.pv_class: " + std::to_string(*c.pv_class) + " must be in [0, " +
@@ -91,6 +109,17 @@ const Binding<MaskformerConstituentConfig>& constituent_binding() {
 }
 
 }  // namespace
+
+std::vector<std::string> MaskformerObjectConfig::selection_fields() const {
+  std::vector<std::string> out;
+  auto add = [&](const std::string& f) {
+    if (std::find(out.begin(), out.end(), f) == out.end()) out.push_back(f);
+  };
+  for (const auto& c : cuts) add(c.field);
+  if (sort_by) add(*sort_by);
+  if (max_lxy_mm) add(lxy_field);
+  return out;
+}
 
 std::vector<double> MaskformerObjectConfig::object_weights() const {
   std::vector<double> w;

@@ -22,13 +22,27 @@ struct ObjectClass {
   double weight = 1.0;
 };
 
+// salt's ObjectCut: an object is kept when min <= field <= max (NaN fails).
+struct ObjectCut {
+  std::string field;
+  std::optional<double> min, max;
+};
+
 struct MaskformerObjectConfig {
   std::string name;      // the objects' dataset (data.input_map.objects)
   std::string id_label;  // per object; -1 = no object
   std::optional<std::string> class_label;
   std::vector<ObjectClass> object_classes;  // in mapped order, null last
   std::optional<int64_t> max_objects;       // keep this many slots (default: mask_decoder.num_objects)
-  std::optional<int64_t> pv_class = 0;      // mapped class pinned first when slots are truncated
+  std::optional<int64_t> pv_class = 0;      // mapped class kept first, exempt from cuts and sorting
+  std::vector<ObjectCut> cuts;              // objects failing one are dropped (their slot freed)
+  std::optional<std::string> sort_by;       // the other objects sorted by this field
+  bool sort_descending = true;
+  std::optional<double> max_lxy_mm;         // objects beyond |lxy_field| relabelled null (slot kept)
+  std::string lxy_field = "Lxy";
+
+  // The objects' fields the selection reads (cuts, sort_by, lxy_field).
+  std::vector<std::string> selection_fields() const;
 
   int64_t null_index() const { return static_cast<int64_t>(object_classes.size()) - 1; }
   // The class weights salt passes to MaskFormerLoss (object_classes' `weight`, 1 by default).

@@ -125,6 +125,29 @@ class SchemaBuilder {
       for (const auto& c : cuts) add(data_.global_object, {c.variable, Kind::kTruth, {}});
   }
 
+  // data.mf_config: the objects (num_objects slots, ids, classes) and the
+  // constituents' link to them; the object tasks add their targets.
+  void add_maskformer(const YAML::Node& model_model) {
+    if (!data_.mf_config) return;
+    const auto& mf = *data_.mf_config;
+    int64_t slots = mf.object.max_objects.value_or(0);
+    const YAML::Node n = model_model["init_args"]["mask_decoder"]["init_args"]["num_objects"];
+    if (!slots && n && n.IsScalar()) slots = n.as<int64_t>();
+    dataset("objects").slots = std::max<int64_t>(1, slots ? slots : 5);
+    add("objects", {mf.object.id_label, Kind::kObjectId, {}});
+    if (mf.object.class_label) {
+      ToyField f{*mf.object.class_label, Kind::kClass, {}, {}, mf.object.null_index()};
+      for (const auto& c : mf.object.object_classes)
+        if (c.mapped != mf.object.null_index())
+          for (int64_t raw : c.raw) f.values.push_back(raw), f.classes.push_back(c.mapped);
+      if (f.values.empty()) throw UsageError("data.mf_config.object.object_classes: no raw values for the object classes");
+      add("objects", f);
+    }
+    add(mf.constituent.name, {mf.constituent.id_label, Kind::kParentId, {}});
+    objects_ = dataset("objects").name;
+  }
+  const std::string& objects_dataset() const { return objects_; }
+
   ToySchema& schema() { return schema_; }
   const config::DataConfig& data() const { return data_; }
 
@@ -132,6 +155,7 @@ class SchemaBuilder {
   const config::DataConfig& data_;
   int64_t slots_;
   ToySchema schema_;
+  std::string objects_;
 };
 
 std::vector<std::string> strings(const YAML::Node& n) {
@@ -221,8 +245,10 @@ ToySchema toy_schema_from_config(const YAML::Node& model_model, const config::Da
   b.add_inputs();
   b.add_selections();
   b.add_multi_targets();
+  b.add_maskformer(model_model);
   add_tasks(b, model_model);
   auto& s = b.schema();
+  s.objects_dataset = b.objects_dataset();
   if (s.class_names.empty()) s.class_names = default_flavours(s.num_classes);
   return s;
 }
@@ -318,7 +344,9 @@ class RowWriter {
       : s_(s), rng_(rng), truth_(truth) {}
 
   // One record of `d` for a row of class k; `stats` (training file only) or null.
-  void fill(const ToyDataset& d, const Layout& l, uint8_t* rec, int64_t k, SchemaStats* stats) {
+  void set_objects(int64_t n) { objects_ = n; }
+  void fill(const ToyDataset& d, const Layout& l, uint8_t* rec, int64_t k, SchemaStats* stats, int64_t slot = 0) {
+    slot_ = slot;
     for (size_t i = 0; i < d.fields.size(); ++i) {
       const ToyField& f = d.fields[i];
       uint8_t* p = rec + l.offsets[i];
@@ -352,6 +380,11 @@ class RowWriter {
         cls = std::min<int64_t>(cls, static_cast<int64_t>(f.values.size()) - 1);
         return static_cast<int32_t>(f.values[static_cast<size_t>(cls)]);
       case Kind::kVertex: return static_cast<int32_t>(rng_.uniform() * 4.0) - 1;
+      case Kind::kObjectId: return static_cast<int32_t>(slot_ + 1);
+      case Kind::kParentId: {  // uniformly -1 (no object) or one of the row's objects 1..n
+        const int64_t pick = std::min<int64_t>(objects_, static_cast<int64_t>(rng_.uniform() * static_cast<double>(objects_ + 1)));
+        return pick == 0 ? -1 : static_cast<int32_t>(pick);
+      }
       case Kind::kTruth: {
         const auto& v = truth_[static_cast<size_t>(k)];
         auto it = v.find(f.name);
@@ -375,6 +408,7 @@ class RowWriter {
 
   const ToySchema& s_;
   toy::Rng& rng_;
+  int64_t objects_ = 0, slot_ = 0;
   const std::vector<std::map<std::string, int64_t>>& truth_;
 };
 
@@ -409,13 +443,18 @@ void write_schema_file(const fs::path& tmp, const fs::path& shown, int64_t rows,
         bufs[i].assign(static_cast<size_t>(n * s.datasets[i].slots) * layouts[i].size, 0);
       for (int64_t r = 0; r < n; ++r) {
         const int64_t k = std::min<int64_t>(static_cast<int64_t>(rng.uniform() * static_cast<double>(s.num_classes)), s.num_classes - 1);
+        // At least one constituent, about half the slots on average.
+        auto some = [&](int64_t slots) { return 1 + std::min<int64_t>(slots - 1, static_cast<int64_t>(rng.uniform() * static_cast<double>(slots))); };
+        int64_t objects = 0;  // MaskFormer objects of this row, drawn first: the constituents link to them
+        for (const auto& d : s.datasets)
+          if (d.name == s.objects_dataset) objects = some(d.slots);
+        w.set_objects(objects);
         for (size_t i = 0; i < s.datasets.size(); ++i) {
           const ToyDataset& d = s.datasets[i];
           const size_t rs = layouts[i].size;
           uint8_t* row = bufs[i].data() + static_cast<size_t>(r * d.slots) * rs;
-          // At least one constituent, about half the slots on average.
-          const int64_t used = d.sequence ? 1 + std::min<int64_t>(d.slots - 1, static_cast<int64_t>(rng.uniform() * static_cast<double>(d.slots))) : 1;
-          for (int64_t c = 0; c < used; ++c) w.fill(d, layouts[i], row + static_cast<size_t>(c) * rs, k, stats);
+          const int64_t used = d.name == s.objects_dataset ? objects : d.sequence ? some(d.slots) : 1;
+          for (int64_t c = 0; c < used; ++c) w.fill(d, layouts[i], row + static_cast<size_t>(c) * rs, k, stats, c);
         }
         // With the labeller the class is derived, not stored: count it for the class dict.
         if (stats && !s.labeller_classes.empty()) {

@@ -31,6 +31,8 @@ struct ToyField {
     kMain,      // the main task's label: values[k] for the row's class k
     kVertex,    // a vertex index: -1..2
     kTruth,     // a labeller variable: set from the class's flavour cuts
+    kObjectId,  // MaskFormer: an object's id (its slot + 1)
+    kParentId,  // MaskFormer: a constituent's object id, or -1 (none)
   };
   std::string name;
   Kind kind = Kind::kFloat;
@@ -54,6 +56,7 @@ struct ToySchema {
   std::vector<std::string> labeller_classes;  // non-empty: kTruth fields follow their cuts
   std::map<std::string, std::vector<std::string>> norm_variables;  // dataset -> variables in norm_dict
   std::map<std::string, std::vector<std::string>> class_dict_labels;  // dataset -> labels in class_dict
+  std::string objects_dataset;  // MaskFormer's objects (data.mf_config), "" without
 };
 
 // The schema a config reads. `model_model` is the validated model.model node

@@ -198,10 +198,17 @@ SaltWrapper build_model(const YAML::Node& raw, const ModelContext& ctx, const st
     bc.objects_dim = decoder->options().embed_dim;
   }
   GlobalAttentionPooling pool{nullptr};
-  if (m.pool_net) pool = build_component<GlobalAttentionPooling>(*m.pool_net, bc.at(p + ".pool_net"));
+  NodeQueryGAP node_query_pool{nullptr};
+  if (m.pool_net) {
+    const auto* spec = config::components().find(m.pool_net->class_path);
+    if (spec && builders<NodeQueryGAP>().count(spec->class_path))
+      node_query_pool = build_component<NodeQueryGAP>(*m.pool_net, bc.at(p + ".pool_net"));
+    else
+      pool = build_component<GlobalAttentionPooling>(*m.pool_net, bc.at(p + ".pool_net"));
+  }
 
   // salt appends un-pooled "global" inputs to the pooled vector.
-  bc.global_dim = bc.constituent_dim;
+  bc.global_dim = node_query_pool ? 2 * bc.constituent_dim : bc.constituent_dim;
   if (auto g = ctx.variables.find("global"); g != ctx.variables.end())
     bc.global_dim += static_cast<int64_t>(g->second.size());
 
@@ -211,7 +218,8 @@ SaltWrapper build_model(const YAML::Node& raw, const ModelContext& ctx, const st
   for (size_t i = 0; i < modules.size(); ++i)
     tasks.push_back(build_component<std::shared_ptr<TaskImpl>>(modules[i], bc.at(item(tp, i))));
 
-  SaltModel model(ctx.global_object, std::move(init_nets), encoder, pool, std::move(tasks), global_fw, decoder);
+  SaltModel model(ctx.global_object, std::move(init_nets), encoder, pool, std::move(tasks), global_fw, decoder,
+                  node_query_pool);
   model->set_merge_dict(merges);
   return SaltWrapper(model, build_norm(ctx), ctx.loss_mode, ctx.name);
 }

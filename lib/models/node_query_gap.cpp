@@ -19,14 +19,19 @@ const config::Binding<NodeQueryGAPConfig>& node_query_gap_binding() {
   return b;
 }
 
-const bool kRegistered = register_model_component<GlobalAttentionPooling>(
+const bool kRegistered = register_model_component<NodeQueryGAP>(
     {"salt.models.NodeQueryGAP", "pooling", node_query_gap_binding().type(),
-     "Attention pooling of the constituents and of a MaskFormer decoder's object queries, concatenated.",
-     config::Support::kUnsupported, "it needs a MaskFormer mask_decoder, which salt-cpp does not build yet",
-     {"salt.models.pooling.NodeQueryGAP"}},
-    [](const YAML::Node&, const BuildContext& ctx) -> GlobalAttentionPooling {
-      throw UsageError(ctx.path + ".class_path: salt.models.NodeQueryGAP pools a MaskFormer decoder's object queries; "
-                       "it needs model.model.init_args.mask_decoder, which salt-cpp does not build yet");
+     "Attention pooling of the constituents and of a MaskFormer decoder's object queries, concatenated (2 x input_size).",
+     config::Support::kFull, "", {"salt.models.pooling.NodeQueryGAP"}},
+    [](const YAML::Node& init_args, const BuildContext& ctx) {
+      if (ctx.objects_dim == 0)
+        throw UsageError(ctx.path + ".class_path: salt.models.NodeQueryGAP pools a MaskFormer decoder's object queries; "
+                         "it needs model.model.init_args.mask_decoder");
+      const auto c = node_query_gap_binding().read(init_args);
+      if (c.input_size != ctx.constituent_dim || c.input_size != ctx.objects_dim)
+        throw UsageError(ctx.arg("input_size") + ": " + std::to_string(c.input_size) + " must be the size of the encoded "
+                         "constituents and of the object queries (" + std::to_string(ctx.constituent_dim) + ")");
+      return NodeQueryGAP(c.input_size);
     });
 
 }  // namespace

@@ -1,5 +1,7 @@
 #include "models/object_targets.h"
 
+#include <limits>
+
 #include "core/errors.h"
 
 namespace salt::models {
@@ -40,14 +42,39 @@ ObjectTargets object_targets(const Labels& labels, const TensorMap& pad_masks, c
   auto classes = o.class_label ? map_classes(label_of(labels, "objects", *o.class_label), o)
                                : torch::zeros_like(ids);  // without class_label every object is class 0
 
-  // Slot order: pv-class objects, other real objects, empty slots (stable within each).
+  // salt's _select_objects: objects failing a cut are dropped (pv_class exempt);
+  // slot order: pv-class objects in file order, then the others (by sort_by, else in
+  // file order), then dropped and empty slots; the first num_objects slots are kept.
+  auto pv = o.pv_class ? real & (classes == *o.pv_class) : torch::zeros_like(real);
+  auto kept = real;
+  for (const auto& cut : o.cuts) {
+    const auto v = label_of(labels, "objects", cut.field).to(torch::kDouble);
+    auto ok = v.isnan().logical_not();
+    if (cut.min) ok = ok & (v >= *cut.min);
+    if (cut.max) ok = ok & (v <= *cut.max);
+    kept = kept & (ok | pv);
+  }
   auto rank = torch::full_like(ids, 2);
-  rank.masked_fill_(real, 1);
-  if (o.pv_class) rank.masked_fill_(real & (classes == *o.pv_class), 0);
-  auto order = std::get<1>(torch::sort(rank, c10::optional<bool>(true), /*dim=*/1, /*descending=*/false));  // stable
+  rank.masked_fill_(kept, 1);
+  rank.masked_fill_(pv, 0);
+  const auto stable_order = [](const torch::Tensor& key) {
+    return std::get<1>(torch::sort(key, c10::optional<bool>(true), /*dim=*/1, /*descending=*/false));
+  };
+  torch::Tensor order;
+  if (o.sort_by) {
+    auto key = label_of(labels, "objects", *o.sort_by).to(torch::kDouble);
+    if (o.sort_descending) key = -key;
+    key = key.nan_to_num(std::numeric_limits<double>::infinity());  // NaN last
+    // pv-class objects keep their file order: their key is their slot.
+    key = torch::where(pv, torch::arange(slots, key.options()).expand_as(key), key);
+    const auto by_key = stable_order(key);
+    order = by_key.gather(1, stable_order(rank.gather(1, by_key)));
+  } else {
+    order = stable_order(rank);
+  }
   const int64_t m = std::min(num_objects, slots);
   order = order.narrow(1, 0, m);
-  auto keep = real.gather(1, order);
+  auto keep = (rank < 2).gather(1, order);
   if (m < num_objects) {  // fewer slots in the file than queries: empty slots after them
     order = torch::cat({order, torch::zeros({b, num_objects - m}, order.options())}, 1);
     keep = torch::cat({keep, torch::zeros({b, num_objects - m}, keep.options())}, 1);
@@ -55,6 +82,10 @@ ObjectTargets object_targets(const Labels& labels, const TensorMap& pad_masks, c
 
   ObjectTargets t;
   t.object_class = classes.gather(1, order).masked_fill(keep.logical_not(), o.null_index());
+  if (o.max_lxy_mm) {  // beyond the tracker: still an object slot, but of the null class (salt's relabelling)
+    const auto lxy = label_of(labels, "objects", o.lxy_field).gather(1, order).to(torch::kDouble);
+    t.object_class.masked_fill_(keep & (lxy.abs() > *o.max_lxy_mm), o.null_index());
+  }
   for (const auto& [name, values] : labels.at("objects")) t.labels[name] = reorder(values, order, keep);
   if (o.class_label) t.labels[*o.class_label] = t.object_class;  // salt relabels class_label too
 

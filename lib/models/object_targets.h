@@ -1,8 +1,10 @@
 // The MaskFormer's targets from a batch's labels and data.mf_config, as salt's
 // SaltDataset builds them (_select_objects, process_labels, build_target_masks):
-//  - the object slots: real objects (valid, id != -1) first, those of pv_class
-//    before the others, each group in file order, then empty slots; kept or padded
-//    to num_objects;
+//  - the object slots (salt's _select_objects): real objects (valid, id != -1)
+//    passing the cuts (pv_class exempt) first, those of pv_class before the others
+//    in file order, the others by sort_by (else in file order), then empty slots;
+//    kept or padded to num_objects;
+//  - with max_lxy_mm, a kept object beyond |lxy_field| is of the null class;
 //  - object_class: class_label mapped by object_classes; an empty slot, or a raw
 //    value no class lists, is the null class;
 //  - masks: constituent l belongs to object m when its id_label equals the

@@ -9,7 +9,7 @@ namespace salt::models {
 
 SaltModelImpl::SaltModelImpl(std::string global_object, std::vector<InitNet> init_net_list, Transformer encoder_in,
                              GlobalAttentionPooling pool_in, std::vector<std::shared_ptr<TaskImpl>> task_list,
-                             Featurewise featurewise_in, MaskDecoder decoder_in)
+                             Featurewise featurewise_in, MaskDecoder decoder_in, NodeQueryGAP node_query_in)
     : torch::nn::Module("SaltModel"), global_object_(std::move(global_object)), init_nets_(std::move(init_net_list)),
       tasks_(std::move(task_list)) {
   if (init_nets_.empty()) throw UsageError("SaltModel: init_nets is empty");
@@ -25,7 +25,8 @@ SaltModelImpl::SaltModelImpl(std::string global_object, std::vector<InitNet> ini
   names.clear();
   for (const auto& t : tasks_)
     if (!names.insert(t->name()).second) throw UsageError("SaltModel: two tasks named '" + t->name() + "'");
-  if (!pool_in) {
+  if (node_query_in && !decoder_in) throw UsageError("SaltModel: NodeQueryGAP pooling needs a mask_decoder");
+  if (!pool_in && !node_query_in) {
     if (encoder_in) throw UsageError("SaltModel: pool_net must be set if encoder is set");
     if (init_nets_.size() != 1) throw UsageError("SaltModel: pool_net must be set if more than one init_net is set");
     if (init_nets_.front()->input_name() != global_object_)
@@ -50,6 +51,7 @@ SaltModelImpl::SaltModelImpl(std::string global_object, std::vector<InitNet> ini
       }
   }
   if (pool_in) pool_net = register_module("pool_net", pool_in);
+  if (node_query_in) node_query_pool = register_module("pool_net", node_query_in);
 }
 
 void SaltModelImpl::set_merge_dict(std::vector<std::pair<std::string, std::vector<std::string>>> merges) {
@@ -119,7 +121,7 @@ SaltModelOutput SaltModelImpl::forward(const TensorMap& inputs, const TensorMap&
   // heads; attention and pooling use a compact padded layout (TokenLayout) and
   // out.sequence is the padded view for callers (zeros at padded slots).
   PackedSequence packed;
-  if (!pool_net) {
+  if (!pool_net && !node_query_pool) {
     out.global_rep = init_nets_.front()->forward(inputs);
   } else {
     for (auto& net : init_nets_) {
@@ -147,8 +149,9 @@ SaltModelOutput SaltModelImpl::forward(const TensorMap& inputs, const TensorMap&
       out.objects = mask_decoder->forward(x, seg.mask, object_tasks_, labels, pad_masks, labels ? &out.losses : nullptr);
     }
     if (featurewise_global) packed.x = featurewise_global->forward(params.index_select(0, packed.jet()), packed.x);
-    out.global_rep = pool_net->forward_packed(packed.x, TokenLayout::of(packed));
     out.sequence = packed.unpack();
+    out.global_rep = node_query_pool ? node_query_pool->forward(out.sequence.x, out.sequence.mask(), out.objects.objects.embed)
+                                     : pool_net->forward_packed(packed.x, TokenLayout::of(packed));
   }
   // salt appends un-pooled "global" inputs to the pooled vector when present.
   if (auto g = inputs.find("global"); g != inputs.end()) out.global_rep = torch::cat({out.global_rep, g->second}, -1);

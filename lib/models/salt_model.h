@@ -13,6 +13,7 @@
 #include "models/featurewise.h"
 #include "models/init_net.h"
 #include "models/mask_decoder.h"
+#include "models/node_query_gap.h"
 #include "models/pooling.h"
 #include "models/task.h"
 #include "models/transformer.h"
@@ -49,7 +50,8 @@ class SaltModelImpl : public torch::nn::Module {
   // encoder output before pooling and the constituent tasks.
   SaltModelImpl(std::string global_object, std::vector<InitNet> init_nets, Transformer encoder,
                 GlobalAttentionPooling pool_net, std::vector<std::shared_ptr<TaskImpl>> tasks,
-                Featurewise featurewise_global = nullptr, MaskDecoder mask_decoder = nullptr);
+                Featurewise featurewise_global = nullptr, MaskDecoder mask_decoder = nullptr,
+                NodeQueryGAP node_query_pool = nullptr);
 
   // inputs: normalised; pad_masks: constituent name -> bool [B, L] (true = padded;
   // missing = all valid); labels nullptr for inference.
@@ -79,6 +81,7 @@ class SaltModelImpl : public torch::nn::Module {
   GlobalAttentionPooling pool_net{nullptr};
   Featurewise featurewise_global{nullptr};
   MaskDecoder mask_decoder{nullptr};
+  NodeQueryGAP node_query_pool{nullptr};  // salt's pool_net when it is a NodeQueryGAP
 
  private:
   std::string global_object_;

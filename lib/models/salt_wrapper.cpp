@@ -155,6 +155,7 @@ std::map<std::string, std::vector<std::string>> SaltWrapperImpl::required_labels
     };
     add("objects", mf.object.id_label);
     if (mf.object.class_label) add("objects", *mf.object.class_label);
+    for (const auto& f : mf.object.selection_fields()) add("objects", f);
     add(mf.constituent.name, mf.constituent.id_label);
   }
   return out;

@@ -28,7 +28,7 @@ TEST_P(ShippedConfig, ResolvesWithoutWarningsAndRoundTrips) {
 
 INSTANTIATE_TEST_SUITE_P(Configs, ShippedConfig,
                          ::testing::Values(std::vector<std::string>{"GN2.yaml"}, std::vector<std::string>{"dips.yaml"},
-                                           std::vector<std::string>{"DL1.yaml"},
+                                           std::vector<std::string>{"DL1.yaml"}, std::vector<std::string>{"MaskFormer.yaml"},
                                            std::vector<std::string>{"GN2.yaml", "GN2_cpu.yaml"}));
 
 TEST(ShippedConfigs, GN2MatchesSalt) {

@@ -9,6 +9,9 @@
 #include <fstream>
 #include <sstream>
 
+#include "core/errors.h"
+#include "model_test_helpers.h"
+#include "models/model_factory.h"
 #include "support/test_support.h"
 
 namespace salt::models {
@@ -125,7 +128,7 @@ TEST(MaskDecoder, EqualsSaltsAlgorithmInPython) {
   auto pad = torch::zeros({B, L}, torch::kBool);
   pad[0][3] = pad[0][4] = true;
 
-  testing::TempDir dir;
+  salt::testing::TempDir dir;
   const auto file = dir / "weights.txt";
   {
     std::ofstream out(file);
@@ -133,7 +136,7 @@ TEST(MaskDecoder, EqualsSaltsAlgorithmInPython) {
     dump(out, "input.x", x);
     dump(out, "input.pad", pad);
   }
-  const auto py = testing::run_python(kReference, {file.string()});
+  const auto py = salt::testing::run_python(kReference, {file.string()});
   ASSERT_EQ(py.exit_code, 0) << py.err;
   std::istringstream lines(py.out);
   std::string line;
@@ -155,6 +158,59 @@ TEST(MaskDecoder, EqualsSaltsAlgorithmInPython) {
   }
   // Padded constituents: the lowest float, so their sigmoid is exactly 0.
   EXPECT_EQ(out.objects.masks[0][0][3].item<float>(), std::numeric_limits<float>::lowest());
+}
+
+}  // namespace
+}  // namespace salt::models
+
+namespace salt::models {
+namespace {
+
+// salt's NodeQueryGAP as a MaskFormer's pool_net: it pools the encoded tracks and the
+// decoder's final queries, and the jet tasks read the 2 x embed_dim vector.
+TEST(MaskDecoder, NodeQueryGAPPoolsTheTracksAndTheQueries) {
+  auto config = YAML::LoadFile(
+      (salt::testing::source_dir() / "tests" / "fixtures" / "maskformer" / "MaskFormer_small.yaml").string());
+  auto model_model = YAML::Load(YAML::Dump(config["model"]["model"]));  // aliases become copies
+  model_model["init_args"]["pool_net"] =
+      YAML::Load("{class_path: salt.models.NodeQueryGAP, init_args: {input_size: 32}}");
+  for (auto task : model_model["init_args"]["tasks"]["init_args"]["modules"]) {
+    auto dense = task["init_args"]["dense_config"];
+    // remove, then set: the values are YAML aliases of embed_dim, shared with every other use
+    if (task["init_args"]["input_name"].Scalar() == "jets") dense.remove("input_size"), dense["input_size"] = 64;
+    if (dense["context_size"]) dense.remove("context_size"), dense["context_size"] = 64;
+  }
+  auto ctx = models::testing::make_context(2, 3, "MaskFormer");
+  // without a mask decoder, one line naming the key
+  try {
+    auto no_decoder = YAML::Clone(model_model);
+    no_decoder["init_args"].remove("mask_decoder");
+    build_model(no_decoder, ctx);
+    ADD_FAILURE() << "NodeQueryGAP without a mask_decoder was accepted";
+  } catch (const UsageError& e) {
+    EXPECT_NE(std::string(e.what()).find("needs model.model.init_args.mask_decoder"), std::string::npos) << e.what();
+  }
+  config::MaskformerConfig mf;
+  mf.object = {"truth_hadrons", "barcode", std::string("flavour"), {{"b", {5}, 0, 1}, {"c", {4}, 1, 1}, {"null", {-1}, 2, 1}}};
+  mf.constituent = {"tracks", "ftagTruthParentBarcode"};
+  ctx.mf_config = mf;
+  auto model = build_model(model_model, ctx);
+  model->eval();
+  ASSERT_TRUE(model->model->node_query_pool);
+  torch::manual_seed(1);
+  TensorMap inputs{{"jets", torch::randn({3, 2})}, {"tracks", torch::randn({3, 6, 3})}};
+  auto pad = torch::zeros({3, 6}, torch::kBool);
+  pad[1][4] = pad[1][5] = true;
+  TensorMap pads{{"tracks", pad}};
+  const auto out = model->forward(inputs, pads);
+  ASSERT_EQ(out.global_rep.size(1), 64);
+  const auto want = model->model->node_query_pool->forward(out.sequence.x, out.sequence.mask(), out.objects.objects.embed);
+  EXPECT_TRUE(torch::allclose(out.global_rep, want));
+  // The second half depends on the queries alone.
+  const auto halves = out.global_rep.split(32, 1);
+  EXPECT_TRUE(torch::allclose(halves[1], model->model->node_query_pool->forward(out.sequence.x * 0, out.sequence.mask(),
+                                                                               out.objects.objects.embed)
+                                             .split(32, 1)[1]));
 }
 
 }  // namespace

@@ -63,6 +63,32 @@ TEST(ObjectTargets, PaddedToNumObjectsAndObjectsValidRespected) {
   EXPECT_EQ(t.masks.sum().item<int64_t>(), 2 + 1 + 2 + 1);  // jet 0: 9 -> 2, 3 -> 1; jet 1: 4 -> 1, 5 -> 2
 }
 
+TEST(ObjectTargets, CutsSortingAndTheLxyRelabellingAsSaltSelects) {
+  auto c = mf();
+  c.object.cuts = {{"Lxy", std::nullopt, 100.0}};
+  c.object.sort_by = "pt";
+  Labels l = labels();
+  l["objects"]["flavour"] = torch::tensor({{-1, 4, 5, 44}, {44, 5, -1, -1}}, torch::kInt64);
+  l["objects"]["Lxy"] = torch::tensor({{NAN, 50.f, 300.f, 10.f}, {200.f, NAN, NAN, NAN}});
+  auto t = object_targets(l, {}, c, 3);
+  // jet 0: the b (pv class) is exempt from the cut and first; the c's by pt, largest first.
+  // jet 1: the c fails Lxy <= 100 and is dropped; the b passes with a NaN Lxy (exempt).
+  EXPECT_TRUE(torch::equal(t.labels.at("barcode"), torch::tensor({{9, 3, 7}, {5, -1, -1}}, torch::kInt64)));
+  EXPECT_TRUE(torch::equal(t.object_class, torch::tensor({{0, 1, 1}, {0, 2, 2}}, torch::kInt64)));
+  EXPECT_EQ(t.masks[1].sum().item<int64_t>(), 2);  // the dropped c (id 4) has no mask
+  c.object.sort_descending = false;
+  t = object_targets(l, {}, c, 3);
+  EXPECT_TRUE(torch::equal(t.labels.at("barcode")[0], torch::tensor({9, 7, 3}, torch::kInt64)));
+  // max_lxy_mm relabels kept objects beyond it as null; their slots stay.
+  c.object.cuts.clear();
+  c.object.sort_by.reset();
+  c.object.max_lxy_mm = 40.0;
+  t = object_targets(l, {}, c, 3);
+  EXPECT_TRUE(torch::equal(t.labels.at("barcode")[0], torch::tensor({9, 7, 3}, torch::kInt64)));
+  EXPECT_TRUE(torch::equal(t.object_class[0], torch::tensor({2, 2, 1}, torch::kInt64)));
+  EXPECT_EQ(c.object.selection_fields(), std::vector<std::string>{"Lxy"});
+}
+
 TEST(ObjectTargets, AMissingLabelIsOneLine) {
   auto l = labels();
   l["tracks"].erase("parent");

@@ -134,7 +134,7 @@ TEST_P(ShippedModel, TrainsAndTestsOnToyData) {
   EXPECT_TRUE(fs::exists(ckpt.parent_path() / (ckpt.stem().string() + "__test_ttbar.h5")));
 }
 
-INSTANTIATE_TEST_SUITE_P(Configs, ShippedModel, ::testing::Values("GN2.yaml", "dips.yaml", "DL1.yaml"),
+INSTANTIATE_TEST_SUITE_P(Configs, ShippedModel, ::testing::Values("GN2.yaml", "dips.yaml", "DL1.yaml", "MaskFormer.yaml"),
                          [](const ::testing::TestParamInfo<std::string>& info) {
                            return info.param.substr(0, info.param.find('.'));
                          });
