@@ -42,8 +42,8 @@ TEST(NodeQueryGAP, RefusedWithoutAMaskDecoder) {
   ctx.norm["jets"] = NormStats{{0}, {1}};
   ctx.norm["tracks"] = NormStats{{0}, {1}};
   const auto msg = salt::testing::one_line_error_of<UsageError>([&] { build_model(YAML::Load(yaml), ctx); });
-  EXPECT_NE(msg.find("model.model.init_args.pool_net.class_path: salt.models.NodeQueryGAP is not supported: it needs a "
-                     "MaskFormer mask_decoder"),
+  EXPECT_NE(msg.find("model.model.init_args.pool_net.class_path: salt.models.NodeQueryGAP pools a MaskFormer decoder's "
+                     "object queries; it needs model.model.init_args.mask_decoder"),
             std::string::npos)
       << msg;
 }
