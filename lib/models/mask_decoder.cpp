@@ -10,13 +10,28 @@ namespace salt::models {
 
 torch::Tensor mask_logits(const torch::Tensor& x, const torch::Tensor& q, Dense& mask_net, const torch::Tensor& pad_mask) {
   auto masks = torch::matmul(mask_net->forward(q), x.transpose(1, 2));  // einsum bqe,ble->bql
-  if (pad_mask.defined()) {
-    const double lowest = masks.scalar_type() == torch::kDouble ? std::numeric_limits<double>::lowest()
-                                                                : std::numeric_limits<float>::lowest();
+  if (pad_mask.defined()) {  // salt's torch.finfo(dtype).min, also under mixed precision
+    double lowest = std::numeric_limits<float>::lowest();
+    switch (masks.scalar_type()) {
+      case torch::kDouble: lowest = std::numeric_limits<double>::lowest(); break;
+      case torch::kHalf: lowest = -65504.0; break;
+      case torch::kBFloat16: lowest = -3.3895313892515355e38; break;
+      default: break;
+    }
     masks = masks.masked_fill(pad_mask.unsqueeze(1), lowest);
   }
   return masks;
 }
+
+namespace {
+
+// torch.nn.LayerNorm with its affine parameters, in their dtype: under CPU
+// autocast (bf16) LibTorch 1.13 does not cast layer_norm's input itself.
+torch::Tensor layer_norm(torch::nn::LayerNorm& norm, const torch::Tensor& x) {
+  return norm->forward(x.to(norm->weight.scalar_type()));
+}
+
+}  // namespace
 
 MaskDecoderLayerImpl::MaskDecoderLayerImpl(const MaskDecoderLayerOptions& o, Dense mask_net)
     : torch::nn::Module("MaskDecoderLayer"), options_(o), mask_net_(std::move(mask_net)) {
@@ -55,7 +70,7 @@ std::pair<torch::Tensor, torch::Tensor> MaskDecoderLayerImpl::forward(torch::Ten
     kv = kv + kv_ca->forward_cross(kv, q);
     kv = kv + kv_dense->forward(kv);
   }
-  return {norm1->forward(q), norm2->forward(kv)};
+  return {layer_norm(norm1, q), layer_norm(norm2, kv)};
 }
 
 MaskDecoderImpl::MaskDecoderImpl(MaskDecoderOptions o, Dense class_net_in, Dense mask_net_in)
@@ -163,10 +178,11 @@ MaskDecoderOutput MaskDecoderImpl::forward(const torch::Tensor& x_in, const torc
                                            const Labels* labels, const TensorMap& pad_masks,
                                            std::map<std::string, torch::Tensor>* losses) {
   const int64_t b = x_in.size(0), l = x_in.size(1);
-  auto q = norm1->forward(inital_q.unsqueeze(0).expand({b, -1, -1}));
+  auto q = layer_norm(norm1, inital_q.unsqueeze(0).expand({b, -1, -1}));
   // salt appends one zero, never padded, constituent (for its ONNX export); it is a
   // key every query may attend to, so it is part of the model.
-  auto x = torch::cat({norm2->forward(x_in), torch::zeros({b, 1, x_in.size(2)}, x_in.options())}, 1);
+  auto x = layer_norm(norm2, x_in);
+  x = torch::cat({x, torch::zeros({b, 1, x.size(2)}, x.options())}, 1);
   auto pad = pad_mask_in.defined() ? pad_mask_in.to(torch::kBool)
                                    : torch::zeros({b, l}, torch::dtype(torch::kBool).device(x_in.device()));
   pad = torch::cat({pad, torch::zeros({b, 1}, pad.options())}, 1);

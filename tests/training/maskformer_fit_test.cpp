@@ -4,6 +4,8 @@
 // no run behind.
 #include <gtest/gtest.h>
 
+#include <cmath>
+
 #include "training/fit_support.h"
 
 namespace salt::testing {
@@ -115,6 +117,20 @@ TEST_F(MaskFormerFit, FindsVerticesBetterThanChance) {
   // Measured (commit 8c02618 + this test): trained 0.575 after 5 epochs (val 0.558), chance 0.304.
   EXPECT_GT(model, chance + 0.15);
   EXPECT_GT(last["val/query_loose_match_eff"], chance + 0.15);
+}
+
+// salt's MaskFormer.yaml trains with precision 16-mixed, which is bf16 autocast on
+// the CPU: padded constituents get bfloat16's lowest value, not float's.
+TEST_F(MaskFormerFit, TrainsUnderMixedPrecision) {
+  auto fit = salt("fit", small({"--trainer.max_epochs", "1", "--trainer.precision", "16-mixed", "--data.num_train", "2000",
+                                "--data.num_val", "500"}));
+  ASSERT_EQ(fit.exit_code, 0) << fit.err;
+  ASSERT_EQ(runs().size(), 1u);
+  const auto rows = read_metrics(runs()[0] / "metrics.csv");
+  double val = NAN;
+  for (const auto& r : rows)
+    if (r.count("val/mask_ce_loss")) val = r.at("val/mask_ce_loss");
+  EXPECT_TRUE(std::isfinite(val)) << "val/mask_ce_loss " << val;
 }
 
 TEST_F(MaskFormerFit, BadInputsAreOneLineAndLeaveNothing) {
