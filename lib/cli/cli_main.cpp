@@ -62,6 +62,10 @@ int main(int argc, char** argv) {
     add_run_command(app, "test", "Evaluate a checkpoint and write predictions.", &rest, &run_command);
     add_run_command(app, "validate", "Run validation on a checkpoint.", &rest, &run_command);
     add_run_command(app, "predict", "Write predictions (same as test).", &rest, &run_command);
+    add_run_command(app, "mup",
+                    "muP: build the base and delta proxies of a config with model.mup_config and write their base "
+                    "shapes (<shape_path>/storeshapes) for `salt fit`.",
+                    &rest, &run_command);
     app.add_subcommand("version", "Print version information.")->callback([&] { show_version = true; });
     add_tool_commands(app);
 

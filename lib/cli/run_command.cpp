@@ -11,6 +11,7 @@
 #include "core/signals.h"
 #include "dist/launch_env.h"
 #include "dist/local_launch.h"
+#include "training/mup_shapes.h"
 #include "training/evaluate.h"
 #include "training/fit.h"
 #include "training/threads.h"
@@ -49,6 +50,10 @@ int run_config_command(const std::string& command, const std::vector<std::string
   for (const auto& w : resolved.warnings) spdlog::warn("{}", w);
   if (run.print_config) {
     std::cout << config::to_yaml(resolved.config);
+    return 0;
+  }
+  if (command == "mup") {
+    training::write_mup_shapes(resolved.config);
     return 0;
   }
   if (auto code = launch_local_workers(command, args, resolved.run.trainer)) return *code;

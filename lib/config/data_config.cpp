@@ -207,13 +207,21 @@ Binding<D> make_binding() {
       .custom(field_null("test_vds_path", t_optional(t_path()), "As train_vds_path, for a wildcard in test_file."),
               unless_null(SALT_FIELD(test_vds_path)))
       .unbound(field_null("config_s3", t_any(), "S3 storage config.")).unsupported("read files from a file system")
-      .unbound(field_null("edge_constructors", t_any(), "Edge feature constructors.")).unsupported(none)
+      .custom(field_null("edge_constructors", t_optional(t_list(edge_constructor_binding().type())),
+                         "Edge features between the constituents of one input (GN2XE): [{input_name, edge_features}]; "
+                         "the model reads them as the input _edge_features_<input_name> (edge_init_nets)."),
+              [](D& c, const YAML::Node& list) {
+                c.edge_constructors.clear();
+                if (given(list))
+                  for (const auto& e : list) c.edge_constructors.push_back(edge_constructor_binding().read(e));
+              })
       .custom(field_null("multi_target", t_optional(t_list(multi_target_binding().type())),
                          "Conditional targets: [{input_name, sel_label, opp, value, source, target | custom_target}]; "
                          "where `sel_label opp value`, the target label takes the `source` label's value."),
               read_multi_target)
       .finally(complete_input_map)
-      .finally(check_parameters);
+      .finally(check_parameters)
+      .finally([](D& c) { check_edge_constructors(c.edge_constructors, c.variables); });
   return b;
 }
 

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "config/bind.h"
+#include "config/edge_config.h"
 #include "config/mf_config.h"
 
 namespace salt::config {
@@ -70,6 +71,7 @@ struct DataConfig {
   std::vector<MultiTarget> multi_target;                   // conditional label replacements, in order
   std::vector<ParameterSpec> parameters;                   // in the order of variables.parameters
   std::optional<MaskformerConfig> mf_config;               // MaskFormer objects (input "objects")
+  std::vector<EdgeConstructorConfig> edge_constructors;    // GN2XE edge features (at most one)
 
   // The dataset name of an input (input_map, else the input name itself).
   std::string dataset_of(const std::string& input) const;

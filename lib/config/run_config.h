@@ -11,6 +11,7 @@
 
 #include "config/data_config.h"
 #include "config/lrs_config.h"
+#include "config/mup_config.h"
 #include "config/trainer_config.h"
 
 namespace salt::config {
@@ -23,6 +24,7 @@ struct ModelSection {
   std::string name = "salt";
   std::string loss_mode = "wsum";
   std::string optimizer = "AdamW";
+  std::optional<MupConfig> mup_config;  // model.mup_config (muP)
 };
 
 struct RunConfig {

@@ -34,7 +34,13 @@ const Binding<ModelSection>& model_section_binding() {
           .unbound(field_null("norm_config", t_any(), "Filled in from data.norm_dict at fit time."))
           .read_elsewhere("written into config.yaml from the data section")
           .arg("name", SALT_FIELD(name), "Linked from the top-level name.")
-          .unbound(field_null("mup_config", t_any(), "muP scaling config.")).unsupported("muP is not available in salt-cpp")
+          .custom(field_null("mup_config", t_optional(t_dict(t_any())),
+                             "muP: {shape_path: DIR, <width>: {apply_to: [init_nets, encoder], parameter_name: "
+                             "[output_size, embed_dim], parameter_base: N, parameter_delta: M}}; `salt mup` writes "
+                             "DIR/storeshapes from the base and delta proxies, fit reads it."),
+                  [](ModelSection& m, const YAML::Node& n) {
+                    if (n.IsDefined() && n.IsMap() && n.size() > 0) m.mup_config = read_mup_config(n);
+                  })
           .arg("loss_mode", SALT_FIELD(loss_mode),
                "Combine task losses as a weighted sum, or GLS (geometric mean; all task weights must be 1).",
                t_choice({"wsum", "GLS"}))
@@ -43,7 +49,8 @@ const Binding<ModelSection>& model_section_binding() {
                "AdamW for biases, norms, embeddings and heads); lr and weight_decay from lrs_config, beta1 cycled "
                "by the one-cycle schedule except for HybridMuonAdamW.",
                t_choice({"AdamW", "lion", "HybridMuonAdamW"}))
-          .unbound(field_null("edge_constructors", t_any(), "Edge feature constructors.")).unsupported(none);
+          .unbound(field_null("edge_constructors", t_any(), "Linked from data.edge_constructors."))
+          .read_elsewhere("salt copies data.edge_constructors here; salt-cpp reads the data section");
   return b;
 }
 

@@ -108,6 +108,18 @@ class SchemaBuilder {
       }
   }
 
+  // data.edge_constructors: the kinematics the edge features read, with their
+  // physical ranges (pt and energy positive, a subjet index of -1, 0 or 1).
+  void add_edge_kinematics() {
+    for (const auto& c : data_.edge_constructors)
+      for (const auto& f : c.edge_features)
+        for (const auto& v : config::edge_feature_requirements(f, "data.edge_constructors")) {
+          if (v == "pt" || v == "energy") add(c.input_name, {v, Kind::kPositive, {}});
+          else if (v == "subjetIndex") add(c.input_name, {v, Kind::kClass, {-1, 0, 1}, {0, 1, 2}, 3});
+          else add(c.input_name, {v, Kind::kFloat, {}});
+        }
+  }
+
   void add_multi_targets() {
     for (const auto& e : data_.multi_target) {
       const auto v = static_cast<int64_t>(e.value);
@@ -243,6 +255,7 @@ ToySchema toy_schema_from_config(const YAML::Node& model_model, const config::Da
   SchemaBuilder b(data, slots);
   b.add_labeller();
   b.add_inputs();
+  b.add_edge_kinematics();
   b.add_selections();
   b.add_multi_targets();
   b.add_maskformer(model_model);

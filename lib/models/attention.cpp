@@ -26,7 +26,7 @@ const config::Binding<AttentionOptions>& attention_binding() {
         .arg("bias", SALT_MEMBER(bias), "Projections have a bias.")
         .arg("do_qk_norm", SALT_MEMBER(do_qk_norm), "RMSNorm per head on queries and keys.")
         .arg("do_v_norm", SALT_MEMBER(do_v_norm), "RMSNorm per head on values.")
-        .unbound(field("mup", t_bool(), false, "muP scaling.").unsupported("muP is not available in salt-cpp"));
+        .arg("mup", SALT_MEMBER(mup), "muP: scores scaled by 1/head_dim, muP initialisation (set by the encoder's mup).");
     return a;
   }();
   return b;
@@ -289,7 +289,23 @@ AttentionImpl::AttentionImpl(const AttentionOptions& options) : torch::nn::Modul
   reset_parameters();
 }
 
+double attention_scale(int64_t head_dim, bool mup) {
+  return mup ? 1.0 / static_cast<double>(head_dim) : 1.0 / std::sqrt(static_cast<double>(head_dim));
+}
+
+void mup_init_attention(torch::Tensor& in_proj_weight, torch::Tensor& in_proj_bias, torch::nn::Linear& out_proj,
+                        int64_t head_dim) {
+  torch::NoGradGuard no_grad;
+  const int64_t d = in_proj_weight.size(1);
+  in_proj_weight.normal_(0.0, 1.0 / std::sqrt(static_cast<double>(head_dim)));
+  in_proj_weight.narrow(0, 0, d).zero_();
+  out_proj->weight.normal_(0.0, std::sqrt(1.0 / static_cast<double>(d)));
+  if (in_proj_bias.defined()) in_proj_bias.zero_();
+  if (out_proj->bias.defined()) out_proj->bias.zero_();
+}
+
 void AttentionImpl::reset_parameters() {
+  if (options_.mup()) return mup_init_attention(in_proj_weight, in_proj_bias, out_proj, head_dim_);
   torch::NoGradGuard no_grad;
   torch::nn::init::xavier_uniform_(in_proj_weight);
   if (in_proj_bias.defined()) in_proj_bias.zero_();
@@ -320,11 +336,11 @@ torch::Tensor AttentionImpl::forward(const torch::Tensor& x, const torch::Tensor
   const double dropout = is_training() ? options_.dropout() : 0.0;
   torch::Tensor out;
 #if SALT_TORCH_AT_LEAST(2, 0)
-  if (attn_type_uses_fused_kernel(options_.attn_type()))
+  if (attn_type_uses_fused_kernel(options_.attn_type()) && !options_.mup())  // fused: 1/sqrt(dh) only
     out = compat::fused_attention(q.contiguous(), k.contiguous(), v.contiguous(),
                                   allowed.defined() ? allowed.expand({b, 1, l, l}) : allowed, dropout);
 #endif
-  if (!out.defined()) out = attention_explicit(q, k, v, allowed, dropout, 1.0 / std::sqrt(double(head_dim_)));
+  if (!out.defined()) out = attention_explicit(q, k, v, allowed, dropout, attention_scale(head_dim_, options_.mup()));
   return out_proj->forward(out.transpose(1, 2).reshape({b, l, d}));
 }
 
@@ -353,14 +369,14 @@ torch::Tensor AttentionImpl::forward_cross(const torch::Tensor& x, const torch::
     allowed = allowed.defined() ? allowed & a : a;
   }
   const double dropout = is_training() ? options_.dropout() : 0.0;
-  auto out = attention_explicit(q, k, v, allowed, dropout, 1.0 / std::sqrt(double(head_dim_)));
+  auto out = attention_explicit(q, k, v, allowed, dropout, attention_scale(head_dim_, options_.mup()));
   return out_proj->forward(out.transpose(1, 2).reshape({b, lq, d}));
 }
 
 torch::Tensor AttentionImpl::forward_packed(const torch::Tensor& x, const TokenLayout& layout) {
   const int64_t b = layout.batch, l = layout.length, d = x.size(1), h = options_.num_heads();
   const double dropout = is_training() ? options_.dropout() : 0.0;
-  const double scale = 1.0 / std::sqrt(double(head_dim_));
+  const double scale = attention_scale(head_dim_, options_.mup());
   auto projected = torch::nn::functional::linear(x, in_proj_weight, in_proj_bias);
   // CPU float32 without q/k/v norms: the varlen kernel straight on the packed rows.
   if (!q_norm && !v_norm && varlen_attention_applies(projected, dropout))
@@ -377,7 +393,7 @@ torch::Tensor AttentionImpl::forward_packed(const torch::Tensor& x, const TokenL
   if (v_norm) v = v_norm->forward(v);
   torch::Tensor out;
 #if SALT_TORCH_AT_LEAST(2, 0)
-  if (attn_type_uses_fused_kernel(options_.attn_type()))
+  if (attn_type_uses_fused_kernel(options_.attn_type()) && !options_.mup())  // fused: 1/sqrt(dh) only
     out = compat::fused_attention(q.contiguous(), k.contiguous(), v.contiguous(),
                                   layout.pad_mask.logical_not().view({b, 1, 1, l}).expand({b, 1, l, l}), dropout);
 #endif
@@ -400,7 +416,7 @@ ox::Value AttentionImpl::to_onnx(ox::Graph& g, const ox::Value& x) {
   }
   if (v_norm) v = v_norm->to_onnx(g, v);
   auto kt = g.op("Transpose", {k}, {{"perm", std::vector<int64_t>{0, 2, 1}}});
-  auto scores = g.op("Mul", {g.op("MatMul", {q, kt}), g.scalar(float(1.0 / std::sqrt(double(head_dim_))))});
+  auto scores = g.op("Mul", {g.op("MatMul", {q, kt}), g.scalar(float(attention_scale(head_dim_, options_.mup())))});
   auto out = g.op("MatMul", {g.op("Softmax", {scores}, {{"axis", int64_t{-1}}}), v});  // [H, L, Dh]
   auto merged = g.op("Reshape", {g.op("Transpose", {out}, {{"perm", std::vector<int64_t>{1, 0, 2}}}), g.ints({0, d})});
   return ox::linear(g, merged, out_proj);

@@ -29,7 +29,18 @@ struct AttentionOptions {
   TORCH_ARG(bool, bias) = true;
   TORCH_ARG(bool, do_qk_norm) = false;  // RMSNorm per head on q and k
   TORCH_ARG(bool, do_v_norm) = false;   // RMSNorm per head on v
+  // muP (salt's `mup`): scores scaled by 1 / head_dim instead of 1 / sqrt(head_dim);
+  // init: q rows of in_proj_weight zero, k and v rows N(0, 1 / head_dim), out_proj
+  // N(0, 1 / embed_dim), biases zero.
+  TORCH_ARG(bool, mup) = false;
 };
+
+// 1 / head_dim under muP, else 1 / sqrt(head_dim).
+double attention_scale(int64_t head_dim, bool mup);
+// salt's muP init of a packed in-projection [3D, D] (q rows zero, k and v rows
+// N(0, 1 / head_dim)) and of out_proj (N(0, 1 / D)), biases zero.
+void mup_init_attention(torch::Tensor& in_proj_weight, torch::Tensor& in_proj_bias, torch::nn::Linear& out_proj,
+                        int64_t head_dim);
 
 // Explicit masked-softmax attention. q, k, v: [B, H, L, Dh]; key_allowed: bool
 // broadcastable to [B, H, Lq, Lk] (true = may attend), or undefined. Rows with no

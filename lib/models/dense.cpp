@@ -22,7 +22,7 @@ const config::Binding<DenseOptions>& dense_binding() {
         .arg("dropout", SALT_MEMBER(dropout), "Dropout after each hidden activation.")
         .arg("bias", SALT_MEMBER(bias), "Linear layers have a bias.")
         .arg("context_size", SALT_MEMBER(context_size), "Size of a context vector concatenated before the input.")
-        .unbound(field("mup", t_bool(), false, "muP scaling.").unsupported("muP is not available in salt-cpp"));
+        .arg("mup", SALT_MEMBER(mup), "muP initialisation (model.mup_config): weights N(0, 1/out_features), biases 0.");
     return d;
   }();
   return b;
@@ -55,6 +55,18 @@ DenseImpl::DenseImpl(const DenseOptions& options)
       net->push_back(make_activation(*options.final_activation(), "Dense.final_activation"));
   }
   register_module("net", net);
+  if (options.mup())
+    for (auto& m : net->modules(/*include_self=*/false))
+      if (auto l = std::dynamic_pointer_cast<torch::nn::LinearImpl>(m)) {
+        torch::nn::Linear linear(l);
+        mup_init_linear(linear);
+      }
+}
+
+void mup_init_linear(torch::nn::Linear& linear) {
+  torch::NoGradGuard no_grad;
+  linear->weight.normal_(0.0, 1.0 / std::sqrt(static_cast<double>(linear->weight.size(0))));
+  if (linear->bias.defined()) linear->bias.zero_();
 }
 
 torch::Tensor DenseImpl::forward(const torch::Tensor& x, const torch::Tensor& context) {

@@ -28,7 +28,12 @@ struct DenseOptions {
   TORCH_ARG(double, dropout) = 0.0;
   TORCH_ARG(bool, bias) = true;
   TORCH_ARG(int64_t, context_size) = 0;
+  // muP (salt's): every Linear re-drawn N(0, 1 / out_features), biases zero.
+  TORCH_ARG(bool, mup) = false;
 };
+
+// salt's muP init of Dense and GLU layers: weight N(0, 1 / out_features), bias 0.
+void mup_init_linear(torch::nn::Linear& linear);
 
 // salt.models.Dense's arguments (the `dense_config` of init nets and tasks).
 // input_size defaults to null: the builder derives it (from data.variables, or

@@ -1,6 +1,7 @@
 #include "models/glu.h"
 
 #include "models/activation.h"
+#include "models/dense.h"
 
 #include "export/layers.h"
 
@@ -15,7 +16,7 @@ const config::Binding<GLUOptions>& glu_binding() {
         .arg("dropout", SALT_MEMBER(dropout), "Dropout inside the GLU.")
         .arg("bias", SALT_MEMBER(bias), "GLU linear layers have a bias.")
         .arg("gated", SALT_MEMBER(gated), "Gated GLU: act(a) * b from a doubled in_proj.")
-        .unbound(field("mup", t_bool(), false, "muP scaling.").unsupported("muP is not available in salt-cpp"));
+        .arg("mup", SALT_MEMBER(mup), "muP initialisation (set by the encoder's mup).");
     return g;
   }();
   return b;
@@ -29,6 +30,10 @@ GLUImpl::GLUImpl(const GLUOptions& o) : torch::nn::Module("GLU"), gated_(o.gated
   drop = register_module("drop", torch::nn::Dropout(o.dropout()));
   activation = make_activation(o.activation(), "dense_kwargs.activation");
   register_module("activation", activation.ptr());
+  if (o.mup()) {
+    mup_init_linear(in_proj);
+    mup_init_linear(out_proj);
+  }
 }
 
 torch::Tensor GLUImpl::forward(const torch::Tensor& x) {

@@ -21,6 +21,7 @@ struct GLUOptions {
   TORCH_ARG(double, dropout) = 0.0;
   TORCH_ARG(bool, bias) = true;
   TORCH_ARG(bool, gated) = false;
+  TORCH_ARG(bool, mup) = false;  // muP init of in_proj and out_proj (see mup_init_linear)
 };
 
 // The encoder's `dense_kwargs` (embed_dim comes from the encoder).

@@ -32,7 +32,10 @@ const config::Binding<InitNetOptions>& init_net_binding() {
                 })
         .unbound(field_null("featurewise", t_any(), "Featurewise transformation."))
         .read_elsewhere("set from the model's featurewise_nets (layer: input), as salt does")
-        .unbound(field("mup", t_bool(), false, "muP scaling.")).unsupported("muP is not available in salt-cpp");
+        .custom(field("mup", t_bool(), false, "muP initialisation of the net (as dense_config.mup)."),
+                [](InitNetOptions& o, const YAML::Node& n) {
+                  if (n.IsDefined() && !n.IsNull() && n.as<bool>()) o.dense().mup(true);
+                });
     return n;
   }();
   return b;

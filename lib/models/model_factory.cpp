@@ -5,6 +5,7 @@
 #include "core/errors.h"
 #include "config/validate.h"
 #include "config/yaml_load.h"
+#include "models/edge_features.h"
 #include "models/registry.h"
 
 namespace salt::models {
@@ -13,6 +14,7 @@ namespace {
 // salt.models.SaltModel's arguments: components, built by category below.
 struct SaltModelConfig {
   std::vector<YAML::Node> init_nets;  // read by init_net_binding()
+  std::optional<std::vector<YAML::Node>> edge_init_nets;
   config::ComponentNode tasks;
   std::optional<config::ComponentNode> encoder, pool_net, mask_decoder;
   std::optional<std::vector<YAML::Node>> featurewise_nets;  // read by featurewise_binding()
@@ -22,7 +24,6 @@ struct SaltModelConfig {
 const config::Binding<SaltModelConfig>& salt_model_binding() {
   using namespace config;
   using C = SaltModelConfig;
-  const char* edges = "edge features are not available in salt-cpp";
   static const Binding<C> b = [&] {
     Binding<C> m{C{}};
     m.required("init_nets", SALT_FIELD(init_nets), "One init net per input type, in concatenation order.",
@@ -32,7 +33,10 @@ const config::Binding<SaltModelConfig>& salt_model_binding() {
              t_optional(t_component("encoder")))
         .arg("pool_net", SALT_FIELD(pool_net), "Pooling to the global object (null: no pooling).",
              t_optional(t_component("pooling")))
-        .unbound(field_null("edge_init_nets", t_any(), "Edge init nets.")).unsupported(edges)
+        .arg("edge_init_nets", SALT_FIELD(edge_init_nets),
+             "GN2XE: one init net embedding data.edge_constructors' features of its input_name (no global "
+             "variables attached) to the encoder's edge_embed_dim.",
+             t_optional(t_list(init_net_binding().type())))
         .arg("mask_decoder", SALT_FIELD(mask_decoder),
              "MaskFormer decoder: object queries with classes and masks over the constituents (needs data.mf_config).",
              t_optional(t_component("mask_decoder")))
@@ -140,6 +144,44 @@ InputNorm build_norm(const ModelContext& ctx) {
   return InputNorm(stats);
 }
 
+// salt's edge_init_nets and data.edge_constructors: the net reads
+// `_edge_features_<input>` (salt's cli prefixes the name and sets attach_global
+// false), which the wrapper computes from the raw inputs.
+void add_edges(SaltWrapperImpl& wrapper, const SaltModelConfig& m, const ModelContext& ctx, const std::string& p) {
+  const auto& encoder = wrapper.model->encoder;
+  const int64_t edge_dim = encoder ? encoder->options().edge_embed_dim() : 0;
+  const auto key = p + ".edge_init_nets";
+  if (!m.edge_init_nets || m.edge_init_nets->empty()) {
+    if (edge_dim > 0)
+      throw UsageError(p + ".encoder.init_args.edge_embed_dim: " + std::to_string(edge_dim) +
+                       " needs edge_init_nets (and data.edge_constructors)");
+    return;
+  }
+  if (m.edge_init_nets->size() > 1) throw UsageError(key + ": at most one edge init net is supported (as in salt)");
+  auto node = config::copy_tree(m.edge_init_nets->front());
+  std::string input = node["input_name"].Scalar();
+  const std::string prefix = config::edge_input_name("");
+  if (input.rfind(prefix, 0) == 0) input = input.substr(prefix.size());
+  const config::EdgeConstructorConfig* constructor = nullptr;
+  for (const auto& c : ctx.edge_constructors)
+    if (c.input_name == input) constructor = &c;
+  if (!constructor)
+    throw UsageError(key + "[0].input_name: no data.edge_constructors entry computes edge features of '" + input + "'");
+  if (edge_dim <= 0) throw UsageError(key + ": the encoder needs edge_embed_dim > 0 to use edge features");
+  node["input_name"] = config::edge_input_name(input);
+  node["attach_global"] = false;
+  ModelContext edge_ctx = ctx;
+  edge_ctx.variables[config::edge_input_name(input)] = constructor->edge_features;
+  BuildContext bc;
+  bc.model = &edge_ctx;
+  auto net = build_init_net(node, bc.at(key + "[0]"));
+  if (net->output_size() != edge_dim)
+    throw UsageError(key + "[0].dense_config.output_size: " + std::to_string(net->output_size()) +
+                     " must equal the encoder's edge_embed_dim " + std::to_string(edge_dim));
+  wrapper.model->set_edge_init_net(net);
+  wrapper.set_edge_constructor(EdgeConstructor(*constructor, ctx.variables.at(input)));
+}
+
 }  // namespace
 
 SaltWrapper build_model(const YAML::Node& raw, const ModelContext& ctx, const std::string& path) {
@@ -221,7 +263,9 @@ SaltWrapper build_model(const YAML::Node& raw, const ModelContext& ctx, const st
   SaltModel model(ctx.global_object, std::move(init_nets), encoder, pool, std::move(tasks), global_fw, decoder,
                   node_query_pool);
   model->set_merge_dict(merges);
-  return SaltWrapper(model, build_norm(ctx), ctx.loss_mode, ctx.name);
+  SaltWrapper wrapper(model, build_norm(ctx), ctx.loss_mode, ctx.name);
+  add_edges(*wrapper, m, ctx, p);
+  return wrapper;
 }
 
 }  // namespace salt::models

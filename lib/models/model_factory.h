@@ -32,6 +32,7 @@ struct ModelContext {
   std::string loss_mode = "wsum";  // model.loss_mode
   std::string name = "salt";       // top-level `name`, the output column prefix
   std::optional<config::MaskformerConfig> mf_config;  // data.mf_config (a mask_decoder needs it)
+  std::vector<config::EdgeConstructorConfig> edge_constructors;  // data.edge_constructors
 };
 
 // `model_model` is the node of `model.model`; `path` names it in errors.

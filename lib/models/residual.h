@@ -64,6 +64,16 @@ class NormResidualImpl : public torch::nn::Module {
     return options_.norm_type() == "post" ? norm->forward(out) : out;
   }
 
+  // forward() with fn replaced by call(normed x) (padded layout).
+  template <class Call>
+  torch::Tensor forward_call(const torch::Tensor& x, Call&& call) {
+    const bool pre = options_.norm_type() == "pre";
+    auto out = call(pre ? norm->forward(x) : x);
+    if (ls) out = ls->forward(out);
+    out = x + drop_path(out, options_.drop_path(), is_training());
+    return options_.norm_type() == "post" ? norm->forward(out) : out;
+  }
+
   // forward() on packed tokens [N, D] (jet [N] of `batch` jets), fn replaced by
   // call(normed x) so that the caller picks fn's packed entry point.
   template <class Call>

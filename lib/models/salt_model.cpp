@@ -2,6 +2,7 @@
 
 #include <set>
 
+#include "config/edge_config.h"
 #include "core/errors.h"
 #include "models/regression_task.h"
 
@@ -52,6 +53,20 @@ SaltModelImpl::SaltModelImpl(std::string global_object, std::vector<InitNet> ini
   }
   if (pool_in) pool_net = register_module("pool_net", pool_in);
   if (node_query_in) node_query_pool = register_module("pool_net", node_query_in);
+}
+
+void SaltModelImpl::set_edge_init_net(InitNet net) {
+  const std::string prefix = config::edge_input_name("");
+  if (net->input_name().rfind(prefix, 0) != 0)
+    throw UsageError("SaltModel: an edge init net reads '" + prefix + "<input>', not '" + net->input_name() + "'");
+  if (!encoder || encoder->options().edge_embed_dim() != net->output_size())
+    throw UsageError("SaltModel: the edge init net's output_size " + std::to_string(net->output_size()) +
+                     " must equal the encoder's edge_embed_dim " +
+                     std::to_string(encoder ? encoder->options().edge_embed_dim() : 0));
+  edge_input_ = net->input_name().substr(prefix.size());
+  edge_init_net_ = net;
+  edge_init_nets = register_module("edge_init_nets", torch::nn::ModuleList());
+  edge_init_nets->push_back(net);
 }
 
 void SaltModelImpl::set_merge_dict(std::vector<std::pair<std::string, std::vector<std::string>>> merges) {
@@ -141,7 +156,9 @@ SaltModelOutput SaltModelImpl::forward(const TensorMap& inputs, const TensorMap&
     if ((featurewise_global || (encoder && encoder->featurewise)) && !params.defined())
       throw InputError("SaltModel: featurewise nets need the 'parameters' inputs (data.variables.parameters)");
     packed = merge_segments(packed, merges_);
-    if (encoder) packed = encoder->forward_packed(packed, params);
+    torch::Tensor edges;
+    if (edge_init_net_) edges = edge_init_net_->forward(inputs);
+    if (encoder) packed = encoder->forward_packed(packed, params, edges, edge_input_);
     if (mask_decoder) {
       const int64_t s = packed.find(mask_decoder->options().constituent_name);
       const auto& seg = packed.segments[static_cast<size_t>(s)];

@@ -65,6 +65,12 @@ class SaltModelImpl : public torch::nn::Module {
   // salt's merge_dict: {merged input: [constituent inputs]}. The members' embeddings,
   // masks and labels are concatenated along the sequence (in the listed order) into
   // one input that tasks name; the members no longer exist on their own.
+  // salt's edge_init_nets (one net): embeds the edge features `_edge_features_<input>`
+  // [B, L, L, F] -> [B, L, L, edge_embed_dim] for the encoder's EdgeAttention.
+  void set_edge_init_net(InitNet net);
+  // The constituent input the edge features belong to ("" without edge_init_nets).
+  const std::string& edge_input() const { return edge_input_; }
+
   void set_merge_dict(std::vector<std::pair<std::string, std::vector<std::string>>> merges);
   const std::vector<std::pair<std::string, std::vector<std::string>>>& merge_dict() const { return merges_; }
   // labels plus each merged input's labels: its first member's, concatenated over the
@@ -76,7 +82,7 @@ class SaltModelImpl : public torch::nn::Module {
   const std::vector<InitNet>& init_net_list() const { return init_nets_; }
   const std::vector<std::shared_ptr<TaskImpl>>& object_tasks() const { return object_tasks_; }
 
-  torch::nn::ModuleList init_nets{nullptr}, tasks{nullptr};
+  torch::nn::ModuleList init_nets{nullptr}, tasks{nullptr}, edge_init_nets{nullptr};
   Transformer encoder{nullptr};
   GlobalAttentionPooling pool_net{nullptr};
   Featurewise featurewise_global{nullptr};
@@ -89,6 +95,8 @@ class SaltModelImpl : public torch::nn::Module {
   std::vector<std::shared_ptr<TaskImpl>> tasks_;
   std::vector<std::shared_ptr<TaskImpl>> object_tasks_;  // tasks on "objects", run by the mask decoder
   std::vector<std::pair<std::string, std::vector<std::string>>> merges_;
+  InitNet edge_init_net_{nullptr};
+  std::string edge_input_;
 };
 TORCH_MODULE(SaltModel);
 

@@ -34,6 +34,7 @@ void add(std::vector<OnnxOutput>& to, std::vector<OnnxOutput> outputs, const Tas
 std::vector<OnnxOutput> SaltModelImpl::to_onnx(ox::Graph& g, const OnnxModelInput& in) {
   if (!merges_.empty()) throw UsageError("to_onnx: models with a merge_dict have no ONNX export yet");
   if (mask_decoder) throw UsageError("to_onnx: MaskFormer models (a mask_decoder) have no ONNX export yet");
+  if (edge_init_nets) throw UsageError("to_onnx: models with edge features (edge_init_nets) have no ONNX export yet");
   const auto p = in.inputs.find("parameters");
   const ox::Value params = p == in.inputs.end() ? ox::Value{} : p->second;
   ox::Value global_rep, tokens;

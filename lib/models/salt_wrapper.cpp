@@ -23,7 +23,14 @@ SaltWrapperImpl::SaltWrapperImpl(SaltModel model_in, InputNorm norm_in, std::str
 }
 
 ModelOutput SaltWrapperImpl::forward(const TensorMap& inputs, const TensorMap& pad_masks, const Labels* labels) {
-  auto result = model->forward(norm->forward(inputs), pad_masks, labels);
+  SaltModelOutput result;
+  if (edge_constructor_) {
+    TensorMap with_edges = inputs;
+    edge_constructor_->add_to(with_edges);
+    result = model->forward(norm->forward(with_edges), pad_masks, labels);
+  } else {
+    result = model->forward(norm->forward(inputs), pad_masks, labels);
+  }
   ModelOutput out;
   out.preds = std::move(result.preds);
   out.losses = std::move(result.losses);

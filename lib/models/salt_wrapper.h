@@ -10,6 +10,7 @@
 #include <string>
 
 #include "data/batch.h"
+#include "models/edge_features.h"
 #include "models/input_norm.h"
 #include "models/salt_model.h"
 
@@ -51,12 +52,18 @@ class SaltWrapperImpl : public torch::nn::Module {
   std::map<std::string, std::vector<std::string>> required_labels() const;
 
   void set_attn_backend(const std::string& attn_type);
+  // data.edge_constructors: edge features computed from the raw inputs before the
+  // normalisation (salt's ModelWrapper runs its EdgeConstructor first).
+  void set_edge_constructor(EdgeConstructor constructor) { edge_constructor_ = std::move(constructor); }
 
   const std::string& loss_mode() const { return loss_mode_; }
   const std::string& model_name() const { return name_; }
 
   SaltModel model{nullptr};
   InputNorm norm{nullptr};
+  // muP (models/mup.h): parameters with two width dimensions -> width multiplier;
+  // MuAdamW divides their learning rate by it. Empty without model.mup_config.
+  std::map<std::string, double> mup_width_mults;
 
  private:
   // The mask decoder's columns (salt's PredictionWriter with write_objects):
@@ -68,6 +75,7 @@ class SaltWrapperImpl : public torch::nn::Module {
                     const TensorMap& pad_masks) const;
   std::string loss_mode_;
   std::string name_;
+  std::optional<EdgeConstructor> edge_constructor_;
 };
 TORCH_MODULE(SaltWrapper);
 

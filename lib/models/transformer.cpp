@@ -11,7 +11,6 @@ namespace {
 
 const config::Binding<TransformerOptions>& transformer_binding() {
   using namespace config;
-  const char* edges = "edge features are not available in salt-cpp";
   static const Binding<TransformerOptions> b = [&] {
     Binding<TransformerOptions> t(TransformerOptions(0, 0));
     t.required("num_layers", SALT_MEMBER(num_layers), "Number of encoder layers.")
@@ -35,9 +34,12 @@ const config::Binding<TransformerOptions>& transformer_binding() {
              "one norm before the dense blocks).",
              t_choice({"pre", "post", "hybrid"}))
         .arg("num_dense", SALT_MEMBER(num_dense), "Dense (GLU) blocks per layer.")
-        .unbound(field("edge_embed_dim", t_int(), 0, "Edge features.")).unsupported(edges)
-        .unbound(field("update_edges", t_bool(), false, "Update edge features.")).unsupported(edges)
-        .unbound(field("mup", t_bool(), false, "muP scaling.")).unsupported("muP is not available in salt-cpp");
+        .arg("edge_embed_dim", SALT_MEMBER(edge_embed_dim),
+             "Edge feature size (GN2XE; 0: none): EdgeAttention layers reading the edge_init_nets' output.",
+             at_least(t_int(), 0))
+        .arg("update_edges", SALT_MEMBER(update_edges), "Update the edge features in every layer (needs edge_embed_dim).")
+        .arg("mup", SALT_MEMBER(mup),
+             "muP parametrisation (model.mup_config): muP attention and dense layers, out_proj a MuReadout.");
     return t;
   }();
   return b;
@@ -70,7 +72,15 @@ EncoderLayerImpl::EncoderLayerImpl(const EncoderLayerOptions& o) : torch::nn::Mo
     res.norm_type(o.depth() == 0 ? "pre" : "none");
     if (o.depth() != 0) norm = register_module("norm", Norm(res.norm(), d));
   }
-  attn = register_module("attn", std::make_shared<NormResidualImpl<Attention>>(Attention(attn_opts), d, res));
+  if (o.edge_embed_dim() > 0) {
+    edge_prenorm = register_module("edge_prenorm", Norm(res.norm(), o.edge_embed_dim()));
+    if (o.update_edges()) edge_postnorm = register_module("edge_postnorm", Norm(res.norm(), o.edge_embed_dim()));
+    update_edges_ = o.update_edges();
+    auto edge_opts = EdgeAttentionOptions(attn_opts, o.edge_embed_dim()).update_edges(o.update_edges());
+    edge_attn = register_module("attn", std::make_shared<NormResidualImpl<EdgeAttention>>(EdgeAttention(edge_opts), d, res));
+  } else {
+    attn = register_module("attn", std::make_shared<NormResidualImpl<Attention>>(Attention(attn_opts), d, res));
+  }
   auto block = [&] { return std::make_shared<NormResidualImpl<GLU>>(GLU(o.dense()), d, res); };
   if (o.num_dense() == 1) {
     dense_blocks.push_back(register_module("dense", block()));
@@ -96,10 +106,25 @@ torch::Tensor EncoderLayerImpl::dense_forward(torch::Tensor x, const TokenLayout
 }
 
 torch::Tensor EncoderLayerImpl::forward(const torch::Tensor& x, const torch::Tensor& pad_mask) {
+  if (!attn) throw UsageError("Transformer: a layer with edge features needs the edges");
   return dense_forward(attn->forward(x, pad_mask), nullptr);
 }
 
+std::pair<torch::Tensor, torch::Tensor> EncoderLayerImpl::forward_edges(const torch::Tensor& x, const torch::Tensor& edges,
+                                                                        const torch::Tensor& pad_mask) {
+  if (!edge_attn) throw UsageError("Transformer: edge features given to a layer without edge_embed_dim");
+  torch::Tensor edges_out;
+  auto y = edge_attn->forward_call(x, [&](const torch::Tensor& t) {
+    auto [out, e] = edge_attn->fn->forward(t, edges, pad_mask);
+    edges_out = e;
+    return out;
+  });
+  if (update_edges_) edges_out = edges_out + edge_postnorm->forward(edges_out);
+  return {dense_forward(y, nullptr), edges_out};
+}
+
 torch::Tensor EncoderLayerImpl::forward_packed(const torch::Tensor& x, const TokenLayout& layout) {
+  if (!attn) throw UsageError("Transformer: a layer with edge features needs the edges");
   auto y = attn->forward_tokens(x, layout.jet, layout.batch,
                                 [&](const torch::Tensor& t) { return attn->fn->forward_packed(t, layout); });
   return dense_forward(y, &layout);
@@ -115,26 +140,42 @@ TransformerImpl::TransformerImpl(const TransformerOptions& options) : torch::nn:
     throw UsageError("Transformer: unknown attn_type '" + options.attn_type() +
                      "' (choose from torch-math, torch-flash, torch-meff, flash-varlen)");
 
+  if (options.update_edges() && options.edge_embed_dim() <= 0)
+    throw UsageError("Transformer: update_edges needs edge_embed_dim > 0");
+  if (options.mup() && !options.out_dim())
+    throw UsageError("Transformer: mup needs out_dim (out_proj is the last layer of the muP part of the model)");
   auto attn_opts = options.attn_kwargs();
   attn_opts.embed_dim(d).attn_type(options.attn_type());
   auto dense_opts = options.dense_kwargs();
   dense_opts.embed_dim(d);
+  if (options.mup()) {
+    attn_opts.mup(true);
+    dense_opts.mup(true);
+  }
   auto res = ResidualOptions().norm(options.norm()).ls_init(options.ls_init()).drop_path(options.drop_path());
   layers = register_module("layers", torch::nn::ModuleList());
   for (int64_t i = 0; i < options.num_layers(); ++i) {
     auto layer_opts = EncoderLayerOptions(d).depth(i).num_dense(options.num_dense()).norm_type(options.norm_type());
+    layer_opts.edge_embed_dim(options.edge_embed_dim()).update_edges(options.update_edges());
     typed_layers_.emplace_back(layer_opts.residual(res).attn(attn_opts).dense(dense_opts));
     layers->push_back(typed_layers_.back());
   }
-  if (options.out_dim())
+  if (options.out_dim()) {
     out_proj = register_module("out_proj", torch::nn::Linear(d, *options.out_dim()));
+    if (options.mup()) {  // salt's MuReadout, zeroed
+      torch::NoGradGuard no_grad;
+      out_proj->weight.zero_();
+      out_proj->bias.zero_();
+    }
+  }
   if (options.do_final_norm()) out_norm = register_module("out_norm", Norm(options.norm(), out_dim()));
   registers = register_parameter("registers", torch::randn({options.num_registers(), d}) * 1e-4);
   register_mask = register_buffer("register_mask", torch::zeros({options.num_registers()}, torch::kBool));
 }
 
 void TransformerImpl::set_backend(const std::string& attn_type) {
-  for (auto& layer : typed_layers_) layer->attn->fn->set_backend(attn_type);
+  for (auto& layer : typed_layers_)
+    if (layer->attn) layer->attn->fn->set_backend(attn_type);  // EdgeAttention has one kernel
   options_.attn_type(attn_type);
 }
 
@@ -148,13 +189,15 @@ void TransformerImpl::add_featurewise(const FeaturewiseOptions& options, int64_t
   }
 }
 
-PackedSequence TransformerImpl::forward_packed(const PackedSequence& in, const torch::Tensor& params) {
+PackedSequence TransformerImpl::forward_packed(const PackedSequence& in, const torch::Tensor& params,
+                                               const torch::Tensor& edges, const std::string& edge_segment) {
   const int64_t b = in.batch, r = options_.num_registers();
   PackedSequence out = in;
   // Registers: jet-major rows, always valid.
   auto reg_mask = register_mask.unsqueeze(0).expand({b, r});
   auto reg_index = TokenIndex::from_mask(reg_mask);
   out.append(kRegisters, reg_mask, reg_index, registers.unsqueeze(0).expand({b, r, registers.size(1)}).reshape({b * r, -1}));
+  if (options_.edge_embed_dim() > 0) return forward_edges(std::move(out), edges, edge_segment);
   const auto layout = TokenLayout::of(out);
 
   auto x = out.x;
@@ -163,7 +206,7 @@ PackedSequence TransformerImpl::forward_packed(const PackedSequence& in, const t
     if (!featurewise_.empty()) x = featurewise_[i]->forward(rows_params, x);
     x = typed_layers_[i]->forward_packed(x, layout);
   }
-  if (out_proj) x = out_proj->forward(x);
+  if (out_proj) x = out_proj->forward(out_proj_input_scale == 1.0 ? x : x * out_proj_input_scale);
   if (out_norm) x = out_norm->forward(x);
   out.x = x;
 
@@ -171,8 +214,41 @@ PackedSequence TransformerImpl::forward_packed(const PackedSequence& in, const t
   return out;
 }
 
+PackedSequence TransformerImpl::forward_edges(PackedSequence out, const torch::Tensor& edges,
+                                              const std::string& edge_segment) {
+  if (!edges.defined()) throw UsageError("Transformer: edge_embed_dim is set but the model has no edge_init_nets");
+  if (!featurewise_.empty()) throw UsageError("Transformer: featurewise nets with edge features are not supported");
+  // Padded layout (segment after segment, registers last); the edges of
+  // edge_segment at its place, zeros for every other pair.
+  auto seq = out.unpack();
+  const auto mask = seq.mask();
+  int64_t offset = 0;
+  const Segment* seg = nullptr;
+  for (const auto& s : seq.segments) {
+    if (s.name == edge_segment) {
+      seg = &s;
+      break;
+    }
+    offset += s.mask.size(1);
+  }
+  if (!seg) throw UsageError("Transformer: the edge features' input '" + edge_segment + "' is not in the sequence");
+  const int64_t total = mask.size(1), after = total - offset - seg->mask.size(1);
+  auto e = torch::constant_pad_nd(edges, {0, 0, offset, after, offset, after}, 0);
+  auto x = seq.x;
+  for (auto& layer : typed_layers_) std::tie(x, e) = layer->forward_edges(x, e, mask);
+  seq.x = x;
+  auto packed = PackedSequence::pack(seq);
+  x = packed.x;
+  if (out_proj) x = out_proj->forward(out_proj_input_scale == 1.0 ? x : x * out_proj_input_scale);
+  if (out_norm) x = out_norm->forward(x);
+  packed.x = x;
+  if (options_.drop_registers()) packed.pop_back();
+  return packed;
+}
+
 
 ox::Value EncoderLayerImpl::to_onnx(ox::Graph& g, const ox::Value& x) {
+  if (!attn) throw UsageError("to_onnx: edge features (EdgeAttention) cannot be exported yet");
   auto y = attn->to_onnx(g, x, [&](const ox::Value& t) { return attn->fn->to_onnx(g, t); });
   if (norm) y = norm->to_onnx(g, y);
   for (auto& block : dense_blocks) y = block->to_onnx(g, y, [&](const ox::Value& t) { return block->fn->to_onnx(g, t); });
@@ -187,6 +263,7 @@ ox::Value TransformerImpl::to_onnx(ox::Graph& g, const ox::Value& tokens, const 
     if (!featurewise_.empty()) x = featurewise_[i]->to_onnx(g, params, x);
     x = typed_layers_[i]->to_onnx(g, x);
   }
+  if (out_proj && out_proj_input_scale != 1.0) x = g.op("Mul", {x, g.scalar(float(out_proj_input_scale))});
   if (out_proj) x = ox::linear(g, x, out_proj);
   if (out_norm) x = out_norm->to_onnx(g, x);
   if (options_.drop_registers())

@@ -11,6 +11,7 @@
 
 #include "models/attention.h"
 #include "models/common.h"
+#include "models/edge_attention.h"
 #include "models/featurewise.h"
 #include "models/glu.h"
 #include "models/norm.h"
@@ -33,6 +34,11 @@ struct EncoderLayerOptions {
   TORCH_ARG(ResidualOptions, residual) = ResidualOptions();
   TORCH_ARG(AttentionOptions, attn) = AttentionOptions(0);
   TORCH_ARG(GLUOptions, dense) = GLUOptions();
+  // > 0: EdgeAttention with edge features of this size (salt's GN2XE), plus
+  // salt's edge_prenorm (created, unused, as in salt) and, with update_edges,
+  // edge_postnorm: edges <- edges_out + edge_postnorm(edges_out).
+  TORCH_ARG(int64_t, edge_embed_dim) = 0;
+  TORCH_ARG(bool, update_edges) = false;
 };
 
 class EncoderLayerImpl : public torch::nn::Module {
@@ -43,15 +49,22 @@ class EncoderLayerImpl : public torch::nn::Module {
   // Packed tokens x [N, D] laid out by `layout` (see TokenLayout).
   torch::Tensor forward_packed(const torch::Tensor& x, const TokenLayout& layout);
 
+  // With edges: x [B, L, D] (padded layout), edges [B, L, L, E], pad_mask [B, L].
+  std::pair<torch::Tensor, torch::Tensor> forward_edges(const torch::Tensor& x, const torch::Tensor& edges,
+                                                        const torch::Tensor& pad_mask);
+
   ox::Value to_onnx(ox::Graph& g, const ox::Value& x);  // one jet's tokens [L, D]
 
-  std::shared_ptr<NormResidualImpl<Attention>> attn;
+  std::shared_ptr<NormResidualImpl<Attention>> attn;            // without edges
+  std::shared_ptr<NormResidualImpl<EdgeAttention>> edge_attn;   // with edges (salt's name: attn)
+  Norm edge_prenorm{nullptr}, edge_postnorm{nullptr};
   // salt names one block `dense`, several `dense.0`, `dense.1`, ... (nn.Sequential).
   std::vector<std::shared_ptr<NormResidualImpl<GLU>>> dense_blocks;
   Norm norm{nullptr};  // hybrid, depth > 0 only
 
  private:
   torch::Tensor dense_forward(torch::Tensor x, const TokenLayout* layout);
+  bool update_edges_ = false;
 };
 TORCH_MODULE(EncoderLayer);
 
@@ -72,6 +85,11 @@ struct TransformerOptions {
   // embed_dim and attn_type inside these are overwritten by the Transformer's own.
   TORCH_ARG(GLUOptions, dense_kwargs) = GLUOptions();
   TORCH_ARG(AttentionOptions, attn_kwargs) = AttentionOptions(0);
+  TORCH_ARG(int64_t, edge_embed_dim) = 0;  // > 0: EdgeAttention layers (forward_packed's edges)
+  TORCH_ARG(bool, update_edges) = false;
+  // muP: attention and GLUs in muP, out_proj a MuReadout (zero init, input divided
+  // by its width multiplier once the base shapes are set; needs out_dim).
+  TORCH_ARG(bool, mup) = false;
 };
 
 class TransformerImpl : public torch::nn::Module {
@@ -83,7 +101,11 @@ class TransformerImpl : public torch::nn::Module {
   // The same on packed tokens (what SaltModel uses): appends the registers as the
   // last segment; every per-token layer runs on the valid tokens only.
   // params: the `parameters` inputs [B, P], needed with featurewise nets.
-  PackedSequence forward_packed(const PackedSequence& in, const torch::Tensor& params = {});
+  // edges: [B, L_s, L_s, edge_embed_dim] over the segment named edge_segment (the
+  // edge init net's output); the layers then run on the padded layout with the
+  // edges zero-padded to every token (registers included), as salt's.
+  PackedSequence forward_packed(const PackedSequence& in, const torch::Tensor& params = {},
+                                const torch::Tensor& edges = {}, const std::string& edge_segment = "");
   void set_backend(const std::string& attn_type);
   // forward() for one jet in an ONNX graph: tokens [L, D] (all segments, no
   // padding) -> [L + registers (unless dropped), out_dim]; params: the `parameters`
@@ -98,6 +120,7 @@ class TransformerImpl : public torch::nn::Module {
 
   torch::nn::ModuleList layers{nullptr};
   torch::nn::Linear out_proj{nullptr};
+  double out_proj_input_scale = 1.0;  // muP's MuReadout: 1 / width multiplier (set with the base shapes)
   Norm out_norm{nullptr};
   torch::Tensor registers, register_mask;
   torch::nn::ModuleList featurewise{nullptr};
@@ -106,6 +129,7 @@ class TransformerImpl : public torch::nn::Module {
   TransformerOptions options_;
   std::vector<EncoderLayer> typed_layers_;
   std::vector<Featurewise> featurewise_;
+  PackedSequence forward_edges(PackedSequence out, const torch::Tensor& edges, const std::string& edge_segment);
 };
 TORCH_MODULE(Transformer);
 

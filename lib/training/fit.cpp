@@ -254,7 +254,7 @@ class FitRun {
   void make_optimization() {
     const auto kind = optimizer_kind(setup_.optimizer);
     optimization_ = std::make_unique<Optimization>(setup_.model->named_parameters(), kind, setup_.lrs, total_steps_,
-                                                   resume_ ? resume_->global_step : 0);
+                                                   resume_ ? resume_->global_step : 0, setup_.model->mup_width_mults);
     if (!resume_) return;
     if (schedule_position_ >= 0) optimization_->set_schedule_index(schedule_position_);
     load_adam_state(*optimization_, resume_->adam_state, resume_source_);

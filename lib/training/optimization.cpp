@@ -14,7 +14,7 @@ OptimizerKind optimizer_kind(const std::string& name) {
 }
 
 Optimization::Optimization(const NamedParameters& parameters, OptimizerKind kind, const LrsConfig& lrs,
-                           int64_t total_steps, int64_t steps_done)
+                           int64_t total_steps, int64_t steps_done, const std::map<std::string, double>& mup_width_mults)
     : kind_(kind),
       schedule_(lrs, total_steps),
       weight_decay_(lrs.weight_decay),
@@ -25,7 +25,11 @@ Optimization::Optimization(const NamedParameters& parameters, OptimizerKind kind
     parameters_.push_back(item.value());
   }
   // salt: lr = lrs_config.initial (OneCycleLR overwrites it before the first step).
-  if (kind == OptimizerKind::kAdamW) {
+  if (!mup_width_mults.empty() && kind != OptimizerKind::kAdamW)
+    throw UsageError("model.mup_config: muP needs model.optimizer AdamW (salt's MuAdamW), not " + class_name());
+  if (!mup_width_mults.empty()) {
+    make_mup_adamw(lrs, mup_width_mults);
+  } else if (kind == OptimizerKind::kAdamW) {
     auto options = torch::optim::AdamWOptions(lrs.initial).weight_decay(lrs.weight_decay);
     optimizers_.push_back(std::make_unique<torch::optim::AdamW>(parameters_, options));
   } else if (kind == OptimizerKind::kLion) {
@@ -35,6 +39,35 @@ Optimization::Optimization(const NamedParameters& parameters, OptimizerKind kind
   }
   if (kind != OptimizerKind::kHybridMuonAdamW) owners_.assign(parameters_.size(), optimizers_.front().get());
   apply_schedule();
+}
+
+// mup's MuAdamW: one group per width multiplier of the matrix-like parameters
+// (lr / m, weight_decay * m), the rest in one group at the plain settings.
+void Optimization::make_mup_adamw(const LrsConfig& lrs, const std::map<std::string, double>& width_mults) {
+  std::map<double, std::vector<torch::Tensor>> matrix;
+  std::vector<torch::Tensor> rest;
+  std::size_t found = 0;
+  for (std::size_t i = 0; i < parameters_.size(); ++i) {
+    auto it = width_mults.find(names_[i]);
+    if (it == width_mults.end()) {
+      rest.push_back(parameters_[i]);
+    } else {
+      matrix[it->second].push_back(parameters_[i]);
+      ++found;
+    }
+  }
+  if (found != width_mults.size()) throw UsageError("muP: a parameter with width dimensions is not among the model's");
+  std::vector<torch::optim::OptimizerParamGroup> groups;
+  for (auto& [m, params] : matrix) {
+    groups.emplace_back(params, std::make_unique<torch::optim::AdamWOptions>(
+                                    torch::optim::AdamWOptions(lrs.initial / m).weight_decay(lrs.weight_decay * m)));
+    group_lr_scales_.push_back(1.0 / m);
+  }
+  groups.emplace_back(rest, std::make_unique<torch::optim::AdamWOptions>(
+                                torch::optim::AdamWOptions(lrs.initial).weight_decay(lrs.weight_decay)));
+  group_lr_scales_.push_back(1.0);
+  optimizers_.push_back(std::make_unique<torch::optim::AdamW>(
+      groups, torch::optim::AdamWOptions(lrs.initial).weight_decay(lrs.weight_decay)));
 }
 
 // salt's HybridMuonAdamW: frozen parameters go nowhere, the policy splits the rest.
@@ -73,8 +106,9 @@ void Optimization::apply_schedule() {
   double lr = schedule_.lr(index);
   double beta1 = schedule_.beta1(index);
   for (auto& optimizer : optimizers_)
-    for (auto& group : optimizer->param_groups()) {
-      group.options().set_lr(lr);
+    for (std::size_t g = 0; g < optimizer->param_groups().size(); ++g) {
+      auto& group = optimizer->param_groups()[g];
+      group.options().set_lr(lr * (g < group_lr_scales_.size() ? group_lr_scales_[g] : 1.0));
       // OneCycleLR cycles betas[0] only when salt lets it (not HybridMuonAdamW).
       if (kind_ == OptimizerKind::kAdamW) {
         auto& options = static_cast<torch::optim::AdamWOptions&>(group.options());

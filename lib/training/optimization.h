@@ -10,6 +10,7 @@
 #pragma once
 #include <torch/torch.h>
 
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -30,8 +31,16 @@ class Optimization {
   // `parameters` as model->named_parameters(); `steps_done` optimizer steps have
   // already been taken (resuming). HybridMuonAdamW with no parameter for Muon, or
   // none for AdamW, is a UsageError (salt raises ValueError).
+  // mup_width_mults (muP, models/mup.h): parameter name -> width multiplier m for
+  // the parameters with two width dimensions. As mup's MuAdamW they get their own
+  // AdamW param group with lr / m and weight_decay * m; the one-cycle schedule then
+  // scales every group's lr by the same factor, keeping the 1 / m (salt's OneCycleLR
+  // gives every group the same lr, which undoes MuAdamW's scaling). AdamW only.
   Optimization(const NamedParameters& parameters, OptimizerKind kind, const LrsConfig& lrs, int64_t total_steps,
-               int64_t steps_done = 0);
+               int64_t steps_done = 0, const std::map<std::string, double>& mup_width_mults = {});
+
+  // The learning rate factor of each param group of optimizers()[0] (1 without muP).
+  const std::vector<double>& group_lr_scales() const { return group_lr_scales_; }
 
   void zero_grad();
   // One optimizer step at the schedule's current values; then the schedule advances.
@@ -80,6 +89,8 @@ class Optimization {
   std::vector<torch::optim::Optimizer*> owners_;
   int64_t steps_done_ = 0;
   int64_t offset_ = 0;  // lrs_config.last_epoch + 1
+  std::vector<double> group_lr_scales_;
+  void make_mup_adamw(const LrsConfig& lrs, const std::map<std::string, double>& width_mults);
 };
 
 }  // namespace salt::training

@@ -1,5 +1,7 @@
 #include "training/run_setup.h"
 
+#include "models/mup.h"
+
 #include <random>
 
 #include "config/bake.h"
@@ -116,6 +118,7 @@ RunSetup prepare_run(const YAML::Node& resolved, Stage stage) {
   };
   ctx.loss_mode = run.model.loss_mode;
   ctx.mf_config = s.data.mf_config;
+  ctx.edge_constructors = s.data.edge_constructors;
   ctx.name = s.name;
 
   seed_everything(s.seed);  // weight initialisation draws from it
@@ -126,6 +129,10 @@ RunSetup prepare_run(const YAML::Node& resolved, Stage stage) {
     at::globalContext().setDeterministicAlgorithms(true, s.trainer.deterministic_warn_only);
   }
   s.model = models::build_model(run.model.model, ctx);
+  if (run.model.mup_config) {
+    const auto file = config::mup_shapes_file(*run.model.mup_config);
+    models::apply_base_shapes(*s.model, models::read_base_shapes(file), file.string());
+  }
 
   auto labels = s.model->required_labels();
   for (const auto& [input, extra] : s.data.labels)

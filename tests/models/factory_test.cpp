@@ -176,7 +176,7 @@ TEST(Factory, ErrorsNameTheKey) {
   EXPECT_NE(e.find("no normalisation statistics for input 'tracks'"), std::string::npos) << e;
 
   e = error_of(replaced(kGN2Yaml, "do_final_norm: True", "do_final_norm: True\n      edge_embed_dim: 16"), ctx);
-  EXPECT_NE(e.find("edge_embed_dim: not supported"), std::string::npos) << e;
+  EXPECT_NE(e.find("edge_embed_dim: 16 needs edge_init_nets (and data.edge_constructors)"), std::string::npos) << e;
 }
 
 TEST(Factory, ResolvedConfigExtrasAreAccepted) {

@@ -158,3 +158,69 @@ TEST(ParamCount, MaskFormerMatchesSalt) {
   EXPECT_EQ(count_parameters(*model).trainable, salt_total);
   std::cout << "MaskFormer: " << salt_total << " trainable parameters, salt-cpp and salt's formula\n";
 }
+
+namespace salt::models {
+namespace {
+
+// A zoo config's model with its own data.variables (and edge constructors).
+SaltWrapper zoo_model(const std::string& name, size_t num_classes) {
+  const auto config = YAML::LoadFile((salt::testing::source_dir() / "tests" / "fixtures" / "zoo" / name).string());
+  auto ctx = testing::make_context(1, 1);
+  ctx.variables.clear();
+  ctx.norm.clear();
+  ctx.class_names = [num_classes](const std::string&, const std::string& label) {
+    std::vector<std::string> names{"bjets", "cjets", "ujets", "taujets"};
+    names.resize(num_classes);
+    return label == "flavour_label" ? std::optional<std::vector<std::string>>(names) : std::nullopt;
+  };
+  for (const auto& kv : config["data"]["variables"]) {
+    const auto input = kv.first.Scalar();
+    for (const auto& v : kv.second) ctx.variables[input].push_back(v.Scalar());
+    const auto n = ctx.variables[input].size();
+    ctx.norm[input] = NormStats{std::vector<float>(n, 0.0f), std::vector<float>(n, 1.0f)};
+  }
+  for (const auto& e : config["data"]["edge_constructors"]) {
+    config::EdgeConstructorConfig c{e["input_name"].Scalar(), {}};
+    for (const auto& f : e["edge_features"]) c.edge_features.push_back(f.Scalar());
+    ctx.edge_constructors.push_back(c);
+  }
+  return build_model(config["model"]["model"], ctx);
+}
+
+auto head(int64_t in, int64_t out) { return linear(in, 128) + linear(128, 64) + linear(64, 32) + linear(32, out); }
+
+// salt's GN2/GN2XE.yaml: salt's module formulas (EdgeAttention adds linear_e and
+// linear_g (E -> heads) and, with update_edges, linear_e_out (heads -> E); salt's
+// LayerNorm edge_prenorm / edge_postnorm have no parameters).
+TEST(ParamCount, GN2XEMatchesSalt) {
+  auto model = zoo_model("GN2/GN2XE.yaml", 4);
+  const int64_t D = 192, E = 32, H = 4;
+  const int64_t init = linear(23 + 3, 256) + linear(256, D);  // tracks + jets variables
+  const int64_t edge_init = linear(5, 32) + linear(32, E);   // five edge features, no jet variables
+  const int64_t attention = 3 * D * D + 3 * D + linear(D, D) + 2 * linear(E, H) + linear(H, E);
+  const int64_t glu = linear(D, 2 * D) + linear(2 * D, D);
+  const int64_t encoder = 6 * (attention + glu) + linear(D, 128) + 1 * D;
+  const int64_t tasks = head(128, 4) + head(128 + 128, 8) + head(256 + 128, 1);
+  const int64_t salt_total = init + edge_init + encoder + linear(128, 1) + tasks;
+  EXPECT_EQ(salt_total, 1992734);
+  EXPECT_EQ(count_parameters(*model).trainable, salt_total);
+  std::cout << "GN2XE: " << salt_total << " trainable parameters, salt-cpp and salt's formula\n";
+}
+
+// salt's GN2/GN2_muP.yaml: muP changes initialisation and learning rates, not the
+// parameters (salt's MuReadout is an nn.Linear).
+TEST(ParamCount, GN2MuPMatchesSalt) {
+  auto model = zoo_model("GN2/GN2_muP.yaml", 3);
+  const int64_t D = 256;
+  const int64_t init = linear(19 + 2, 256) + linear(256, D);
+  const int64_t layer = (3 * D * D + 3 * D) + linear(D, D) + linear(D, 2 * D) + linear(2 * D, D);
+  const int64_t encoder = 4 * layer + linear(D, 128) + 1 * D;
+  const int64_t tasks = head(128, 3) + head(128 + 128, 8) + head(256 + 128, 1);
+  const int64_t salt_total = init + encoder + linear(128, 1) + tasks;
+  EXPECT_EQ(salt_total, 2339117);
+  EXPECT_EQ(count_parameters(*model).trainable, salt_total);
+  std::cout << "GN2_muP: " << salt_total << " trainable parameters, salt-cpp and salt's formula\n";
+}
+
+}  // namespace
+}  // namespace salt::models

@@ -35,6 +35,13 @@ if grep -q "^  class_dict: [^n]" "$dir/composed.yaml"; then paths+=(--data.class
 cpu=(--data.batch_size 40 --data.num_workers 0 --data.num_train -1 --data.num_val -1 --data.num_test -1
      --trainer.max_epochs 1 --trainer.accelerator cpu --trainer.devices 1 --trainer.num_nodes 1
      --trainer.precision 32 --trainer.default_root_dir "$dir/logs")
+# muP configs: the base shapes first (salt's main_muP.py), into the test's directory.
+if grep -q "^  mup_config:$" "$dir/composed.yaml"; then
+  paths+=(--model.mup_config.shape_path "$dir/shape_mup")
+  "$salt" mup "${configs[@]}" "${paths[@]}" "${cpu[@]}" 2>&1 | tee "$dir/mup.log"
+  grep -q "^embed\|^init_nets" "$dir/shape_mup/storeshapes"
+  echo "zoo: muP base shapes in $dir/shape_mup/storeshapes"
+fi
 "$salt" fit "${configs[@]}" "${paths[@]}" "${cpu[@]}" --force -ls zoo 2>&1 | tee "$dir/fit.log"
 if [ -n "${SALT_ZOO_EXPECT_PARAMS:-}" ]; then
   grep -q "Trainable params ($SALT_ZOO_EXPECT_PARAMS)" "$dir/fit.log" ||

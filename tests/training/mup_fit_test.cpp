@@ -1,0 +1,103 @@
+// muP end to end as a salt user runs it: `salt mup` on a config with
+// model.mup_config writes the base shapes from its two proxies, `salt fit` trains
+// the full-width model with them and `salt test` writes predictions; a shapes file
+// that does not match the model, or none, is one line and leaves no run behind.
+#include <gtest/gtest.h>
+
+#include "training/fit_support.h"
+
+namespace salt::testing {
+namespace {
+
+// GN2_cpu in muP at width 128, from proxies at 64 (base) and 16 (delta).
+const char* kMupOverlay = R"(
+model:
+  mup_config:
+    shape_path: shapes
+    embed_dim:
+      apply_to: [init_nets, encoder]
+      parameter_name: [output_size, embed_dim]
+      parameter_base: 64
+      parameter_delta: 16
+  model:
+    init_args:
+      init_nets:
+        - input_name: tracks
+          dense_config: { output_size: 128, hidden_layers: [64], activation: ReLU, mup: true }
+      encoder:
+        init_args: { embed_dim: 128, mup: true }
+)";
+
+class MupFit : public FitTest {
+ protected:
+  std::vector<std::string> mup_args(std::vector<std::string> extra = {}) {
+    write_file(dir / "mup.yaml", kMupOverlay);
+    auto args = small_gn2({"-c", (dir / "mup.yaml").string(), "--trainer.max_epochs", "1"});
+    args.insert(args.end(), extra.begin(), extra.end());
+    return args;
+  }
+};
+
+TEST_F(MupFit, ShapesFromTheProxiesThenFitAndTest) {
+  auto r = salt("mup", mup_args());
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto shapes = read_file(dir / "shapes" / "storeshapes");
+  // proxies at 64 and 16: the base width 64 marks every width dimension
+  EXPECT_NE(shapes.find("encoder.layers.0.attn.fn.in_proj_weight:\n- 192\n- 64\n"), std::string::npos) << shapes;
+  EXPECT_NE(shapes.find("encoder.out_proj.weight:\n- null\n- 64\n"), std::string::npos) << shapes;
+  EXPECT_NE(shapes.find("pool_net.gate_nn.weight:\n- null\n- null\n"), std::string::npos) << shapes;
+  EXPECT_TRUE(runs().empty()) << "salt mup made a run directory";
+
+  r = salt("fit", mup_args({"--force"}));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  ASSERT_EQ(runs().size(), 1u);
+  const auto config = read_file(runs()[0] / "config.yaml");
+  EXPECT_NE(config.find("mup_config:"), std::string::npos);
+  r = salt("test", {"--config", (runs()[0] / "config.yaml").string(), "--data.num_workers", "0"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  bool predictions = false;
+  for (const auto& e : std::filesystem::directory_iterator(runs()[0] / "ckpts"))
+    predictions |= e.path().string().find("__test_") != std::string::npos;
+  EXPECT_TRUE(predictions);
+  // The ONNX graph divides the readout's input by the width multiplier (2) too:
+  // ONNX Runtime agrees with salt-cpp.
+  r = salt("to_onnx", {"--ckpt_path", checkpoints(runs()[0]).front().string(), "--require_check", "--force",
+                       "--check_jets", "100"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE((r.out + r.err).find("ONNX Runtime vs salt-cpp on 103 test jets"), std::string::npos) << r.out << r.err;
+}
+
+TEST_F(MupFit, AMismatchedOrMissingShapesFileIsOneLineAndLeavesNothing) {
+  // shapes written for a 3-layer encoder, a fit of the 2-layer one
+  auto r = salt("mup", mup_args({"--model.model.init_args.encoder.init_args.num_layers", "3"}));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  r = salt("fit", mup_args({"--force"}));
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_EQ(error_lines(r.err), 1) << r.err;
+  EXPECT_NE(r.err.find("the base shapes in shapes/storeshapes do not match the model: "
+                       "'encoder.layers.2.attn.fn.in_proj_weight' is not a parameter of the model"),
+            std::string::npos)
+      << r.err;
+  EXPECT_TRUE(runs().empty());
+
+  r = salt("fit", mup_args({"--force", "--model.mup_config.shape_path", "elsewhere"}));
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_EQ(error_lines(r.err), 1) << r.err;
+  EXPECT_NE(r.err.find("no base shapes file elsewhere/storeshapes (write it with `salt mup`"), std::string::npos) << r.err;
+  EXPECT_TRUE(runs().empty());
+
+  // salt mup without mup_config, or a width that is not in the model: one line, no file
+  r = salt("mup", small_gn2());
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_EQ(error_lines(r.err), 1) << r.err;
+  EXPECT_NE(r.err.find("salt mup: the config has no model.mup_config"), std::string::npos) << r.err;
+  r = salt("mup", mup_args({"--model.mup_config.shape_path", "other", "--model.mup_config.embed_dim.parameter_name",
+                            "[output_size, width]"}));
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_EQ(error_lines(r.err), 1) << r.err;
+  EXPECT_NE(r.err.find("'width' in model.model.init_args.encoder: key not found"), std::string::npos) << r.err;
+  EXPECT_FALSE(std::filesystem::exists(dir / "other"));
+}
+
+}  // namespace
+}  // namespace salt::testing
