@@ -130,6 +130,8 @@ RunSetup prepare_run(const YAML::Node& resolved, Stage stage) {
   }
   s.model = models::build_model(run.model.model, ctx);
   if (run.model.mup_config) {
+    if (run.model.optimizer != "AdamW")
+      throw UsageError("model.mup_config: muP needs model.optimizer AdamW (salt's MuAdamW), not " + run.model.optimizer);
     const auto file = config::mup_shapes_file(*run.model.mup_config);
     models::apply_base_shapes(*s.model, models::read_base_shapes(file), file.string());
   }

@@ -4,6 +4,7 @@
 // that does not match the model, or none, is one line and leaves no run behind.
 #include <gtest/gtest.h>
 
+#include "training/checkpoint.h"
 #include "training/fit_support.h"
 
 namespace salt::testing {
@@ -65,6 +66,26 @@ TEST_F(MupFit, ShapesFromTheProxiesThenFitAndTest) {
                        "--check_jets", "100"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE((r.out + r.err).find("ONNX Runtime vs salt-cpp on 103 test jets"), std::string::npos) << r.out << r.err;
+}
+
+// Resuming a muP run rebuilds MuAdamW's groups and the schedule factor: the
+// result equals the uninterrupted run's, bitwise (one thread, as FitTest's resume test).
+TEST_F(MupFit, ResumingContinuesExactlyLikeAnUninterruptedRun) {
+  ASSERT_EQ(salt("mup", mup_args()).exit_code, 0);
+  auto a = salt("fit", mup_args({"--force", "--trainer.max_epochs", "3", "-ls", "A", "--data.num_workers", "0"}));
+  ASSERT_EQ(a.exit_code, 0) << a.err;
+  const auto run_a = dir / "logs" / "GN2_cpu_A";
+  const auto ckpts_a = checkpoints(run_a);
+  ASSERT_EQ(ckpts_a.size(), 3u);
+  auto b = salt("fit", {"-c", (run_a / "config.yaml").string(), "--ckpt_path", ckpts_a[0].string(), "-ls", "B",
+                        "--data.num_workers", "0", "--force"});
+  ASSERT_EQ(b.exit_code, 0) << b.err;
+  const auto final_a = training::load_checkpoint(ckpts_a[2]);
+  const auto final_b = training::load_checkpoint(checkpoints(dir / "logs" / "GN2_cpu_B").back());
+  EXPECT_EQ(final_a.global_step, final_b.global_step);
+  ASSERT_EQ(final_a.state_dict.size(), final_b.state_dict.size());
+  for (std::size_t i = 0; i < final_a.state_dict.size(); ++i)
+    EXPECT_TRUE(torch::equal(final_a.state_dict[i].second, final_b.state_dict[i].second)) << final_a.state_dict[i].first;
 }
 
 TEST_F(MupFit, AMismatchedOrMissingShapesFileIsOneLineAndLeavesNothing) {
