@@ -27,6 +27,9 @@ void read_variables(D& c, const YAML::Node& vars) {
   if (!vars.IsMap()) return;
   for (const auto& kv : vars) {
     const auto input = kv.first.Scalar();
+    // salt's CLI adds the edge features here (config.yaml of a salt GN2XE run);
+    // they are computed from data.edge_constructors, not read from the file.
+    if (input.rfind(edge_input_name(""), 0) == 0) continue;
     c.variables[input] = given(kv.second) ? Codec<std::vector<std::string>>::decode(kv.second) : std::vector<std::string>{};
     c.input_order.push_back(input);
   }

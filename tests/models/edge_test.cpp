@@ -10,6 +10,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "config/data_config.h"
 #include "config/edge_config.h"
 #include "core/errors.h"
 #include "model_test_helpers.h"
@@ -252,6 +253,14 @@ init_args:
   const auto out = model->forward(inputs, {{"tracks", pad}});
   EXPECT_TRUE(torch::isfinite(out.preds.at("jets").at("jets_classification")).all().item<bool>());
 
+  // salt's written config.yaml names the edge init net's input with its prefix
+  std::string salt_written = yaml;
+  const std::string edge_net = "    - input_name: tracks\n      dense_config: { output_size: 4";
+  ASSERT_NE(salt_written.find(edge_net), std::string::npos);
+  salt_written.replace(salt_written.find(edge_net), edge_net.size(),
+                       "    - input_name: _edge_features_tracks\n      attach_global: false\n      dense_config: { output_size: 4");
+  EXPECT_EQ(build_model(YAML::Load(salt_written), ctx)->model->edge_input(), "tracks");
+
   auto with = [&](const std::string& from, const std::string& to, ModelContext c) {
     std::string y = yaml;
     y.replace(y.find(from), from.size(), to);
@@ -267,6 +276,23 @@ init_args:
             "edge_embed_dim 6");
   EXPECT_NE(with("edge_embed_dim: 4, update_edges: true", "update_edges: true", ctx).find("update_edges needs edge_embed_dim"),
             std::string::npos);
+}
+
+}  // namespace
+}  // namespace salt::models
+
+namespace salt::models {
+namespace {
+
+// The config.yaml salt writes for a GN2XE run: data.variables carries the edge
+// features and the edge init net its prefixed input name; both are accepted.
+TEST(EdgeConfig, SaltsWrittenConfigIsAccepted) {
+  const auto d = config::data_config_from_yaml(YAML::Load(
+      "variables: {jets: [pt], tracks: [pt, eta, phi], _edge_features_tracks: [dR]}\n"
+      "edge_constructors: [{input_name: tracks, edge_features: [dR]}]\n"));
+  EXPECT_EQ(d.variables.count("_edge_features_tracks"), 0u);
+  ASSERT_EQ(d.edge_constructors.size(), 1u);
+  EXPECT_EQ(d.edge_constructors[0].edge_features, std::vector<std::string>{"dR"});
 }
 
 }  // namespace
