@@ -21,23 +21,6 @@
 namespace salt::models {
 namespace {
 
-void dump(std::ofstream& out, const std::string& name, const torch::Tensor& t) {
-  out << name << "|";
-  for (auto s : t.sizes()) out << s << " ";
-  out << "|";
-  auto flat = t.detach().to(torch::kDouble).contiguous().flatten();
-  out.precision(17);
-  for (int64_t i = 0; i < flat.numel(); ++i) out << flat[i].item<double>() << " ";
-  out << "\n";
-}
-
-std::vector<double> numbers(const std::string& line) {
-  std::istringstream in(line);
-  std::vector<double> v;
-  for (double d; in >> d;) v.push_back(d);
-  return v;
-}
-
 const char* kLoad = R"(
 import sys, math, torch
 import torch.nn.functional as F
@@ -94,11 +77,11 @@ TEST(EdgeFeatures, EqualSaltsFormulasPairByPair) {
   const auto file = dir / "x.txt";
   {
     std::ofstream out(file);
-    dump(out, "x", x);
+    testing::dump_tensor(out, "x", x);
   }
   const auto py = salt::testing::run_python(std::string(kLoad) + kEdgeReference, {file.string()});
   ASSERT_EQ(py.exit_code, 0) << py.err;
-  const auto want = torch::tensor(numbers(py.out), torch::kDouble);
+  const auto want = torch::tensor(testing::numbers_of(py.out), torch::kDouble);
   ASSERT_EQ(want.numel(), got.numel());
   const auto diff = (got.to(torch::kDouble).flatten() - want).abs();
   EXPECT_LT(diff.max().item<double>(), 2e-5) << "worst pair feature " << diff.argmax().item<int64_t>();
@@ -154,14 +137,14 @@ TEST(EdgeEncoder, EqualsSaltsAlgorithmInPython) {
   const auto file = dir / "weights.txt";
   {
     std::ofstream out(file);
-    for (const auto& p : encoder->named_parameters()) dump(out, p.key(), p.value());
-    dump(out, "input.x", x);
-    dump(out, "input.pad", pad);
-    dump(out, "input.edges", edges);
+    for (const auto& p : encoder->named_parameters()) testing::dump_tensor(out, p.key(), p.value());
+    testing::dump_tensor(out, "input.x", x);
+    testing::dump_tensor(out, "input.pad", pad);
+    testing::dump_tensor(out, "input.edges", edges);
   }
   const auto py = salt::testing::run_python(std::string(kLoad) + kEncoderReference, {file.string()});
   ASSERT_EQ(py.exit_code, 0) << py.err;
-  const auto want = torch::tensor(numbers(py.out), torch::kDouble).view({B, L + 2, 6});
+  const auto want = torch::tensor(testing::numbers_of(py.out), torch::kDouble).view({B, L + 2, 6});
 
   const auto packed = PackedSequence::pack(Sequence{x, {Segment{"tracks", pad}}});
   const auto out = encoder->forward_packed(packed, {}, edges, "tracks").unpack();
@@ -179,20 +162,11 @@ TEST(EdgeEncoder, EqualsSaltsAlgorithmInPython) {
     EXPECT_NE(std::find(names.begin(), names.end(), key), names.end()) << key;
 }
 
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const UsageError& e) {
-    return e.what();
-  }
-  return "(accepted)";
-}
-
 TEST(EdgeConfig, BadConstructorsAreOneLineNamingTheKey) {
   using config::EdgeConstructorConfig;
   const std::map<std::string, std::vector<std::string>> vars{{"jets", {"pt"}}, {"tracks", {"pt", "eta", "d0"}}};
   auto check = [&](std::vector<EdgeConstructorConfig> c) {
-    return error_of([&] { config::check_edge_constructors(c, vars); });
+    return testing::usage_error_of([&] { config::check_edge_constructors(c, vars); });
   };
   EXPECT_EQ(check({{"tracks", {"z", "isSelfLoop"}}}), "(accepted)");
   EXPECT_EQ(check({{"tracks", {"dR"}}}),
@@ -264,7 +238,7 @@ init_args:
   auto with = [&](const std::string& from, const std::string& to, ModelContext c) {
     std::string y = yaml;
     y.replace(y.find(from), from.size(), to);
-    return error_of([&] { build_model(YAML::Load(y), c); });
+    return testing::usage_error_of([&] { build_model(YAML::Load(y), c); });
   };
   auto no_edges = ctx;
   no_edges.edge_constructors.clear();

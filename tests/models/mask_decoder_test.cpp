@@ -93,23 +93,6 @@ for t in (logits, masks, q, x[:, :-1]):
     print(" ".join(repr(float(v)) for v in t.flatten()))
 )";
 
-void dump(std::ofstream& out, const std::string& name, const torch::Tensor& t) {
-  out << name << "|";
-  for (auto s : t.sizes()) out << s << " ";
-  out << "|";
-  auto flat = t.detach().to(torch::kDouble).contiguous().flatten();
-  out.precision(17);
-  for (int64_t i = 0; i < flat.numel(); ++i) out << flat[i].item<double>() << " ";
-  out << "\n";
-}
-
-std::vector<double> numbers(const std::string& line) {
-  std::istringstream in(line);
-  std::vector<double> v;
-  for (double d; in >> d;) v.push_back(d);
-  return v;
-}
-
 TEST(MaskDecoder, EqualsSaltsAlgorithmInPython) {
   torch::manual_seed(3);
   const int64_t E = 8, M = 3, B = 2, L = 5;
@@ -132,16 +115,16 @@ TEST(MaskDecoder, EqualsSaltsAlgorithmInPython) {
   const auto file = dir / "weights.txt";
   {
     std::ofstream out(file);
-    for (const auto& p : decoder->named_parameters()) dump(out, p.key(), p.value());
-    dump(out, "input.x", x);
-    dump(out, "input.pad", pad);
+    for (const auto& p : decoder->named_parameters()) testing::dump_tensor(out, p.key(), p.value());
+    testing::dump_tensor(out, "input.x", x);
+    testing::dump_tensor(out, "input.pad", pad);
   }
   const auto py = salt::testing::run_python(kReference, {file.string()});
   ASSERT_EQ(py.exit_code, 0) << py.err;
   std::istringstream lines(py.out);
   std::string line;
   std::getline(lines, line);
-  const auto held = numbers(line);
+  const auto held = testing::numbers_of(line);
   ASSERT_EQ(held.size(), 2u);
   EXPECT_GT(held[0] + held[1], 0) << "mask attention never restricted a query: the test would not cover it";
 
@@ -151,7 +134,7 @@ TEST(MaskDecoder, EqualsSaltsAlgorithmInPython) {
   const char* what[] = {"class logits", "masks", "query embeddings", "constituent embeddings"};
   for (size_t i = 0; i < ours.size(); ++i) {
     ASSERT_TRUE(std::getline(lines, line));
-    const auto want = torch::tensor(numbers(line), torch::kDouble);
+    const auto want = torch::tensor(testing::numbers_of(line), torch::kDouble);
     const auto got = ours[i].detach().to(torch::kDouble).flatten();
     ASSERT_EQ(got.numel(), want.numel()) << what[i];
     EXPECT_LT((got - want).abs().max().item<double>(), 2e-5) << what[i];

@@ -6,9 +6,13 @@
 #include <torch/torch.h>
 #include <yaml-cpp/yaml.h>
 
+#include <functional>
+#include <ostream>
+#include <sstream>
 #include <string>
 #include <vector>
 
+#include "core/errors.h"
 #include "models/dense.h"
 #include "models/model_factory.h"
 #include "models/task.h"
@@ -91,6 +95,36 @@ init_args:
               hidden_layers: [128]
               activation: *activation
 )";
+
+// Tensors for a Python reference script: one line "name|d0 d1 ...|v0 v1 ..." each,
+// values at full double precision (the scripts parse them back with the shapes).
+inline void dump_tensor(std::ostream& out, const std::string& name, const torch::Tensor& t) {
+  out << name << "|";
+  for (auto s : t.sizes()) out << s << " ";
+  out << "|";
+  auto flat = t.detach().to(torch::kDouble).contiguous().flatten();
+  out.precision(17);
+  for (int64_t i = 0; i < flat.numel(); ++i) out << flat[i].item<double>() << " ";
+  out << "\n";
+}
+
+// The numbers of one line of a reference script's output.
+inline std::vector<double> numbers_of(const std::string& line) {
+  std::istringstream in(line);
+  std::vector<double> v;
+  for (double d; in >> d;) v.push_back(d);
+  return v;
+}
+
+// The UsageError `f` throws, "(accepted)" when it throws none.
+inline std::string usage_error_of(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const UsageError& e) {
+    return e.what();
+  }
+  return "(accepted)";
+}
 
 inline std::vector<std::string> numbered(const std::string& prefix, int n) {
   std::vector<std::string> v;

@@ -147,33 +147,24 @@ TEST(Mup, ApplyingTheShapesScalesBiasesAndTheReadoutAndGroupsTheMatrices) {
                UsageError);
 }
 
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const UsageError& e) {
-    return e.what();
-  }
-  return "(accepted)";
-}
-
 TEST(Mup, AShapesFileOfAnotherModelIsOneLine) {
   auto three = make(32, true, 3);
-  const auto e = error_of([&] { apply_base_shapes(*three, shapes_16_8(2), "shape_mup/storeshapes"); });
+  const auto e = testing::usage_error_of([&] { apply_base_shapes(*three, shapes_16_8(2), "shape_mup/storeshapes"); });
   EXPECT_EQ(e, "model.mup_config: the base shapes in shape_mup/storeshapes do not match the model: no entry for the "
                "parameter 'encoder.layers.2.attn.fn.in_proj_weight' (written for another model? run salt mup again)");
   auto one = make(32, true, 1);
-  EXPECT_NE(error_of([&] { apply_base_shapes(*one, shapes_16_8(2), "f"); }).find("'encoder.layers.1.attn.fn.in_proj_weight' is not a parameter of the model"),
+  EXPECT_NE(testing::usage_error_of([&] { apply_base_shapes(*one, shapes_16_8(2), "f"); }).find("'encoder.layers.1.attn.fn.in_proj_weight' is not a parameter of the model"),
             std::string::npos);
   // muP shapes on a model whose readout is not muP's: the encoder's out_proj goes
   // from the width to a fixed size as a plain Linear (mup's assert_hidden_size_inf)
   auto sp = make(32, false);
-  EXPECT_NE(error_of([&] { apply_base_shapes(*sp, shapes_16_8(), "f"); }).find("'encoder.out_proj' goes from a width to a fixed size"),
+  EXPECT_NE(testing::usage_error_of([&] { apply_base_shapes(*sp, shapes_16_8(), "f"); }).find("'encoder.out_proj' goes from a width to a fixed size"),
             std::string::npos);
   salt::testing::TempDir dir;
-  EXPECT_NE(error_of([&] { read_base_shapes(dir / "none" / "storeshapes"); }).find("no base shapes file"), std::string::npos);
+  EXPECT_NE(testing::usage_error_of([&] { read_base_shapes(dir / "none" / "storeshapes"); }).find("no base shapes file"), std::string::npos);
   salt::testing::write_file(dir / "bad", "encoder.registers: 16\n");
-  EXPECT_NE(error_of([&] { read_base_shapes(dir / "bad"); }).find("is not a list of dimensions"), std::string::npos);
-  EXPECT_NE(error_of([&] { make_base_shapes(make(16, true, 2)->model->named_parameters(), make(8, true, 3)->model->named_parameters()); })
+  EXPECT_NE(testing::usage_error_of([&] { read_base_shapes(dir / "bad"); }).find("is not a list of dimensions"), std::string::npos);
+  EXPECT_NE(testing::usage_error_of([&] { make_base_shapes(make(16, true, 2)->model->named_parameters(), make(8, true, 3)->model->named_parameters()); })
                 .find("salt mup:"),
             std::string::npos);
 }
