@@ -21,17 +21,6 @@
 namespace salt::models {
 namespace {
 
-const char* kLoad = R"(
-import sys, math, torch
-import torch.nn.functional as F
-torch.set_default_dtype(torch.float64)
-P = {}
-for line in open(sys.argv[1]):
-    name, shape, values = line.split("|")
-    shape = [int(s) for s in shape.split()]
-    P[name] = torch.tensor([float(v) for v in values.split()]).reshape(shape)
-)";
-
 // One pair at a time with Python's math module: no broadcasting shared with the C++.
 const char* kEdgeReference = R"(
 x = P["x"]  # columns: pt, eta, phi, subjetIndex, energy
@@ -79,7 +68,7 @@ TEST(EdgeFeatures, EqualSaltsFormulasPairByPair) {
     std::ofstream out(file);
     testing::dump_tensor(out, "x", x);
   }
-  const auto py = salt::testing::run_python(std::string(kLoad) + kEdgeReference, {file.string()});
+  const auto py = salt::testing::run_python(std::string(testing::kPythonTensorLoader) + kEdgeReference, {file.string()});
   ASSERT_EQ(py.exit_code, 0) << py.err;
   const auto want = torch::tensor(testing::numbers_of(py.out), torch::kDouble);
   ASSERT_EQ(want.numel(), got.numel());
@@ -142,7 +131,7 @@ TEST(EdgeEncoder, EqualsSaltsAlgorithmInPython) {
     testing::dump_tensor(out, "input.pad", pad);
     testing::dump_tensor(out, "input.edges", edges);
   }
-  const auto py = salt::testing::run_python(std::string(kLoad) + kEncoderReference, {file.string()});
+  const auto py = salt::testing::run_python(std::string(testing::kPythonTensorLoader) + kEncoderReference, {file.string()});
   ASSERT_EQ(py.exit_code, 0) << py.err;
   const auto want = torch::tensor(testing::numbers_of(py.out), torch::kDouble).view({B, L + 2, 6});
 

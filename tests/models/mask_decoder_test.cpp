@@ -18,14 +18,6 @@ namespace salt::models {
 namespace {
 
 const char* kReference = R"(
-import sys, torch
-import torch.nn.functional as F
-torch.set_default_dtype(torch.float64)
-P = {}
-for line in open(sys.argv[1]):
-    name, shape, values = line.split("|")
-    shape = [int(s) for s in shape.split()]
-    P[name] = torch.tensor([float(v) for v in values.split()]).reshape(shape)
 x_in, pad_in = P.pop("input.x"), P.pop("input.pad").bool()
 E, H = x_in.shape[-1], 2
 
@@ -119,7 +111,7 @@ TEST(MaskDecoder, EqualsSaltsAlgorithmInPython) {
     testing::dump_tensor(out, "input.x", x);
     testing::dump_tensor(out, "input.pad", pad);
   }
-  const auto py = salt::testing::run_python(kReference, {file.string()});
+  const auto py = salt::testing::run_python(std::string(testing::kPythonTensorLoader) + kReference, {file.string()});
   ASSERT_EQ(py.exit_code, 0) << py.err;
   std::istringstream lines(py.out);
   std::string line;

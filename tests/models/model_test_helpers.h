@@ -108,6 +108,19 @@ inline void dump_tensor(std::ostream& out, const std::string& name, const torch:
   out << "\n";
 }
 
+// The start of a Python reference script: reads a file of dump_tensor lines into the dict P,
+// in float64 so the reference does not share the C++ side's rounding.
+inline const char* kPythonTensorLoader = R"(
+import sys, math, torch
+import torch.nn.functional as F
+torch.set_default_dtype(torch.float64)
+P = {}
+for line in open(sys.argv[1]):
+    name, shape, values = line.split("|")
+    shape = [int(s) for s in shape.split()]
+    P[name] = torch.tensor([float(v) for v in values.split()]).reshape(shape)
+)";
+
 // The numbers of one line of a reference script's output.
 inline std::vector<double> numbers_of(const std::string& line) {
   std::istringstream in(line);
