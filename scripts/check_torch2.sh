@@ -29,7 +29,9 @@ skip='^(libc6-dev|linux-libc-dev|libc-dev-bin|libcrypt-dev|zlib1g-dev|libexpat1-
 # tools); apt's dependency list names them but no library we run links them.
 unneeded='^(libamd|libhsa|libdrm|libllvm|libpython|python|libjs-|adduser|cdebconf|debconf|dpkg|libdebian|libnewt|libpam|libsemanage|libaudit|libselinux|libsepol|perl|tar|passwd|login$|util-linux|base-|mount|libblis|libopenblas0-openmp|libopenblas0-serial)'
 
-if [ ! -e "$lib/libtorch_cpu.so" ]; then
+# libonnx-dev too: trixie's LibTorch loads trixie's libonnx, so salt's export code
+# must be compiled against that ONNX's headers (Debian 12's differ in layout).
+if [ ! -e "$lib/libtorch_cpu.so" ] || [ ! -d "$lib/cmake/ONNX" ]; then
   mkdir -p "$work/lists/partial" "$work/archives/partial" "$work/etc" "$work/debs"
   echo "deb http://deb.debian.org/debian trixie main" > "$work/etc/sources.list"
   o=(-oDir::Etc::SourceList="$work/etc/sources.list" -oDir::Etc::SourceParts=/dev/null
@@ -38,7 +40,7 @@ if [ ! -e "$lib/libtorch_cpu.so" ]; then
   echo "check_torch2: downloading Debian trixie's LibTorch 2.x and its runtime closure into $work"
   apt-get "${o[@]}" update -qq
   mapfile -t pkgs < <(apt-cache "${o[@]}" depends --recurse --no-recommends --no-suggests \
-      --no-conflicts --no-breaks --no-replaces --no-enhances libtorch-dev libgloo-dev ibverbs-providers \
+      --no-conflicts --no-breaks --no-replaces --no-enhances libtorch-dev libgloo-dev libonnx-dev ibverbs-providers \
       | grep -v '^ ' | grep -v '<' | grep -Ev "$unneeded" | sort -u)
   (cd "$work/debs" && apt-get "${o[@]}" download "${pkgs[@]}" >/dev/null 2>&1)
   rm -rf "$sys"; mkdir -p "$sys"
@@ -62,15 +64,16 @@ ldflags+=" -Wl,-rpath,$libpath -Wl,-rpath-link,$lib:$sys/usr/lib -Wl,--allow-shl
 (
   exec 9>/tmp/salt-cpp-build.lock
   flock 9
-  if ! grep -qF -- "$ldflags" "$build/CMakeCache.txt" 2>/dev/null; then
+  if ! grep -qF -- "$ldflags" "$build/CMakeCache.txt" 2>/dev/null \
+     || ! grep -qF -- "ONNX_DIR:PATH=$lib/cmake/ONNX" "$build/CMakeCache.txt"; then
     cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-      -DCMAKE_PREFIX_PATH="$sys/usr" -DCMAKE_EXE_LINKER_FLAGS="$ldflags" >/dev/null
+      -DCMAKE_PREFIX_PATH="$sys/usr" -DONNX_DIR="$lib/cmake/ONNX" -DCMAKE_EXE_LINKER_FLAGS="$ldflags" >/dev/null
   fi
 )
 SALT_BUILD_DIR=$build "$root/scripts/build.sh"
 # Every library LibTorch 2.x brings must come from the scratch root, never the host.
 mixed=$("$lib/ld-linux-x86-64.so.2" --list "$build/app/salt" \
-        | grep -E 'lib(torch|c10|gloo|c|stdc\+\+)[._]' | grep -v "$sys" || true)
+        | grep -E 'lib(torch|c10|gloo|onnx|c|stdc\+\+)[._]' | grep -v "$sys" || true)
 [ -z "$mixed" ] || { echo "check_torch2: these resolve outside $sys: $mixed" >&2; exit 1; }
 echo "check_torch2: $("$build/app/salt" --version | tr '\n' ' ')"
 cd "$build" && ctest --output-on-failure -j"${SALT_JOBS:-2}" "$@"
