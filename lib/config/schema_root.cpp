@@ -24,7 +24,6 @@ const Binding<LrsConfig>& lrs_binding() {
 }
 
 const Binding<ModelSection>& model_section_binding() {
-  const char* none = "not available in salt-cpp";
   static const auto b =
       Binding<ModelSection>({})
           .required("model", SALT_FIELD(model), "The network: salt.models.SaltModel with its init_args.",

@@ -77,12 +77,6 @@ namespace {
 
 using Merges = std::vector<std::pair<std::string, std::vector<std::string>>>;
 
-const std::vector<std::string>* members_of(const Merges& merges, const std::string& input) {
-  for (const auto& [name, members] : merges)
-    if (name == input) return &members;
-  return nullptr;
-}
-
 // The packed sequence with each merge's members replaced by one segment (appended
 // after the others, as salt's dict puts the merged stream last): padded member
 // embeddings concatenated along the sequence, then packed again.
