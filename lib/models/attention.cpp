@@ -71,9 +71,6 @@ namespace {
 // The varlen kernel's inner loops: GCC/Clang vector extensions (8 floats), compiled
 // twice — for the baseline ISA and for AVX2+FMA, picked at run time — since the
 // build uses no -march and -O2 does not vectorise runtime-length loops.
-#if defined(__GNUC__) && !defined(__clang__)
-#pragma GCC diagnostic ignored "-Wpsabi"  // v8f never crosses a non-inlined call
-#endif
 #define SALT_INLINE inline __attribute__((always_inline))
 typedef float v8f __attribute__((vector_size(32)));
 
