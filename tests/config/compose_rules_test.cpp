@@ -26,6 +26,9 @@ YAML::Node at(YAML::Node node, const std::string& dotted) {
   return node;
 }
 
+// gtest names the parameter in ctest's listing: the case's name, not its bytes.
+void PrintTo(const RuleCase& c, std::ostream* os) { *os << c.name; }
+
 class ComposeRule : public ::testing::TestWithParam<RuleCase> {};
 
 TEST_P(ComposeRule, GivesExpectedValue) {

@@ -70,6 +70,9 @@ struct ErrorCase {
   std::vector<std::string> expected;   // substrings of the message
 };
 
+// gtest names the parameter in ctest's listing: the case's name, not its bytes.
+void PrintTo(const ErrorCase& c, std::ostream* os) { *os << c.name; }
+
 class ConfigError : public ::testing::TestWithParam<ErrorCase> {};
 
 TEST_P(ConfigError, OneLineNamingKeyAndPlace) {

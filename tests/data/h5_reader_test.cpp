@@ -15,6 +15,11 @@
 #include "support/test_support.h"
 
 namespace salt::data {
+namespace h5 {
+// gtest names the parameter in ctest's listing: none/lzf/gzip, not its bytes.
+void PrintTo(Compression c, std::ostream* os) { *os << to_string(c); }
+}  // namespace h5
+
 namespace {
 
 using h5::Compression;

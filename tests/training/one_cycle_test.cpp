@@ -35,6 +35,9 @@ struct ScheduleCase {
   int64_t total;
 };
 
+// gtest names the parameter in ctest's listing: its sizes, not its bytes.
+void PrintTo(const ScheduleCase& c, std::ostream* os) { *os << c.total << " steps"; }
+
 class OneCycleVsTorch : public ::testing::TestWithParam<ScheduleCase> {};
 
 TEST_P(OneCycleVsTorch, SameLearningRateAndBeta1AtEveryStep) {
