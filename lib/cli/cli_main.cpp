@@ -45,6 +45,16 @@ std::string one_line(const std::string& text) {
   return out;
 }
 
+// salt's to_onnx has a two-letter short flag, -mf, which CLI11 cannot name: it
+// becomes --object_name before parsing.
+std::vector<std::string> with_long_aliases(int argc, char** argv) {
+  std::vector<std::string> args(argv, argv + argc);
+  if (argc > 1 && args[1] == "to_onnx")
+    for (auto& a : args)
+      if (a == "-mf") a = "--object_name";
+  return args;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -69,8 +79,11 @@ int main(int argc, char** argv) {
     app.add_subcommand("version", "Print version information.")->callback([&] { show_version = true; });
     add_tool_commands(app);
 
+    auto args = with_long_aliases(argc, argv);
+    std::vector<char*> arg_ptrs;
+    for (auto& a : args) arg_ptrs.push_back(a.data());
     try {
-      app.parse(argc, argv);
+      app.parse(static_cast<int>(arg_ptrs.size()), arg_ptrs.data());
     } catch (const CLI::CallForHelp&) {
       std::cout << app.help();
       return 0;

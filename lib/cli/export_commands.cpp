@@ -21,7 +21,7 @@ namespace {
 void add_to_onnx(CLI::App& app) {
   auto o = std::make_shared<deploy::ExportOptions>();
   struct Optional {
-    std::string config, name, output, test_file;
+    std::string config, name, output, test_file, object_name;
   };
   auto opt = std::make_shared<Optional>();
   auto* sub = app.add_subcommand("to_onnx", "Export a trained model to ONNX for Athena (checked in ONNX Runtime).");
@@ -35,6 +35,9 @@ void add_to_onnx(CLI::App& app) {
   sub->add_option("-n,--name", opt->name, "Model name, used in the *_px outputs. Taken from the config if not provided.");
   sub->add_flag("-o,--overwrite", o->overwrite, "Overwrite existing exported ONNX model.");
   sub->add_option("--tasks", o->tasks, "Tasks to include in the ONNX model. By default all global tasks are included.");
+  sub->add_option("--object_name", opt->object_name,
+                  "-mf: MaskFormer: also export the leading object's regression values and each track's object index, "
+                  "named after this object (e.g. hadron).");
   sub->add_option("--combine_outputs", o->combine_outputs,
                   "New outputs as sums of existing ones: NAME,[SCALE*]OUTPUT,... (e.g. light,0.5*q,g).");
   sub->add_option("-r,--rename", o->rename, "Rename outputs: OLD:NEW ...");
@@ -52,6 +55,7 @@ void add_to_onnx(CLI::App& app) {
     if (sub->count("--name")) o->name = opt->name;
     if (sub->count("--output")) o->output = opt->output;
     if (sub->count("--test_file")) o->test_file = opt->test_file;
+    if (sub->count("--object_name")) o->object_name = opt->object_name;
     const auto result = deploy::to_onnx(*o);
     spdlog::info("Done! Saved ONNX model at {}{}", result.onnx.string(),
                  result.checked ? "" : " (not checked in ONNX Runtime)");

@@ -5,10 +5,15 @@
 
 #include <cmath>
 #include <cstdio>
+#include <limits>
+#include <optional>
 #include <set>
 
 #include "core/atomic_file.h"
 #include "core/errors.h"
+#include "models/mask_decoder.h"
+#include "models/maskformer_outputs.h"
+#include "models/salt_wrapper.h"
 #include "models/vertexing_task.h"
 
 namespace salt::deploy {
@@ -48,6 +53,9 @@ void append_edge_jets(Batch& b) {
   }
   for (auto& [_, labels] : b.labels)
     for (auto& [__, t] : labels) t = torch::cat({t, t.index_select(0, rows)});
+  // Masks of what is not an input (MaskFormer's objects) follow their jets' labels.
+  for (auto& [name, mask] : b.pad_masks)
+    if (!b.inputs.count(name)) mask = torch::cat({mask, mask.index_select(0, rows)});
 }
 
 void append_number(std::string& out, double v) {
@@ -97,6 +105,19 @@ struct Expected {
   std::vector<torch::Tensor> per_jet;  // per jet: [] float (jet level) or [n] int64 (per constituent)
 };
 
+// What salt's exporter derives from the objects (models/maskformer_outputs.h), from
+// the decoder's predictions in query order, the regression in physical units.
+models::MaskformerOutputs maskformer_outputs_of(models::SaltWrapperImpl& wrapper, const models::ModelOutput& out,
+                                                const std::string& model_name) {
+  const auto& objects = out.objects.objects;
+  for (const auto& task : wrapper.model->object_tasks())
+    if (task->name() == "regression") {
+      const auto values = task->predict(objects.tasks.at(task->name()), {}, nullptr, model_name).values;
+      return models::maskformer_outputs(objects.class_probs.to(torch::kFloat32), objects.masks.to(torch::kFloat32), values);
+    }
+  throw InputError("to_onnx: no object task 'regression' to check the object outputs against");
+}
+
 // salt-cpp's own values for every planned output, from the inference path `salt test` uses.
 std::map<std::string, Expected> expected_values(training::RunSetup& setup, const ExportPlan& plan, const Batch& b) {
   auto& wrapper = *setup.model;
@@ -105,9 +126,17 @@ std::map<std::string, Expected> expected_values(training::RunSetup& setup, const
   auto cols = wrapper.predictions(out, b.pad_masks, &b.labels);
   const int64_t jets = b.inputs.at(plan.global_object).size(0);
   std::map<std::string, Expected> expected;
+  std::optional<models::MaskformerOutputs> objects;
   for (const auto& p : plan.outputs) {
     Expected e;
-    if (p.task.empty()) {  // a combination of earlier outputs
+    if (p.object) {
+      if (!objects) objects = maskformer_outputs_of(wrapper, out, plan.model_name);
+      const auto& mask = b.pad_masks.at(p.constituent_input.empty() ? wrapper.model->mask_decoder->options().constituent_name
+                                                                     : p.constituent_input);
+      for (int64_t j = 0; j < jets; ++j)
+        e.per_jet.push_back(p.per_constituent ? objects->indices[j].index({mask[j].logical_not()})
+                                              : objects->leading[j][p.column]);
+    } else if (p.task.empty()) {  // a combination of earlier outputs
       for (int64_t j = 0; j < jets; ++j) {
         torch::Tensor sum = torch::zeros({}, torch::kFloat32);
         for (const auto& [scale, term] : p.combination.terms)
@@ -131,7 +160,7 @@ std::map<std::string, Expected> expected_values(training::RunSetup& setup, const
 
 std::vector<double> numbers(const YAML::Node& data) {
   std::vector<double> v;
-  for (const auto& x : data) v.push_back(x.as<double>());
+  for (const auto& x : data) v.push_back(x.IsNull() ? std::nan("") : x.as<double>());  // JSON writes NaN as null
   return v;
 }
 
@@ -160,10 +189,11 @@ ExportResult check_export(training::RunSetup& setup, const ExportPlan& plan, con
   result.checked = true;
   result.jets_checked = jets;
   std::set<int64_t> counts;
-  for (const auto& [name, mask] : batch.pad_masks) {
-    auto n = mask.logical_not().sum(1);
+  for (const auto& f : plan.features) {
+    if (f.is_global) continue;
+    auto n = batch.pad_masks.at(f.salt_name).logical_not().sum(1);
     for (int64_t j = 0; j < jets; ++j) counts.insert(n[j].item<int64_t>());
-    break;  // the first constituent type (tracks)
+    break;  // the first constituent input (tracks)
   }
   result.track_counts.assign(counts.begin(), counts.end());
   std::string summary;
@@ -180,6 +210,11 @@ ExportResult check_export(training::RunSetup& setup, const ExportPlan& plan, con
                          " for jet " + std::to_string(j) + ", salt-cpp " + std::to_string(ref.numel()));
       const double* r = ref.data_ptr<double>();
       for (size_t i = 0; i < onnx.size(); ++i) {
+        if (p.object && std::isnan(onnx[i]) != std::isnan(r[i])) {  // a leading object on one side only
+          d.max_abs_diff = d.max_scaled_diff = std::numeric_limits<double>::infinity();
+          continue;
+        }
+        if (p.object && std::isnan(r[i])) continue;  // no object passed: NaN on both sides, as salt gives
         if (std::isnan(onnx[i]) || std::isnan(r[i])) nan = true;
         if (onnx[i] != 0) all_zero = false;
         const double diff = std::abs(onnx[i] - r[i]);
@@ -188,7 +223,7 @@ ExportResult check_export(training::RunSetup& setup, const ExportPlan& plan, con
       }
     }
     if (nan) throw InputError("to_onnx: output " + p.name + " is NaN for some jets");
-    if (all_zero && !p.per_constituent) throw InputError("to_onnx: output " + p.name + " is exactly 0 for every jet");
+    if (all_zero && !p.per_constituent && !p.object) throw InputError("to_onnx: output " + p.name + " is exactly 0 for every jet");
     char buf[96];
     std::snprintf(buf, sizeof buf, p.per_constituent ? "%s %.0f differing" : "%s %.2e", p.name.c_str(), d.max_abs_diff);
     summary += (summary.empty() ? "" : ", ") + std::string(buf);

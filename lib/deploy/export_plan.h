@@ -15,6 +15,7 @@ struct PlannedOutput {
   std::string task;          // source task ("" for a combination)
   int64_t column = 0;        // column of the task's prediction columns (jet level)
   bool per_constituent = false;  // int8 [n]: argmax class or vertex index of `constituent_input`
+  bool object = false;  // MaskFormer: the leading object's target `column`, or (per_constituent) each one's object
   std::string constituent_input;
   Combination combination;   // when task is empty: terms name other outputs (without the prefix)
 };

@@ -8,6 +8,7 @@
 #include <cstring>
 
 #include "config/compose.h"
+#include "config/edge_config.h"
 #include "core/atomic_file.h"
 #include "core/errors.h"
 #include "core/provenance.h"
@@ -103,6 +104,19 @@ void add_parameter_ops(const ExportOptions& o, const YAML::Node& config, std::ve
   }
 }
 
+// The model on the CPU in float32, as the graph computes. Only floating tensors are
+// cast: Module::to(dtype) would also turn bool buffers (the encoder's
+// register_mask) into floats, and the reference forward would then differ.
+void float32_on_cpu(torch::nn::Module& model) {
+  model.to(torch::kCPU);
+  torch::NoGradGuard no_grad;
+  auto cast = [](torch::Tensor t) {
+    if (t.is_floating_point() && t.scalar_type() != torch::kFloat32) t.set_data(t.to(torch::kFloat32));
+  };
+  for (auto& p : model.parameters()) cast(p);
+  for (auto& b : model.buffers()) cast(b);
+}
+
 // Salt's output order: jet-level outputs (task order), renamed in place, then the
 // combinations, then TrackOrigin, VertexIndex, TrackType.
 int constituent_rank(const std::string& name) {
@@ -127,6 +141,7 @@ ExportPlan build_graph(ox::Graph& g, training::RunSetup& setup, const ExportOpti
   models::OnnxModelInput in;
   in.model_name = name;
   in.tasks = tasks;
+  in.object_name = o.object_name.value_or("");
   in.global_variables = setup.data.variables.at(plan.global_object);
   for (const auto& f : plan.features) {
     const auto width = static_cast<int64_t>(setup.data.variables.at(f.salt_name).size());
@@ -134,6 +149,9 @@ ExportPlan build_graph(ox::Graph& g, training::RunSetup& setup, const ExportOpti
                            : g.input(f.athena_out, ox::DType::kFloat, {f.num_name, width});
     if (f.is_global) in.raw_global = raw;
     in.inputs[f.salt_name] = wrapper.norm->to_onnx(g, f.salt_name, raw);
+    // Edge features (GN2XE) come from the raw constituents, before normalisation.
+    if (const auto& edges = wrapper.edge_constructor(); edges && edges->config().input_name == f.salt_name)
+      in.inputs[config::edge_input_name(f.salt_name)] = edges->to_onnx(g, raw);
   }
   if (auto it = setup.data.variables.find("global"); it != setup.data.variables.end()) {
     // salt's exporter reads the `global` inputs from the global object's input.
@@ -161,8 +179,8 @@ ExportPlan build_graph(ox::Graph& g, training::RunSetup& setup, const ExportOpti
   }
 
   auto outputs = model.to_onnx(g, in);
-  std::vector<models::OnnxOutput> jet, per_constituent;
-  for (auto& out : outputs) (out.per_constituent ? per_constituent : jet).push_back(out);
+  std::vector<models::OnnxOutput> jet, per_constituent, objects;
+  for (auto& out : outputs) (out.object ? objects : out.per_constituent ? per_constituent : jet).push_back(out);
   std::stable_sort(per_constituent.begin(), per_constituent.end(),
                    [](const auto& a, const auto& b) { return constituent_rank(a.name) < constituent_rank(b.name); });
 
@@ -177,7 +195,7 @@ ExportPlan build_graph(ox::Graph& g, training::RunSetup& setup, const ExportOpti
   std::map<std::string, ox::Value> by_name;
   for (size_t i = 0; i < jet.size(); ++i) {
     by_name[final_names[i]] = jet[i].value;
-    plan.outputs.push_back({final_names[i], jet[i].task, jet[i].column, false, "", {}});
+    plan.outputs.push_back({final_names[i], jet[i].task, jet[i].column, false, false, "", {}});
   }
   for (size_t c = 0; c < combos.size(); ++c) {
     ox::Value sum;
@@ -187,15 +205,22 @@ ExportPlan build_graph(ox::Graph& g, training::RunSetup& setup, const ExportOpti
     }
     const auto& out_name = final_names[jet.size() + c];
     by_name[out_name] = sum;
-    plan.outputs.push_back({out_name, "", 0, false, "", combos[c]});
+    plan.outputs.push_back({out_name, "", 0, false, false, "", combos[c]});
   }
   for (const auto& p : plan.outputs) g.output(by_name.at(p.name), p.name, ox::DType::kFloat, {});
+  // Then the per-constituent outputs and, last, the MaskFormer object ones (salt's order).
+  per_constituent.insert(per_constituent.end(), objects.begin(), objects.end());
   for (const auto& out : per_constituent) {
+    if (!out.per_constituent) {  // the leading object's values: float scalars
+      g.output(out.value, out.name, ox::DType::kFloat, {});
+      plan.outputs.push_back({out.name, out.task, out.column, false, true, "", {}});
+      continue;
+    }
     std::string axis = "n_" + out.input;
     for (const auto& f : plan.features)
       if (f.salt_name == out.input) axis = f.num_name;
     g.output(out.value, out.name, ox::DType::kInt8, {axis});
-    plan.outputs.push_back({out.name, out.task, 0, true, out.input, {}});
+    plan.outputs.push_back({out.name, out.task, 0, true, out.object, out.input, {}});
   }
   if (plan.outputs.empty()) throw UsageError("to_onnx: nothing to export (no task chosen has an ONNX output)");
   return plan;
@@ -211,6 +236,7 @@ ExportResult to_onnx(const ExportOptions& o) {
   for (const auto& c : o.combine_outputs) parse_combination(c);  // malformed expressions fail before any work
   for (const auto& r : o.rename) parse_rename(r);
   for (const auto& p : o.parameters) parse_parameter(p);
+  if (o.object_name && o.object_name->empty()) throw UsageError("--object_name must not be empty");
   if (build_dirty() && !o.force)
     throw UsageError(std::string("to_onnx: this salt binary was built from a tree with uncommitted changes (") +
                      build_commit() + "); commit them or pass --force");
@@ -227,7 +253,7 @@ ExportResult to_onnx(const ExportOptions& o) {
   auto setup = training::prepare_run(resolved.config, training::Stage::kTest);
   training::load_module_state(*setup.model, training::load_checkpoint(o.ckpt_path).state_dict, o.ckpt_path.string());
   setup.model->eval();
-  setup.model->to(torch::kCPU, torch::kFloat32);
+  float32_on_cpu(*setup.model);
 
   const auto name = model_name(o, setup.name);
   const auto tasks = chosen_tasks(o, *setup.model->model);

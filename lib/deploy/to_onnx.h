@@ -18,6 +18,9 @@ struct ExportOptions {
   std::string track_selection = "r22default";
   std::optional<std::string> name;              // default: the config's name without '_' and '-'
   std::vector<std::string> tasks;               // default: every jet-level task
+  // salt's -mf/--object_name (MaskFormer): also <name>_leading_<object>_<target> per
+  // object regression target and each track's <name>_<object>Index.
+  std::optional<std::string> object_name;
   std::vector<std::string> combine_outputs, rename;
   bool overwrite = false, force = false;
   std::optional<std::filesystem::path> output;  // default: <ckpt dir>/../network.onnx

@@ -8,6 +8,11 @@ Value linear(Graph& g, const Value& x, const torch::Tensor& weight, const torch:
   return g.op("Gemm", in, {{"transB", int64_t{1}}});
 }
 
+Value linear_nd(Graph& g, const Value& x, const torch::nn::Linear& layer) {
+  auto y = g.op("MatMul", {x, g.constant(layer->weight.detach().t(), "weight_t")});
+  return layer->bias.defined() ? g.op("Add", {y, g.constant(layer->bias.detach(), "bias")}) : y;
+}
+
 Value linear(Graph& g, const Value& x, const torch::nn::Linear& layer) {
   return linear(g, x, layer->weight, layer->bias);
 }
@@ -15,6 +20,12 @@ Value linear(Graph& g, const Value& x, const torch::nn::Linear& layer) {
 Value layer_norm(Graph& g, const Value& x, int64_t dim, float eps) {
   return g.op("LayerNormalization", {x, g.constant(torch::ones({dim}), "ln_scale"), g.constant(torch::zeros({dim}), "ln_bias")},
               {{"axis", int64_t{-1}}, {"epsilon", eps}});
+}
+
+Value layer_norm(Graph& g, const Value& x, const torch::nn::LayerNorm& norm) {
+  const auto& o = norm->options;
+  return g.op("LayerNormalization", {x, g.constant(norm->weight.detach(), "ln_scale"), g.constant(norm->bias.detach(), "ln_bias")},
+              {{"axis", int64_t{-1}}, {"epsilon", static_cast<float>(o.eps())}});
 }
 
 Value rms_norm(Graph& g, const Value& x, const torch::Tensor& weight, float eps) {

@@ -11,9 +11,13 @@ namespace salt::ox {
 // x [rows, in] -> [rows, out] with a torch Linear's weight and bias.
 Value linear(Graph& g, const Value& x, const torch::nn::Linear& layer);
 Value linear(Graph& g, const Value& x, const torch::Tensor& weight, const torch::Tensor& bias);
+// The same on x [..., in] of any rank (MatMul + Add; Gemm takes only matrices).
+Value linear_nd(Graph& g, const Value& x, const torch::nn::Linear& layer);
 
 // LayerNorm without affine parameters over the last dimension (size dim).
 Value layer_norm(Graph& g, const Value& x, int64_t dim, float eps = 1e-5f);
+// A torch LayerNorm over the last dimension with its weight and bias.
+Value layer_norm(Graph& g, const Value& x, const torch::nn::LayerNorm& norm);
 // x * rsqrt(mean(x^2, -1) + eps) * weight.
 Value rms_norm(Graph& g, const Value& x, const torch::Tensor& weight, float eps = 1e-5f);
 

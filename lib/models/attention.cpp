@@ -401,12 +401,26 @@ torch::Tensor AttentionImpl::forward_packed(const torch::Tensor& x, const TokenL
 
 
 ox::Value AttentionImpl::to_onnx(ox::Graph& g, const ox::Value& x) {
-  const int64_t d = options_.embed_dim(), h = options_.num_heads();
   auto qkv = g.op_n("Split", {ox::linear(g, x, in_proj_weight, in_proj_bias)}, 3, {{"axis", int64_t{-1}}});
+  return attend_onnx(g, qkv[0], qkv[1], qkv[2], {});
+}
+
+ox::Value AttentionImpl::cross_to_onnx(ox::Graph& g, const ox::Value& x, const ox::Value& kv, const ox::Value& allowed) {
+  const int64_t d = options_.embed_dim();
+  auto w = in_proj_weight.split(d, 0);
+  std::vector<torch::Tensor> bias(3);
+  if (in_proj_bias.defined()) bias = in_proj_bias.split(d, 0);
+  return attend_onnx(g, ox::linear(g, x, w[0], bias[0]), ox::linear(g, kv, w[1], bias[1]), ox::linear(g, kv, w[2], bias[2]),
+                     allowed);
+}
+
+ox::Value AttentionImpl::attend_onnx(ox::Graph& g, const ox::Value& q_in, const ox::Value& k_in, const ox::Value& v_in,
+                                     const ox::Value& allowed) {
+  const int64_t d = options_.embed_dim(), h = options_.num_heads();
   auto heads = [&](const ox::Value& t) {  // [L, D] -> [H, L, Dh]
     return g.op("Transpose", {g.op("Reshape", {t, g.ints({0, h, head_dim_})})}, {{"perm", std::vector<int64_t>{1, 0, 2}}});
   };
-  auto q = heads(qkv[0]), k = heads(qkv[1]), v = heads(qkv[2]);
+  auto q = heads(q_in), k = heads(k_in), v = heads(v_in);
   if (q_norm) {
     q = q_norm->to_onnx(g, q);
     k = k_norm->to_onnx(g, k);
@@ -414,6 +428,8 @@ ox::Value AttentionImpl::to_onnx(ox::Graph& g, const ox::Value& x) {
   if (v_norm) v = v_norm->to_onnx(g, v);
   auto kt = g.op("Transpose", {k}, {{"perm", std::vector<int64_t>{0, 2, 1}}});
   auto scores = g.op("Mul", {g.op("MatMul", {q, kt}), g.scalar(float(attention_scale(head_dim_, options_.mup())))});
+  if (!allowed.empty())  // [Lq, Lk] broadcasts over the heads
+    scores = g.op("Where", {allowed, scores, g.scalar(-std::numeric_limits<float>::infinity())});
   auto out = g.op("MatMul", {g.op("Softmax", {scores}, {{"axis", int64_t{-1}}}), v});  // [H, L, Dh]
   auto merged = g.op("Reshape", {g.op("Transpose", {out}, {{"perm", std::vector<int64_t>{1, 0, 2}}}), g.ints({0, d})});
   return ox::linear(g, merged, out_proj);

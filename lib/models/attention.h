@@ -89,6 +89,9 @@ class AttentionImpl : public torch::nn::Module {
   // forward() for one jet in an ONNX graph: x [L, D] (no padding) -> [L, D];
   // every backend becomes plain softmax attention.
   ox::Value to_onnx(ox::Graph& g, const ox::Value& x);
+  // forward_cross() for one jet: queries x [Lq, D], keys/values kv [Lk, D], allowed
+  // bool [Lq, Lk] (true = may attend; empty: all); every query needs an allowed key.
+  ox::Value cross_to_onnx(ox::Graph& g, const ox::Value& x, const ox::Value& kv, const ox::Value& allowed = {});
   void reset_parameters();
   // Switch the kernel (salt's set_backend); throws UsageError for an unknown name.
   void set_backend(const std::string& attn_type);
@@ -99,6 +102,9 @@ class AttentionImpl : public torch::nn::Module {
   Norm q_norm{nullptr}, k_norm{nullptr}, v_norm{nullptr};
 
  private:
+  // Projected q, k, v [L, D] -> heads, softmax attention (masked by `allowed`), out_proj.
+  ox::Value attend_onnx(ox::Graph& g, const ox::Value& q, const ox::Value& k, const ox::Value& v,
+                        const ox::Value& allowed);
   AttentionOptions options_;
   int64_t head_dim_;
 };

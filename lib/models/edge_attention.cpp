@@ -3,6 +3,8 @@
 #include <limits>
 
 #include "core/errors.h"
+#include "export/graph.h"
+#include "export/layers.h"
 
 namespace salt::models {
 
@@ -75,6 +77,31 @@ std::pair<torch::Tensor, torch::Tensor> EdgeAttentionImpl::forward(const torch::
   auto weights = torch::softmax(scores, -1) * gate;
   auto out = torch::matmul(weights, v).transpose(1, 2).reshape({b, l, d});
   return {out_proj->forward(out), edges_out};
+}
+
+std::pair<ox::Value, ox::Value> EdgeAttentionImpl::to_onnx(ox::Graph& g, const ox::Value& x, const ox::Value& edges) {
+  const int64_t d = options_.attn().embed_dim(), h = options_.attn().num_heads();
+  const std::vector<int64_t> heads_first{2, 0, 1}, heads_last{1, 2, 0};
+  auto qkv = g.op_n("Split", {ox::linear(g, x, in_proj_weight, in_proj_bias)}, 3, {{"axis", int64_t{-1}}});
+  auto heads = [&](const ox::Value& t) {  // [L, D] -> [H, L, Dh]
+    return g.op("Transpose", {g.op("Reshape", {t, g.ints({0, h, head_dim_})})}, {{"perm", std::vector<int64_t>{1, 0, 2}}});
+  };
+  auto q = heads(qkv[0]), k = heads(qkv[1]), v = heads(qkv[2]);
+  if (q_norm) {
+    q = q_norm->to_onnx(g, q);
+    k = k_norm->to_onnx(g, k);
+  }
+  if (v_norm) v = v_norm->to_onnx(g, v);
+  auto bias = g.op("Transpose", {ox::linear_nd(g, edges, linear_e)}, {{"perm", heads_first}});  // [H, L, L]
+  auto gate = g.op("Transpose", {g.op("Sigmoid", {ox::linear_nd(g, edges, linear_g)})}, {{"perm", heads_first}});
+  auto kt = g.op("Transpose", {k}, {{"perm", std::vector<int64_t>{0, 2, 1}}});
+  auto scale = g.scalar(float(attention_scale(head_dim_, options_.attn().mup())));
+  auto scores = g.op("Add", {g.op("Mul", {g.op("MatMul", {q, kt}), scale}), bias});
+  auto edges_out = linear_e_out ? ox::linear_nd(g, g.op("Transpose", {scores}, {{"perm", heads_last}}), linear_e_out) : edges;
+  auto weights = g.op("Mul", {g.op("Softmax", {scores}, {{"axis", int64_t{-1}}}), gate});
+  auto out = g.op("MatMul", {weights, v});  // [H, L, Dh]
+  auto merged = g.op("Reshape", {g.op("Transpose", {out}, {{"perm", std::vector<int64_t>{1, 0, 2}}}), g.ints({0, d})});
+  return {ox::linear(g, merged, out_proj), edges_out};
 }
 
 }  // namespace salt::models

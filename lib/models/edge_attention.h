@@ -12,6 +12,8 @@
 
 #include "models/attention.h"
 
+#include "export/fwd.h"
+
 namespace salt::models {
 
 struct EdgeAttentionOptions {
@@ -29,6 +31,8 @@ class EdgeAttentionImpl : public torch::nn::Module {
   // sends). -> (out [B, L, D], edges: updated when update_edges, else the input).
   std::pair<torch::Tensor, torch::Tensor> forward(const torch::Tensor& x, const torch::Tensor& edges,
                                                   const torch::Tensor& pad_mask);
+  // forward() for one jet in an ONNX graph: x [L, D], edges [L, L, E] (no padding).
+  std::pair<ox::Value, ox::Value> to_onnx(ox::Graph& g, const ox::Value& x, const ox::Value& edges);
   void reset_parameters();
 
   torch::Tensor in_proj_weight, in_proj_bias;

@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "core/errors.h"
+#include "export/graph.h"
 
 namespace salt::models {
 namespace {
@@ -52,10 +53,67 @@ torch::Tensor edge_features(const torch::Tensor& x, const std::map<std::string, 
   return torch::nan_to_num(torch::stack(out, -1), 0.0, 0.0, 0.0);
 }
 
+ox::Value edge_features_onnx(ox::Graph& g, const ox::Value& x, const std::map<std::string, int64_t>& columns,
+                             const std::vector<std::string>& features) {
+  // The same operations in the same order as edge_features(), so that float32
+  // rounding agrees: v_j is [1, L], v_i is [L, 1].
+  auto col = [&](const char* name) { return g.op("Gather", {x, g.scalar_int(columns.at(name))}, {{"axis", int64_t{1}}}); };
+  auto of_j = [&](const ox::Value& v) { return g.op("Unsqueeze", {v, g.ints({0})}); };
+  auto of_i = [&](const ox::Value& v) { return g.op("Unsqueeze", {v, g.ints({1})}); };
+  auto sub = [&](const ox::Value& a, const ox::Value& b) { return g.op("Sub", {a, b}); };
+  auto square = [&](const ox::Value& a) { return g.op("Mul", {a, a}); };
+  auto dr = [&] {
+    auto dphi = sub(of_j(col("phi")), of_i(col("phi")));
+    auto wrap = g.op("Cast", {g.op("Greater", {dphi, g.scalar(float(M_PI))})}, {{"to", int64_t{1}}});  // 1 = FLOAT
+    dphi = sub(dphi, g.op("Mul", {wrap, g.scalar(float(2 * M_PI))}));
+    auto deta = sub(of_j(col("eta")), of_i(col("eta")));
+    return g.op("Sqrt", {g.op("Add", {square(deta), square(dphi)})});
+  };
+  auto pt_min = [&] { return g.op("Min", {of_j(col("pt")), of_i(col("pt"))}); };
+  auto count = g.op("Slice", {g.op("Shape", {x}), g.ints({0}), g.ints({1})});
+  auto pairs = g.op("ConstantOfShape", {g.op("Concat", {count, count}, {{"axis", int64_t{0}}})});  // zeros [L, L]
+  std::vector<ox::Value> out;
+  for (const auto& f : features) {
+    ox::Value e;
+    if (f == "dR") {
+      e = g.op("Log", {dr()});
+    } else if (f == "kt") {
+      e = g.op("Log", {g.op("Mul", {pt_min(), dr()})});
+    } else if (f == "z") {
+      e = g.op("Log", {g.op("Div", {pt_min(), g.op("Add", {of_j(col("pt")), of_i(col("pt"))})})});
+    } else if (f == "isSelfLoop") {
+      e = g.op("EyeLike", {pairs});
+    } else if (f == "subjetIndex") {
+      auto sj = of_j(col("subjetIndex")), si = of_i(col("subjetIndex"));
+      e = g.op("Cast", {g.op("And", {g.op("Equal", {sj, si}), g.op("GreaterOrEqual", {sj, g.scalar(0.f)})})}, {{"to", int64_t{1}}});
+    } else if (f == "mass") {
+      auto pt = col("pt"), eta = col("eta"), phi = col("phi"), energy = col("energy");
+      auto px = g.op("Mul", {pt, g.op("Cos", {phi})}), py = g.op("Mul", {pt, g.op("Sin", {phi})});
+      auto pz = g.op("Div", {g.op("Mul", {pt, sub(g.op("Exp", {eta}), g.op("Exp", {g.op("Neg", {eta})}))}), g.scalar(2.f)});
+      auto sum = [&](const ox::Value& v) { return g.op("Add", {of_j(v), of_i(v)}); };
+      auto m2 = sub(sub(sub(square(sum(energy)), square(sum(px))), square(sum(py))), square(sum(pz)));
+      e = g.op("Mul", {g.scalar(0.5f), g.op("Log", {g.op("Max", {m2, g.scalar(1e-8f)})})});
+    } else {
+      throw UsageError("edge_features: unknown edge feature '" + f + "'");
+    }
+    // Every feature [L, L] (adding the zero pairs broadcasts the row/column ones).
+    out.push_back(g.op("Unsqueeze", {g.op("Add", {e, pairs}), g.ints({-1})}));
+  }
+  auto stacked = out.size() == 1 ? out.front() : g.op("Concat", out, {{"axis", int64_t{-1}}});
+  // nan_to_num(0, 0, 0)
+  auto zero = g.scalar(0.f);
+  stacked = g.op("Where", {g.op("IsNaN", {stacked}), zero, stacked});
+  return g.op("Where", {g.op("IsInf", {stacked}), zero, stacked});
+}
+
 EdgeConstructor::EdgeConstructor(config::EdgeConstructorConfig config, const std::vector<std::string>& variables)
     : config_(std::move(config)) {
   for (size_t i = 0; i < variables.size(); ++i) columns_[variables[i]] = static_cast<int64_t>(i);
   config::check_edge_constructors({config_}, {{config_.input_name, variables}});
+}
+
+ox::Value EdgeConstructor::to_onnx(ox::Graph& g, const ox::Value& raw) const {
+  return edge_features_onnx(g, raw, columns_, config_.edge_features);
 }
 
 void EdgeConstructor::add_to(TensorMap& inputs) const {

@@ -13,6 +13,8 @@
 #include "config/edge_config.h"
 #include "models/common.h"
 
+#include "export/fwd.h"
+
 namespace salt::models {
 
 // x: [B, L, V] raw constituent variables; columns: variable name -> column of x.
@@ -23,6 +25,9 @@ namespace salt::models {
 // four-momenta. NaN and +-inf become 0 (e.g. dR of a pair with itself).
 torch::Tensor edge_features(const torch::Tensor& x, const std::map<std::string, int64_t>& columns,
                             const std::vector<std::string>& features);
+// The same for one jet in an ONNX graph: raw x [L, V] -> [L, L, F].
+ox::Value edge_features_onnx(ox::Graph& g, const ox::Value& x, const std::map<std::string, int64_t>& columns,
+                             const std::vector<std::string>& features);
 
 class EdgeConstructor {
  public:
@@ -30,6 +35,8 @@ class EdgeConstructor {
   EdgeConstructor(config::EdgeConstructorConfig config, const std::vector<std::string>& variables);
   // Adds `_edge_features_<input>` computed from inputs[input_name]; InputError if absent.
   void add_to(TensorMap& inputs) const;
+  // The edge features of one jet's raw constituents [L, V] in an ONNX graph.
+  ox::Value to_onnx(ox::Graph& g, const ox::Value& raw) const;
   const config::EdgeConstructorConfig& config() const { return config_; }
 
  private:

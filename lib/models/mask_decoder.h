@@ -23,6 +23,8 @@
 #include "models/maskformer_loss.h"
 #include "models/mask_matching.h"
 
+#include "export/fwd.h"
+
 namespace salt::models {
 
 class TaskImpl;
@@ -45,6 +47,8 @@ class MaskDecoderLayerImpl : public torch::nn::Module {
   MaskDecoderLayerImpl(const MaskDecoderLayerOptions& options, Dense mask_net);
   // q [B, M, E], kv [B, L, E], kv_mask [B, L] (true = padded) -> updated (q, kv).
   std::pair<torch::Tensor, torch::Tensor> forward(torch::Tensor q, torch::Tensor kv, const torch::Tensor& kv_mask);
+  // forward() for one jet in an ONNX graph: q [M, E], kv [L, E] (no padding).
+  std::pair<ox::Value, ox::Value> to_onnx(ox::Graph& g, const ox::Value& q, const ox::Value& kv);
 
   Attention q_ca{nullptr}, q_sa{nullptr}, kv_ca{nullptr};
   GLU q_dense{nullptr}, kv_dense{nullptr};
@@ -72,6 +76,12 @@ struct MaskDecoderOutput {
   torch::Tensor assignment;  // [B, M] query of each target slot (with labels); objects are in this order
 };
 
+// One jet's objects in an ONNX graph: the final queries [M, E], their class
+// probabilities [M, C + 1] and mask logits over the real constituents [M, L].
+struct OnnxObjects {
+  ox::Value embed, class_probs, masks;
+};
+
 struct ObjectTargets;
 
 struct MaskDecoderOptions {
@@ -95,6 +105,10 @@ class MaskDecoderImpl : public torch::nn::Module {
   MaskDecoderOutput forward(const torch::Tensor& x, const torch::Tensor& pad_mask,
                             const std::vector<std::shared_ptr<TaskImpl>>& object_tasks, const Labels* labels,
                             const TensorMap& pad_masks, std::map<std::string, torch::Tensor>* losses);
+
+  // forward() without labels for one jet in an ONNX graph: x [L, E], the encoded
+  // constituents (all real). Object tasks are not run (the caller picks them).
+  OnnxObjects to_onnx(ox::Graph& g, const ox::Value& x);
 
   const MaskDecoderOptions& options() const { return options_; }
   // The matching of forward() with labels, for predictions made without: puts

@@ -7,6 +7,8 @@
 #pragma once
 #include <torch/torch.h>
 
+#include "export/fwd.h"
+
 namespace salt::models {
 
 class NodeQueryGAPImpl : public torch::nn::Module {
@@ -15,6 +17,9 @@ class NodeQueryGAPImpl : public torch::nn::Module {
   // nodes [B, L, D] with pad_mask bool [B, L] (true = padded; undefined = all
   // valid), queries [B, M, D] -> [B, 2D].
   torch::Tensor forward(const torch::Tensor& nodes, const torch::Tensor& pad_mask, const torch::Tensor& queries);
+  // forward() for one jet in an ONNX graph: nodes [L, D] (all real; zeros for L = 0),
+  // queries [M, D] -> [1, 2D].
+  ox::Value to_onnx(ox::Graph& g, const ox::Value& nodes, const ox::Value& queries);
 
   torch::nn::Linear gate_nn_1{nullptr}, gate_nn_2{nullptr};
 };

@@ -269,4 +269,22 @@ std::vector<OnnxOutput> RegressionTaskImpl::to_onnx(ox::Graph& g, const OnnxTask
   return outs;
 }
 
+ox::Value RegressionTaskImpl::object_values_onnx(ox::Graph& g, const ox::Value& x) {
+  if (reg_.gaussian() || !reg_.target_denominators().empty())
+    throw UsageError("to_onnx: object task '" + name() + "' must be a RegressionTask without target_denominators");
+  const auto r = static_cast<int64_t>(reg_.targets().size());
+  auto p = net->to_onnx(g, x);
+  if (reg_.scaler()) {
+    auto columns = ox::split_columns(g, p, r);
+    for (int64_t i = 0; i < r; ++i) {
+      auto& c = columns[static_cast<size_t>(i)];
+      c = reg_.scaler()->inverse_onnx(g, reg_.targets()[static_cast<size_t>(i)], c);
+    }
+    return g.op("Concat", columns, {{"axis", int64_t{-1}}});
+  }
+  OnnxTaskInput none;
+  auto [scale, offset] = unscale_onnx(g, reg_, none, name());
+  return g.op("Add", {g.op("Mul", {p, scale}), offset});
+}
+
 }  // namespace salt::models

@@ -32,6 +32,10 @@ class RegressionTaskImpl : public TaskImpl {
                             const std::string& model_name) const override;
   std::vector<OnnxOutput> to_onnx(ox::Graph& g, const OnnxTaskInput& in, const std::string& model_name) override;
   std::vector<std::string> label_names() const override;
+  // An object task's predictions for one jet's objects, x [M, E] -> [M, R] in
+  // physical units (the scaler or norm_params undone), for the MaskFormer export.
+  ox::Value object_values_onnx(ox::Graph& g, const ox::Value& x);
+  const std::vector<std::string>& targets() const { return reg_.targets(); }
 
   // Targets [..., R] scaled as the loss sees them (NaN stays NaN).
   torch::Tensor scaled_targets(const Labels& labels) const;

@@ -39,6 +39,9 @@ struct OnnxModelInput {
   std::vector<std::string> global_variables;
   std::vector<std::string> tasks;
   std::string model_name;
+  // salt's --object_name (MaskFormer): also the leading object's regression values
+  // <model>_leading_<object>_<target> and each constituent's <model>_<object>Index.
+  std::string object_name;
 };
 
 class SaltModelImpl : public torch::nn::Module {
@@ -59,7 +62,7 @@ class SaltModelImpl : public torch::nn::Module {
 
   // forward() + the tasks' get_onnx for one jet without padding, in an ONNX graph
   // (models/salt_model_onnx.cpp): the jet-level outputs of the chosen tasks in task
-  // order, then the per-constituent ones. UsageError for what cannot be exported.
+  // order, then the per-constituent ones, then the object ones. UsageError for what cannot be exported.
   std::vector<OnnxOutput> to_onnx(ox::Graph& g, const OnnxModelInput& in);
 
   // salt's merge_dict: {merged input: [constituent inputs]}. The members' embeddings,
@@ -95,6 +98,8 @@ class SaltModelImpl : public torch::nn::Module {
   std::vector<std::shared_ptr<TaskImpl>> tasks_;
   std::vector<std::shared_ptr<TaskImpl>> object_tasks_;  // tasks on "objects", run by the mask decoder
   std::vector<std::pair<std::string, std::vector<std::string>>> merges_;
+  ox::Value edge_embeddings(ox::Graph& g, const OnnxModelInput& in, const ox::Value& tokens,
+                            const std::pair<ox::Value, ox::Value>& segment);
   InitNet edge_init_net_{nullptr};
   std::string edge_input_;
 };

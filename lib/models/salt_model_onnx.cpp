@@ -4,6 +4,10 @@
 
 #include "core/errors.h"
 #include "export/layers.h"
+#include "models/mask_decoder.h"
+#include "models/maskformer_outputs.h"
+#include "models/node_query_gap.h"
+#include "models/regression_task.h"
 #include "models/salt_model.h"
 
 namespace salt::models {
@@ -29,17 +33,72 @@ void add(std::vector<OnnxOutput>& to, std::vector<OnnxOutput> outputs, const Tas
   }
 }
 
+// salt's --object_name outputs: the leading object's regression values (the object
+// task named "regression", as salt's exporter requires) and each constituent's object.
+std::vector<OnnxOutput> object_outputs(ox::Graph& g, const OnnxModelInput& in, const OnnxObjects& objects,
+                                       const std::vector<std::shared_ptr<TaskImpl>>& object_tasks,
+                                       const MaskDecoderOptions& decoder) {
+  std::shared_ptr<RegressionTaskImpl> regression;
+  for (const auto& t : object_tasks)
+    if (t->name() == "regression") regression = std::dynamic_pointer_cast<RegressionTaskImpl>(t);
+  if (!regression)
+    throw UsageError("to_onnx: --object_name needs a RegressionTask named 'regression' on input_name: objects "
+                     "(the leading object is the one with the largest first target)");
+  if (decoder.num_objects > 127)
+    throw UsageError("to_onnx: --object_name: the int8 output " + in.model_name + "_" + in.object_name + "Index cannot number " +
+                     std::to_string(decoder.num_objects) + " objects (at most 127)");
+  const auto& targets = regression->targets();
+  const auto values = regression->object_values_onnx(g, objects.embed);
+  const auto mf = maskformer_outputs_onnx(g, objects.class_probs, objects.masks, values, decoder.num_objects,
+                                          static_cast<int64_t>(targets.size()));
+  std::vector<OnnxOutput> out;
+  for (size_t i = 0; i < targets.size(); ++i) {
+    OnnxOutput o{in.model_name + "_leading_" + in.object_name + "_" + targets[i], mf.leading[i]};
+    o.object = true;
+    o.task = regression->name();
+    o.input = "objects";
+    o.column = static_cast<int64_t>(i);
+    out.push_back(o);
+  }
+  OnnxOutput index{in.model_name + "_" + in.object_name + "Index", mf.indices, true};
+  index.object = true;
+  index.task = "mask_decoder";
+  index.input = decoder.constituent_name;
+  out.push_back(index);
+  return out;
+}
+
 }  // namespace
+
+// The edge init net on the edge features [L_s, L_s, F] of one constituent input (a
+// segment of the tokens), placed over all tokens [L, L, E] with zeros elsewhere,
+// as forward's padding places them.
+ox::Value SaltModelImpl::edge_embeddings(ox::Graph& g, const OnnxModelInput& in, const ox::Value& tokens,
+                                         const std::pair<ox::Value, ox::Value>& segment) {
+  const auto& name = edge_init_net_->input_name();
+  const auto features = input_value(in, name);
+  auto inputs = in.inputs;
+  inputs[name] = g.op("Flatten", {features}, {{"axis", int64_t{2}}});  // [L_s * L_s, F]: the net takes rows
+  const auto pair_dims = g.op("Slice", {g.op("Shape", {features}), g.ints({0}), g.ints({2})});
+  auto edges = g.op("Reshape", {edge_init_net_->to_onnx(g, inputs),
+                                g.op("Concat", {pair_dims, g.ints({edge_init_net_->output_size()})}, {{"axis", int64_t{0}}})},
+                    {{"allowzero", int64_t{1}}});  // a jet without constituents: a literal [0, 0, E]
+  const auto& [offset, count] = segment;
+  const auto after = g.op("Sub", {g.op("Sub", {ox::dim0(g, tokens), offset}), count});
+  const auto zero = g.ints({0});
+  return g.op("Pad", {edges, g.op("Concat", {offset, offset, zero, after, after, zero}, {{"axis", int64_t{0}}})});
+}
 
 std::vector<OnnxOutput> SaltModelImpl::to_onnx(ox::Graph& g, const OnnxModelInput& in) {
   if (!merges_.empty()) throw UsageError("to_onnx: models with a merge_dict have no ONNX export yet");
-  if (mask_decoder) throw UsageError("to_onnx: MaskFormer models (a mask_decoder) have no ONNX export yet");
-  if (edge_init_nets) throw UsageError("to_onnx: models with edge features (edge_init_nets) have no ONNX export yet");
+  if (!in.object_name.empty() && !mask_decoder)
+    throw UsageError("to_onnx: --object_name needs a MaskFormer model (model.model.init_args.mask_decoder and data.mf_config)");
   const auto p = in.inputs.find("parameters");
   const ox::Value params = p == in.inputs.end() ? ox::Value{} : p->second;
   ox::Value global_rep, tokens;
+  OnnxObjects objects;
   std::map<std::string, std::pair<ox::Value, ox::Value>> segment;  // constituent input -> (offset [1], count [1])
-  if (!pool_net) {
+  if (!pool_net && !node_query_pool) {
     global_rep = init_nets_.front()->to_onnx(g, in.inputs);
   } else {
     std::vector<ox::Value> parts;
@@ -51,12 +110,17 @@ std::vector<OnnxOutput> SaltModelImpl::to_onnx(ox::Graph& g, const OnnxModelInpu
       offset = g.op("Add", {offset, count});
     }
     tokens = parts.size() == 1 ? parts.front() : g.op("Concat", parts, {{"axis", int64_t{0}}});
-    if (encoder) tokens = encoder->to_onnx(g, tokens, params);
+    const auto edges = edge_init_net_ ? edge_embeddings(g, in, tokens, segment.at(edge_input_)) : ox::Value{};
+    if (encoder) tokens = encoder->to_onnx(g, tokens, params, edges);
+    if (mask_decoder) {
+      const auto& [start, n] = segment.at(mask_decoder->options().constituent_name);
+      objects = mask_decoder->to_onnx(g, g.op("Slice", {tokens, start, g.op("Add", {start, n}), g.ints({0})}));
+    }
     if (featurewise_global) {
       if (params.empty()) throw UsageError("to_onnx: featurewise nets need the `parameters` inputs");
       tokens = featurewise_global->to_onnx(g, params, tokens);
     }
-    global_rep = pool_net->to_onnx(g, tokens);
+    global_rep = node_query_pool ? node_query_pool->to_onnx(g, tokens, objects.embed) : pool_net->to_onnx(g, tokens);
   }
   if (in.inputs.count("global")) global_rep = g.op("Concat", {global_rep, in.inputs.at("global")}, {{"axis", int64_t{-1}}});
 
@@ -66,6 +130,9 @@ std::vector<OnnxOutput> SaltModelImpl::to_onnx(ox::Graph& g, const OnnxModelInpu
   task_in.global_variables = &in.global_variables;
   for (auto& task : tasks_) {
     if (!wanted(in.tasks, task->name())) continue;
+    if (mask_decoder && task->input_name() == "objects")
+      throw UsageError("to_onnx: task '" + task->name() + "' runs on the mask decoder's objects; its leading object is "
+                       "exported with --object_name");
     if (task->input_name() == global_object_) {
       task_in.x = global_rep;
       task_in.context.clear();
@@ -81,6 +148,10 @@ std::vector<OnnxOutput> SaltModelImpl::to_onnx(ox::Graph& g, const OnnxModelInpu
     add(constituent, task->to_onnx(g, task_in, in.model_name), *task);
   }
   jet.insert(jet.end(), constituent.begin(), constituent.end());
+  if (!in.object_name.empty()) {
+    auto obj = object_outputs(g, in, objects, object_tasks_, mask_decoder->options());
+    jet.insert(jet.end(), obj.begin(), obj.end());
+  }
   return jet;
 }
 

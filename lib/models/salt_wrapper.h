@@ -55,6 +55,7 @@ class SaltWrapperImpl : public torch::nn::Module {
   // data.edge_constructors: edge features computed from the raw inputs before the
   // normalisation (salt's ModelWrapper runs its EdgeConstructor first).
   void set_edge_constructor(EdgeConstructor constructor) { edge_constructor_ = std::move(constructor); }
+  const std::optional<EdgeConstructor>& edge_constructor() const { return edge_constructor_; }
 
   const std::string& loss_mode() const { return loss_mode_; }
   const std::string& model_name() const { return name_; }

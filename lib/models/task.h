@@ -61,6 +61,7 @@ struct OnnxOutput {
   std::string name;
   ox::Value value;
   bool per_constituent = false;
+  bool object = false;      // a MaskFormer object output (models/maskformer_outputs.h)
   std::string task, input;  // filled by SaltModel::to_onnx: the task and its input
   int64_t column = 0;       // index among the task's outputs
 };

@@ -194,7 +194,8 @@ PackedSequence TransformerImpl::forward_packed(const PackedSequence& in, const t
   const int64_t b = in.batch, r = options_.num_registers();
   PackedSequence out = in;
   // Registers: jet-major rows, always valid.
-  auto reg_mask = register_mask.unsqueeze(0).expand({b, r});
+  // (as bool even if a Module::to(dtype) made the buffer a float tensor)
+  auto reg_mask = register_mask.to(torch::kBool).unsqueeze(0).expand({b, r});
   auto reg_index = TokenIndex::from_mask(reg_mask);
   out.append(kRegisters, reg_mask, reg_index, registers.unsqueeze(0).expand({b, r, registers.size(1)}).reshape({b * r, -1}));
   if (options_.edge_embed_dim() > 0) return forward_edges(std::move(out), edges, edge_segment);
@@ -248,20 +249,40 @@ PackedSequence TransformerImpl::forward_edges(PackedSequence out, const torch::T
 
 
 ox::Value EncoderLayerImpl::to_onnx(ox::Graph& g, const ox::Value& x) {
-  if (!attn) throw UsageError("to_onnx: edge features (EdgeAttention) cannot be exported yet");
+  if (!attn) throw UsageError("to_onnx: an encoder layer with edge features needs the edges");
   auto y = attn->to_onnx(g, x, [&](const ox::Value& t) { return attn->fn->to_onnx(g, t); });
   if (norm) y = norm->to_onnx(g, y);
   for (auto& block : dense_blocks) y = block->to_onnx(g, y, [&](const ox::Value& t) { return block->fn->to_onnx(g, t); });
   return y;
 }
 
-ox::Value TransformerImpl::to_onnx(ox::Graph& g, const ox::Value& tokens, const ox::Value& params) {
+std::pair<ox::Value, ox::Value> EncoderLayerImpl::to_onnx_edges(ox::Graph& g, const ox::Value& x, const ox::Value& edges) {
+  if (!edge_attn) throw UsageError("to_onnx: edge features given to an encoder layer without edge_embed_dim");
+  ox::Value edges_out;
+  auto y = edge_attn->to_onnx(g, x, [&](const ox::Value& t) {
+    auto [out, e] = edge_attn->fn->to_onnx(g, t, edges);
+    edges_out = e;
+    return out;
+  });
+  if (update_edges_) edges_out = g.op("Add", {edges_out, edge_postnorm->to_onnx(g, edges_out)});
+  if (norm) y = norm->to_onnx(g, y);
+  for (auto& block : dense_blocks) y = block->to_onnx(g, y, [&](const ox::Value& t) { return block->fn->to_onnx(g, t); });
+  return {y, edges_out};
+}
+
+ox::Value TransformerImpl::to_onnx(ox::Graph& g, const ox::Value& tokens, const ox::Value& params, const ox::Value& edges) {
   if (!featurewise_.empty() && params.empty())
     throw UsageError("to_onnx: the encoder's featurewise nets need the `parameters` inputs");
+  const bool with_edges = options_.edge_embed_dim() > 0;
+  if (with_edges && edges.empty()) throw UsageError("to_onnx: the encoder's edge_embed_dim is set but no edges are given");
   auto x = g.op("Concat", {tokens, g.constant(registers, "registers")}, {{"axis", int64_t{0}}});
+  // The registers' edges are zeros, as forward's padding gives them.
+  const int64_t r = options_.num_registers();
+  auto e = with_edges ? g.op("Pad", {edges, g.ints({0, 0, 0, r, r, 0})}) : ox::Value{};
   for (size_t i = 0; i < typed_layers_.size(); ++i) {
     if (!featurewise_.empty()) x = featurewise_[i]->to_onnx(g, params, x);
-    x = typed_layers_[i]->to_onnx(g, x);
+    if (with_edges) std::tie(x, e) = typed_layers_[i]->to_onnx_edges(g, x, e);
+    else x = typed_layers_[i]->to_onnx(g, x);
   }
   if (out_proj && out_proj_input_scale != 1.0) x = g.op("Mul", {x, g.scalar(float(out_proj_input_scale))});
   if (out_proj) x = ox::linear(g, x, out_proj);

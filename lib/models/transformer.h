@@ -54,6 +54,8 @@ class EncoderLayerImpl : public torch::nn::Module {
                                                         const torch::Tensor& pad_mask);
 
   ox::Value to_onnx(ox::Graph& g, const ox::Value& x);  // one jet's tokens [L, D]
+  // With edges [L, L, E]: -> (tokens, edges after this layer).
+  std::pair<ox::Value, ox::Value> to_onnx_edges(ox::Graph& g, const ox::Value& x, const ox::Value& edges);
 
   std::shared_ptr<NormResidualImpl<Attention>> attn;            // without edges
   std::shared_ptr<NormResidualImpl<EdgeAttention>> edge_attn;   // with edges (salt's name: attn)
@@ -109,8 +111,9 @@ class TransformerImpl : public torch::nn::Module {
   void set_backend(const std::string& attn_type);
   // forward() for one jet in an ONNX graph: tokens [L, D] (all segments, no
   // padding) -> [L + registers (unless dropped), out_dim]; params: the `parameters`
-  // [1, P], needed with featurewise nets.
-  ox::Value to_onnx(ox::Graph& g, const ox::Value& tokens, const ox::Value& params = {});
+  // [1, P], needed with featurewise nets. edges: [L, L, edge_embed_dim] over the
+  // tokens (zeros for pairs without edge features), needed with edge_embed_dim.
+  ox::Value to_onnx(ox::Graph& g, const ox::Value& tokens, const ox::Value& params = {}, const ox::Value& edges = {});
   // featurewise_nets' `layer: encoder`: one net per layer on that layer's input
   // (every token, registers included), as salt's Transformer.featurewise.
   void add_featurewise(const FeaturewiseOptions& options, int64_t num_parameters);

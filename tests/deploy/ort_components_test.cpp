@@ -9,7 +9,11 @@
 #include "export/layers.h"
 #include "models/activation.h"
 #include "models/attention.h"
+#include "models/edge_features.h"
 #include "models/glu.h"
+#include "models/mask_decoder.h"
+#include "models/maskformer_outputs.h"
+#include "models/node_query_gap.h"
 #include "models/norm.h"
 #include "models/pooling.h"
 #include "models/transformer.h"
@@ -55,7 +59,7 @@ std::vector<Jet> run_in_ort(ox::Graph& g, const std::vector<Jet>& jets) {
       std::vector<int64_t> dims;
       for (const auto& d : kv.second["dims"]) dims.push_back(d.as<int64_t>());
       std::vector<float> data;
-      for (const auto& v : kv.second["data"]) data.push_back(v.as<float>());
+      for (const auto& v : kv.second["data"]) data.push_back(v.IsNull() ? NAN : v.as<float>());  // JSON's NaN is null
       r[kv.first.as<std::string>()] = torch::tensor(data, torch::kFloat32).reshape(dims);
     }
     result.push_back(r);
@@ -195,6 +199,182 @@ TEST(OnnxComponents, VertexIndexEqualsUnionFindOfTheEdgeNet) {
   }
   std::printf("%lld tracks assigned to another track's vertex\n", static_cast<long long>(shared));
   EXPECT_GT(shared, 5);  // the propagation was exercised
+}
+
+}  // namespace
+}  // namespace salt
+
+namespace salt {
+namespace {
+
+// MaskFormer: the decoder (mask attention on, its mask net scaled up so that some
+// queries hold some tracks with p > 0.9 and others none) and NodeQueryGAP pooling
+// tracks and queries, on jets of 0, 1, 3 and 7 tracks, against their LibTorch
+// forward on the unpadded jet.
+TEST(OnnxComponents, MaskDecoderAndNodeQueryGAPMatchTorchForAnyTrackCount) {
+  torch::manual_seed(8);
+  const int64_t d = 8, m = 4;
+  models::MaskDecoderOptions o;
+  o.embed_dim = d;
+  o.num_layers = 2;
+  o.num_objects = m;
+  o.layer = models::MaskDecoderLayerOptions(d).n_heads(2).mask_attention(true).bidirectional_ca(true);
+  models::Dense class_net(models::DenseOptions(d).output_size(3).hidden_layers(std::vector<int64_t>{16}));
+  models::Dense mask_net(models::DenseOptions(d).output_size(d).hidden_layers(std::vector<int64_t>{16}));
+  models::MaskDecoder decoder(o, class_net, mask_net);
+  models::NodeQueryGAP pool(d);
+  {
+    torch::NoGradGuard no_grad;
+    for (auto& p : mask_net->parameters()) p.mul_(4);
+  }
+  decoder->eval();
+  pool->eval();
+
+  ox::Graph g("mask_decoder");
+  auto x = g.input("x", ox::DType::kFloat, {"n", d});
+  auto objects = decoder->to_onnx(g, x);
+  g.output(objects.embed, "embed", ox::DType::kFloat, {m, d});
+  g.output(objects.class_probs, "class_probs", ox::DType::kFloat, {m, 3});
+  g.output(objects.masks, "masks", ox::DType::kFloat, {m, "n"});
+  g.output(pool->to_onnx(g, x, objects.embed), "pooled", ox::DType::kFloat, {1, 2 * d});
+  std::vector<Jet> jets;
+  for (int64_t n : {0, 1, 3, 7}) jets.push_back({{"x", torch::randn({n, d}) * 2}});
+  auto got = run_in_ort(g, jets);
+  int64_t held = 0, slots = 0;
+  for (size_t j = 0; j < jets.size(); ++j) {
+    torch::NoGradGuard no_grad;
+    const auto& in = jets[j].at("x");
+    const int64_t n = in.size(0);
+    const auto mask = torch::zeros({1, n}, torch::kBool);
+    auto want = decoder->forward(in.unsqueeze(0), mask, {}, nullptr, {}, nullptr).objects;
+    double diff = 0;
+    diff = std::max(diff, max_diff(got[j].at("embed"), want.embed.squeeze(0)));
+    diff = std::max(diff, max_diff(got[j].at("class_probs"), want.class_probs.squeeze(0)));
+    diff = std::max(diff, max_diff(got[j].at("masks"), want.masks.squeeze(0)));
+    diff = std::max(diff, max_diff(got[j].at("pooled"), pool->forward(in.unsqueeze(0), mask, want.embed)));
+    EXPECT_LE(diff, 1e-4) << n << " tracks";
+    std::printf("mask decoder + NodeQueryGAP, %d tracks: max |diff| %.2e\n", int(n), diff);
+    // What the first layer's mask attention saw: salt's normed queries and tracks plus the dummy.
+    auto q0 = decoder->norm1->forward(decoder->inital_q);
+    auto x0 = torch::cat({decoder->norm2->forward(in), torch::zeros({1, d})});
+    auto p = torch::matmul(mask_net->forward(q0), x0.t()).sigmoid();
+    held += (p > 0.9).sum().item<int64_t>();
+    slots += p.numel();
+  }
+  std::printf("mask attention: %lld of %lld (query, track) pairs held in the first layer\n",
+              static_cast<long long>(held), static_cast<long long>(slots));
+  EXPECT_GT(held, 0);
+  EXPECT_LT(held, slots);
+}
+
+// The objects as salt's exporter gives them to Athena, in the graph and in LibTorch:
+// random objects, a jet whose objects are all null, a jet without tracks.
+TEST(OnnxComponents, MaskformerOutputsMatchTorch) {
+  torch::manual_seed(9);
+  const int64_t m = 5, c = 3, r = 2;
+  ox::Graph g("maskformer_outputs");
+  auto probs = g.input("probs", ox::DType::kFloat, {m, c});
+  auto masks = g.input("masks", ox::DType::kFloat, {m, "n"});
+  auto reg = g.input("reg", ox::DType::kFloat, {m, r});
+  auto out = models::maskformer_outputs_onnx(g, probs, masks, reg, m, r);
+  for (int64_t i = 0; i < r; ++i) g.output(out.leading[static_cast<size_t>(i)], "lead" + std::to_string(i), ox::DType::kFloat, {});
+  g.output(out.indices, "index", ox::DType::kInt8, {"n"});
+  std::vector<Jet> jets;
+  for (int64_t j = 0; j < 12; ++j) {
+    const int64_t n = j == 1 ? 0 : 1 + j % 8;
+    auto logits = torch::randn({m, c}) * 2;
+    if (j == 0) logits.select(1, c - 1).add_(20);  // every object null
+    jets.push_back({{"probs", logits.softmax(-1)}, {"masks", torch::randn({m, n}) * 3}, {"reg", torch::randn({m, r}) * 50}});
+  }
+  auto got = run_in_ort(g, jets);
+  int64_t assigned = 0, leading = 0;
+  for (size_t j = 0; j < jets.size(); ++j) {
+    const auto& jet = jets[j];
+    auto want = models::maskformer_outputs(jet.at("probs").unsqueeze(0), jet.at("masks").unsqueeze(0),
+                                           jet.at("reg").unsqueeze(0));
+    for (int64_t i = 0; i < r; ++i) {
+      const float have = got[j].at("lead" + std::to_string(i)).item<float>(), expect = want.leading[0][i].item<float>();
+      if (std::isnan(expect)) EXPECT_TRUE(std::isnan(have)) << "jet " << j;
+      else EXPECT_FLOAT_EQ(have, expect) << "jet " << j;
+      leading += !std::isnan(expect);
+    }
+    EXPECT_TRUE(torch::equal(got[j].at("index"), want.indices[0].to(torch::kFloat32))) << "jet " << j;
+    assigned += (want.indices[0] >= 0).sum().item<int64_t>();
+  }
+  EXPECT_GT(leading, 10);
+  EXPECT_GT(assigned, 10);
+}
+
+}  // namespace
+}  // namespace salt
+
+namespace salt {
+namespace {
+
+// GN2XE: the pairwise features from raw kinematics (phi wrap-around, a pair with
+// itself, subjet indices -1/0/1), and the encoder's EdgeAttention layers with
+// update_edges, registers and every norm type, in the graph and in LibTorch, on
+// jets of 0, 1 and 6 tracks.
+TEST(OnnxComponents, EdgeFeaturesAndEdgeEncoderMatchTorchForAnyTrackCount) {
+  torch::manual_seed(10);
+  const std::vector<std::string> variables{"d0", "pt", "eta", "phi", "energy", "subjetIndex"};
+  const std::vector<std::string> features{"dR", "z", "kt", "isSelfLoop", "subjetIndex", "mass"};
+  std::map<std::string, int64_t> columns;
+  for (size_t i = 0; i < variables.size(); ++i) columns[variables[i]] = static_cast<int64_t>(i);
+  const int64_t d = 8, e = 4, f = static_cast<int64_t>(features.size());
+  auto raw_jet = [&](int64_t n) {
+    auto x = torch::randn({n, 6});
+    x.select(1, 1).copy_(torch::rand({n}) * 50 + 1);                // pt
+    x.select(1, 3).copy_((torch::rand({n}) * 2 - 1) * M_PI);         // phi, pairs across +-pi
+    x.select(1, 4).copy_(x.select(1, 1) * (1 + torch::rand({n})));    // energy >= pt
+    x.select(1, 5).copy_(torch::randint(-1, 2, {n}).to(torch::kFloat32));
+    return x;
+  };
+  for (const std::string norm_type : {"pre", "post", "hybrid"}) {
+    auto o = models::TransformerOptions(2, d).out_dim(6).num_registers(2).edge_embed_dim(e).update_edges(true).norm_type(norm_type);
+    o.attn_kwargs(models::AttentionOptions(d).num_heads(2));
+    models::Transformer encoder(o);
+    models::Dense edge_net(models::DenseOptions(f).output_size(e).hidden_layers(std::vector<int64_t>{8}));
+    encoder->eval();
+    edge_net->eval();
+
+    ox::Graph g("edges");
+    auto raw = g.input("raw", ox::DType::kFloat, {"n", 6});
+    auto x = g.input("x", ox::DType::kFloat, {"n", d});
+    auto pairs = models::edge_features_onnx(g, raw, columns, features);
+    g.output(pairs, "edge_features", ox::DType::kFloat, {"n", "n", f});
+    auto count = g.op("Slice", {g.op("Shape", {raw}), g.ints({0}), g.ints({1})});
+    auto embedded = g.op("Reshape", {edge_net->to_onnx(g, g.op("Flatten", {pairs}, {{"axis", int64_t{2}}})),
+                                     g.op("Concat", {count, count, g.ints({e})}, {{"axis", int64_t{0}}})},
+                         {{"allowzero", int64_t{1}}});
+    g.output(encoder->to_onnx(g, x, {}, embedded), "encoded", ox::DType::kFloat, {"m", 6});
+    std::vector<Jet> jets;
+    for (int64_t n : {0, 1, 6}) jets.push_back({{"raw", raw_jet(n)}, {"x", torch::randn({n, d})}});
+    auto got = run_in_ort(g, jets);
+    for (size_t j = 0; j < jets.size(); ++j) {
+      torch::NoGradGuard no_grad;
+      const auto& xs = jets[j].at("x");
+      const int64_t n = xs.size(0);
+      const auto want_pairs = models::edge_features(jets[j].at("raw").unsqueeze(0), columns, features);
+      const double pair_diff = max_diff(got[j].at("edge_features"), want_pairs.squeeze(0));
+      // In LibTorch as in training: padded to 8 slots (garbage in the padded ones).
+      const int64_t slots = 8;
+      auto raw_padded = torch::cat({jets[j].at("raw"), raw_jet(slots - n)}).unsqueeze(0);
+      const auto edges = edge_net->forward(models::edge_features(raw_padded, columns, features));
+      auto pad = torch::zeros({1, slots}, torch::kBool);
+      pad.narrow(1, n, slots - n).fill_(true);
+      auto x_padded = torch::cat({xs, torch::randn({slots - n, d})}).unsqueeze(0);
+      const auto packed = models::PackedSequence::pack(models::Sequence{x_padded, {{"tracks", pad}}});
+      auto encoded = encoder->forward_packed(packed, {}, edges, "tracks").unpack();
+      const auto valid = encoded.mask().logical_not()[0];
+      const auto want = encoded.x[0].index({valid});
+      const double diff = max_diff(got[j].at("encoded"), want);
+      EXPECT_LE(pair_diff, 1e-5) << n << " tracks";
+      EXPECT_LE(diff, 1e-4) << norm_type << " with " << n << " tracks";
+      std::printf("edges %-6s %d tracks: features max |diff| %.2e, encoder max |diff| %.2e\n", norm_type.c_str(), int(n),
+                  pair_diff, diff);
+    }
+  }
 }
 
 }  // namespace

@@ -73,6 +73,81 @@ for _ in range(20):
 print(loose_eff(model), np.mean(effs), int((truth.sum(-1) > 0).sum()))
 )";
 
+// The exported MaskFormer (salt to_onnx -mf hadron) run in ONNX Runtime on the
+// first 300 test jets, one jet per call as Athena does, against salt's
+// get_maskformer_outputs and indices_from_mask (transcribed) applied to salt test's
+// prediction file: the leading hadron's regression values and each track's hadron
+// index. The objects' order in the file does not matter: both sort them by pt.
+// (salt's eager-only branch for a jet without null objects is counted, not used:
+// its traced graph, like ours, has no such branch.)
+const char* kOnnxObjectCheck = R"(
+import sys, json, subprocess, tempfile, os, h5py, numpy as np, torch, yaml
+onnx, pred, test, config, source = sys.argv[1:6]
+cfg = yaml.safe_load(open(config))
+jv, tv = cfg["data"]["variables"]["jets"], cfg["data"]["variables"]["tracks"]
+targets = ["pt", "Lxy", "deta", "dphi", "mass"]
+N = 300
+with h5py.File(test) as f:
+    jets, tracks = f["jets"][:N], f["tracks"][:N]
+valid = tracks["valid"].astype(bool)
+feeds = []
+for j in range(N):
+    jet = np.array([[jets[v][j] for v in jv]], dtype=np.float32)
+    trk = np.stack([tracks[v][j][valid[j]] for v in tv], -1).astype(np.float32).reshape(-1, len(tv))
+    feeds.append({"jet_features": {"dims": list(jet.shape), "data": [float(x) for x in jet.flatten()]},
+                  "track_features": {"dims": list(trk.shape), "data": [float(x) for x in trk.flatten()]}})
+work = tempfile.mkdtemp()
+json.dump({"jets": feeds}, open(os.path.join(work, "in.json"), "w"))
+subprocess.run(["node", os.path.join(source, "scripts", "ort_run.js"), onnx, os.path.join(work, "in.json"),
+                os.path.join(work, "out.json")], check=True)
+got = json.load(open(os.path.join(work, "out.json")))["jets"]
+
+def indices_from_mask(mask, noindex=-2):
+    indices = torch.ones((mask.shape[0], mask.shape[-1]), dtype=torch.long) * noindex
+    nz = torch.where(mask)
+    indices[nz[0], nz[2]] = nz[1]
+    return indices
+
+eager_branch = 0
+def get_maskformer_outputs(masks, class_probs, regression, max_null=0.5):
+    global eager_branch
+    null_preds = class_probs[:, :, -1] > max_null
+    if not null_preds.any():
+        eager_branch += 1
+    masks = masks.sigmoid() > 0.5
+    expanded_null = null_preds.unsqueeze(-1).expand(-1, -1, masks.size(-1))
+    masks[expanded_null] = torch.zeros_like(masks)[expanded_null]
+    regression[null_preds] = -torch.inf
+    order = torch.argsort(regression[:, :, 0], descending=True)
+    regression[null_preds] = torch.nan
+    masks = torch.gather(masks, 1, order.unsqueeze(-1).expand(-1, -1, masks.size(-1)))
+    regression = torch.gather(regression, 1, order.unsqueeze(-1).expand(-1, -1, regression.size(-1)))
+    return regression[:, 0], indices_from_mask(masks)
+
+with h5py.File(pred) as f:
+    o, logits = f["objects"][:N], f["object_masks"]["mask_logits"][:N]
+probs = torch.tensor(np.stack([o["MaskFormer_pb"], o["MaskFormer_pc"], o["MaskFormer_pnull"]], -1))
+reg = torch.tensor(np.stack([o["MaskFormer_" + t] for t in targets], -1))
+names = [f"MaskFormer_leading_hadron_{t}" for t in targets]
+worst, index_diff, with_leading, assigned, tracks_total = 0.0, 0, 0, 0, 0
+for j in range(N):
+    m = torch.tensor(logits[j][:, valid[j]]).unsqueeze(0)
+    lead, idx = get_maskformer_outputs(m, probs[j:j+1].clone(), reg[j:j+1].clone())
+    onnx_lead = [got[j][n]["data"][0] for n in names]
+    for want, have in zip(lead[0].tolist(), onnx_lead):
+        if np.isnan(want) or have is None:
+            assert np.isnan(want) and have is None, (j, want, have)
+            continue
+        worst = max(worst, abs(have - want) / max(1.0, abs(want)))
+    with_leading += not np.isnan(lead[0, 0].item())
+    have_idx = got[j]["MaskFormer_hadronIndex"]
+    assert got[j]["MaskFormer_hadronIndex"]["type"] == "int8"
+    index_diff += int((torch.tensor(have_idx["data"]) != idx[0]).sum())
+    assigned += int((idx[0] >= 0).sum())
+    tracks_total += idx.shape[1]
+print(worst, index_diff, with_leading, assigned, tracks_total, eager_branch)
+)";
+
 TEST_F(MaskFormerFit, FindsVerticesBetterThanChance) {
   // 160 steps: a larger peak learning rate than salt's 5e-4 (tuned for 40 epochs of
   // ATLAS data) lets the queries leave "no object" within them.
@@ -117,6 +192,35 @@ TEST_F(MaskFormerFit, FindsVerticesBetterThanChance) {
   // Measured (commit 8c02618 + this test): trained 0.575 after 5 epochs (val 0.558), chance 0.304.
   EXPECT_GT(model, chance + 0.15);
   EXPECT_GT(last["val/query_loose_match_eff"], chance + 0.15);
+
+  // Export with salt's -mf flag: checked against salt-cpp inside to_onnx, then here
+  // against salt's own post-processing of the prediction file.
+  // The checkpoint salt test used: the prediction file is named after it.
+  const std::string stem = pred.string().substr(0, pred.string().rfind("__test"));
+  const std::filesystem::path ckpt = stem + ".ckpt";
+  ASSERT_TRUE(std::filesystem::exists(ckpt)) << ckpt;
+  auto exported = salt("to_onnx", {"--ckpt_path", ckpt.string(), "-mf", "hadron", "--require_check", "--force"});
+  ASSERT_EQ(exported.exit_code, 0) << exported.err;
+  EXPECT_NE(exported.err.find("ONNX Runtime vs salt-cpp on 253 test jets"), std::string::npos) << exported.err;
+  auto meta = salt("get_onnx_metadata", {(run / "network.onnx").string()});
+  ASSERT_EQ(meta.exit_code, 0) << meta.err;
+  for (const char* name : {"MaskFormer_pb", "MaskFormer_leading_hadron_pt",
+                           "MaskFormer_leading_hadron_mass", "MaskFormer_hadronIndex"})
+    EXPECT_NE(meta.out.find(name), std::string::npos) << name << " not among the outputs:\n" << meta.out;
+  const auto check = run_python(kOnnxObjectCheck, {(run / "network.onnx").string(), pred.string(), (dir.path() / "data" / "toy" / "pp_output_test_ttbar.h5").string(),
+                                                   (run / "config.yaml").string(), source_dir().string()});
+  ASSERT_EQ(check.exit_code, 0) << check.err;
+  std::istringstream got(check.out);
+  double worst = 1, index_diff = -1, with_leading = 0, assigned = 0, tracks = 0, eager = -1;
+  got >> worst >> index_diff >> with_leading >> assigned >> tracks >> eager;
+  std::cout << "ONNX objects vs salt's get_maskformer_outputs on 300 test jets: leading values max relative diff " << worst
+            << ", " << index_diff << " of " << tracks << " track indices differ; " << with_leading
+            << " jets with a leading hadron, " << assigned << " tracks assigned to one\n";
+  EXPECT_LE(worst, 1e-4);
+  EXPECT_EQ(index_diff, 0);
+  EXPECT_EQ(eager, 0) << "a jet took salt's eager-only branch";
+  EXPECT_GT(with_leading, 90);  // the trained model finds hadrons in most of these jets
+  EXPECT_GT(assigned, 300);
 }
 
 // salt's MaskFormer.yaml trains with precision 16-mixed, which is bf16 autocast on
