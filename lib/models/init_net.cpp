@@ -133,17 +133,19 @@ torch::Tensor InitNetImpl::forward_packed(const TensorMap& inputs, const TokenIn
 
 ox::Value InitNetImpl::to_onnx(ox::Graph& g, const std::map<std::string, ox::Value>& inputs) {
   const auto& name = options_.input_name();
-  if (pos_enc) throw UsageError("to_onnx: init net '" + name + "' has a pos_enc, which has no ONNX export yet");
   auto value_of = [&](const std::string& input) {
     auto it = inputs.find(input);
     if (it == inputs.end()) throw UsageError("to_onnx: input '" + input + "' is not an input of the exported graph");
     return it->second;
   };
   ox::Value x = value_of(name);
+  const auto own = x;  // this input's (normalised) variables, for pos_enc
   if (options_.attach_global()) x = ox::attach_context(g, x, value_of(options_.global_object()));
   if (options_.attach_parameters) x = ox::attach_context(g, x, value_of("parameters"));
   if (featurewise) x = featurewise->to_onnx(g, value_of("parameters"), x);
-  return net->to_onnx(g, x);
+  auto out = net->to_onnx(g, x);
+  if (pos_enc) out = g.op("Add", {out, pos_enc->to_onnx(g, g.op("Gather", {own, g.ints(options_.pos_enc_columns)}, {{"axis", int64_t{1}}}))});
+  return out;
 }
 
 }  // namespace salt::models

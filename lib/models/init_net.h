@@ -50,7 +50,7 @@ class InitNetImpl : public torch::nn::Module {
 
   // forward() in an ONNX graph for one jet: inputs are the normalised graph values
   // by input name (the global object [1, F], constituents [n, F], the `parameters`
-  // [1, P] when the model takes them). UsageError for pos_enc (no export yet).
+  // [1, P] when the model takes them), pos_enc included.
   ox::Value to_onnx(ox::Graph& g, const std::map<std::string, ox::Value>& inputs);
 
   const std::string& input_name() const { return options_.input_name(); }

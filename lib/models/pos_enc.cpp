@@ -1,6 +1,7 @@
 #include "models/pos_enc.h"
 
 #include "core/errors.h"
+#include "export/graph.h"
 #include "models/registry.h"
 
 namespace salt::models {
@@ -30,6 +31,19 @@ PositionalEncoder::PositionalEncoder(PositionalEncoderOptions options) : options
   if (options_.variables().empty()) throw UsageError("PositionalEncoder: no variables");
 }
 
+namespace {
+
+// The d frequencies of each variable (none when dim < 2 * variables).
+torch::Tensor frequencies(const PositionalEncoderOptions& o, const torch::TensorOptions& opts) {
+  const auto n = static_cast<int64_t>(o.variables().size());
+  const int64_t d = o.dim() / (2 * n);
+  if (d <= 0) return torch::empty({0}, opts);
+  const double end = 2.0 / static_cast<double>(d) - 1.0;
+  return o.alpha() * torch::logspace(0, end, d, 10000, opts);
+}
+
+}  // namespace
+
 torch::Tensor PositionalEncoder::operator()(const torch::Tensor& x) const {
   torch::NoGradGuard no_grad;  // salt's forward is @torch.no_grad
   const auto n = static_cast<int64_t>(options_.variables().size());
@@ -37,8 +51,7 @@ torch::Tensor PositionalEncoder::operator()(const torch::Tensor& x) const {
   const auto opts = x.options();
   std::vector<torch::Tensor> parts;
   if (d > 0) {
-    const double end = 2.0 / static_cast<double>(d) - 1.0;
-    const auto omegas = options_.alpha() * torch::logspace(0, end, d, 10000, opts);
+    const auto omegas = frequencies(options_, opts);
     for (int64_t i = 0; i < n; ++i) {
       const auto xs = x.select(-1, i).unsqueeze(-1);
       if (options_.variables()[static_cast<size_t>(i)] == "phi") {
@@ -56,6 +69,31 @@ torch::Tensor PositionalEncoder::operator()(const torch::Tensor& x) const {
     parts.push_back(torch::zeros(shape, opts));
   }
   return torch::cat(parts, -1);
+}
+
+ox::Value PositionalEncoder::to_onnx(ox::Graph& g, const ox::Value& x) const {
+  const auto n = static_cast<int64_t>(options_.variables().size());
+  const int64_t d = options_.dim() / (2 * n), rest = options_.dim() % (2 * n);
+  std::vector<ox::Value> parts;
+  if (d > 0) {
+    const auto omegas = g.constant(frequencies(options_, torch::dtype(torch::kFloat32)), "pos_enc_omegas");
+    for (int64_t i = 0; i < n; ++i) {
+      const auto xs = g.op("Gather", {x, g.ints({i})}, {{"axis", int64_t{1}}});  // [L, 1]
+      if (options_.variables()[static_cast<size_t>(i)] == "phi") {
+        parts.push_back(g.op("Sin", {g.op("Mul", {g.op("Sin", {xs}), omegas})}));
+        parts.push_back(g.op("Sin", {g.op("Mul", {g.op("Cos", {xs}), omegas})}));
+      } else {
+        const auto phase = g.op("Mul", {xs, omegas});
+        parts.push_back(g.op("Sin", {phase}));
+        parts.push_back(g.op("Cos", {phase}));
+      }
+    }
+  }
+  if (rest > 0) {
+    const auto rows = g.op("Slice", {g.op("Shape", {x}), g.ints({0}), g.ints({1})});
+    parts.push_back(g.op("ConstantOfShape", {g.op("Concat", {rows, g.ints({rest})}, {{"axis", int64_t{0}}})}));
+  }
+  return parts.size() == 1 ? parts.front() : g.op("Concat", parts, {{"axis", int64_t{-1}}});
 }
 
 PositionalEncoderOptions read_pos_enc(const config::ComponentNode& node, const std::string& key) {

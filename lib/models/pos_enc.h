@@ -12,6 +12,8 @@
 
 #include "config/bind.h"
 
+#include "export/fwd.h"
+
 namespace salt::models {
 
 struct PositionalEncoderOptions {
@@ -26,6 +28,8 @@ class PositionalEncoder {
   explicit PositionalEncoder(PositionalEncoderOptions options);
   // x: [..., len(variables)] (the variables' columns) -> [..., dim].
   torch::Tensor operator()(const torch::Tensor& x) const;
+  // The same for one jet in an ONNX graph: x [L, len(variables)] -> [L, dim].
+  ox::Value to_onnx(ox::Graph& g, const ox::Value& x) const;
   const PositionalEncoderOptions& options() const { return options_; }
 
  private:
