@@ -11,7 +11,6 @@
 
 #include "core/atomic_file.h"
 #include "core/errors.h"
-#include "models/mask_decoder.h"
 #include "models/maskformer_outputs.h"
 #include "models/salt_wrapper.h"
 #include "models/vertexing_task.h"
@@ -131,11 +130,10 @@ std::map<std::string, Expected> expected_values(training::RunSetup& setup, const
     Expected e;
     if (p.object) {
       if (!objects) objects = maskformer_outputs_of(wrapper, out, plan.model_name);
-      const auto& mask = b.pad_masks.at(p.constituent_input.empty() ? wrapper.model->mask_decoder->options().constituent_name
-                                                                     : p.constituent_input);
       for (int64_t j = 0; j < jets; ++j)
-        e.per_jet.push_back(p.per_constituent ? objects->indices[j].index({mask[j].logical_not()})
-                                              : objects->leading[j][p.column]);
+        e.per_jet.push_back(p.per_constituent
+                                ? objects->indices[j].index({b.pad_masks.at(p.constituent_input)[j].logical_not()})
+                                : objects->leading[j][p.column]);
     } else if (p.task.empty()) {  // a combination of earlier outputs
       for (int64_t j = 0; j < jets; ++j) {
         torch::Tensor sum = torch::zeros({}, torch::kFloat32);

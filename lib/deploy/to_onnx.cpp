@@ -208,19 +208,22 @@ ExportPlan build_graph(ox::Graph& g, training::RunSetup& setup, const ExportOpti
     plan.outputs.push_back({out_name, "", 0, false, false, "", combos[c]});
   }
   for (const auto& p : plan.outputs) g.output(by_name.at(p.name), p.name, ox::DType::kFloat, {});
-  // Then the per-constituent outputs and, last, the MaskFormer object ones (salt's order).
-  per_constituent.insert(per_constituent.end(), objects.begin(), objects.end());
-  for (const auto& out : per_constituent) {
-    if (!out.per_constituent) {  // the leading object's values: float scalars
-      g.output(out.value, out.name, ox::DType::kFloat, {});
-      plan.outputs.push_back({out.name, out.task, out.column, false, true, "", {}});
-      continue;
-    }
+  auto declare_per_constituent = [&](const models::OnnxOutput& out) {  // int8 [n_<input>]
     std::string axis = "n_" + out.input;
     for (const auto& f : plan.features)
       if (f.salt_name == out.input) axis = f.num_name;
     g.output(out.value, out.name, ox::DType::kInt8, {axis});
     plan.outputs.push_back({out.name, out.task, 0, true, out.object, out.input, {}});
+  };
+  for (const auto& out : per_constituent) declare_per_constituent(out);
+  // Last, MaskFormer's object outputs (salt's order): the leading object's values, each track's object.
+  for (const auto& out : objects) {
+    if (out.per_constituent) {
+      declare_per_constituent(out);
+    } else {
+      g.output(out.value, out.name, ox::DType::kFloat, {});
+      plan.outputs.push_back({out.name, out.task, out.column, false, true, "", {}});
+    }
   }
   if (plan.outputs.empty()) throw UsageError("to_onnx: nothing to export (no task chosen has an ONNX output)");
   return plan;

@@ -400,6 +400,14 @@ torch::Tensor AttentionImpl::forward_packed(const torch::Tensor& x, const TokenL
 }
 
 
+ox::Value split_heads_onnx(ox::Graph& g, const ox::Value& x, int64_t num_heads, int64_t head_dim) {
+  return g.op("Transpose", {g.op("Reshape", {x, g.ints({0, num_heads, head_dim})})}, {{"perm", std::vector<int64_t>{1, 0, 2}}});
+}
+
+ox::Value merge_heads_onnx(ox::Graph& g, const ox::Value& x, int64_t embed_dim) {
+  return g.op("Reshape", {g.op("Transpose", {x}, {{"perm", std::vector<int64_t>{1, 0, 2}}}), g.ints({0, embed_dim})});
+}
+
 ox::Value AttentionImpl::to_onnx(ox::Graph& g, const ox::Value& x) {
   auto qkv = g.op_n("Split", {ox::linear(g, x, in_proj_weight, in_proj_bias)}, 3, {{"axis", int64_t{-1}}});
   return attend_onnx(g, qkv[0], qkv[1], qkv[2], {});
@@ -417,10 +425,8 @@ ox::Value AttentionImpl::cross_to_onnx(ox::Graph& g, const ox::Value& x, const o
 ox::Value AttentionImpl::attend_onnx(ox::Graph& g, const ox::Value& q_in, const ox::Value& k_in, const ox::Value& v_in,
                                      const ox::Value& allowed) {
   const int64_t d = options_.embed_dim(), h = options_.num_heads();
-  auto heads = [&](const ox::Value& t) {  // [L, D] -> [H, L, Dh]
-    return g.op("Transpose", {g.op("Reshape", {t, g.ints({0, h, head_dim_})})}, {{"perm", std::vector<int64_t>{1, 0, 2}}});
-  };
-  auto q = heads(q_in), k = heads(k_in), v = heads(v_in);
+  auto q = split_heads_onnx(g, q_in, h, head_dim_), k = split_heads_onnx(g, k_in, h, head_dim_),
+       v = split_heads_onnx(g, v_in, h, head_dim_);
   if (q_norm) {
     q = q_norm->to_onnx(g, q);
     k = k_norm->to_onnx(g, k);
@@ -431,8 +437,7 @@ ox::Value AttentionImpl::attend_onnx(ox::Graph& g, const ox::Value& q_in, const 
   if (!allowed.empty())  // [Lq, Lk] broadcasts over the heads
     scores = g.op("Where", {allowed, scores, g.scalar(-std::numeric_limits<float>::infinity())});
   auto out = g.op("MatMul", {g.op("Softmax", {scores}, {{"axis", int64_t{-1}}}), v});  // [H, L, Dh]
-  auto merged = g.op("Reshape", {g.op("Transpose", {out}, {{"perm", std::vector<int64_t>{1, 0, 2}}}), g.ints({0, d})});
-  return ox::linear(g, merged, out_proj);
+  return ox::linear(g, merge_heads_onnx(g, out, d), out_proj);
 }
 
 }  // namespace salt::models

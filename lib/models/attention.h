@@ -67,6 +67,10 @@ bool varlen_attention_applies(const torch::Tensor& qkv, double dropout_p);
 torch::Tensor varlen_attention(const torch::Tensor& qkv, const torch::Tensor& order, const torch::Tensor& starts,
                                int64_t num_heads, double scale);
 
+// One jet's attention heads in an ONNX graph: [L, H * Dh] -> [H, L, Dh], and back.
+ox::Value split_heads_onnx(ox::Graph& g, const ox::Value& x, int64_t num_heads, int64_t head_dim);
+ox::Value merge_heads_onnx(ox::Graph& g, const ox::Value& x, int64_t embed_dim);
+
 // The encoder's `attn_kwargs` (embed_dim and attn_type come from the encoder).
 const config::Binding<AttentionOptions>& attention_binding();
 

@@ -83,10 +83,8 @@ std::pair<ox::Value, ox::Value> EdgeAttentionImpl::to_onnx(ox::Graph& g, const o
   const int64_t d = options_.attn().embed_dim(), h = options_.attn().num_heads();
   const std::vector<int64_t> heads_first{2, 0, 1}, heads_last{1, 2, 0};
   auto qkv = g.op_n("Split", {ox::linear(g, x, in_proj_weight, in_proj_bias)}, 3, {{"axis", int64_t{-1}}});
-  auto heads = [&](const ox::Value& t) {  // [L, D] -> [H, L, Dh]
-    return g.op("Transpose", {g.op("Reshape", {t, g.ints({0, h, head_dim_})})}, {{"perm", std::vector<int64_t>{1, 0, 2}}});
-  };
-  auto q = heads(qkv[0]), k = heads(qkv[1]), v = heads(qkv[2]);
+  auto q = split_heads_onnx(g, qkv[0], h, head_dim_), k = split_heads_onnx(g, qkv[1], h, head_dim_),
+       v = split_heads_onnx(g, qkv[2], h, head_dim_);
   if (q_norm) {
     q = q_norm->to_onnx(g, q);
     k = k_norm->to_onnx(g, k);
@@ -97,11 +95,11 @@ std::pair<ox::Value, ox::Value> EdgeAttentionImpl::to_onnx(ox::Graph& g, const o
   auto kt = g.op("Transpose", {k}, {{"perm", std::vector<int64_t>{0, 2, 1}}});
   auto scale = g.scalar(float(attention_scale(head_dim_, options_.attn().mup())));
   auto scores = g.op("Add", {g.op("Mul", {g.op("MatMul", {q, kt}), scale}), bias});
-  auto edges_out = linear_e_out ? ox::linear_nd(g, g.op("Transpose", {scores}, {{"perm", heads_last}}), linear_e_out) : edges;
+  ox::Value edges_out = edges;
+  if (linear_e_out) edges_out = ox::linear_nd(g, g.op("Transpose", {scores}, {{"perm", heads_last}}), linear_e_out);
   auto weights = g.op("Mul", {g.op("Softmax", {scores}, {{"axis", int64_t{-1}}}), gate});
   auto out = g.op("MatMul", {weights, v});  // [H, L, Dh]
-  auto merged = g.op("Reshape", {g.op("Transpose", {out}, {{"perm", std::vector<int64_t>{1, 0, 2}}}), g.ints({0, d})});
-  return {ox::linear(g, merged, out_proj), edges_out};
+  return {ox::linear(g, merge_heads_onnx(g, out, d), out_proj), edges_out};
 }
 
 }  // namespace salt::models

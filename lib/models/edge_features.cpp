@@ -4,6 +4,7 @@
 
 #include "core/errors.h"
 #include "export/graph.h"
+#include "export/layers.h"
 
 namespace salt::models {
 namespace {
@@ -70,7 +71,7 @@ ox::Value edge_features_onnx(ox::Graph& g, const ox::Value& x, const std::map<st
     return g.op("Sqrt", {g.op("Add", {square(deta), square(dphi)})});
   };
   auto pt_min = [&] { return g.op("Min", {of_j(col("pt")), of_i(col("pt"))}); };
-  auto count = g.op("Slice", {g.op("Shape", {x}), g.ints({0}), g.ints({1})});
+  auto count = ox::dim0(g, x);
   auto pairs = g.op("ConstantOfShape", {g.op("Concat", {count, count}, {{"axis", int64_t{0}}})});  // zeros [L, L]
   std::vector<ox::Value> out;
   for (const auto& f : features) {

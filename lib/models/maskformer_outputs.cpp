@@ -33,8 +33,7 @@ MaskformerOutputs maskformer_outputs(const torch::Tensor& class_probs, const tor
 
 OnnxMaskformerOutputs maskformer_outputs_onnx(ox::Graph& g, const ox::Value& class_probs, const ox::Value& masks,
                                               const ox::Value& regression, int64_t num_objects, int64_t num_regression) {
-  auto last_class = g.op("Sub", {g.op("Gather", {g.op("Shape", {class_probs}), g.scalar_int(1)}), g.scalar_int(1)});
-  auto null = g.op("Greater", {g.op("Gather", {class_probs, last_class}, {{"axis", int64_t{1}}}), g.scalar(0.5f)});  // [M]
+  auto null = g.op("Greater", {g.op("Gather", {class_probs, g.scalar_int(-1)}, {{"axis", int64_t{1}}}), g.scalar(0.5f)});  // [M]
   auto null_col = g.op("Unsqueeze", {null, g.ints({1})});  // [M, 1]
   auto held = g.op("And", {g.op("Greater", {g.op("Sigmoid", {masks}), g.scalar(0.5f)}), g.op("Not", {null_col})});
   auto reg = g.op("Where", {null_col, g.scalar(std::numeric_limits<float>::quiet_NaN()), regression});

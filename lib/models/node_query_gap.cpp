@@ -2,7 +2,6 @@
 
 #include "core/errors.h"
 #include "export/graph.h"
-#include "export/layers.h"
 #include "models/common.h"
 #include "models/pooling.h"
 #include "models/registry.h"
@@ -53,20 +52,10 @@ torch::Tensor NodeQueryGAPImpl::forward(const torch::Tensor& nodes, const torch:
   return torch::cat({pooled_nodes, (padded * w_queries).sum(1)}, -1);
 }
 
-namespace {
-
-// sum_i softmax_i(gate(x)) x_i over the rows of x [L, D] -> [1, D].
-ox::Value attention_pool(ox::Graph& g, const ox::Value& x, const torch::nn::Linear& gate) {
-  auto w = g.op("Softmax", {ox::linear(g, x, gate)}, {{"axis", int64_t{0}}});  // [L, 1]
-  return g.op("MatMul", {g.op("Transpose", {w}, {{"perm", std::vector<int64_t>{1, 0}}}), x});
-}
-
-}  // namespace
-
 ox::Value NodeQueryGAPImpl::to_onnx(ox::Graph& g, const ox::Value& nodes, const ox::Value& queries) {
   const int64_t d = gate_nn_2->weight.size(1);
   auto padded = g.op("Concat", {queries, g.constant(torch::zeros({1, d}), "zero_query")}, {{"axis", int64_t{0}}});
-  return g.op("Concat", {attention_pool(g, nodes, gate_nn_1), attention_pool(g, padded, gate_nn_2)}, {{"axis", int64_t{-1}}});
+  return g.op("Concat", {attention_pool_onnx(g, nodes, gate_nn_1), attention_pool_onnx(g, padded, gate_nn_2)}, {{"axis", int64_t{-1}}});
 }
 
 }  // namespace salt::models

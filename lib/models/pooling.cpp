@@ -51,9 +51,13 @@ torch::Tensor GlobalAttentionPoolingImpl::forward_packed(const torch::Tensor& x,
 }
 
 
-ox::Value GlobalAttentionPoolingImpl::to_onnx(ox::Graph& g, const ox::Value& x) {
-  auto w = g.op("Softmax", {ox::linear(g, x, gate_nn)}, {{"axis", int64_t{0}}});  // [L, 1]
+ox::Value attention_pool_onnx(ox::Graph& g, const ox::Value& x, const torch::nn::Linear& gate) {
+  auto w = g.op("Softmax", {ox::linear(g, x, gate)}, {{"axis", int64_t{0}}});  // [L, 1]
   return g.op("MatMul", {g.op("Transpose", {w}, {{"perm", std::vector<int64_t>{1, 0}}}), x});
+}
+
+ox::Value GlobalAttentionPoolingImpl::to_onnx(ox::Graph& g, const ox::Value& x) {
+  return attention_pool_onnx(g, x, gate_nn);
 }
 
 }  // namespace salt::models

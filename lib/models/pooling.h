@@ -14,6 +14,10 @@ struct GlobalAttentionPoolingOptions {
   TORCH_ARG(int64_t, input_size) = 0;  // must equal the embedding size it pools
 };
 
+// sum_i softmax_i(gate(x)) x_i over the rows of x [L, D] in an ONNX graph -> [1, D]
+// (zeros for L = 0); also NodeQueryGAP's two halves.
+ox::Value attention_pool_onnx(ox::Graph& g, const ox::Value& x, const torch::nn::Linear& gate);
+
 class GlobalAttentionPoolingImpl : public torch::nn::Module {
  public:
   explicit GlobalAttentionPoolingImpl(int64_t input_size);

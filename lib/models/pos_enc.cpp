@@ -2,6 +2,7 @@
 
 #include "core/errors.h"
 #include "export/graph.h"
+#include "export/layers.h"
 #include "models/registry.h"
 
 namespace salt::models {
@@ -90,8 +91,7 @@ ox::Value PositionalEncoder::to_onnx(ox::Graph& g, const ox::Value& x) const {
     }
   }
   if (rest > 0) {
-    const auto rows = g.op("Slice", {g.op("Shape", {x}), g.ints({0}), g.ints({1})});
-    parts.push_back(g.op("ConstantOfShape", {g.op("Concat", {rows, g.ints({rest})}, {{"axis", int64_t{0}}})}));
+    parts.push_back(g.op("ConstantOfShape", {g.op("Concat", {ox::dim0(g, x), g.ints({rest})}, {{"axis", int64_t{0}}})}));
   }
   return parts.size() == 1 ? parts.front() : g.op("Concat", parts, {{"axis", int64_t{-1}}});
 }

@@ -24,6 +24,12 @@ const ox::Value& input_value(const OnnxModelInput& in, const std::string& name) 
   return it->second;
 }
 
+// The rows of one constituent input among the tokens: segment = (offset [1], count [1]).
+ox::Value segment_rows(ox::Graph& g, const ox::Value& tokens, const std::pair<ox::Value, ox::Value>& segment) {
+  const auto& [offset, count] = segment;
+  return g.op("Slice", {tokens, offset, g.op("Add", {offset, count}), g.ints({0})});
+}
+
 void add(std::vector<OnnxOutput>& to, std::vector<OnnxOutput> outputs, const TaskImpl& task) {
   for (size_t i = 0; i < outputs.size(); ++i) {
     outputs[i].task = task.name();
@@ -113,8 +119,7 @@ std::vector<OnnxOutput> SaltModelImpl::to_onnx(ox::Graph& g, const OnnxModelInpu
     const auto edges = edge_init_net_ ? edge_embeddings(g, in, tokens, segment.at(edge_input_)) : ox::Value{};
     if (encoder) tokens = encoder->to_onnx(g, tokens, params, edges);
     if (mask_decoder) {
-      const auto& [start, n] = segment.at(mask_decoder->options().constituent_name);
-      objects = mask_decoder->to_onnx(g, g.op("Slice", {tokens, start, g.op("Add", {start, n}), g.ints({0})}));
+      objects = mask_decoder->to_onnx(g, segment_rows(g, tokens, segment.at(mask_decoder->options().constituent_name)));
     }
     if (featurewise_global) {
       if (params.empty()) throw UsageError("to_onnx: featurewise nets need the `parameters` inputs");
@@ -142,8 +147,7 @@ std::vector<OnnxOutput> SaltModelImpl::to_onnx(ox::Graph& g, const OnnxModelInpu
     auto s = segment.find(task->input_name());
     if (s == segment.end())
       throw UsageError("to_onnx: task '" + task->name() + "' reads '" + task->input_name() + "', which has no init net");
-    const auto& [offset, count] = s->second;
-    task_in.x = g.op("Slice", {tokens, offset, g.op("Add", {offset, count}), g.ints({0})});
+    task_in.x = segment_rows(g, tokens, s->second);
     task_in.context = global_rep;
     add(constituent, task->to_onnx(g, task_in, in.model_name), *task);
   }

@@ -194,8 +194,7 @@ PackedSequence TransformerImpl::forward_packed(const PackedSequence& in, const t
   const int64_t b = in.batch, r = options_.num_registers();
   PackedSequence out = in;
   // Registers: jet-major rows, always valid.
-  // (as bool even if a Module::to(dtype) made the buffer a float tensor)
-  auto reg_mask = register_mask.to(torch::kBool).unsqueeze(0).expand({b, r});
+  auto reg_mask = register_mask.unsqueeze(0).expand({b, r});
   auto reg_index = TokenIndex::from_mask(reg_mask);
   out.append(kRegisters, reg_mask, reg_index, registers.unsqueeze(0).expand({b, r, registers.size(1)}).reshape({b * r, -1}));
   if (options_.edge_embed_dim() > 0) return forward_edges(std::move(out), edges, edge_segment);
@@ -250,10 +249,13 @@ PackedSequence TransformerImpl::forward_edges(PackedSequence out, const torch::T
 
 ox::Value EncoderLayerImpl::to_onnx(ox::Graph& g, const ox::Value& x) {
   if (!attn) throw UsageError("to_onnx: an encoder layer with edge features needs the edges");
-  auto y = attn->to_onnx(g, x, [&](const ox::Value& t) { return attn->fn->to_onnx(g, t); });
-  if (norm) y = norm->to_onnx(g, y);
-  for (auto& block : dense_blocks) y = block->to_onnx(g, y, [&](const ox::Value& t) { return block->fn->to_onnx(g, t); });
-  return y;
+  return dense_to_onnx(g, attn->to_onnx(g, x, [&](const ox::Value& t) { return attn->fn->to_onnx(g, t); }));
+}
+
+ox::Value EncoderLayerImpl::dense_to_onnx(ox::Graph& g, ox::Value x) {
+  if (norm) x = norm->to_onnx(g, x);
+  for (auto& block : dense_blocks) x = block->to_onnx(g, x, [&](const ox::Value& t) { return block->fn->to_onnx(g, t); });
+  return x;
 }
 
 std::pair<ox::Value, ox::Value> EncoderLayerImpl::to_onnx_edges(ox::Graph& g, const ox::Value& x, const ox::Value& edges) {
@@ -265,9 +267,7 @@ std::pair<ox::Value, ox::Value> EncoderLayerImpl::to_onnx_edges(ox::Graph& g, co
     return out;
   });
   if (update_edges_) edges_out = g.op("Add", {edges_out, edge_postnorm->to_onnx(g, edges_out)});
-  if (norm) y = norm->to_onnx(g, y);
-  for (auto& block : dense_blocks) y = block->to_onnx(g, y, [&](const ox::Value& t) { return block->fn->to_onnx(g, t); });
-  return {y, edges_out};
+  return {dense_to_onnx(g, y), edges_out};
 }
 
 ox::Value TransformerImpl::to_onnx(ox::Graph& g, const ox::Value& tokens, const ox::Value& params, const ox::Value& edges) {

@@ -66,6 +66,7 @@ class EncoderLayerImpl : public torch::nn::Module {
 
  private:
   torch::Tensor dense_forward(torch::Tensor x, const TokenLayout* layout);
+  ox::Value dense_to_onnx(ox::Graph& g, ox::Value x);
   bool update_edges_ = false;
 };
 TORCH_MODULE(EncoderLayer);
