@@ -8,8 +8,15 @@
 // 40 track slots with 5..25 valid tracks per jet (mean ~15), jet classification +
 // track origin + vertexing with their losses. Both parameter counts are printed
 // and must be equal. Then the attention kernels alone at GN2's shape.
+// --gpu-suite (scripts/gpu_check.sh): salt's GN2 at batch 4000 (--batch), the whole
+// training step with AdamW, salt-cpp (attn_type flash-varlen, as salt's GN2.yaml)
+// next to the PyTorch reference eager (SDPA + fused AdamW) and torch.compile'd,
+// with jets/s, the ratios and the MFU: the step's model FLOPs (counted on the valid
+// tracks: matrix products forward x 3) over the card's bf16 dense peak (--peak-tflops,
+// default 989, the H100 SXM's).
 // Usage: bench_model [--quick] [--threads N] [--iters N] [--no-python]
 //                    [--device cpu|cuda] [--precision 32|bf16-mixed] [--python PATH]
+//                    [--gpu-suite [--batch N] [--peak-tflops T]]
 //   defaults: 2 threads, 2 timed steps after a warm-up (--quick: 1 step, GN2 at batch 250),
 //   CPU, float32, /usr/bin/python3 (on the GPU machine: --device cuda --python python3).
 #include <torch/cuda.h>
@@ -43,6 +50,8 @@ struct Size {
   int64_t embed, layers, heads, out;
   std::string hidden;  // task heads, "128,64,32"
   int64_t batch;
+  std::string attn_type = "torch-math";
+  bool with_optimizer = false;  // AdamW step in the timed step
 };
 
 // Where and how the step runs; the PyTorch reference gets the same.
@@ -80,7 +89,7 @@ YAML::Node model_yaml(const Size& s) {
   enc["num_layers"] = s.layers;
   enc["embed_dim"] = s.embed;
   enc["out_dim"] = s.out;
-  enc["attn_type"] = "torch-math";
+  enc["attn_type"] = s.attn_type;
   enc["attn_kwargs"]["num_heads"] = s.heads;
   a["pool_net"]["init_args"]["input_size"] = s.out;
   for (auto task : a["tasks"]["init_args"]["modules"]) {
@@ -122,6 +131,8 @@ Result run_salt_cpp(const Size& s, int64_t length, int64_t iters, const Setup& s
   auto model = build_model(model_yaml(s), ctx);
   model->to(setup.device);
   model->train();
+  std::optional<torch::optim::AdamW> optimizer;
+  if (s.with_optimizer) optimizer.emplace(model->parameters(), torch::optim::AdamWOptions(1e-4));
 
   auto step = [&] {
     model->zero_grad();
@@ -132,6 +143,7 @@ Result run_salt_cpp(const Size& s, int64_t length, int64_t iters, const Setup& s
       loss = model->forward(inputs, masks, &labels).loss;
     }
     loss.backward();
+    if (optimizer) optimizer->step();
   };
   step();  // warm-up
   setup.sync();
@@ -141,6 +153,35 @@ Result run_salt_cpp(const Size& s, int64_t length, int64_t iters, const Setup& s
   const double dt = seconds_since(t0) / static_cast<double>(iters);
   std::printf("  salt-cpp: %.3f s/batch, %.1f valid tracks/jet\n", dt, n_valid.to(torch::kDouble).mean().item<double>());
   return {batch / dt, static_cast<long long>(count_parameters(*model).trainable), true};
+}
+
+// Model FLOPs of one training step (forward + backward = 3 x forward's matrix
+// products), counted on what any implementation must compute: the valid tracks
+// plus one register per jet, every ordered pair of valid tracks for vertexing. The
+// jets are the benchmark's (seed 0: 5..25 valid tracks).
+double gn2_step_flops(const Size& s) {
+  torch::manual_seed(0);
+  auto n_valid = torch::randint(5, 26, {s.batch}, torch::kLong);
+  std::vector<int64_t> hidden;
+  std::stringstream list(s.hidden);
+  for (std::string item; std::getline(list, item, ',');) hidden.push_back(std::stoll(item));
+  auto mlp = [&](int64_t in, int64_t out) {  // 2 x multiply-adds of Dense(in, hidden..., out)
+    double f = 0;
+    int64_t prev = in;
+    for (auto h : hidden) f += 2.0 * prev * h, prev = h;
+    return f + 2.0 * prev * out;
+  };
+  const double d = static_cast<double>(s.embed), o = static_cast<double>(s.out);
+  double forward = 0;
+  auto nv = n_valid.accessor<int64_t, 1>();
+  for (int64_t b = 0; b < s.batch; ++b) {
+    const double n = static_cast<double>(nv[b]), t = n + 1;  // + the register
+    forward += n * (2.0 * 21 * d + 2.0 * d * d);               // init net [21 -> D -> D]
+    forward += static_cast<double>(s.layers) * (16.0 * t * d * d + 4.0 * t * t * d);  // qkv, scores, AV, out, dense 2D
+    forward += 2.0 * t * d * o + 2.0 * t * o;                  // out_proj, pooling gate
+    forward += mlp(s.out, 4) + n * mlp(2 * s.out, 8) + n * (n - 1) * mlp(3 * s.out, 1);  // the three heads
+  }
+  return 3.0 * forward;
 }
 
 std::string reference_script() {
@@ -160,13 +201,14 @@ std::string python_unavailable() {
   return {};
 }
 
-Result run_pytorch(const Size& s, int64_t length, int64_t iters, int threads, const Setup& setup) {
-  const std::string cmd = python + " " + reference_script() + " --batch " + std::to_string(s.batch) +
+Result run_pytorch(const Size& s, int64_t length, int64_t iters, int threads, const Setup& setup,
+                   const std::string& extra = "", int timeout_s = 0) {
+  const std::string cmd = (timeout_s > 0 ? "timeout " + std::to_string(timeout_s) + " " : std::string()) + python + " " + reference_script() + " --batch " + std::to_string(s.batch) +
                           " --device " + (setup.device.is_cuda() ? "cuda" : "cpu") + " --precision " + setup.precision +
                           " --length " + std::to_string(length) + " --threads " + std::to_string(threads) +
                           " --embed " + std::to_string(s.embed) + " --layers " + std::to_string(s.layers) +
                           " --heads " + std::to_string(s.heads) + " --out " + std::to_string(s.out) +
-                          " --task-hidden " + s.hidden + " --iters " + std::to_string(iters) + " 2>&1";
+                          " --task-hidden " + s.hidden + " --iters " + std::to_string(iters) + " " + extra + " 2>&1";
   Result r;
   FILE* pipe = popen(cmd.c_str(), "r");
   if (!pipe) return r;
@@ -189,6 +231,40 @@ Result run_pytorch(const Size& s, int64_t length, int64_t iters, int threads, co
   return r;
 }
 
+// salt's GN2 training step (AdamW included) next to PyTorch eager and compiled.
+int run_gpu_suite(const Setup& setup, int64_t iters, int threads, int64_t batch, double peak_tflops) {
+  Size gn2{"GN2 (salt's size: embed 256, 4 layers, 8 heads, out 128, heads [128,64,32])", 256, 4, 8, 128,
+           "128,64,32", batch, "flash-varlen", true};
+  const int64_t length = 40;
+  const double flops = gn2_step_flops(gn2);
+  std::printf("bench_model --gpu-suite: LibTorch %s, %s, precision %s, batch %lld, %lld track slots (5-25 valid), "
+              "%lld timed steps, AdamW in the step; model FLOPs per step %.3g\n",
+              salt::compat::torch_version().c_str(), setup.device.str().c_str(), setup.precision.c_str(),
+              static_cast<long long>(batch), static_cast<long long>(length), static_cast<long long>(iters), flops);
+  std::printf("%s, batch %lld\n", gn2.name.c_str(), static_cast<long long>(batch));
+  auto cpp = run_salt_cpp(gn2, length, iters, setup);
+  auto mfu = [&](double jets_per_s) { return flops * jets_per_s / static_cast<double>(batch) / (peak_tflops * 1e12); };
+  std::printf("  salt-cpp: %.0f jets/s, MFU %.1f%% of %.0f TFLOP/s\n", cpp.jets_per_s, 100 * mfu(cpp.jets_per_s),
+              peak_tflops);
+  const std::string no_python = python_unavailable();
+  if (!no_python.empty()) {
+    std::printf("  PyTorch reference skipped: %s\n", no_python.c_str());
+    return 1;
+  }
+  auto eager = run_pytorch(gn2, length, iters, threads, setup, "--attention sdpa --optimizer fused-adamw");
+  auto compiled = run_pytorch(gn2, length, iters, threads, setup, "--attention sdpa --optimizer fused-adamw --compile", 120);
+  for (const auto& [name, r] : {std::pair{"eager (SDPA, fused AdamW)", eager}, {"compiled", compiled}}) {
+    if (!r.ok) {
+      std::printf("  PyTorch %s: failed or out of time\n", name);
+      continue;
+    }
+    std::printf("  PyTorch %s: %.0f jets/s, MFU %.1f%%; ratio salt-cpp / PyTorch %.2fx; parameters %s\n", name,
+                r.jets_per_s, 100 * mfu(r.jets_per_s), cpp.jets_per_s / r.jets_per_s,
+                r.params == cpp.params ? "equal" : "DIFFERENT");
+  }
+  return eager.ok && eager.params == cpp.params ? 0 : 1;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -196,6 +272,9 @@ int main(int argc, char** argv) {
   int threads = 2;
   bool quick = false, use_python = true;
   Setup setup;
+  bool gpu_suite = false;
+  int64_t suite_batch = 4000;
+  double peak_tflops = 989.0;  // H100 SXM, bf16 dense
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     if (a == "--quick") quick = true;
@@ -211,11 +290,14 @@ int main(int argc, char** argv) {
     }
     else if (a == "--precision" && i + 1 < argc) setup.precision = argv[++i];
     else if (a == "--iters" && i + 1 < argc) iters = std::atoll(argv[++i]);
+    else if (a == "--gpu-suite") gpu_suite = true;
+    else if (a == "--batch" && i + 1 < argc) suite_batch = std::atoll(argv[++i]);
+    else if (a == "--peak-tflops" && i + 1 < argc) peak_tflops = std::atof(argv[++i]);
     else if (a == "--threads" && i + 1 < argc) threads = std::atoi(argv[++i]);
     else {
       std::fprintf(stderr,
                    "usage: bench_model [--quick] [--threads N] [--iters N] [--no-python] [--device cpu|cuda] "
-                   "[--precision 32|bf16-mixed] [--python PATH]\n");
+                   "[--precision 32|bf16-mixed] [--python PATH] [--gpu-suite [--batch N] [--peak-tflops T]]\n");
       return 2;
     }
   }
@@ -228,6 +310,7 @@ int main(int argc, char** argv) {
     return 2;
   }
   if (quick) iters = 1;
+  if (gpu_suite) return run_gpu_suite(setup, iters, threads, suite_batch, peak_tflops);
   torch::set_num_threads(threads);
   const int64_t length = 40;
   const std::vector<Size> sizes = {

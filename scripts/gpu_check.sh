@@ -1,30 +1,84 @@
 #!/usr/bin/env bash
-# Run ON THE GPU MACHINE (device tool), from the repository root, after
-# scripts/gpu_deps.sh filled .deps/ here and the call carries it:
-#   run(command="SALT_COMMIT=<sha> bash scripts/gpu_check.sh build", carry=[".deps"])  # build + ctest
-#   run(command="bash scripts/gpu_check.sh gpu", carry=[".deps"])   # CUDA runs + benchmarks
-# (SALT_COMMIT: the working tree travels without .git, so say which commit it is.)
-# (the second call reuses build-gpu/ while the machine is warm; each fits in one
-# 10-minute call). Logs go to $OUT when set, so they come back.
+# The GPU check in ONE device call (the machine is given back 30 s after a call,
+# so nothing may rely on a second one). Run ON THE GPU MACHINE from the
+# repository root, after scripts/gpu_deps.sh filled .deps/ here:
 #
-# What it uses there: the pip torch's LibTorch (2.x, CUDA) through
-# CMAKE_PREFIX_PATH, CMake and ninja from the image, and the Debian 12 libraries of
-# .deps unpacked under /tmp/salt-deps. Libraries the machine already has (same
-# soname) are dropped from that copy, so only what it lacks comes from Debian.
-set -euo pipefail
+#   run(command="SALT_COMMIT=<sha> bash scripts/gpu_check.sh", carry=[".deps"], timeout_s=600)
+#
+# (SALT_COMMIT: the working tree travels without .git, so say which commit it is.)
+# It fits in 9 minutes on 16 cores, printing each step's figures as it goes and
+# writing at most 8 files into $OUT (or the folder given as $1):
+#   preflight.txt  versions of torch, CUDA, NCCL, cmake, the card
+#   build.log      configure + build of only what it runs
+#   ctest.log      the `gpu`-labelled tests (tests/gpu)
+#   fit.log        salt's GN2 (batch 4000, salt's size) in 32, bf16-mixed and 16-mixed, then salt test
+#   bench.txt      the model step next to the same model in the machine's PyTorch; the loader at 16 threads
+#   summary.txt    one table: every figure with the commit and the machine
+# Each step has a deadline (SALT_GPU_BUDGET_S, default 540 s for the whole): a step
+# that would start too late is skipped with a line saying so, and the summary is
+# written whatever happened.
+#
+# Settings (environment):
+#   SALT_GPU_PYTHON     python with the CUDA torch (default: python3)
+#   SALT_GPU_BUILD_DIR  build folder (default build-gpu/)
+#   SALT_GPU_CMAKE_ARGS extra cmake arguments
+#   SALT_GPU_TORCH_PREFIX  LibTorch's CMake prefix (default: asked from the python's torch)
+#   SALT_GPU_DEPS_ON_PREFIX=0  build against the machine's own libraries only (.deps still unpacked)
+#   SALT_GPU_DRY_RUN=1  rehearse on a machine without a GPU (scripts/gpu_check_dryrun.sh):
+#                       the fits and benches run on the CPU at tiny sizes, the gpu
+#                       tests are listed, not run
+set -uo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
-phase=${1:-build}
-out=${OUT:-$root/gpu-logs}
+out=${1:-${OUT:-$root/gpu-logs}}
 mkdir -p "$out"
+py=${SALT_GPU_PYTHON:-python3}
+build=${SALT_GPU_BUILD_DIR:-$root/build-gpu}
+dry=${SALT_GPU_DRY_RUN:-0}
+budget=${SALT_GPU_BUDGET_S:-540}
+commit=${SALT_COMMIT:-$(git rev-parse --short HEAD 2>/dev/null || echo unknown)}
+t0=$(date +%s)
 deps=/tmp/salt-deps
 arch=$deps/usr/lib/x86_64-linux-gnu
-build=$root/build-gpu
-py=$(command -v python3)
+summary=$out/summary.txt
+: >"$summary"
 
+elapsed() { echo $(($(date +%s) - t0)); }
+note() { echo "$*" | tee -a "$summary"; }
+# step NAME SECONDS_NEEDED: false (and a line in the summary) when the step would
+# end past the budget.
+step() {
+  local left=$((budget - $(elapsed)))
+  echo "== [$(elapsed) s] $1"
+  if [ "$left" -lt "$2" ]; then
+    note "$1: skipped, $left s left of the budget and it needs ~$2 s"
+    return 1
+  fi
+}
+
+# ---- preflight ----
+step preflight 5
+{
+  echo "commit $commit"
+  echo "date $(date -u +%FT%TZ)"
+  echo "host $(hostname) $(nproc) cores, $(awk '/MemTotal/ {printf "%.0f GiB", $2/1048576}' /proc/meminfo)"
+  if command -v nvidia-smi >/dev/null; then
+    nvidia-smi --query-gpu=name,memory.total,driver_version,clocks.max.sm --format=csv,noheader
+  else
+    echo "nvidia-smi: not found"
+  fi
+  "$py" -c 'import torch; print("torch", torch.__version__, "cuda", torch.version.cuda, "cudnn", torch.backends.cudnn.version(), "gpus", torch.cuda.device_count())' 2>&1
+  "$py" -c 'import torch; print("nccl", ".".join(map(str, torch.cuda.nccl.version())))' 2>&1 | tail -1
+  echo "cmake $(cmake --version | head -1 | awk '{print $3}'), ninja $(ninja --version 2>/dev/null || echo none), nvcc $(nvcc --version 2>/dev/null | tail -2 | head -1 || echo none)"
+  echo "node: $(command -v node || echo none)"
+} 2>&1 | tee "$out/preflight.txt"
+device=cuda
+[ "$dry" = 1 ] && device=cpu
+
+# ---- Debian 12 libraries carried in .deps (the machine has no package registry) ----
 unpack_deps() {
-  [ -e "$deps/.done" ] && return
-  ls .deps/*.deb >/dev/null 2>&1 || { echo "gpu_check: no .deps/*.deb: run scripts/gpu_deps.sh here and carry .deps" >&2; exit 1; }
+  [ -e "$deps/.done" ] && return 0
+  ls .deps/*.deb >/dev/null 2>&1 || { echo "gpu_check: no .deps/*.deb: run scripts/gpu_deps.sh here and carry .deps" >&2; return 1; }
   rm -rf "$deps"
   for f in .deps/*.deb; do dpkg -x "$f" "$deps"; done
   # Keep what the machine lacks; its own (newer) copies win. `ldconfig -p` lists
@@ -36,60 +90,116 @@ unpack_deps() {
   find "$deps" -xtype l -delete  # dev symlinks to what was dropped now resolve through the system
   touch "$deps/.done"
 }
+unpack_deps || { note "deps: .deps missing"; exit 1; }
+export LD_LIBRARY_PATH=$arch:$arch/hdf5/serial${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+export HDF5_PLUGIN_PATH=$arch/hdf5/serial/plugins
+export SALT_TEST_PYTHON=$py  # the torch + h5py cross-checks use the machine's python3
 
-export_env() {
-  export LD_LIBRARY_PATH=$arch:$arch/hdf5/serial${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
-  export HDF5_PLUGIN_PATH=$arch/hdf5/serial/plugins
-  export SALT_TEST_PYTHON=$py  # the torch + h5py cross-checks use the machine's python3
-}
-
-case $phase in
-build)
-  unpack_deps
-  export_env
-  torch_cmake=$("$py" -c 'import torch; print(torch.utils.cmake_prefix_path)')
-  nccl_inc=$("$py" -c 'import nvidia.nccl, os; print(os.path.join(list(nvidia.nccl.__path__)[0], "include"))' 2>/dev/null || true)
-  flags=""
-  [ -n "$nccl_inc" ] && [ -f "$nccl_inc/nccl.h" ] && flags="-DUSE_C10D_NCCL -I$nccl_inc"
-  {
-    echo "== machine"; nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader || true
-    echo "torch $("$py" -c 'import torch; print(torch.__version__, torch.version.cuda)')"
-    echo "NCCL flags: ${flags:-none (nccl.h not found: GPU gradients go over Gloo)}"
-    echo "commit ${SALT_COMMIT:-$(git rev-parse HEAD 2>/dev/null || echo unknown)}"
-  } | tee "$out/machine.txt"
-  # TorchConfig looks for CUDA; the image's nvcc says where.
+# ---- build only what runs below ----
+built=0
+if step build 150; then
+  torch_prefix=${SALT_GPU_TORCH_PREFIX:-$("$py" -c 'import torch; print(torch.utils.cmake_prefix_path)')}
+  # pip's nvidia-nccl wheel carries nccl.h; cmake/Cuda.cmake finds it through NCCL_ROOT.
+  nccl_root=$("$py" -c 'import nvidia.nccl, os; print(list(nvidia.nccl.__path__)[0])' 2>/dev/null || true)
+  [ -n "$nccl_root" ] && export NCCL_ROOT=$nccl_root
   cuda=()
   command -v nvcc >/dev/null && cuda=(-DCUDAToolkit_ROOT="$(dirname "$(dirname "$(command -v nvcc)")")")
-  set -o pipefail
-  cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-    -DCMAKE_PREFIX_PATH="$torch_cmake;$deps/usr" "${cuda[@]}" \
-    -DHDF5_ROOT="$arch/hdf5/serial" -DHDF5_PREFER_PARALLEL=OFF \
-    -DCMAKE_CXX_FLAGS="$flags" 2>&1 | tee "$out/configure.log" | tail -5
-  SALT_BUILD_DIR=$build SALT_JOBS=$(nproc) scripts/build.sh 2>&1 | tee "$out/build.log" | grep -E "error|FAILED|warning: unused" | head -40 || true
-  "$build/app/salt" --version | tee -a "$out/machine.txt"
-  (cd "$build" && ctest -j8 --timeout 300 --output-on-failure 2>&1 | tee "$out/ctest.log" | tail -40)
-  ;;
-gpu)
-  export_env
-  salt=$build/app/salt
-  "$salt" --version
-  [ -f data/toy/pp_output_train.h5 ] || "$salt" toydata --output_dir data/toy --num_train 60000 --num_val 10000 --num_test 20000
-  # salt's full-size GN2 on the GPU, each precision, one epoch, then salt test.
-  for precision in 32 bf16-mixed 16-mixed; do
-    echo "== GN2 fit, cuda, precision $precision" | tee -a "$out/fit.log"
-    "$salt" fit -c configs/GN2.yaml --trainer.accelerator gpu --trainer.devices 1 \
-      --trainer.precision "$precision" --trainer.max_epochs 1 --force -ls "gpu_$precision" 2>&1 \
-      | tail -25 | tee -a "$out/fit.log"
-  done
-  "$salt" test -c logs/GN2_gpu_bf16-mixed/config.yaml 2>&1 | tail -15 | tee -a "$out/fit.log"
-  # Model step next to the same architecture in the machine's PyTorch.
-  for precision in 32 bf16-mixed; do
-    "$build/bench/bench_model" --device cuda --precision "$precision" --python "$py" --iters 20 2>&1 | tee -a "$out/bench_model.txt"
-  done
-  "$build/bench/bench_loader" 2>&1 | tee "$out/bench_loader.txt" | tail -20
-  ;;
-*)
-  echo "usage: scripts/gpu_check.sh build|gpu" >&2
-  exit 2
-  ;;
-esac
+  prefix=$torch_prefix
+  hdf5=()
+  if [ "${SALT_GPU_DEPS_ON_PREFIX:-1}" = 1 ]; then
+    prefix+=";$deps/usr"
+    hdf5=(-DHDF5_ROOT="$arch/hdf5/serial" -DHDF5_PREFER_PARALLEL=OFF)
+  fi
+  eval "extra=(${SALT_GPU_CMAKE_ARGS:-})"  # may hold quoted arguments with spaces
+  b0=$(date +%s)
+  {
+    cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DSALT_BUILD_BENCH=ON \
+      -DCMAKE_PREFIX_PATH="$prefix" "${cuda[@]}" "${hdf5[@]}" "${extra[@]}" &&
+    targets=(salt bench_model bench_loader) &&
+    # tests/gpu exists only in a build against a CUDA LibTorch
+    if ninja -C "$build" -t targets all 2>/dev/null | grep -q "^test_gpu:"; then targets+=(test_gpu); fi &&
+    cmake --build "$build" -j"$(nproc)" --target "${targets[@]}"
+  } >"$out/build.log" 2>&1 && built=1
+  grep -E "salt-cpp:|CUDA detected|error|FAILED" "$out/build.log" | head -20
+  note "build: $([ $built = 1 ] && echo ok || echo FAILED) in $(($(date +%s) - b0)) s (log: build.log)"
+  [ $built = 1 ] && "$build/app/salt" --version | tee -a "$out/preflight.txt"
+fi
+[ $built = 1 ] || { note "nothing to run without a build"; exit 1; }
+salt=$build/app/salt
+
+# ---- the gpu tests ----
+if step "gpu tests" 100; then
+  export OMP_NUM_THREADS=4
+  if [ "$dry" = 1 ]; then
+    (cd "$build" && ctest -L gpu -N) >"$out/ctest.log" 2>&1
+    note "gpu tests: dry run, listed only: $(grep -c 'Test *#' "$out/ctest.log") test(s)"
+  else
+    (cd "$build" && timeout 100 ctest -L gpu --output-on-failure --timeout 90) >"$out/ctest.log" 2>&1
+    note "gpu tests: $(grep -E 'tests passed|tests failed' "$out/ctest.log" | tail -1)"
+  fi
+  unset OMP_NUM_THREADS
+fi
+
+# ---- the step next to PyTorch (first after the tests: the figure issue 32 asks for) ----
+if step "bench model" 90; then
+  if [ "$dry" = 1 ]; then
+    "$build/bench/bench_model" --gpu-suite --batch 100 --python "$py" --iters 1 >>"$out/bench.txt" 2>&1
+  else
+    "$build/bench/bench_model" --device cuda --precision bf16-mixed --python "$py" --iters 20 --gpu-suite \
+      >>"$out/bench.txt" 2>&1
+  fi
+  note "bench_model: exit $?"
+  grep -E "^  (salt-cpp|PyTorch)" "$out/bench.txt" | tail -6 | tee -a "$summary"
+fi
+# ---- GN2 at salt's size: 32, bf16-mixed, 16-mixed, then salt test ----
+if [ "$dry" = 1 ]; then
+  batch=250 ntrain=2000 nval=500 ntest=500 workers=2
+  size=(-c configs/GN2_cpu.yaml)
+else
+  batch=4000 ntrain=160000 nval=40000 ntest=40000 workers=15
+  size=()
+fi
+data=$root/data/gpu
+if step "toy data" 60; then
+  [ -f "$data/pp_output_train.h5" ] ||
+    "$salt" toydata --output_dir "$data" --num_train $ntrain --num_val $nval --num_test $ntest >>"$out/fit.log" 2>&1
+fi
+fit() {  # fit PRECISION EXTRA_ARGS...
+  local p=$1 log
+  shift
+  log=$(mktemp)
+  echo "== GN2 fit, $device, precision $p" >>"$out/fit.log"
+  "$salt" fit -c configs/GN2.yaml "${size[@]}" --force -n GN2_gpu -ls "$p" -oc \
+    --data.train_file "$data/pp_output_train.h5" --data.val_file "$data/pp_output_val.h5" \
+    --data.test_file "$data/pp_output_test_ttbar.h5" --data.batch_size $batch --data.num_workers $workers \
+    --data.num_train -1 --data.num_val -1 --trainer.max_epochs 2 --trainer.precision "$p" \
+    --trainer.accelerator "$([ "$device" = cuda ] && echo gpu || echo cpu)" "$@" >"$log" 2>&1
+  local rc=$?
+  cat "$log" >>"$out/fit.log"
+  local speed res
+  speed=$(grep -oE "trained [0-9]+ jets in [0-9.]+ s: [0-9]+ jets/s" "$log" | tail -1)
+  res=$(grep -E "train epoch 1: " "$log" | tail -1 | sed 's/.*train epoch 1: //')
+  rm -f "$log"
+  note "fit $p: exit $rc; $speed; epoch 1: $res"
+  grep -E "attention_kernels" -A3 "logs/GN2_gpu_$p/metadata.yaml" 2>/dev/null | tr -s ' \n' ' ' | sed 's/^/  /' | tee -a "$summary"
+  echo | tee -a "$summary" >/dev/null
+}
+# --trainer.devices [0] and 1 both select the card (issue 32's placement check).
+card0="[0]"
+[ "$device" = cuda ] || card0=1
+step "fit bf16-mixed" 45 && fit bf16-mixed --trainer.devices "$card0"
+step "fit 16-mixed" 45 && fit 16-mixed --trainer.devices 1
+step "fit 32" 60 && fit 32 --trainer.devices 1
+if step "salt test" 30; then
+  "$salt" test -c logs/GN2_gpu_bf16-mixed/config.yaml --data.num_test -1 --trainer.accelerator \
+    "$([ "$device" = cuda ] && echo gpu || echo cpu)" >>"$out/fit.log" 2>&1
+  note "salt test (bf16-mixed run): exit $?; $(grep -E 'jets/s|written' "$out/fit.log" | tail -1)"
+fi
+
+# ---- the loader next to the step ----
+if step "bench loader" 45; then
+  if [ "$dry" = 1 ]; then loader=(--jets 20000 --workers 0,2 --epochs 2); else loader=(--jets 400000 --workers 0,4,16 --epochs 2); fi
+  "$build/bench/bench_loader" "${loader[@]}" >>"$out/bench.txt" 2>&1
+  note "bench_loader: exit $?; $(grep -E 'jets/s' "$out/bench.txt" | tail -1)"
+fi
+note "gpu_check: done in $(elapsed) s (commit $commit)"

@@ -43,6 +43,8 @@ def layer_norm(x):
 
 
 class SelfAttention(nn.Module):
+    sdpa = False  # --attention sdpa: torch's fused kernel (flash / memory-efficient) instead of the math
+
     def __init__(self, dim, heads):
         super().__init__()
         self.heads = heads
@@ -55,6 +57,9 @@ class SelfAttention(nn.Module):
         b, n, d = x.shape
         q, k, v = F.linear(x, self.in_proj_weight, self.in_proj_bias).chunk(3, -1)
         q, k, v = (t.view(b, n, self.heads, -1).transpose(1, 2) for t in (q, k, v))
+        if SelfAttention.sdpa:
+            out = F.scaled_dot_product_attention(q, k, v, attn_mask=~key_pad[:, None, None, :])
+            return self.out_proj(out.transpose(1, 2).reshape(b, n, d))
         scores = q @ k.transpose(-2, -1) / math.sqrt(d // self.heads)
         scores = scores.masked_fill(key_pad[:, None, None, :], float("-inf"))
         out = torch.softmax(scores, -1) @ v
@@ -137,7 +142,18 @@ def main():
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--device", default="cpu")
     p.add_argument("--precision", default="32", choices=["32", "bf16-mixed"])
+    p.add_argument("--attention", default="math", choices=["math", "sdpa"],
+                   help="sdpa: F.scaled_dot_product_attention (torch >= 2.0; else the math, said so)")
+    p.add_argument("--optimizer", default="none", choices=["none", "adamw", "fused-adamw"],
+                   help="include an AdamW step in the timed step (fused where this torch has it)")
+    p.add_argument("--compile", action="store_true", help="torch.compile the model (torch >= 2.0)")
     a = p.parse_args()
+    notes = []
+    if a.attention == "sdpa":
+        if hasattr(F, "scaled_dot_product_attention"):
+            SelfAttention.sdpa = True
+        else:
+            notes.append("no F.scaled_dot_product_attention in this torch: math attention")
     if a.threads > 0:
         torch.set_num_threads(a.threads)
     torch.manual_seed(a.seed)
@@ -164,11 +180,30 @@ def main():
         if device.type == "cuda":
             torch.cuda.synchronize()
 
+    optimizer = None
+    if a.optimizer != "none":
+        kwargs = {}
+        if a.optimizer == "fused-adamw" and device.type == "cuda":
+            kwargs["fused"] = True
+        try:
+            optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4, **kwargs)
+        except (TypeError, RuntimeError) as e:
+            notes.append(f"fused AdamW unavailable ({e}): plain AdamW")
+            optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4)
+    forward = model
+    if a.compile:
+        if hasattr(torch, "compile"):
+            forward = torch.compile(model)
+        else:
+            notes.append("no torch.compile in this torch: eager")
+
     def step():
         model.zero_grad(set_to_none=True)
         with torch.autocast(device.type, dtype=torch.bfloat16, enabled=a.precision == "bf16-mixed"):
-            loss = model(jets, tracks, pad, flavour, origin, vertex)
+            loss = forward(jets, tracks, pad, flavour, origin, vertex)
         loss.backward()
+        if optimizer is not None:
+            optimizer.step()
 
     step()  # warm-up
     sync()
@@ -177,7 +212,9 @@ def main():
         step()
     sync()
     dt = (time.perf_counter() - t0) / a.iters
-    print(f"torch {torch.__version__}, {torch.get_num_threads()} threads, {n_valid.float().mean():.1f} valid tracks/jet")
+    print(f"torch {torch.__version__}, {torch.get_num_threads()} threads, {n_valid.float().mean():.1f} valid tracks/jet"
+          f", attention {a.attention}, optimizer {a.optimizer}{', compiled' if a.compile else ''}"
+          + "".join(f"; {n}" for n in notes))
     print(f"RESULT params={n_params} sec_per_batch={dt:.4f} jets_per_s={b / dt:.1f}", flush=True)
 
 

@@ -74,7 +74,10 @@ class Callback {
   virtual void on_fit_start(FitState&) {}
   // stage: "train" or "val"; batches: how many this epoch runs.
   virtual void on_epoch_start(FitState&, const std::string& stage, int64_t batches) {}
-  virtual void on_batch_end(FitState&, const std::string& stage, int64_t batch, double loss, int64_t jets) {}
+  // `loss`: the batch's loss, a 0-dim tensor on the model's device. Reading it
+  // (salt::host_read) makes the CPU wait for the GPU: read it only when shown.
+  virtual void on_batch_end(FitState&, const std::string& stage, int64_t batch, const torch::Tensor& loss,
+                            int64_t jets) {}
   // At each optimizer step, after the backward pass (and, on several ranks, the
   // gradient sync), before clipping and the step: the gradients are complete.
   // global_step is the step about to be taken.

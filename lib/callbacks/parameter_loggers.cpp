@@ -39,7 +39,7 @@ class ParameterLogger : public Callback {
     if (kind_ == Kind::kGradients && due(s)) log_gradients(s);
   }
   // Lightning's on_train_batch_end sees the global step after the optimizer step.
-  void on_batch_end(FitState& s, const std::string& stage, int64_t, double, int64_t) override {
+  void on_batch_end(FitState& s, const std::string& stage, int64_t, const torch::Tensor&, int64_t) override {
     if (kind_ == Kind::kWeights && stage == "train" && due(s)) log_weights(s);
   }
   void add_step_metrics(FitState&, Metrics& m) override {

@@ -80,7 +80,7 @@ class TensorBoardLogger : public Callback {
     writer_->flush();
   }
 
-  void on_batch_end(FitState& s, const std::string& stage, int64_t, double, int64_t) override {
+  void on_batch_end(FitState& s, const std::string& stage, int64_t, const torch::Tensor&, int64_t) override {
     if (writer_ && stage == "train") writer_->scalar(tag(lr_tag(s)), s.lr, s.global_step);
   }
 

@@ -19,4 +19,11 @@ double status_field_mb(const std::string& field) {
 double peak_rss_mb() { return status_field_mb("VmHWM"); }
 double current_rss_mb() { return status_field_mb("VmRSS"); }
 
+bool reset_peak_rss() {
+  std::ofstream out("/proc/self/clear_refs");
+  out << "5";  // Linux >= 4.0: reset the peak resident set size
+  out.flush();
+  return static_cast<bool>(out);
+}
+
 }  // namespace salt

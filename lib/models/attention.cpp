@@ -3,13 +3,18 @@
 #include <ATen/Parallel.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <mutex>
+#include <set>
+#include <string>
 #include <vector>
 
 #include "core/errors.h"
 #include "core/torch_compat.h"
+#include "models/attention_kernels.h"
 
 #include "export/layers.h"
 
@@ -309,6 +314,55 @@ void AttentionImpl::reset_parameters() {
   out_proj->reset_parameters();
 }
 
+namespace {
+
+std::mutex kernels_mutex;
+std::set<std::string>& kernels_used() {
+  static std::set<std::string> used;
+  return used;
+}
+
+std::string tensor_kind(const torch::Tensor& t) {
+  return std::string(c10::DeviceTypeName(t.device().type(), true)) + ", " + std::string(c10::toString(t.scalar_type()));
+}
+
+#if SALT_TORCH_AT_LEAST(2, 0)
+// The kernel at::scaled_dot_product_attention picks for these inputs (torch's own
+// choice, sdp::SDPBackend): flash, memory-efficient, cuDNN or math.
+std::string sdpa_backend(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
+                         const torch::Tensor& allowed, double dropout_p) {
+  c10::optional<torch::Tensor> mask;
+  if (allowed.defined()) mask = allowed;
+  switch (at::_fused_sdp_choice(q, k, v, mask, dropout_p, false)) {
+    case 0: return "math";
+    case 1: return "flash";
+    case 2: return "memory-efficient";
+    case 3: return "cudnn";
+    default: return "other";
+  }
+}
+#endif
+
+// Each call site reports once (its first call): a flag per site, so the steady
+// state costs one atomic load.
+#define SALT_NOTE_KERNEL_ONCE(expr)                                  \
+  do {                                                               \
+    static std::atomic<bool> noted{false};                           \
+    if (!noted.exchange(true)) note_attention_kernel(expr);          \
+  } while (0)
+
+}  // namespace
+
+void note_attention_kernel(const std::string& kernel) {
+  std::lock_guard<std::mutex> lock(kernels_mutex);
+  kernels_used().insert(kernel);
+}
+
+std::vector<std::string> attention_kernels_used() {
+  std::lock_guard<std::mutex> lock(kernels_mutex);
+  return {kernels_used().begin(), kernels_used().end()};
+}
+
 void AttentionImpl::set_backend(const std::string& attn_type) {
   if (!is_valid_attn_type(attn_type))
     throw UsageError("Attention: unknown attn_type '" + attn_type +
@@ -333,11 +387,17 @@ torch::Tensor AttentionImpl::forward(const torch::Tensor& x, const torch::Tensor
   const double dropout = is_training() ? options_.dropout() : 0.0;
   torch::Tensor out;
 #if SALT_TORCH_AT_LEAST(2, 0)
-  if (attn_type_uses_fused_kernel(options_.attn_type()) && !options_.mup())  // fused: 1/sqrt(dh) only
-    out = compat::fused_attention(q.contiguous(), k.contiguous(), v.contiguous(),
-                                  allowed.defined() ? allowed.expand({b, 1, l, l}) : allowed, dropout);
+  if (attn_type_uses_fused_kernel(options_.attn_type()) && !options_.mup()) {  // fused: 1/sqrt(dh) only
+    auto mask = allowed.defined() ? allowed.expand({b, 1, l, l}) : allowed;
+    SALT_NOTE_KERNEL_ONCE("scaled_dot_product_attention: " + sdpa_backend(q, k, v, mask, dropout) + " (" +
+                          tensor_kind(q) + ")");
+    out = compat::fused_attention(q.contiguous(), k.contiguous(), v.contiguous(), mask, dropout);
+  }
 #endif
-  if (!out.defined()) out = attention_explicit(q, k, v, allowed, dropout, attention_scale(head_dim_, options_.mup()));
+  if (!out.defined()) {
+    SALT_NOTE_KERNEL_ONCE("explicit masked softmax (" + tensor_kind(q) + ")");
+    out = attention_explicit(q, k, v, allowed, dropout, attention_scale(head_dim_, options_.mup()));
+  }
   return out_proj->forward(out.transpose(1, 2).reshape({b, l, d}));
 }
 
@@ -366,6 +426,7 @@ torch::Tensor AttentionImpl::forward_cross(const torch::Tensor& x, const torch::
     allowed = allowed.defined() ? allowed & a : a;
   }
   const double dropout = is_training() ? options_.dropout() : 0.0;
+  SALT_NOTE_KERNEL_ONCE("explicit masked softmax, cross attention (" + tensor_kind(q) + ")");
   auto out = attention_explicit(q, k, v, allowed, dropout, attention_scale(head_dim_, options_.mup()));
   return out_proj->forward(out.transpose(1, 2).reshape({b, lq, d}));
 }
@@ -376,8 +437,10 @@ torch::Tensor AttentionImpl::forward_packed(const torch::Tensor& x, const TokenL
   const double scale = attention_scale(head_dim_, options_.mup());
   auto projected = torch::nn::functional::linear(x, in_proj_weight, in_proj_bias);
   // CPU float32 without q/k/v norms: the varlen kernel straight on the packed rows.
-  if (!q_norm && !v_norm && varlen_attention_applies(projected, dropout))
+  if (!q_norm && !v_norm && varlen_attention_applies(projected, dropout)) {
+    SALT_NOTE_KERNEL_ONCE("varlen (salt-cpp's kernel on packed rows, " + tensor_kind(projected) + ")");
     return out_proj->forward(varlen_attention(projected, layout.order, layout.starts, h, scale));
+  }
   // One fused projection on the packed tokens, then [B, Lc, 3, H, Dh] -> q, k, v [B, H, Lc, Dh].
   auto qkv = layout.scatter(projected)
                  .view({b, l, 3, h, head_dim_})
@@ -390,12 +453,17 @@ torch::Tensor AttentionImpl::forward_packed(const torch::Tensor& x, const TokenL
   if (v_norm) v = v_norm->forward(v);
   torch::Tensor out;
 #if SALT_TORCH_AT_LEAST(2, 0)
-  if (attn_type_uses_fused_kernel(options_.attn_type()) && !options_.mup())  // fused: 1/sqrt(dh) only
-    out = compat::fused_attention(q.contiguous(), k.contiguous(), v.contiguous(),
-                                  layout.pad_mask.logical_not().view({b, 1, 1, l}).expand({b, 1, l, l}), dropout);
+  if (attn_type_uses_fused_kernel(options_.attn_type()) && !options_.mup()) {  // fused: 1/sqrt(dh) only
+    auto mask = layout.pad_mask.logical_not().view({b, 1, 1, l}).expand({b, 1, l, l});
+    SALT_NOTE_KERNEL_ONCE("scaled_dot_product_attention: " + sdpa_backend(q, k, v, mask, dropout) + " (" +
+                          tensor_kind(q) + ")");
+    out = compat::fused_attention(q.contiguous(), k.contiguous(), v.contiguous(), mask, dropout);
+  }
 #endif
-  if (!out.defined())
+  if (!out.defined()) {
+    SALT_NOTE_KERNEL_ONCE("key-padded masked softmax (" + tensor_kind(q) + ")");
     out = attention_key_padded(q, k, v, layout.pad_mask, dropout, scale);
+  }
   return out_proj->forward(layout.gather(out.transpose(1, 2).reshape({b * l, d})));
 }
 

@@ -1,5 +1,7 @@
 #include "models/classification_task.h"
 
+#include "models/host_read.h"
+
 #include <algorithm>
 
 #include "models/class_names.h"
@@ -103,13 +105,17 @@ torch::Tensor ClassificationTaskImpl::compute_loss(const torch::Tensor& preds, c
                                                    const torch::Tensor& w, int64_t entries) {
   auto valid = y != -1;
   const int64_t num_classes = loss->kind() == LossKind::BCEWithLogits ? 2 : net->output_size();
-  if ((valid & ((y < 0) | (y >= num_classes))).any().item<bool>()) {
-    auto bad = y.masked_select(valid & ((y < 0) | (y >= num_classes)))[0].item<int64_t>();
+  const auto out_of_range = valid & ((y < 0) | (y >= num_classes));
+  // Both checks in one read of the device (each read waits for the GPU).
+  const auto flags = host_copy(torch::stack({out_of_range.any(), valid.any()}));
+  const bool any_bad = flags[0].item<bool>(), any_valid = flags[1].item<bool>();
+  if (any_bad) {
+    auto bad = host_read<int64_t>(y.masked_select(out_of_range)[0]);
     throw InputError("task '" + name() + "': label '" + options_cls_.label() + "' has value " + std::to_string(bad) +
                      " outside [0, " + std::to_string(num_classes) + ") (missing label_map entry?)");
   }
   // With no valid label torch's mean would be 0/0; keep the graph and give 0.
-  if (!valid.any().item<bool>()) return preds.sum() * 0.0;
+  if (!any_valid) return preds.sum() * 0.0;
   if (w.defined()) return weighted_mean(per_entry_loss(preds, y, valid), w, entries) * weight();
   torch::Tensor result;
   if (loss->kind() == LossKind::BCEWithLogits) {

@@ -1,6 +1,7 @@
 #include "models/common.h"
 
 #include "core/errors.h"
+#include "models/host_read.h"
 
 namespace salt::models {
 
@@ -148,7 +149,7 @@ TokenLayout TokenLayout::of(const PackedSequence& seq) {
     positions.push_back(pos.reshape({-1}).index_select(0, seq.index[i].flat));
     count = count + valid.sum(1);
   }
-  t.length = seq.batch > 0 ? count.max().item<int64_t>() : 0;
+  t.length = seq.batch > 0 ? host_read<int64_t>(count.max()) : 0;
   t.jet = seq.jet();
   auto pos = positions.size() == 1 ? positions.front() : torch::cat(positions, 0);
   t.dest = t.jet * t.length + pos;

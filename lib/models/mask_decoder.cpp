@@ -3,6 +3,7 @@
 #include <limits>
 
 #include "core/errors.h"
+#include "models/host_read.h"
 #include "models/object_targets.h"
 #include "models/regression_task.h"
 
@@ -233,7 +234,7 @@ MaskDecoderOutput MaskDecoderImpl::forward(const torch::Tensor& x_in, const torc
     const auto target = scaled.at(task->name()).to(pred.scalar_type());
     const auto valid = real.unsqueeze(-1).expand_as(pred) & torch::isfinite(target);
     torch::Tensor loss;
-    if (valid.sum().item<int64_t>() == 0) {
+    if (host_read<int64_t>(valid.sum()) == 0) {
       loss = pred.sum() * 0.0;
     } else {
       loss = task->loss->elementwise(pred.index({valid}), target.index({valid})).mean() * task->weight();

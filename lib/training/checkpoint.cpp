@@ -335,6 +335,16 @@ void save_checkpoint(const std::filesystem::path& path, const CheckpointState& s
   scheds.push_back(sched);
   root.insert("lr_schedulers", scheds);
 
+  if (state.amp_scaling) {  // torch's GradScaler.state_dict()
+    auto amp = new_dict();
+    amp.insert("scale", state.amp_scaling->scale);
+    amp.insert("growth_factor", state.amp_scaling->growth_factor);
+    amp.insert("backoff_factor", state.amp_scaling->backoff_factor);
+    amp.insert("growth_interval", state.amp_scaling->growth_interval);
+    amp.insert("_growth_tracker", state.amp_scaling->growth_tracker);
+    root.insert("native_amp_scaling_state", amp);
+  }
+
   auto hparams = new_dict();
   hparams.insert("config", state.config_yaml);
   root.insert("hyper_parameters", hparams);
@@ -384,6 +394,19 @@ CheckpointState load_checkpoint(const std::filesystem::path& path) {
     if (sched.contains("last_epoch")) state.scheduler_last_epoch = sched.at("last_epoch").toInt();
   }
   state.config_yaml = lookup(lookup(root, "hyper_parameters", source).toGenericDict(), "config", source).toStringRef();
+  if (auto amp = root.find("native_amp_scaling_state"); amp != root.end() && amp->value().isGenericDict()) {
+    auto a = amp->value().toGenericDict();
+    GradScalerState s;
+    auto number = [&](const char* key, double fallback) {
+      return a.contains(key) && (a.at(key).isDouble() || a.at(key).isInt()) ? a.at(key).toScalar().toDouble() : fallback;
+    };
+    s.scale = number("scale", s.scale);
+    s.growth_factor = number("growth_factor", s.growth_factor);
+    s.backoff_factor = number("backoff_factor", s.backoff_factor);
+    s.growth_interval = static_cast<int64_t>(number("growth_interval", static_cast<double>(s.growth_interval)));
+    s.growth_tracker = static_cast<int64_t>(number("_growth_tracker", 0));
+    state.amp_scaling = s;
+  }
   auto extra = root.find("salt_cpp");
   if (extra != root.end()) {
     auto e = extra->value().toGenericDict();

@@ -9,9 +9,12 @@
 #include <torch/torch.h>
 
 #include <filesystem>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
+
+#include "training/grad_scaler.h"
 
 namespace salt::training {
 
@@ -43,6 +46,8 @@ struct CheckpointState {
   int64_t scheduler_last_epoch = -1;  // OneCycleLR's last_epoch; -1: not known (then global_step)
   torch::Tensor cpu_rng_state;                 // torch's default CPU generator
   std::vector<std::pair<std::string, double>> metrics;  // monitored values at save time
+  // 16-mixed on CUDA: the loss scaler, as Lightning's `native_amp_scaling_state`.
+  std::optional<GradScalerState> amp_scaling;
 };
 
 // Everything a module has to save: parameters then buffers, with full dotted names.

@@ -20,10 +20,14 @@
 #include "data/temp_copy.h"
 #include "dist/session.h"
 #include "callbacks/registry.h"
+#include "models/attention_kernels.h"
+#include "models/host_read.h"
 #include "models/summary.h"
 #include "training/batch_device.h"
 #include "training/checkpoint.h"
+#include "training/cuda_runtime.h"
 #include "training/device.h"
+#include "training/epoch_resources.h"
 #include "training/metrics_log.h"
 #include "training/optimization.h"
 #include "training/progress.h"
@@ -32,6 +36,8 @@
 #include "training/run_files.h"
 #include "training/run_setup.h"
 #include "training/fit_support.h"
+#include "training/grad_scaler.h"
+#include "training/grad_clip.h"
 #include "training/validation.h"
 
 namespace salt::training {
@@ -108,6 +114,10 @@ class FitRun {
   void join_data_parallel() {
     const auto dist_env = dist::Session::environment_for(T.num_devices, T.num_nodes);
     device_ = select_device(T, dist_env.local_rank);
+    meter_ = ResourceMeter(device_.is_cuda() ? device_.index() : -1);
+    // salt: torch.set_float32_matmul_precision("medium") for training only (TF32
+    // tensor cores); it changes CUDA results only, so CPU runs stay bitwise as before.
+    if (device_.is_cuda()) cuda::set_float32_matmul_precision("medium");
     if (dist_env.distributed()) session_ = dist::Session::join(dist_env, device_);
     rank_ = session_ ? session_->rank() : 0;
     world_ = session_ ? session_->size() : 1;
@@ -312,6 +322,7 @@ class FitRun {
     if (device_.is_cuda())
       for (int i = 0; i < T.num_devices; ++i)
         info.gpu_ids.push_back(T.device_ids.empty() ? i : T.device_ids[static_cast<std::size_t>(i)]);
+    info.float32_matmul_precision = cuda::float32_matmul_precision();
     write_run_files(run_dir_, setup_, info);
     spdlog::info("run directory: {}", run_dir_.string());
   }
@@ -330,6 +341,9 @@ class FitRun {
     val_batches_ = dev_run_ ? std::min(T.fast_dev_run, available) : T.limit_val.apply(available);
     autocast_.enabled = T.precision != Precision::kFloat32;
     autocast_.dtype = device_.is_cuda() && T.precision == Precision::kFloat16Mixed ? torch::kFloat16 : torch::kBFloat16;
+    // float16 gradients need loss scaling (Lightning's 16-mixed: torch's GradScaler).
+    if (autocast_.enabled && autocast_.dtype == torch::kFloat16)
+      scaler_.emplace(resume_ && resume_->amp_scaling ? *resume_->amp_scaling : GradScalerState{});
   }
 
   void prepare_state() {
@@ -342,7 +356,9 @@ class FitRun {
                                   T.check_val_every_n_epoch};
     state_.weight_decay = setup_.lrs.weight_decay;
     state_.capture = [this] {
-      return capture_state(setup_, *optimization_, state_.epoch, state_.global_step, total_steps_);
+      auto state = capture_state(setup_, *optimization_, state_.epoch, state_.global_step, total_steps_);
+      if (scaler_) state.amp_scaling = scaler_->state();
+      return state;
     };
     state_.checkpoint_saved = [this](const fs::path& path) {
       result_.checkpoints.push_back(path);
@@ -380,6 +396,7 @@ class FitRun {
     check_inputs();
     setup_.model->train();
     const auto start = std::chrono::steady_clock::now();
+    meter_.start("train", epoch);
     train_loader_->start_epoch(epoch);
     callbacks_.call(&callbacks::Callback::on_epoch_start, state_, std::string("train"), train_batches_);
     interval_ = LossTotals{};
@@ -387,20 +404,35 @@ class FitRun {
     nan_pending_ = false;
     for (int64_t b = 0; b < train_batches_; ++b) {
       if (!session_) check_stop();  // several ranks agree on stopping at step boundaries instead
+      const auto asked = std::chrono::steady_clock::now();
       auto batch = train_loader_->next();
+      meter_.add_data_wait(std::chrono::duration<double>(std::chrono::steady_clock::now() - asked).count());
       if (!batch) break;
       if (b < skip_batches_) continue;  // done before the requeue: same batch order, so skip them
       train_batch(std::move(*batch), b);
       if (stop_) break;
     }
     train_loader_->stop();
+    check_finite();  // before the epoch's validation and checkpoint
     skip_batches_ = 0;
     result_.train_seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     callbacks_.call(&callbacks::Callback::on_epoch_end, state_, std::string("train"),
                     "step " + std::to_string(state_.global_step));
+    record_resources(meter_.finish());
+  }
+
+  // One line per stage, and metadata.yaml's `resources` rewritten (rank 0): what
+  // the stage cost, so a run that waits for data or runs out of memory says so.
+  void record_resources(const EpochResources& figures) {
+    result_.resources.push_back(figures);
+    if (attention_kernels_.empty()) attention_kernels_ = models::attention_kernels_used();
+    spdlog::info("{}", figures.summary());
+    if (!main_rank_ || dev_run_) return;
+    write_run_resources(run_dir_, result_.resources, attention_kernels_);
   }
 
   void train_batch(Batch batch, int64_t b) {
+    host_reads_.step_start();
     auto on_device = batch_to_device(std::move(batch), device_);
     models::ModelOutput out;
     {
@@ -408,18 +440,38 @@ class FitRun {
       if (autocast_.enabled) guard.emplace(device_.type(), autocast_.dtype);
       out = setup_.model->forward(on_device, true);
     }
-    const double loss_value = out.loss.item<double>();
-    if (!std::isfinite(loss_value)) {
-      if (!session_) throw InputError(nan_message("train/loss", state_.epoch, state_.global_step, run_dir_));
-      nan_pending_ = true;
-    }
+    watch_finite(out.loss);
     const bool boundary = (b + 1) % T.accumulate_grad_batches == 0 || b + 1 == train_batches_;
     if (grad_sync_) grad_sync_->begin_backward(boundary);  // accumulation: reduce only at the step boundary
-    (out.loss / static_cast<double>(T.accumulate_grad_batches)).backward();
+    auto loss = out.loss / static_cast<double>(T.accumulate_grad_batches);
+    if (scaler_) loss = scaler_->scale(loss);
+    loss.backward();
     interval_.add(out, on_device.size);
     result_.train_jets += on_device.size;
     if (boundary) optimizer_step(b);
-    callbacks_.call(&callbacks::Callback::on_batch_end, state_, std::string("train"), b, loss_value, on_device.size);
+    callbacks_.call(&callbacks::Callback::on_batch_end, state_, std::string("train"), b, out.loss.detach(),
+                    on_device.size);
+    if (!session_ && boundary && state_.global_step % T.log_every_n_steps != 0) host_reads_.step_done();
+  }
+
+  // A non-finite loss stops the run. On one process the first step with one is kept
+  // on the device and read at logging points (check_finite), so a step never waits
+  // for its loss; several ranks agree at every step anyway, so they read it now.
+  void watch_finite(const torch::Tensor& loss) {
+    if (session_) {
+      if (!std::isfinite(host_read<double>(loss))) nan_pending_ = true;
+      return;
+    }
+    if (!first_nonfinite_.defined())
+      first_nonfinite_ = torch::full({}, -1, torch::TensorOptions().dtype(torch::kLong).device(loss.device()));
+    first_nonfinite_.masked_fill_(loss.detach().isfinite().logical_not() & (first_nonfinite_ < 0), state_.global_step);
+  }
+
+  // Throws the NaN error for the first non-finite step watch_finite saw, if any.
+  void check_finite() {
+    if (!first_nonfinite_.defined()) return;
+    const auto step = host_read<int64_t>(first_nonfinite_);
+    if (step >= 0) throw InputError(nan_message("train/loss", state_.epoch, step, run_dir_));
   }
 
   void optimizer_step(int64_t b) {
@@ -433,19 +485,27 @@ class FitRun {
       if (flags.stop_signal) throw StopRequested{flags.stop_signal};
       requeue_now = flags.requeue && !dev_run_;
     }
+    if (scaler_) scaler_->unscale(optimization_->parameters());  // before clipping, as Lightning
     callbacks_.call(&callbacks::Callback::on_after_backward, state_);
     clip_gradients();
     state_.lr = optimization_->current_lr();
     state_.beta1 = optimization_->current_beta1();
-    optimization_->step();
+    // A scaled step with an inf/NaN gradient is skipped; the schedule still advances.
+    const bool update = !scaler_ || scaler_->gradients_finite();
+    optimization_->step(update);
+    if (scaler_) scaler_->update();
     cleanup_->disarm();
     optimization_->zero_grad();
     ++state_.global_step;
-    if (state_.global_step % T.log_every_n_steps == 0) log_interval();
+    if (state_.global_step % T.log_every_n_steps == 0) {
+      check_finite();
+      log_interval();
+    }
     if (T.max_steps > 0 && state_.global_step >= T.max_steps) stop_ = true;
     if (requeue_now) {  // every rank stops here; rank 0 saves
+      check_finite();
       if (main_rank_)
-        save_requeue_checkpoint(run_dir_, setup_, *optimization_, state_.epoch, b + 1, state_.global_step, total_steps_);
+        save_requeue_checkpoint(run_dir_, state_.capture(), b + 1, *optimization_);
       result_.requeued = true;
       stop_ = true;
     }
@@ -456,7 +516,7 @@ class FitRun {
     if (T.gradient_clip_algorithm == "value")
       torch::nn::utils::clip_grad_value_(setup_.model->parameters(), *T.gradient_clip_val);
     else
-      torch::nn::utils::clip_grad_norm_(setup_.model->parameters(), *T.gradient_clip_val);
+      clip_grad_norm(setup_.model->parameters(), *T.gradient_clip_val);
   }
 
   // rank 0's batches, as Lightning logs without sync_dist
@@ -479,10 +539,12 @@ class FitRun {
     callbacks_.call(&callbacks::Callback::on_epoch_start, state_, std::string("val"), val_batches_);
     const auto on_batch = [this](int64_t b, const models::ModelOutput& out, const Batch& batch) {
       callbacks_.call(&callbacks::Callback::on_validation_batch, state_, out, batch);
-      callbacks_.call(&callbacks::Callback::on_batch_end, state_, std::string("val"), b, out.loss.item<double>(),
-                      batch.size);
+      callbacks_.call(&callbacks::Callback::on_batch_end, state_, std::string("val"), b, out.loss.detach(), batch.size);
     };
-    auto val = validation_pass(setup_.model, *val_loader_, epoch, val_batches_, device_, autocast_, on_batch, !session_);
+    meter_.start("val", epoch);
+    auto val = validation_pass(setup_.model, *val_loader_, epoch, val_batches_, device_, autocast_, on_batch, !session_,
+                               [this](double seconds) { meter_.add_data_wait(seconds); });
+    record_resources(meter_.finish());
     if (session_) sum_over_ranks(val);
     auto metrics = val.means("val");
     callbacks_.call(&callbacks::Callback::add_val_metrics, state_, metrics);
@@ -503,6 +565,7 @@ class FitRun {
 
   // Jet-weighted means over all ranks' shards: sum the sums and the jet counts.
   void sum_over_ranks(LossTotals& val) {
+    val.settle();
     std::vector<double> totals{val.jets};
     for (const auto& [k, v] : val.sums) totals.push_back(v);
     totals = session_->sum(totals);
@@ -529,12 +592,16 @@ class FitRun {
       std::error_code ec;  // finished: a later run in this directory must not resume from it
       fs::remove(run_dir_ / "ckpts" / kRequeueCheckpoint, ec);
     }
+    result_.host_reads_per_step = host_reads_.per_step();
     report_speed();
     if (session_) session_->group().barrier();  // rank 0's files are complete when any rank reports success
     return result_;
   }
 
   void report_speed() const {
+    if (host_reads_.steps > 0)
+      spdlog::info("host reads of device values: {:.2f} per training step outside logging steps ({} steps)",
+                   host_reads_.per_step(), host_reads_.steps);
     if (result_.train_seconds > 0)
       spdlog::info("trained {} jets in {:.2f} s: {:.0f} jets/s over {} process(es)", result_.train_jets * world_,
                    result_.train_seconds, static_cast<double>(result_.train_jets * world_) / result_.train_seconds,
@@ -582,6 +649,11 @@ class FitRun {
   bool stop_ = false, nan_pending_ = false;
   LossTotals interval_;
   Autocast autocast_;
+  ResourceMeter meter_;
+  torch::Tensor first_nonfinite_;  // the first step with a non-finite loss (-1: none), on the device
+  HostReadMeter host_reads_;
+  std::optional<GradScaler> scaler_;  // 16-mixed on CUDA
+  std::vector<std::string> attention_kernels_;
   // callbacks
   callbacks::CallbackList callbacks_;
   callbacks::FitState state_;

@@ -12,6 +12,8 @@
 #include <string>
 #include <vector>
 
+#include "training/epoch_resources.h"
+
 namespace salt::training {
 
 struct FitResult {
@@ -25,6 +27,8 @@ struct FitResult {
   int64_t train_jets = 0;  // this process's share
   int rank = 0;            // data parallel: this process's rank (0 writes everything)
   int world_size = 1;      // processes in the run
+  std::vector<EpochResources> resources;  // per stage: time, data wait, peak memory
+  double host_reads_per_step = 0;  // device values read on the host per training step outside logging steps
 };
 
 // Hooks that other parts of salt-cpp plug in around a fit (git checks and tags,

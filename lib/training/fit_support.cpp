@@ -34,14 +34,14 @@ CheckpointState capture_state(const RunSetup& setup, Optimization& optimization,
   return state;
 }
 
-void save_requeue_checkpoint(const fs::path& run_dir, const RunSetup& setup, Optimization& optimization,
-                             int64_t epoch, int64_t batch_in_epoch, int64_t global_step, int64_t total_steps) {
-  auto state = capture_state(setup, optimization, epoch, global_step, total_steps);
+void save_requeue_checkpoint(const fs::path& run_dir, CheckpointState state, int64_t batch_in_epoch,
+                             const Optimization& optimization) {
   state.batch_in_epoch = batch_in_epoch;
   auto path = run_dir / "ckpts" / kRequeueCheckpoint;
   fs::create_directories(path.parent_path());
   save_checkpoint(path, state, &optimization);
-  spdlog::warn("SIGUSR1: saved {} at epoch {}, batch {} (step {})", path.string(), epoch, batch_in_epoch, global_step);
+  spdlog::warn("SIGUSR1: saved {} at epoch {}, batch {} (step {})", path.string(), state.epoch, batch_in_epoch,
+               state.global_step);
 }
 
 void request_requeue() {

@@ -23,9 +23,10 @@ std::string nan_message(const std::string& what, int64_t epoch, int64_t step, co
 CheckpointState capture_state(const RunSetup& setup, Optimization& optimization, int64_t epoch, int64_t global_step,
                               int64_t total_steps);
 
-// ckpts/requeue.ckpt: the state mid-epoch, after `batch_in_epoch` training batches.
-void save_requeue_checkpoint(const std::filesystem::path& run_dir, const RunSetup& setup, Optimization& optimization,
-                             int64_t epoch, int64_t batch_in_epoch, int64_t global_step, int64_t total_steps);
+// ckpts/requeue.ckpt: `state` (capture_state's) mid-epoch, after `batch_in_epoch`
+// training batches.
+void save_requeue_checkpoint(const std::filesystem::path& run_dir, CheckpointState state, int64_t batch_in_epoch,
+                             const Optimization& optimization);
 
 // Under Slurm, puts this job back in the queue; its next start resumes from the
 // requeue checkpoint (same run directory: a fixed --log_suffix and -oc).

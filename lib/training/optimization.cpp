@@ -120,9 +120,10 @@ void Optimization::apply_schedule() {
     }
 }
 
-void Optimization::step() {
+void Optimization::step(bool update_parameters) {
   apply_schedule();
-  for (auto& optimizer : optimizers_) optimizer->step();
+  if (update_parameters)
+    for (auto& optimizer : optimizers_) optimizer->step();
   ++steps_done_;
   // torch's OneCycleLR raises one step past its total; salt-cpp checks it when the
   // next step asks for its values instead of after the last step.

@@ -44,7 +44,9 @@ class Optimization {
 
   void zero_grad();
   // One optimizer step at the schedule's current values; then the schedule advances.
-  void step();
+  // update_parameters false: the step is skipped (a loss-scaled step with inf/NaN
+  // gradients) but counted, and the schedule advances, as under Lightning.
+  void step(bool update_parameters = true);
 
   OptimizerKind kind() const { return kind_; }
   // The optimizer's Python class name, as Lightning's LearningRateMonitor names its

@@ -68,10 +68,16 @@ void Progress::start(const std::string& stage, int64_t epoch, int64_t max_epochs
   total_ = total_batches;
   done_ = 0;
   loss_sum_ = jets_ = 0;
+  mean_loss_ = nullptr;
   rate_ = 0;
   left_ = {};
   has_left_ = false;
   last_ = start_ = clock_();
+}
+
+void Progress::update(int64_t batch, int64_t jets_in_batch, std::function<double()> mean_loss) {
+  mean_loss_ = std::move(mean_loss);
+  update(batch, 0.0, jets_in_batch);
 }
 
 void Progress::update(int64_t batch, double loss, int64_t jets_in_batch) {

@@ -45,9 +45,15 @@ class Progress {
   // `loss` enters the stage's jet-weighted mean, the figure the bar shows: at the
   // end of a validation it is the logged val/loss (one process).
   void update(int64_t batch, double loss, int64_t jets_in_batch);
+  // The same, the stage's mean loss asked of `mean_loss` only when the bar is drawn
+  // (reading a GPU's loss waits for the GPU).
+  void update(int64_t batch, int64_t jets_in_batch, std::function<double()> mean_loss);
   void finish(const std::string& summary);
 
-  double mean_loss() const { return jets_ > 0 ? loss_sum_ / jets_ : 0; }
+  double mean_loss() const {
+    if (mean_loss_) return mean_loss_();
+    return jets_ > 0 ? loss_sum_ / jets_ : 0;
+  }
   int64_t jets() const { return static_cast<int64_t>(jets_); }
   // Seconds until the stage ends and until the run ends (NaN before a measurement).
   double stage_eta() const;
@@ -68,6 +74,7 @@ class Progress {
   std::string stage_;
   int64_t epoch_ = 0, max_epochs_ = 0, total_ = 0, done_ = 0;
   double loss_sum_ = 0, jets_ = 0;
+  std::function<double()> mean_loss_;  // set by the lazy update
   double rate_ = 0;  // jets/s, exponential moving average
   // Seconds per batch of each stage, a moving average kept across epochs: the
   // run's ETA needs the validation's pace while training and the other way round.

@@ -2,6 +2,8 @@
 
 #include <unistd.h>
 
+#include <algorithm>
+#include <cmath>
 #include <fstream>
 #include <sstream>
 
@@ -113,6 +115,7 @@ YAML::Node write_run_files(const fs::path& run_dir, const RunSetup& setup, const
   meta["salt_cpp_commit"] = build_commit();
   meta["salt_cpp_build_dirty"] = build_dirty();
   meta["cuda_available"] = torch::cuda::is_available();
+  meta["float32_matmul_precision"] = info.float32_matmul_precision;
   meta["blas"] = active_blas().vendor;
   char host[256] = {0};
   gethostname(host, sizeof host - 1);
@@ -122,6 +125,45 @@ YAML::Node write_run_files(const fs::path& run_dir, const RunSetup& setup, const
   // config.yaml last: its presence marks a run directory that started properly.
   write_file_atomic(run_dir / "config.yaml", config::to_yaml(config));
   return config;
+}
+
+namespace {
+
+YAML::Node optional_mb(const std::optional<double>& mb) {
+  return mb ? YAML::Node(std::round(*mb * 10) / 10) : YAML::Node(YAML::NodeType::Null);
+}
+
+}  // namespace
+
+void write_run_resources(const fs::path& run_dir, const std::vector<EpochResources>& stages,
+                         const std::vector<std::string>& attention_kernels) {
+  const auto path = run_dir / "metadata.yaml";
+  YAML::Node meta = config::load_yaml_file(path.string()).root;
+  YAML::Node resources(YAML::NodeType::Map);
+  YAML::Node list(YAML::NodeType::Sequence);
+  double peak_rss = 0;
+  std::optional<double> peak_gpu;
+  for (const auto& s : stages) {
+    YAML::Node entry(YAML::NodeType::Map);
+    entry["stage"] = s.stage;
+    entry["epoch"] = s.epoch;
+    entry["seconds"] = std::round(s.seconds * 1000) / 1000;
+    entry["data_wait_seconds"] = std::round(s.data_wait_seconds * 1000) / 1000;
+    entry["peak_host_rss_mb"] = std::round(s.peak_host_rss_mb * 10) / 10;
+    entry["peak_gpu_allocated_mb"] = optional_mb(s.peak_gpu_allocated_mb);
+    entry["peak_gpu_reserved_mb"] = optional_mb(s.peak_gpu_reserved_mb);
+    list.push_back(entry);
+    peak_rss = std::max(peak_rss, s.peak_host_rss_mb);
+    if (s.peak_gpu_allocated_mb) peak_gpu = std::max(peak_gpu.value_or(0), *s.peak_gpu_allocated_mb);
+  }
+  resources["peak_host_rss_mb"] = std::round(peak_rss * 10) / 10;
+  resources["peak_gpu_allocated_mb"] = optional_mb(peak_gpu);
+  YAML::Node kernels(YAML::NodeType::Sequence);
+  for (const auto& k : attention_kernels) kernels.push_back(k);
+  resources["attention_kernels"] = kernels;
+  resources["stages"] = list;
+  meta["resources"] = resources;
+  write_file_atomic(path, yaml_text(meta));
 }
 
 }  // namespace salt::training

@@ -7,6 +7,7 @@
 #include <filesystem>
 
 #include "data/h5_reader.h"
+#include "training/epoch_resources.h"
 #include "training/run_setup.h"
 
 namespace salt::training {
@@ -21,10 +22,17 @@ struct RunInfo {
   YAML::Node git;  // git_repo/git_commit/git_branch/git_dirty (null values without a repo)
   // Wildcard inputs: the matched files with their jets (the readers above may read temp copies).
   std::vector<data::VirtualMember> train_members, val_members;
+  std::string float32_matmul_precision;        // as set for the run ("highest" on CPU)
 };
 
 // Writes config.yaml, the dict copies and metadata.yaml into `run_dir` (created).
 // Returns the config as written.
 YAML::Node write_run_files(const std::filesystem::path& run_dir, const RunSetup& setup, const RunInfo& info);
+
+// Rewrites metadata.yaml's `resources`: every stage measured so far (time, time
+// waiting for data, peak host and GPU memory), the run's peaks and the attention
+// kernels the model ran; the rest of the file is kept.
+void write_run_resources(const std::filesystem::path& run_dir, const std::vector<EpochResources>& stages,
+                         const std::vector<std::string>& attention_kernels);
 
 }  // namespace salt::training

@@ -18,14 +18,21 @@ namespace salt::training {
 // device): progress display, callbacks that look at predictions.
 using BatchDone = std::function<void(int64_t batch, const models::ModelOutput& out, const Batch& batch_on_device)>;
 
-// Sums of per-task losses weighted by batch size, for epoch means.
+// Sums of per-task losses weighted by batch size, for epoch means. The sums stay
+// on the model's device until they are needed (settle, means): adding a batch
+// reads nothing back, so a GPU step never waits for its losses.
 struct LossTotals {
-  std::map<std::string, double> sums;  // "loss", "<task>_loss"
+  std::map<std::string, double> sums;  // "loss", "<task>_loss", as of the last settle()
   double jets = 0;
 
   void add(const models::ModelOutput& out, int64_t jets_in_batch);
-  // "<stage>/loss", "<stage>/<task>_loss": jet-weighted means.
-  std::map<std::string, double> means(const std::string& stage) const;
+  // Moves the device sums into `sums` (one read of the device).
+  void settle();
+  // "<stage>/loss", "<stage>/<task>_loss": jet-weighted means (settles first).
+  std::map<std::string, double> means(const std::string& stage);
+
+ private:
+  std::map<std::string, torch::Tensor> pending_;  // float64 on the device
 };
 
 // Mixed precision of the forward pass: none, or autocast to this dtype.
@@ -34,9 +41,13 @@ struct Autocast {
   torch::ScalarType dtype = torch::kBFloat16;
 };
 
+// Told the seconds each batch was waited for (the loader falling behind).
+using DataWait = std::function<void(double seconds)>;
+
 // Runs `batches` batches of `loader`'s epoch `epoch` through `model` (no gradients).
 // Polls for Ctrl-C between batches when `check_stop` is set.
 LossTotals validation_pass(models::SaltWrapper& model, data::Loader& loader, int64_t epoch, int64_t batches,
-                           const torch::Device& device, const Autocast& autocast, const BatchDone& on_batch, bool check_stop);
+                           const torch::Device& device, const Autocast& autocast, const BatchDone& on_batch, bool check_stop,
+                           const DataWait& on_wait = {});
 
 }  // namespace salt::training

@@ -42,7 +42,7 @@ class CountingCallback : public callbacks::Callback {
   void on_epoch_start(callbacks::FitState&, const std::string& stage, int64_t) override {
     (stage == "train" ? counts.train_epochs : counts.val_epochs) += w_;
   }
-  void on_batch_end(callbacks::FitState&, const std::string& stage, int64_t, double, int64_t) override {
+  void on_batch_end(callbacks::FitState&, const std::string& stage, int64_t, const torch::Tensor&, int64_t) override {
     if (stage == "train") counts.train_batches += w_;
   }
   void on_metrics(callbacks::FitState&, const callbacks::Metrics&) override { counts.metrics += w_; }

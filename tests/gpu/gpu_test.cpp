@@ -1,0 +1,134 @@
+// The `gpu` label: what only a CUDA device can show. Built only against a LibTorch
+// with CUDA (SALT_CUDA) and run by scripts/gpu_check.sh on the GPU machine
+// (`ctest -L gpu`); scripts/check_cuda_build.sh compiles it here and leaves it
+// out of its run (`-LE gpu`), since this machine has no GPU. Each test fails,
+// never skips, when no device is visible: this label is run where one must be.
+#include <gtest/gtest.h>
+#include <torch/cuda.h>
+
+#include <cmath>
+#include <limits>
+#include <optional>
+
+#include "config/trainer_config.h"
+#include "core/torch_compat.h"
+#include "models/attention.h"
+#include "models/attention_kernels.h"
+#include "models/model_test_helpers.h"
+#include "training/cuda_runtime.h"
+#include "training/device.h"
+#include "training/grad_scaler.h"
+
+namespace salt::testing {
+namespace {
+
+using models::TensorMap;
+const torch::Device kCuda(torch::kCUDA, 0);
+
+class Gpu : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ASSERT_TRUE(cuda::compiled_with_cuda());
+    ASSERT_TRUE(torch::cuda::is_available()) << "no CUDA device visible: run the gpu label on the GPU machine";
+    // Reference comparisons in full float32: no TF32.
+    cuda::set_float32_matmul_precision("highest");
+  }
+};
+
+double rel_diff(const torch::Tensor& got, const torch::Tensor& want) {
+  auto g = got.detach().to(torch::kCPU, torch::kDouble), w = want.detach().to(torch::kCPU, torch::kDouble);
+  return ((g - w).norm() / w.norm().clamp_min(1e-30)).item<double>();
+}
+
+TEST_F(Gpu, TrainerDevicesSelectTheCard) {
+  config::TrainerConfig t;
+  t.accelerator = "gpu";
+  t.device_ids = {0};
+  auto d = training::select_device(t, 0);
+  EXPECT_TRUE(d.is_cuda());
+  EXPECT_EQ(d.index(), 0);
+  t.accelerator = "auto";
+  EXPECT_TRUE(training::select_device(t, 0).is_cuda());
+}
+
+TEST_F(Gpu, MemoryPeakCountsAnAllocationAndResets) {
+  cuda::reset_memory_peak(0);
+  {
+    auto big = torch::empty({64 * 1024 * 1024 / 4}, torch::TensorOptions().device(kCuda));  // 64 MiB
+    torch::cuda::synchronize();
+  }
+  auto peak = cuda::memory_peak(0);
+  ASSERT_TRUE(peak.has_value());
+  EXPECT_GE(peak->allocated_mb, 64.0);
+  EXPECT_GE(peak->reserved_mb, peak->allocated_mb);
+  cuda::reset_memory_peak(0);
+  EXPECT_LT(cuda::memory_peak(0)->allocated_mb, 64.0);
+}
+
+// The CUDA path (torch's multi-tensor unscale kernel) gives what the CPU path does.
+TEST_F(Gpu, GradScalerCudaPathMatchesTheCpuPath) {
+  for (float bad : {1.0f, std::numeric_limits<float>::infinity()}) {
+    std::vector<torch::Tensor> cpu, gpu;
+    for (int i = 0; i < 3; ++i) {
+      auto g = torch::randn({5 + i}) * 65536.0;
+      if (i == 2) g[1] = bad * g[1];
+      for (auto* list : {&cpu, &gpu}) {
+        auto p = torch::zeros({5 + i}, torch::TensorOptions().device(list == &cpu ? torch::kCPU : kCuda)).requires_grad_();
+        p.mutable_grad() = g.to(p.device());
+        list->push_back(p);
+      }
+    }
+    training::GradScaler a, b;
+    a.unscale(cpu);
+    b.unscale(gpu);
+    EXPECT_EQ(a.gradients_finite(), b.gradients_finite());
+    EXPECT_EQ(b.gradients_finite(), std::isfinite(bad));
+    if (std::isfinite(bad))
+      for (int i = 0; i < 3; ++i) EXPECT_TRUE(torch::equal(cpu[i].grad(), gpu[i].grad().cpu())) << i;
+  }
+}
+
+// The same GN2 (salt's structure, small sizes) on the CPU and the card: loss and
+// gradients agree in float32; under bf16 autocast the loss stays close.
+TEST_F(Gpu, Gn2LossAndGradientsMatchTheCpu) {
+  using namespace models::testing;
+  for (const std::string attn : {"torch-math", "torch-meff", "flash-varlen"}) {
+    auto ctx = make_context(2, 19);
+    torch::manual_seed(3);
+    auto cpu_model = build(small_gn2_yaml(1, attn), ctx);
+    auto gpu_model = build(small_gn2_yaml(1, attn), ctx);
+    {
+      torch::NoGradGuard no_grad;
+      auto src = cpu_model->parameters();
+      auto dst = gpu_model->parameters();
+      for (std::size_t i = 0; i < src.size(); ++i) dst[i].copy_(src[i]);
+    }
+    gpu_model->to(kCuda);
+    auto batch = toy_batch({3, 7, 12, 0, 5, 9}, 16);
+    auto on_gpu = [&](TensorMap m) {
+      for (auto& [k, t] : m) t = t.to(kCuda);
+      return m;
+    };
+    auto labels_gpu = batch.labels;
+    for (auto& [g, by] : labels_gpu)
+      for (auto& [k, t] : by) t = t.to(kCuda);
+    auto cpu_loss = cpu_model->forward(batch.inputs, batch.pad_masks, &batch.labels).loss;
+    auto gpu_loss = gpu_model->forward(on_gpu(batch.inputs), on_gpu(batch.pad_masks), &labels_gpu).loss;
+    EXPECT_LT(rel_diff(gpu_loss, cpu_loss), 1e-5) << attn;
+    cpu_loss.backward();
+    gpu_loss.backward();
+    auto a = cpu_model->parameters(), b = gpu_model->parameters();
+    for (std::size_t i = 0; i < a.size(); ++i)
+      if (a[i].grad().defined()) EXPECT_LT(rel_diff(b[i].grad(), a[i].grad()), 1e-4) << attn << " parameter " << i;
+    std::optional<compat::AutocastGuard> bf16;
+    bf16.emplace(torch::kCUDA, torch::kBFloat16);
+    auto mixed = gpu_model->forward(on_gpu(batch.inputs), on_gpu(batch.pad_masks), &labels_gpu).loss;
+    EXPECT_LT(rel_diff(mixed.to(torch::kFloat), cpu_loss), 2e-2) << attn;
+  }
+  std::string kernels;
+  for (const auto& k : models::attention_kernels_used()) kernels += k + "; ";
+  std::printf("attention kernels: %s\n", kernels.c_str());
+}
+
+}  // namespace
+}  // namespace salt::testing
