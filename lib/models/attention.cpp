@@ -16,6 +16,10 @@
 #include "core/torch_compat.h"
 #include "models/attention_kernels.h"
 
+#if SALT_CUDA
+#include <ATen/cuda/CUDAContext.h>
+#endif
+
 #include "export/layers.h"
 
 namespace salt::models {
@@ -351,6 +355,33 @@ std::string sdpa_backend(const torch::Tensor& q, const torch::Tensor& k, const t
     if (!noted.exchange(true)) note_attention_kernel(expr);          \
   } while (0)
 
+#if SALT_CUDA && SALT_TORCH_AT_LEAST(2, 5)
+// Flash attention's varlen kernel takes half-precision rows on an sm80+ card, with
+// a head size it was built for.
+bool flash_varlen_applies(const torch::Tensor& qkv, int64_t heads, double dropout) {
+  if (!qkv.is_cuda() || (qkv.scalar_type() != torch::kBFloat16 && qkv.scalar_type() != torch::kHalf)) return false;
+  const int64_t dh = qkv.size(1) / 3 / heads;
+  const auto props = at::cuda::getCurrentDeviceProperties();
+  return dh % 8 == 0 && dh <= 256 && props->major >= 8 && dropout == 0.0;
+}
+
+// qkv [N, 3D] packed rows -> [N, D]: rows sorted jet by jet (layout.order), one
+// varlen sequence per jet (cumulative lengths layout.starts), then put back in the
+// packed order. torch's autograd differentiates _flash_attention_forward.
+torch::Tensor flash_varlen(const torch::Tensor& qkv, const TokenLayout& layout, int64_t heads, double scale,
+                           double dropout) {
+  const int64_t n = qkv.size(0), d = qkv.size(1) / 3, dh = d / heads;
+  auto sorted = qkv.index_select(0, layout.order).view({n, 3, heads, dh});
+  auto q = sorted.select(1, 0).contiguous(), k = sorted.select(1, 1).contiguous(), v = sorted.select(1, 2).contiguous();
+  const auto cum = layout.starts.to(torch::kInt);
+  auto result = at::_flash_attention_forward(q, k, v, cum, cum, layout.length, layout.length, dropout,
+                                             /*is_causal=*/false, /*return_debug_mask=*/false, scale);
+  SALT_NOTE_KERNEL_ONCE("flash-varlen: flash attention on packed rows (" + tensor_kind(q) + ")");
+  auto out = std::get<0>(result).reshape({n, d});
+  return torch::zeros_like(out).index_copy(0, layout.order, out);
+}
+#endif
+
 }  // namespace
 
 void note_attention_kernel(const std::string& kernel) {
@@ -441,6 +472,12 @@ torch::Tensor AttentionImpl::forward_packed(const torch::Tensor& x, const TokenL
     SALT_NOTE_KERNEL_ONCE("varlen (salt-cpp's kernel on packed rows, " + tensor_kind(projected) + ")");
     return out_proj->forward(varlen_attention(projected, layout.order, layout.starts, h, scale));
   }
+#if SALT_CUDA && SALT_TORCH_AT_LEAST(2, 5)
+  // salt's flash-varlen on a GPU: flash attention straight on the packed rows, each
+  // jet's tokens a sequence of its own (no padding, no mask).
+  if (options_.attn_type() == "flash-varlen" && !q_norm && !v_norm && flash_varlen_applies(projected, h, dropout))
+    return out_proj->forward(flash_varlen(projected, layout, h, scale, dropout));
+#endif
   // One fused projection on the packed tokens, then [B, Lc, 3, H, Dh] -> q, k, v [B, H, Lc, Dh].
   auto qkv = layout.scatter(projected)
                  .view({b, l, 3, h, head_dim_})

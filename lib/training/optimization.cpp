@@ -1,6 +1,7 @@
 #include "training/optimization.h"
 
 #include "core/errors.h"
+#include "training/foreach_adamw.h"
 #include "training/lion.h"
 #include "training/muon.h"
 
@@ -31,7 +32,7 @@ Optimization::Optimization(const NamedParameters& parameters, OptimizerKind kind
     make_mup_adamw(lrs, mup_width_mults);
   } else if (kind == OptimizerKind::kAdamW) {
     auto options = torch::optim::AdamWOptions(lrs.initial).weight_decay(lrs.weight_decay);
-    optimizers_.push_back(std::make_unique<torch::optim::AdamW>(parameters_, options));
+    optimizers_.push_back(std::make_unique<ForeachAdamW>(parameters_, options));
   } else if (kind == OptimizerKind::kLion) {
     optimizers_.push_back(std::make_unique<Lion>(parameters_, LionOptions(lrs.initial).weight_decay(lrs.weight_decay)));
   } else {
@@ -66,7 +67,7 @@ void Optimization::make_mup_adamw(const LrsConfig& lrs, const std::map<std::stri
   groups.emplace_back(rest, std::make_unique<torch::optim::AdamWOptions>(
                                 torch::optim::AdamWOptions(lrs.initial).weight_decay(lrs.weight_decay)));
   group_lr_scales_.push_back(1.0);
-  optimizers_.push_back(std::make_unique<torch::optim::AdamW>(
+  optimizers_.push_back(std::make_unique<ForeachAdamW>(
       groups, torch::optim::AdamWOptions(lrs.initial).weight_decay(lrs.weight_decay)));
 }
 
@@ -85,7 +86,7 @@ void Optimization::make_hybrid(const LrsConfig& lrs) {
   if (adamw.empty()) throw UsageError("model.optimizer HybridMuonAdamW: no parameters selected for AdamW");
   optimizers_.push_back(std::make_unique<Muon>(muon, MuonOptions(lrs.initial).weight_decay(lrs.weight_decay)));
   auto adamw_options = torch::optim::AdamWOptions(lrs.initial).weight_decay(lrs.weight_decay);
-  optimizers_.push_back(std::make_unique<torch::optim::AdamW>(adamw, adamw_options));
+  optimizers_.push_back(std::make_unique<ForeachAdamW>(adamw, adamw_options));
   for (int s : side) owners_.push_back(s < 0 ? nullptr : optimizers_[static_cast<std::size_t>(s)].get());
 }
 

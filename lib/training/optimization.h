@@ -3,6 +3,7 @@
 // torch's OneCycleLR sets it (stepped per optimizer step, not per batch, with
 // gradient accumulation). As in salt's configure_optimizers:
 //   AdamW            torch AdamW(lr, weight_decay); beta1 cycled 0.95 -> 0.85 -> 0.95
+//                    (LibTorch's update with multi-tensor kernels: foreach_adamw.h)
 //   lion             lion_pytorch Lion(lr, weight_decay), betas (beta1, 0.99); beta1 cycled
 //   HybridMuonAdamW  Muon for the 2-D matrices is_muon_param picks (momentum 0.95),
 //                    AdamW (betas 0.9, 0.999) for the rest; nothing cycled
