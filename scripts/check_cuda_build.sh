@@ -32,8 +32,8 @@ start=$(date +%s)
 # Left out of the closure: the driver (no GPU here; LibTorch finds none, as on a
 # login node), the CUDA development packages the toolkit above replaces,
 # nvidia-cudnn (a downloader), and libraries only other CUDA libraries use.
-no_gpu_parts='^(nvidia-|libnvidia-|glx-|libcuda1|libcudnn|libnpp|libnvjpeg|libcusolvermg|libcupti|libnvvm|libnvjitlink|libcufile|libnvblas|libaccinj|libcuinj|libnvptxcompiler|libnvfatbin|libcu\+\+-dev|libthrust|libcub-dev|libcudart-dev|node-|guile|curl|libcurl|libgl1|libglx|libglvnd|libgles|libx11|libxext|libwayland|libvulkan)'
-if [ ! -e "$trixie_lib/libtorch_cuda.so" ] || [ ! -e "$trixie_sys/usr/include/nccl.h" ]; then
+no_gpu_parts='^(nvidia-|libnvidia-|glx-|libcuda1|libcudnn|libnpp|libnvjpeg|libcusolvermg|libcupti|libnvvm|libcufile|libnvblas|libaccinj|libcuinj|libnvptxcompiler|libnvfatbin|libcu\+\+-dev|libthrust|libcub-dev|libcudart-dev|node-|guile|curl|libcurl|libgl1|libglx|libglvnd|libgles|libx11|libxext|libwayland)'
+if [ ! -e "$trixie_lib/libtorch_cuda.so" ] || [ ! -e "$trixie_sys/usr/include/nccl.h" ] || [ ! -e "$trixie_lib/libvulkan.so.1" ]; then
   echo "check_cuda_build: downloading Debian trixie's CUDA LibTorch 2.6 and its runtime closure into $work"
   trixie_fetch "$work" "main contrib non-free" "$no_gpu_parts" \
     libtorch-cuda-dev libgloo-cuda-dev libnccl-dev libonnx-dev ibverbs-providers
@@ -57,7 +57,8 @@ grep -E "salt-cpp:|PyTorch: CUDA detected" "$work/configure.log" || true
 PATH=$cuda/bin:$PATH SALT_BUILD_DIR=$build "$root/scripts/build.sh"
 built=$(date +%s)
 
-# The binary must carry the CUDA code paths and take LibTorch from the scratch root.
+# The binary must load, carry the CUDA code paths and take LibTorch from the scratch root.
+trixie_check_loads "$build/app/salt" "$cuda/lib64"
 "$trixie_lib/ld-linux-x86-64.so.2" --list "$build/app/salt" | grep -q "libtorch_cuda.so" \
   || { echo "check_cuda_build: salt does not link libtorch_cuda" >&2; exit 1; }
 mixed=$("$trixie_lib/ld-linux-x86-64.so.2" --list "$build/app/salt" \

@@ -149,7 +149,7 @@ if step "bench model" 90; then
       >>"$out/bench.txt" 2>&1
   fi
   note "bench_model: exit $?"
-  grep -E "^  (salt-cpp|PyTorch)" "$out/bench.txt" | tail -6 | tee -a "$summary"
+  grep -E "^  (salt-cpp|PyTorch)" "$out/bench.txt" | tail -8 | tee -a "$summary"
 fi
 # ---- GN2 at salt's size: 32, bf16-mixed, 16-mixed, then salt test ----
 if [ "$dry" = 1 ]; then
@@ -171,7 +171,8 @@ fit() {  # fit PRECISION EXTRA_ARGS...
   echo "== GN2 fit, $device, precision $p" >>"$out/fit.log"
   "$salt" fit -c configs/GN2.yaml "${size[@]}" --force -n GN2_gpu -ls "$p" -oc \
     --data.train_file "$data/pp_output_train.h5" --data.val_file "$data/pp_output_val.h5" \
-    --data.test_file "$data/pp_output_test_ttbar.h5" --data.batch_size $batch --data.num_workers $workers \
+    --data.test_file "$data/pp_output_test_ttbar.h5" --data.norm_dict "$data/norm_dict.yaml" \
+    --data.class_dict "$data/class_dict.yaml" --data.batch_size $batch --data.num_workers $workers \
     --data.num_train -1 --data.num_val -1 --trainer.max_epochs 2 --trainer.precision "$p" \
     --trainer.accelerator "$([ "$device" = cuda ] && echo gpu || echo cpu)" "$@" >"$log" 2>&1
   local rc=$?
@@ -181,8 +182,9 @@ fit() {  # fit PRECISION EXTRA_ARGS...
   res=$(grep -E "train epoch 1: " "$log" | tail -1 | sed 's/.*train epoch 1: //')
   rm -f "$log"
   note "fit $p: exit $rc; $speed; epoch 1: $res"
-  grep -E "attention_kernels" -A3 "logs/GN2_gpu_$p/metadata.yaml" 2>/dev/null | tr -s ' \n' ' ' | sed 's/^/  /' | tee -a "$summary"
-  echo | tee -a "$summary" >/dev/null
+  sed -n '/attention_kernels:/,/stages:/p' "logs/GN2_gpu_$p/metadata.yaml" 2>/dev/null | grep -v "stages:" |
+    tr -s ' \n' ' ' | sed 's/^/  /' | tee -a "$summary"
+  echo | tee -a "$summary"
 }
 # --trainer.devices [0] and 1 both select the card (issue 32's placement check).
 card0="[0]"

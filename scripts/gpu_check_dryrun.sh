@@ -5,7 +5,7 @@
 #     reconfigured by gpu_check.sh's own cmake line), which finds no device;
 #   - the Debian 12 libraries of .deps (scripts/gpu_deps.sh), unpacked as there;
 #   - python3 with torch for the PyTorch reference (here Debian's, torch 1.13);
-#   - no node (PATH without it) and no nvidia-smi;
+#   - no node (a `node` on PATH that is not found) and no nvidia-smi;
 #   - SALT_GPU_DRY_RUN=1: fits and benches on the CPU at tiny sizes, gpu tests listed.
 # Fails unless every step ran (none skipped or failed) and every file came back.
 # Usage: scripts/gpu_check_dryrun.sh [OUT_DIR]   (default: a fresh temp folder)
@@ -21,7 +21,12 @@ work=${SALT_CUDA_DIR:-/tmp/salt-cuda}
 cache() { sed -n "s/^$1:[A-Z]*=//p" build-cuda/CMakeCache.txt; }
 args="-DONNX_DIR=$(cache ONNX_DIR) -DCUDA_TOOLKIT_ROOT_DIR=$(cache CUDA_TOOLKIT_ROOT_DIR)"
 args+=" -DCMAKE_CUDA_COMPILER=$(cache CMAKE_CUDA_COMPILER) -DSALT_REQUIRE_CUDA=ON"
-path_no_node=$(tr ':' '\n' <<<"$PATH" | while read -r d; do [ -x "$d/node" ] || echo "$d"; done | paste -sd:)
+# No node there: a `node` first on PATH that is not found (node lives in /usr/bin here,
+# with everything else, so the folder cannot simply be dropped from PATH).
+shim=$(mktemp -d /tmp/gpu_check_dryrun_bin.XXXXXX)
+printf '#!/bin/sh\necho "node: not found" >&2\nexit 127\n' >"$shim/node"
+chmod +x "$shim/node"
+path_no_node=$shim:$PATH
 cuda=$(dirname "$(dirname "$(cache CMAKE_CUDA_COMPILER)")")
 env PATH="$cuda/bin:$path_no_node" SALT_GPU_DRY_RUN=1 SALT_GPU_BUILD_DIR="$root/build-cuda" \
   SALT_GPU_PYTHON=/usr/bin/python3 SALT_GPU_TORCH_PREFIX="$work/root/usr" SALT_GPU_DEPS_ON_PREFIX=0 \

@@ -72,6 +72,6 @@ trixie_check_loads() {
   for extra in "$@"; do path+=":$extra"; done
   local missing
   missing=$("$trixie_lib/ld-linux-x86-64.so.2" --library-path "$path" --list "$library" 2>&1 \
-            | grep -E 'not found|version .* not found' || true)
+            | grep -E 'not found|cannot open|error while loading' || true)
   [ -z "$missing" ] || { echo "$(basename "$0"): $library cannot load: $missing" >&2; return 1; }
 }
