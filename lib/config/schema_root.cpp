@@ -73,6 +73,15 @@ const Binding<RunConfig>& root_binding() {
           .arg("tag", SALT_FIELD(tag), "Create an annotated git tag named after the run directory and push it.")
           .unbound(field("compile", t_bool(), false, "torch.compile the model."))
           .ignored("LibTorch C++ has no torch.compile; the model runs eagerly")
+          // LightningCLI writes these into every run's config.yaml, null unless given.
+          .unbound(field_null("optimizer", t_null(),
+                              "LightningCLI's optimizer; salt sets it with model.optimizer and model.lrs_config."))
+          .read_elsewhere("null in salt's run directories; the optimizer is model.optimizer")
+          .unbound(field_null("lr_scheduler", t_null(),
+                              "LightningCLI's lr_scheduler; salt's is the one-cycle schedule of model.lrs_config."))
+          .read_elsewhere("null in salt's run directories; the schedule is model.lrs_config")
+          .unbound(field_null("weights_only", t_optional(t_bool()), "torch.load's weights_only for ckpt_path."))
+          .ignored("salt-cpp's checkpoint reader never runs code from a file, whatever this says")
           .arg("overwrite_config", SALT_FIELD(overwrite_config),
                "Allow overwriting an existing config.yaml in the run directory.")
           .arg("log_suffix", SALT_FIELD(log_suffix), "Run directory <name>_<log_suffix> instead of a timestamp.")

@@ -8,28 +8,13 @@
 #include "core/atomic_file.h"
 #include "core/errors.h"
 #include "core/provenance.h"
-#include "core/zip_check.h"
 #include "core/torch_compat.h"
+#include "serialize/torch_file.h"
 #include "training/lion.h"
 #include "training/muon.h"
 #include "training/optimization.h"
 
 namespace salt::training {
-namespace {
-
-using Dict = c10::impl::GenericDict;
-using List = c10::impl::GenericList;
-
-Dict new_dict() { return Dict(c10::StringType::get(), c10::AnyType::get()); }
-List new_list() { return List(c10::AnyType::get()); }
-
-const c10::IValue& lookup(const Dict& dict, const std::string& key, const std::string& source) {
-  auto it = dict.find(key);
-  if (it == dict.end()) throw InputError(source + ": not a salt checkpoint (no '" + key + "' entry)");
-  return it->value();
-}
-
-}  // namespace
 
 std::vector<std::pair<std::string, torch::Tensor>> module_state(const torch::nn::Module& module) {
   std::vector<std::pair<std::string, torch::Tensor>> state;
@@ -151,123 +136,143 @@ void load_adam_state(Optimization& optimization, const std::vector<AdamParamStat
 
 namespace {
 
+using serialize::PyValue;
+
+PyValue S(std::string s) { return PyValue::str(std::move(s)); }
+PyValue I(int64_t i) { return PyValue::integer(i); }
+PyValue F(double f) { return PyValue::real(f); }
+void put(const PyValue& dict, const std::string& key, PyValue value) { dict.set_item(S(key), std::move(value)); }
+
 // torch's per-parameter state_dict entry: the fields the optimizer keeps.
-Dict param_entry(const AdamParamState& s) {
-  auto entry = new_dict();
-  if (s.exp_avg_sq.defined()) entry.insert("step", torch::tensor(static_cast<double>(s.step)));  // AdamW
-  if (s.exp_avg.defined()) entry.insert("exp_avg", s.exp_avg.detach().cpu());
-  if (s.exp_avg_sq.defined()) entry.insert("exp_avg_sq", s.exp_avg_sq.detach().cpu());
-  if (s.momentum_buffer.defined()) entry.insert("momentum_buffer", s.momentum_buffer.detach().cpu());
+PyValue param_entry(const AdamParamState& s) {
+  auto entry = PyValue::dict();
+  if (s.exp_avg_sq.defined()) put(entry, "step", PyValue::tensor(torch::tensor(static_cast<float>(s.step))));  // AdamW
+  if (s.exp_avg.defined()) put(entry, "exp_avg", PyValue::tensor(s.exp_avg));
+  if (s.exp_avg_sq.defined()) put(entry, "exp_avg_sq", PyValue::tensor(s.exp_avg_sq));
+  if (s.momentum_buffer.defined()) put(entry, "momentum_buffer", PyValue::tensor(s.momentum_buffer));
   return entry;
 }
 
 // state: {index: entry} for the parameters `indices` (model order) that have state.
-Dict state_of(const std::vector<AdamParamState>& state, const std::vector<int64_t>& indices) {
-  auto per_param = Dict(c10::IntType::get(), c10::AnyType::get());
+PyValue state_of(const std::vector<AdamParamState>& state, const std::vector<int64_t>& indices) {
+  auto per_param = PyValue::dict();
   for (auto i : indices)
-    if (static_cast<std::size_t>(i) < state.size() && !state[i].empty()) per_param.insert(i, param_entry(state[i]));
+    if (static_cast<std::size_t>(i) < state.size() && !state[i].empty()) per_param.set_item(I(i), param_entry(state[i]));
   return per_param;
 }
 
-List index_list(const std::vector<int64_t>& indices) {
-  auto out = new_list();
-  for (auto i : indices) out.push_back(i);
+PyValue index_list(const std::vector<int64_t>& indices) {
+  auto out = PyValue::list();
+  for (auto i : indices) out.append(I(i));
   return out;
 }
 
+PyValue pair(double a, double b) { return PyValue::tuple({F(a), F(b)}); }
+
 // A param group's schedule entries (OneCycleLR adds initial_lr, max_lr, min_lr).
-Dict schedule_group(const Optimization& optimization, const std::vector<int64_t>& indices) {
-  auto group = new_dict();
-  group.insert("lr", optimization.current_lr());
-  group.insert("weight_decay", optimization.weight_decay());
-  group.insert("initial_lr", optimization.schedule().initial_lr());
-  group.insert("max_lr", optimization.schedule().max_lr());
-  group.insert("min_lr", optimization.schedule().min_lr());
-  group.insert("params", index_list(indices));
+PyValue schedule_group(const Optimization& optimization, const std::vector<int64_t>& indices) {
+  auto group = PyValue::dict();
+  put(group, "lr", F(optimization.current_lr()));
+  put(group, "weight_decay", F(optimization.weight_decay()));
+  put(group, "initial_lr", F(optimization.schedule().initial_lr()));
+  put(group, "max_lr", F(optimization.schedule().max_lr()));
+  put(group, "min_lr", F(optimization.schedule().min_lr()));
+  put(group, "params", index_list(indices));
   return group;
 }
 
-Dict optimizer_dict(const Dict& state, const Dict& group) {
-  auto opt = new_dict();
-  opt.insert("state", state);
-  auto groups = new_list();
-  groups.push_back(group);
-  opt.insert("param_groups", groups);
+PyValue optimizer_dict(const PyValue& state, const PyValue& group) {
+  auto opt = PyValue::dict();
+  put(opt, "state", state);
+  put(opt, "param_groups", PyValue::list({group}));
   return opt;
 }
 
 // AdamW's and Lion's state_dict (also written without an Optimization, as AdamW's).
-Dict single_optimizer(const CheckpointState& state, const Optimization* optimization) {
+PyValue single_optimizer(const CheckpointState& state, const Optimization* optimization) {
   std::vector<int64_t> all;
   for (std::size_t i = 0; i < state.adam_state.size(); ++i) all.push_back(static_cast<int64_t>(i));
-  auto opt = new_dict();
-  opt.insert("state", state_of(state.adam_state, all));
-  auto groups = new_list();
+  auto opt = PyValue::dict();
+  put(opt, "state", state_of(state.adam_state, all));
+  auto groups = PyValue::list();
   if (optimization) {
     for (std::size_t i = all.size(); i < optimization->parameters().size(); ++i) all.push_back(static_cast<int64_t>(i));
     auto group = schedule_group(*optimization, all);
     if (optimization->kind() == OptimizerKind::kLion) {
-      group.insert("betas", c10::ivalue::Tuple::create({optimization->current_beta1(), 0.99}));
+      put(group, "betas", pair(optimization->current_beta1(), 0.99));
     } else {
       const auto& options =
           static_cast<const torch::optim::AdamWOptions&>(optimization->optimizers()[0]->param_groups()[0].options());
-      group.insert("betas", c10::ivalue::Tuple::create({optimization->current_beta1(), 0.999}));
-      group.insert("eps", options.eps());
-      group.insert("amsgrad", false);
+      put(group, "betas", pair(optimization->current_beta1(), 0.999));
+      put(group, "eps", F(options.eps()));
+      put(group, "amsgrad", PyValue::boolean(false));
     }
-    groups.push_back(group);
+    groups.append(group);
   }
-  opt.insert("param_groups", groups);
+  put(opt, "param_groups", groups);
   return opt;
 }
 
 // salt's HybridMuonAdamW.state_dict(); state keys are model-order indices.
-Dict hybrid_optimizer(const CheckpointState& state, const Optimization& optimization) {
+PyValue hybrid_optimizer(const CheckpointState& state, const Optimization& optimization) {
   std::vector<int64_t> muon, adamw;
-  auto muon_names = new_list(), adamw_names = new_list();
+  auto muon_names = PyValue::list(), adamw_names = PyValue::list();
   const auto& muon_opt = *optimization.optimizers()[0];
   for (std::size_t i = 0; i < optimization.parameters().size(); ++i) {
     if (!optimization.owner(i)) continue;
     const bool is_muon = optimization.owner(i) == &muon_opt;
     (is_muon ? muon : adamw).push_back(static_cast<int64_t>(i));
-    (is_muon ? muon_names : adamw_names).push_back(optimization.parameter_names()[i]);
+    (is_muon ? muon_names : adamw_names).append(S(optimization.parameter_names()[i]));
   }
   std::vector<int64_t> both = muon;
   both.insert(both.end(), adamw.begin(), adamw.end());
 
   const auto& mo = static_cast<const MuonOptions&>(muon_opt.param_groups()[0].options());
   auto muon_group = schedule_group(optimization, muon);
-  muon_group.insert("momentum", mo.momentum());
-  muon_group.insert("nesterov", mo.nesterov());
+  put(muon_group, "momentum", F(mo.momentum()));
+  put(muon_group, "nesterov", PyValue::boolean(mo.nesterov()));
   const auto& abc = mo.ns_coefficients();
-  muon_group.insert("ns_coefficients", c10::ivalue::Tuple::create({abc[0], abc[1], abc[2]}));
-  muon_group.insert("eps", mo.eps());
-  muon_group.insert("ns_steps", mo.ns_steps());
-  muon_group.insert("adjust_lr_fn", std::string(mo.adjust_lr() == MuonLrAdjust::kOriginal ? "original" : "match_rms_adamw"));
-  muon_group.insert("use_addmm", false);
+  put(muon_group, "ns_coefficients", PyValue::tuple({F(abc[0]), F(abc[1]), F(abc[2])}));
+  put(muon_group, "eps", F(mo.eps()));
+  put(muon_group, "ns_steps", I(mo.ns_steps()));
+  put(muon_group, "adjust_lr_fn", S(mo.adjust_lr() == MuonLrAdjust::kOriginal ? "original" : "match_rms_adamw"));
+  put(muon_group, "use_addmm", PyValue::boolean(false));
   auto adamw_group = schedule_group(optimization, adamw);
-  adamw_group.insert("betas", c10::ivalue::Tuple::create({0.9, 0.999}));
-  adamw_group.insert("eps", 1e-8);
-  adamw_group.insert("amsgrad", false);
+  put(adamw_group, "betas", pair(0.9, 0.999));
+  put(adamw_group, "eps", F(1e-8));
+  put(adamw_group, "amsgrad", PyValue::boolean(false));
 
-  auto empty = Dict(c10::IntType::get(), c10::AnyType::get());
-  auto opt = new_dict();
-  opt.insert("wrapper", optimizer_dict(empty, schedule_group(optimization, both)));
-  opt.insert("muon", optimizer_dict(state_of(state.adam_state, muon), muon_group));
-  opt.insert("adamw", optimizer_dict(state_of(state.adam_state, adamw), adamw_group));
-  opt.insert("muon_names", muon_names);
-  opt.insert("adamw_names", adamw_names);
+  auto opt = PyValue::dict();
+  put(opt, "wrapper", optimizer_dict(PyValue::dict(), schedule_group(optimization, both)));
+  put(opt, "muon", optimizer_dict(state_of(state.adam_state, muon), muon_group));
+  put(opt, "adamw", optimizer_dict(state_of(state.adam_state, adamw), adamw_group));
+  put(opt, "muon_names", muon_names);
+  put(opt, "adamw_names", adamw_names);
   return opt;
 }
 
-AdamParamState parse_entry(const Dict& entry) {
+// --- reading: any checkpoint in Lightning's layout, whoever wrote it ---
+
+// A required entry of a mapping; `path` names it in the refusal.
+const PyValue& need(const PyValue& dict, const std::string& key, const std::string& path) {
+  if (!dict.is_mapping()) throw std::invalid_argument(path + " is a " + dict.type_name() + ", not a dict");
+  const auto* v = dict.find(key);
+  if (!v) throw std::invalid_argument("no '" + key + "' entry in " + path);
+  return *v;
+}
+
+// AdamW's step: a tensor since torch 1.12, a number before.
+int64_t step_of(const PyValue& v) {
+  return static_cast<int64_t>(v.is_tensor() ? v.as_tensor().item<double>() : v.as_number());
+}
+
+AdamParamState parse_entry(const PyValue& entry) {
   AdamParamState s;
   auto get = [&](const char* key) {
-    auto it = entry.find(key);
-    return it == entry.end() ? torch::Tensor() : it->value().toTensor();
+    const auto* v = entry.find(key);
+    return v ? v->as_tensor() : torch::Tensor();
   };
-  auto step = get("step");
-  if (step.defined()) s.step = static_cast<int64_t>(step.item<double>());
+  if (const auto* step = entry.find("step")) s.step = step_of(*step);
   s.exp_avg = get("exp_avg");
   s.exp_avg_sq = get("exp_avg_sq");
   s.momentum_buffer = get("momentum_buffer");
@@ -275,91 +280,137 @@ AdamParamState parse_entry(const Dict& entry) {
 }
 
 // Adds an optimizer's {index: entry} states to `out` (grown to fit).
-void read_states(const Dict& opt, std::vector<AdamParamState>& out, const std::string& source) {
-  for (const auto& item : lookup(opt, "state", source).toGenericDict()) {
-    auto i = static_cast<std::size_t>(item.key().toInt());
-    if (out.size() <= i) out.resize(i + 1);
-    out[i] = parse_entry(item.value().toGenericDict());
+void read_states(const PyValue& opt, std::vector<AdamParamState>& out) {
+  for (const auto& [key, entry] : need(opt, "state", "the optimizer state").entries()) {
+    const auto i = key.as_int();
+    if (i < 0 || i > 1'000'000'000) throw std::invalid_argument("optimizer state for parameter " + std::to_string(i));
+    if (out.size() <= static_cast<std::size_t>(i)) out.resize(static_cast<std::size_t>(i) + 1);
+    out[static_cast<std::size_t>(i)] = parse_entry(entry);
   }
 }
 
-int64_t group_params(const Dict& opt, const std::string& source) {
-  auto groups = lookup(opt, "param_groups", source).toList();
-  return groups.size() > 0 ? static_cast<int64_t>(groups.get(0).toGenericDict().at("params").toList().size()) : 0;
+std::size_t group_params(const PyValue& opt) {
+  std::size_t n = 0;
+  for (const auto& group : need(opt, "param_groups", "the optimizer state").items())
+    n += need(group, "params", "a param group").items().size();
+  return n;
 }
 
-std::vector<AdamParamState> read_optimizer(const Dict& opt, const std::string& source) {
+std::vector<AdamParamState> read_optimizer(const PyValue& opt) {
   std::vector<AdamParamState> out;
-  int64_t n = 0;
-  if (opt.find("muon") != opt.end()) {  // HybridMuonAdamW
-    read_states(lookup(opt, "muon", source).toGenericDict(), out, source);
-    read_states(lookup(opt, "adamw", source).toGenericDict(), out, source);
-    n = group_params(lookup(opt, "wrapper", source).toGenericDict(), source);
+  std::size_t n = 0;
+  if (opt.find("muon")) {  // HybridMuonAdamW
+    read_states(need(opt, "muon", "HybridMuonAdamW's state"), out);
+    read_states(need(opt, "adamw", "HybridMuonAdamW's state"), out);
+    n = group_params(need(opt, "wrapper", "HybridMuonAdamW's state"));
   } else {
-    read_states(opt, out, source);
-    n = group_params(opt, source);
+    read_states(opt, out);
+    n = group_params(opt);
   }
-  if (static_cast<int64_t>(out.size()) < n) out.resize(static_cast<std::size_t>(n));
+  if (out.size() < n) out.resize(n);
   return out;
+}
+
+std::optional<GradScalerState> read_amp(const PyValue& a) {
+  if (!a.is_mapping()) return std::nullopt;
+  GradScalerState s;
+  auto number = [&](const char* key, double fallback) {
+    const auto* v = a.find(key);
+    return v && v->is_number() ? v->as_number() : fallback;
+  };
+  s.scale = number("scale", s.scale);
+  s.growth_factor = number("growth_factor", s.growth_factor);
+  s.backoff_factor = number("backoff_factor", s.backoff_factor);
+  s.growth_interval = static_cast<int64_t>(number("growth_interval", static_cast<double>(s.growth_interval)));
+  s.growth_tracker = static_cast<int64_t>(number("_growth_tracker", 0));
+  return s;
+}
+
+void read_extra(const PyValue& e, CheckpointState& state) {
+  if (const auto* batch = e.find("batch_in_epoch")) state.batch_in_epoch = batch->as_int();
+  if (const auto* rng = e.find("cpu_rng_state")) state.cpu_rng_state = rng->as_tensor();
+  if (const auto* metrics = e.find("metrics"))
+    for (const auto& [name, value] : metrics->entries()) state.metrics.emplace_back(name.as_str(), value.as_number());
+}
+
+CheckpointState read_checkpoint(const PyValue& root) {
+  if (!root.is_mapping())
+    throw std::invalid_argument("the file holds a " + root.type_name() + ", not a checkpoint's dict");
+  CheckpointState state;
+  state.epoch = need(root, "epoch", "the checkpoint").as_int();
+  state.global_step = need(root, "global_step", "the checkpoint").as_int();
+  for (const auto& [key, tensor] : need(root, "state_dict", "the checkpoint").entries()) {
+    if (!tensor.is_tensor())
+      throw std::invalid_argument("state_dict entry '" + key.as_str() + "' is a " + tensor.type_name() + ", not a tensor");
+    state.state_dict.emplace_back(key.as_str(), tensor.as_tensor());
+  }
+  // Lightning writes no optimizer, scheduler or hyper-parameters with save_weights_only.
+  if (const auto* optimizers = root.find("optimizer_states"); optimizers && !optimizers->items().empty())
+    state.adam_state = read_optimizer(optimizers->items().front());
+  if (const auto* scheds = root.find("lr_schedulers"); scheds && !scheds->items().empty()) {
+    const auto& sched = scheds->items().front();
+    if (const auto* total = sched.find("total_steps")) state.scheduler_total_steps = total->as_int();
+    if (const auto* last = sched.find("last_epoch")) state.scheduler_last_epoch = last->as_int();
+  }
+  if (const auto* hparams = root.find("hyper_parameters"); hparams && hparams->is_mapping())
+    if (const auto* config = hparams->find("config"); config && config->is_str()) state.config_yaml = config->as_str();
+  if (const auto* amp = root.find("native_amp_scaling_state")) state.amp_scaling = read_amp(*amp);
+  if (const auto* extra = root.find("salt_cpp")) read_extra(*extra, state);
+  return state;
 }
 
 }  // namespace
 
 void save_checkpoint(const std::filesystem::path& path, const CheckpointState& state, const Optimization* optimization) {
-  auto root = new_dict();
-  root.insert("epoch", state.epoch);
-  root.insert("global_step", state.global_step);
+  auto root = PyValue::dict();
+  put(root, "epoch", I(state.epoch));
+  put(root, "global_step", I(state.global_step));
   // A version Lightning's checkpoint migration parses (it refuses other strings)
   // and needs no migration for; salt-cpp's own version is under "salt_cpp".
-  root.insert("pytorch-lightning_version", std::string(kLightningVersion));
-  // Lightning restores each callback's state from here when present; none is required.
-  root.insert("callbacks", new_dict());
+  put(root, "pytorch-lightning_version", S(kLightningVersion));
 
-  auto weights = new_dict();
-  for (const auto& [key, tensor] : state.state_dict) weights.insert(key, tensor.detach().cpu());
-  root.insert("state_dict", weights);
+  auto weights = PyValue::dict({}, "collections.OrderedDict");  // what module.state_dict() returns
+  for (const auto& [key, tensor] : state.state_dict) put(weights, key, PyValue::tensor(tensor));
+  put(root, "state_dict", weights);
+  // Lightning restores each callback's state from here when present; none is required.
+  put(root, "callbacks", PyValue::dict());
 
   // Lightning: optimizer_states = [optimizer.state_dict()], params by index.
   const bool hybrid = optimization && optimization->kind() == OptimizerKind::kHybridMuonAdamW;
-  auto opt = hybrid ? hybrid_optimizer(state, *optimization) : single_optimizer(state, optimization);
-  auto optimizers = new_list();
-  optimizers.push_back(opt);
-  root.insert("optimizer_states", optimizers);
+  put(root, "optimizer_states",
+      PyValue::list({hybrid ? hybrid_optimizer(state, *optimization) : single_optimizer(state, optimization)}));
 
-  auto sched = new_dict();
-  sched.insert("total_steps", state.scheduler_total_steps);
+  auto sched = PyValue::dict();
+  put(sched, "total_steps", I(state.scheduler_total_steps));
   const int64_t last_epoch = state.scheduler_last_epoch >= 0 ? state.scheduler_last_epoch : state.global_step;
-  sched.insert("last_epoch", last_epoch);
-  sched.insert("_step_count", last_epoch + 1);
-  auto scheds = new_list();
-  scheds.push_back(sched);
-  root.insert("lr_schedulers", scheds);
+  put(sched, "last_epoch", I(last_epoch));
+  put(sched, "_step_count", I(last_epoch + 1));
+  put(root, "lr_schedulers", PyValue::list({sched}));
 
   if (state.amp_scaling) {  // torch's GradScaler.state_dict()
-    auto amp = new_dict();
-    amp.insert("scale", state.amp_scaling->scale);
-    amp.insert("growth_factor", state.amp_scaling->growth_factor);
-    amp.insert("backoff_factor", state.amp_scaling->backoff_factor);
-    amp.insert("growth_interval", state.amp_scaling->growth_interval);
-    amp.insert("_growth_tracker", state.amp_scaling->growth_tracker);
-    root.insert("native_amp_scaling_state", amp);
+    auto amp = PyValue::dict();
+    put(amp, "scale", F(state.amp_scaling->scale));
+    put(amp, "growth_factor", F(state.amp_scaling->growth_factor));
+    put(amp, "backoff_factor", F(state.amp_scaling->backoff_factor));
+    put(amp, "growth_interval", I(state.amp_scaling->growth_interval));
+    put(amp, "_growth_tracker", I(state.amp_scaling->growth_tracker));
+    put(root, "native_amp_scaling_state", amp);
   }
 
-  auto hparams = new_dict();
-  hparams.insert("config", state.config_yaml);
-  root.insert("hyper_parameters", hparams);
+  auto hparams = PyValue::dict();
+  put(hparams, "config", S(state.config_yaml));
+  put(root, "hyper_parameters", hparams);
 
-  auto metrics = new_dict();
-  for (const auto& [name, value] : state.metrics) metrics.insert(name, value);
-  auto extra = new_dict();
-  extra.insert("metrics", metrics);
-  extra.insert("batch_in_epoch", state.batch_in_epoch);
-  extra.insert("version", salt_version());
-  if (state.cpu_rng_state.defined()) extra.insert("cpu_rng_state", state.cpu_rng_state);
-  root.insert("salt_cpp", extra);
+  auto metrics = PyValue::dict();
+  for (const auto& [name, value] : state.metrics) put(metrics, name, F(value));
+  auto extra = PyValue::dict();
+  put(extra, "metrics", metrics);
+  put(extra, "batch_in_epoch", I(state.batch_in_epoch));
+  put(extra, "version", S(salt_version()));
+  if (state.cpu_rng_state.defined()) put(extra, "cpu_rng_state", PyValue::tensor(state.cpu_rng_state));
+  put(root, "salt_cpp", extra);
 
-  auto bytes = torch::pickle_save(root);
-  write_file_atomic(path, std::string(bytes.begin(), bytes.end()));
+  write_file_atomic(path, serialize::torch_file_bytes(root));
 }
 
 CheckpointState load_checkpoint(const std::filesystem::path& path) {
@@ -370,56 +421,15 @@ CheckpointState load_checkpoint(const std::filesystem::path& path) {
                      ", expected a checkpoint (.ckpt)");
   std::ifstream in(path, std::ios::binary);
   if (!in) throw InputError(source + ": cannot read checkpoint");
-  std::vector<char> bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  verify_zip_crcs(bytes.data(), bytes.size(), source);  // LibTorch's reader checks no CRC; torch.load does
-  c10::IValue loaded;
+  const std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const auto root = serialize::load_torch_file(bytes, source);
   try {
-    loaded = torch::pickle_load(bytes);
+    return read_checkpoint(root);
+  } catch (const std::invalid_argument& e) {
+    throw InputError(source + ": not a checkpoint salt-cpp reads (" + e.what() + ")");
   } catch (const c10::Error& e) {
-    throw InputError(source + ": not a readable checkpoint (" + e.what_without_backtrace() + ")");
+    throw InputError(source + ": not a checkpoint salt-cpp reads (" + e.what_without_backtrace() + ")");
   }
-  if (!loaded.isGenericDict()) throw InputError(source + ": not a salt checkpoint (not a dict)");
-  auto root = loaded.toGenericDict();
-  CheckpointState state;
-  state.epoch = lookup(root, "epoch", source).toInt();
-  state.global_step = lookup(root, "global_step", source).toInt();
-  for (const auto& item : lookup(root, "state_dict", source).toGenericDict())
-    state.state_dict.emplace_back(item.key().toStringRef(), item.value().toTensor());
-  auto optimizers = lookup(root, "optimizer_states", source).toList();
-  if (optimizers.size() > 0) state.adam_state = read_optimizer(optimizers.get(0).toGenericDict(), source);
-  auto scheds = lookup(root, "lr_schedulers", source).toList();
-  if (scheds.size() > 0) {
-    auto sched = scheds.get(0).toGenericDict();
-    state.scheduler_total_steps = sched.at("total_steps").toInt();
-    if (sched.contains("last_epoch")) state.scheduler_last_epoch = sched.at("last_epoch").toInt();
-  }
-  state.config_yaml = lookup(lookup(root, "hyper_parameters", source).toGenericDict(), "config", source).toStringRef();
-  if (auto amp = root.find("native_amp_scaling_state"); amp != root.end() && amp->value().isGenericDict()) {
-    auto a = amp->value().toGenericDict();
-    GradScalerState s;
-    auto number = [&](const char* key, double fallback) {
-      return a.contains(key) && (a.at(key).isDouble() || a.at(key).isInt()) ? a.at(key).toScalar().toDouble() : fallback;
-    };
-    s.scale = number("scale", s.scale);
-    s.growth_factor = number("growth_factor", s.growth_factor);
-    s.backoff_factor = number("backoff_factor", s.backoff_factor);
-    s.growth_interval = static_cast<int64_t>(number("growth_interval", static_cast<double>(s.growth_interval)));
-    s.growth_tracker = static_cast<int64_t>(number("_growth_tracker", 0));
-    state.amp_scaling = s;
-  }
-  auto extra = root.find("salt_cpp");
-  if (extra != root.end()) {
-    auto e = extra->value().toGenericDict();
-    auto batch = e.find("batch_in_epoch");
-    if (batch != e.end()) state.batch_in_epoch = batch->value().toInt();
-    auto rng = e.find("cpu_rng_state");
-    if (rng != e.end()) state.cpu_rng_state = rng->value().toTensor();
-    auto metrics = e.find("metrics");
-    if (metrics != e.end())
-      for (const auto& item : metrics->value().toGenericDict())
-        state.metrics.emplace_back(item.key().toStringRef(), item.value().toDouble());
-  }
-  return state;
 }
 
 }  // namespace salt::training

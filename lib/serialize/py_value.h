@@ -1,0 +1,103 @@
+// A Python value as a pickle holds it: what Python's torch.save (and Lightning's
+// checkpoints through it) writes, read without running any of its code. Objects
+// of classes salt-cpp does not know stay opaque values (their class name, the
+// arguments they were built from, their dict items and state) and are never
+// executed. Containers are shared like Python's, so a pickle that refers to one
+// list twice (its memo) sees one list.
+#pragma once
+#include <ATen/core/Tensor.h>
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+namespace salt::serialize {
+
+class PyValue {
+ public:
+  enum class Kind { kNone, kBool, kInt, kBigInt, kFloat, kStr, kBytes, kTuple, kList, kSet, kDict, kTensor, kGlobal, kObject };
+  using Items = std::vector<PyValue>;
+  using Entries = std::vector<std::pair<PyValue, PyValue>>;
+
+  PyValue() = default;  // None
+  static PyValue boolean(bool b);
+  static PyValue integer(int64_t i);
+  static PyValue big_integer(std::string little_endian_twos_complement);  // beyond int64
+  static PyValue real(double f);
+  static PyValue str(std::string s);
+  static PyValue bytes(std::string b);
+  static PyValue tuple(Items items);
+  static PyValue list(Items items = {});
+  static PyValue set(Items items);
+  // A dict; `cls` names a dict subclass ("collections.OrderedDict"), empty for dict.
+  static PyValue dict(Entries entries = {}, std::string cls = "");
+  static PyValue tensor(at::Tensor t);
+  static PyValue global(std::string module, std::string name);
+  // An instance of a class salt-cpp does not rebuild: cls (a global), its
+  // constructor's arguments; dict items, list items and state are added later.
+  static PyValue object(const PyValue& cls, Items args);
+
+  Kind kind() const { return kind_; }
+  bool is_none() const { return kind_ == Kind::kNone; }
+  bool is_int() const { return kind_ == Kind::kInt; }
+  bool is_number() const { return kind_ == Kind::kInt || kind_ == Kind::kFloat || kind_ == Kind::kBool; }
+  bool is_str() const { return kind_ == Kind::kStr; }
+  bool is_tensor() const { return kind_ == Kind::kTensor; }
+  bool is_global(std::string_view module, std::string_view name) const;
+  // dict, or an object of a dict subclass (Lightning's AttributeDict): has entries.
+  bool is_mapping() const;
+  bool is_sequence() const { return kind_ == Kind::kTuple || kind_ == Kind::kList; }
+
+  // Typed reads; the wrong kind throws std::invalid_argument naming both (callers
+  // add the file and the key).
+  bool as_bool() const;
+  int64_t as_int() const;
+  double as_number() const;  // int, float or bool
+  const std::string& as_str() const;
+  const std::string& as_bytes() const;
+  const at::Tensor& as_tensor() const;
+  // tuple, list, set: the items; object: its constructor's arguments.
+  Items& items() const;
+  // dict or dict-like object: the entries in insertion order.
+  Entries& entries() const;
+  // Objects: the state given by BUILD (None if none) and list items (APPEND).
+  PyValue& state() const;
+  Items& list_items() const;
+
+  // Mapping lookups (nullptr if absent).
+  const PyValue* find(std::string_view key) const;
+  const PyValue* find(int64_t key) const;
+  // global: "module.name"; object: its class; dict: "dict" or its subclass.
+  std::string type_name() const;
+
+  // Mutators for the unpickler.
+  void set_item(PyValue key, PyValue value) const;
+  void append(PyValue value) const;
+
+ private:
+  struct Box {
+    Items items;
+    Entries entries;
+    Items list_items;
+    std::shared_ptr<PyValue> state;
+    std::string cls;  // dict subclass / object class, "module.name"
+  };
+  explicit PyValue(Kind kind) : kind_(kind) {}
+  Box& box() const;
+
+  Kind kind_ = Kind::kNone;
+  bool bool_ = false;
+  int64_t int_ = 0;
+  double float_ = 0;
+  std::string text_;  // str, bytes, big int bytes, global module
+  std::string name_;  // global name
+  std::shared_ptr<Box> box_;
+  at::Tensor tensor_;
+};
+
+const char* kind_name(PyValue::Kind kind);
+
+}  // namespace salt::serialize
