@@ -10,6 +10,7 @@
 #include "core/provenance.h"
 #include "core/torch_compat.h"
 #include "serialize/torch_file.h"
+#include "training/lightning_layout.h"
 #include "training/lion.h"
 #include "training/muon.h"
 #include "training/optimization.h"
@@ -327,6 +328,7 @@ std::optional<GradScalerState> read_amp(const PyValue& a) {
 }
 
 void read_extra(const PyValue& e, CheckpointState& state) {
+  if (const auto* config = e.find("config")) state.config_yaml = config->as_str();
   if (const auto* batch = e.find("batch_in_epoch")) state.batch_in_epoch = batch->as_int();
   if (const auto* rng = e.find("cpu_rng_state")) state.cpu_rng_state = rng->as_tensor();
   if (const auto* metrics = e.find("metrics"))
@@ -352,9 +354,11 @@ CheckpointState read_checkpoint(const PyValue& root) {
     if (const auto* total = sched.find("total_steps")) state.scheduler_total_steps = total->as_int();
     if (const auto* last = sched.find("last_epoch")) state.scheduler_last_epoch = last->as_int();
   }
+  // Earlier salt-cpp checkpoints kept the config in hyper_parameters.config; now under salt_cpp.
   if (const auto* hparams = root.find("hyper_parameters"); hparams && hparams->is_mapping())
     if (const auto* config = hparams->find("config"); config && config->is_str()) state.config_yaml = config->as_str();
-  if (const auto* amp = root.find("native_amp_scaling_state")) state.amp_scaling = read_amp(*amp);
+  for (const char* key : {"MixedPrecision", "native_amp_scaling_state"})  // Lightning 2.x, 1.x
+    if (const auto* amp = root.find(key); amp && amp->is_mapping() && !amp->entries().empty()) state.amp_scaling = read_amp(*amp);
   if (const auto* extra = root.find("salt_cpp")) read_extra(*extra, state);
   return state;
 }
@@ -372,8 +376,8 @@ void save_checkpoint(const std::filesystem::path& path, const CheckpointState& s
   auto weights = PyValue::dict({}, "collections.OrderedDict");  // what module.state_dict() returns
   for (const auto& [key, tensor] : state.state_dict) put(weights, key, PyValue::tensor(tensor));
   put(root, "state_dict", weights);
-  // Lightning restores each callback's state from here when present; none is required.
-  put(root, "callbacks", PyValue::dict());
+  put(root, "loops", lightning_loops(state));
+  put(root, "callbacks", lightning_callbacks(path));
 
   // Lightning: optimizer_states = [optimizer.state_dict()], params by index.
   const bool hybrid = optimization && optimization->kind() == OptimizerKind::kHybridMuonAdamW;
@@ -387,23 +391,26 @@ void save_checkpoint(const std::filesystem::path& path, const CheckpointState& s
   put(sched, "_step_count", I(last_epoch + 1));
   put(root, "lr_schedulers", PyValue::list({sched}));
 
-  if (state.amp_scaling) {  // torch's GradScaler.state_dict()
+  if (state.amp_scaling) {  // Lightning's MixedPrecision plugin: torch's GradScaler.state_dict()
     auto amp = PyValue::dict();
     put(amp, "scale", F(state.amp_scaling->scale));
     put(amp, "growth_factor", F(state.amp_scaling->growth_factor));
     put(amp, "backoff_factor", F(state.amp_scaling->backoff_factor));
     put(amp, "growth_interval", I(state.amp_scaling->growth_interval));
     put(amp, "_growth_tracker", I(state.amp_scaling->growth_tracker));
-    put(root, "native_amp_scaling_state", amp);
+    put(root, "MixedPrecision", amp);
   }
 
-  auto hparams = PyValue::dict();
-  put(hparams, "config", S(state.config_yaml));
-  put(root, "hyper_parameters", hparams);
+  auto hparams = lightning_hparams(state.run_config_yaml.empty() ? state.config_yaml : state.run_config_yaml);
+  if (!hparams.is_none()) {
+    put(root, "hparams_name", S("kwargs"));
+    put(root, "hyper_parameters", hparams);
+  }
 
   auto metrics = PyValue::dict();
   for (const auto& [name, value] : state.metrics) put(metrics, name, F(value));
   auto extra = PyValue::dict();
+  put(extra, "config", S(state.config_yaml));
   put(extra, "metrics", metrics);
   put(extra, "batch_in_epoch", I(state.batch_in_epoch));
   put(extra, "version", S(salt_version()));

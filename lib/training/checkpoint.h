@@ -1,10 +1,14 @@
-// Checkpoints in Lightning's layout, written with LibTorch's pickler so that
-// Python's `torch.load(path)` opens them as a dict: `state_dict` (salt's key
-// names), `optimizer_states` (optimizer.state_dict(): AdamW's or Lion's, or
-// salt's HybridMuonAdamW {wrapper, muon, adamw, muon_names, adamw_names}, whose
-// state keys are the parameters' model-order indices), `lr_schedulers`, `epoch`, `global_step`, plus
-// `hyper_parameters.config` (the resolved config) and a `salt_cpp` entry with what
-// an exact resume needs (RNG state). Files are written to a temp name and renamed.
+// Checkpoints in Lightning's layout, in torch.save's format (lib/serialize) so that
+// Python's `torch.load(path, weights_only=True)` opens them and salt/Lightning
+// resume, test and export from them: `state_dict` (salt's key names),
+// `optimizer_states` (optimizer.state_dict(): AdamW's or Lion's, or salt's
+// HybridMuonAdamW {wrapper, muon, adamw, muon_names, adamw_names}, whose state
+// keys are the parameters' model-order indices), `lr_schedulers`, `epoch`,
+// `global_step`, `loops`, `callbacks`, `MixedPrecision` (16-mixed),
+// `hparams_name` + `hyper_parameters` (LightningCLI's), plus a `salt_cpp` entry
+// with what an exact resume needs (the resolved config, RNG state, batch within
+// the epoch). Any checkpoint in Lightning's layout is read, salt's included.
+// Files are written to a temp name and renamed.
 #pragma once
 #include <torch/torch.h>
 
@@ -35,18 +39,27 @@ struct AdamParamState {
   bool empty() const { return !exp_avg.defined() && !exp_avg_sq.defined() && !momentum_buffer.defined(); }
 };
 
+// How the run's epochs are cut, for the progress counters Lightning keeps.
+struct LoopShape {
+  int64_t train_batches = 0;  // per epoch
+  int64_t val_batches = 0;    // per validation
+  int64_t accumulate = 1;     // batches per optimizer step
+};
+
 struct CheckpointState {
   int64_t epoch = 0;        // the epoch the state belongs to (0-based, as Lightning)
   int64_t batch_in_epoch = -1;  // -1: saved after the epoch's validation; else training batches done in `epoch`
   int64_t global_step = 0;  // optimizer steps taken
   std::string config_yaml;  // the run's resolved config
+  std::string run_config_yaml;  // its config.yaml (salt-readable); hyper_parameters come from it when set
+  LoopShape loop_shape;
   std::vector<std::pair<std::string, torch::Tensor>> state_dict;
   std::vector<AdamParamState> adam_state;  // one per parameter, in parameter order; empty = none
   int64_t scheduler_total_steps = 0;
   int64_t scheduler_last_epoch = -1;  // OneCycleLR's last_epoch; -1: not known (then global_step)
   torch::Tensor cpu_rng_state;                 // torch's default CPU generator
   std::vector<std::pair<std::string, double>> metrics;  // monitored values at save time
-  // 16-mixed on CUDA: the loss scaler, as Lightning's `native_amp_scaling_state`.
+  // 16-mixed on CUDA: the loss scaler, as Lightning's MixedPrecision plugin state.
   std::optional<GradScalerState> amp_scaling;
 };
 

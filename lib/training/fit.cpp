@@ -323,7 +323,7 @@ class FitRun {
       for (int i = 0; i < T.num_devices; ++i)
         info.gpu_ids.push_back(T.device_ids.empty() ? i : T.device_ids[static_cast<std::size_t>(i)]);
     info.float32_matmul_precision = cuda::float32_matmul_precision();
-    write_run_files(run_dir_, setup_, info);
+    run_config_yaml_ = config::to_yaml(write_run_files(run_dir_, setup_, info));
     spdlog::info("run directory: {}", run_dir_.string());
   }
 
@@ -358,6 +358,8 @@ class FitRun {
     state_.capture = [this] {
       auto state = capture_state(setup_, *optimization_, state_.epoch, state_.global_step, total_steps_);
       if (scaler_) state.amp_scaling = scaler_->state();
+      state.run_config_yaml = run_config_yaml_;
+      state.loop_shape = {train_batches_, val_batches_, setup_.trainer.accumulate_grad_batches};
       return state;
     };
     state_.checkpoint_saved = [this](const fs::path& path) {
@@ -632,6 +634,7 @@ class FitRun {
   data::SamplerOptions train_sampler_;
   std::unique_ptr<data::Loader> train_loader_, val_loader_;
   int64_t train_batches_ = 0, val_batches_ = 0;
+  std::string run_config_yaml_;  // config.yaml as written (rank 0): checkpoints' hyper_parameters
   // run directory and resume
   fs::path run_dir_;
   std::optional<CheckpointState> resume_;

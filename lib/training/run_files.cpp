@@ -15,6 +15,7 @@
 #include "core/provenance.h"
 #include "core/torch_compat.h"
 #include "training/checkpoint.h"
+#include "training/salt_cli_config.h"
 
 namespace salt::training {
 namespace fs = std::filesystem;
@@ -122,6 +123,7 @@ YAML::Node write_run_files(const fs::path& run_dir, const RunSetup& setup, const
   meta["hostname"] = std::string(host);
 
   write_file_atomic(run_dir / "metadata.yaml", yaml_text(meta));
+  make_salt_readable(config, names);
   // config.yaml last: its presence marks a run directory that started properly.
   write_file_atomic(run_dir / "config.yaml", config::to_yaml(config));
   return config;

@@ -2,7 +2,7 @@
 // rules, worked out by hand: the scaled loss, exact unscaling by a power of two,
 // inf/NaN detection, the skipped step, backoff and growth (torch's
 // _amp_update_scale_: grow after growth_interval finite steps, never to inf), and
-// the checkpoint's `native_amp_scaling_state` as Lightning writes it, read back
+// the checkpoint's `MixedPrecision` entry as Lightning 2.x writes it, read back
 // by Python's torch.load.
 #include <gtest/gtest.h>
 
@@ -109,7 +109,7 @@ TEST(GradScaler, CheckpointCarriesLightningsNativeAmpScalingState) {
   // torch's GradScaler.state_dict(): float scale/factors, int interval/tracker.
   auto py = run_python(
       "import sys, torch\n"
-      "s = torch.load(sys.argv[1])['native_amp_scaling_state']\n"
+      "s = torch.load(sys.argv[1])['MixedPrecision']\n"
       "assert s == {'scale': 2048.0, 'growth_factor': 2.0, 'backoff_factor': 0.5, 'growth_interval': 2000,"
       " '_growth_tracker': 17}, s\n"
       "assert all(isinstance(s[k], float) for k in ('scale', 'growth_factor', 'backoff_factor'))\n"

@@ -49,9 +49,7 @@ sched_state = sched.state_dict()
 sched_state["last_epoch"] = ours["lr_schedulers"][0]["last_epoch"]
 sched_state["_step_count"] = sched_state["last_epoch"] + 1
 
-config = yaml.safe_load(ours["hyper_parameters"]["config"])
-hparams = dict(config["model"])
-hparams["_instantiator"] = "lightning.pytorch.cli.instantiate_module"
+hparams = dict(ours["hyper_parameters"])  # LightningCLI's, as salt-cpp writes them too
 score = torch.tensor(0.75)
 callbacks = {
     "ModelCheckpoint{'monitor': 'val_loss', 'mode': 'min', 'every_n_train_steps': 0, 'every_n_epochs': 1, "
@@ -156,6 +154,80 @@ TEST_F(FitTest, ContinuingASaltCheckpointEqualsTheUninterruptedRun) {
   ASSERT_EQ(a.state_dict.size(), b.state_dict.size());
   for (size_t i = 0; i < a.state_dict.size(); ++i)
     EXPECT_TRUE(torch::equal(a.state_dict[i].second, b.state_dict[i].second)) << a.state_dict[i].first;
+}
+
+// The other direction: a salt-cpp run's checkpoint and config.yaml hold what
+// salt's CLI, Lightning's resume and ModelWrapper.load_from_checkpoint read
+// (Lightning 2.6's dump_checkpoint and SaltCLI's saved config, from their source).
+TEST_F(FitTest, WhatSaltCppWritesIsLaidOutAsSaltWritesIt) {
+  ASSERT_TRUE(have_python_module("yaml") && have_python_module("torch")) << "python3-torch or python3-yaml missing";
+  // 1000 jets in batches of 250, 500 validation jets: N = 4, V = 2; epoch 1 ends at step 8.
+  auto fit = salt("fit", small_gn2({"--trainer.max_epochs", "2", "--data.num_train", "1000", "-ls", "run"}));
+  ASSERT_EQ(fit.exit_code, 0) << fit.err;
+  const auto run = dir / "logs" / "GN2_cpu_run";
+  auto r = run_python(R"(
+import sys, torch, yaml
+ck = torch.load(sys.argv[1])
+print(list(ck))
+z4 = {"ready": 0, "completed": 0, "started": 0, "processed": 0}
+def p4(n): return {"ready": n, "completed": n, "started": n, "processed": n}
+idle = {"state_dict": {}, "batch_progress": {"total": z4, "current": z4, "is_last_batch": False}}
+expected = {
+ "fit_loop": {
+  "state_dict": {},
+  "epoch_loop.state_dict": {"_batches_that_stepped": 8},
+  "epoch_loop.batch_progress": {"total": p4(8), "current": p4(4), "is_last_batch": True},
+  "epoch_loop.scheduler_progress": {"total": {"ready": 8, "completed": 8}, "current": {"ready": 4, "completed": 4}},
+  "epoch_loop.automatic_optimization.state_dict": {},
+  "epoch_loop.automatic_optimization.optim_progress": {"optimizer": {
+      "step": {"total": {"ready": 8, "completed": 8}, "current": {"ready": 4, "completed": 4}},
+      "zero_grad": {"total": {"ready": 8, "completed": 8, "started": 8},
+                    "current": {"ready": 4, "completed": 4, "started": 4}}}},
+  "epoch_loop.manual_optimization.state_dict": {},
+  "epoch_loop.manual_optimization.optim_step_progress": {"total": {"ready": 0, "completed": 0},
+                                                         "current": {"ready": 0, "completed": 0}},
+  "epoch_loop.val_loop.state_dict": {},
+  "epoch_loop.val_loop.batch_progress": {"total": p4(2), "current": p4(2), "is_last_batch": True},
+  "epoch_progress": {"total": {"ready": 2, "completed": 1, "started": 2, "processed": 2},
+                     "current": {"ready": 2, "completed": 1, "started": 2, "processed": 2}},
+ },
+ "validate_loop": idle, "test_loop": idle,
+ "predict_loop": {"state_dict": {}, "batch_progress": {"total": z4, "current": z4}},
+}
+assert ck["loops"] == expected, ck["loops"]
+assert (ck["epoch"], ck["global_step"]) == (1, 8)
+(key, cb), = ck["callbacks"].items()
+assert key == ("Checkpoint{'monitor': None, 'mode': 'min', 'every_n_train_steps': 0, 'every_n_epochs': 1, "
+               "'train_time_interval': None}"), key
+assert cb["best_model_path"] == sys.argv[1] and float(cb["kth_value"]) == float("inf"), cb
+hp = ck["hyper_parameters"]
+assert ck["hparams_name"] == "kwargs" and hp["_instantiator"] == "lightning.pytorch.cli.instantiate_module"
+assert (hp["name"], hp["global_object"]) == ("GN2_cpu", "jets"), (hp["name"], hp["global_object"])
+assert sorted(hp["norm_config"]) == ["global_object", "input_map", "norm_dict", "variables"], hp["norm_config"]
+assert type(hp["lrs_config"]["max"]) is float and type(hp["model"]["init_args"]["init_nets"]) is list
+
+config = yaml.safe_load(open(sys.argv[2]))
+assert all(config[k] is None for k in ("optimizer", "lr_scheduler", "weights_only")), config  # LightningCLI's
+for where, model in (("config.yaml", config["model"]), ("hyper_parameters", hp)):
+    args = model["model"]["init_args"]
+    assert "depth" not in args["encoder"]["init_args"], where
+    for net in args["init_nets"]:
+        assert "input_size" not in net["dense_config"] and net["variables"] == config["data"]["variables"], where
+    jet = next(t for t in args["tasks"]["init_args"]["modules"] if t["init_args"]["name"] == "jets_classification")
+    assert jet["init_args"]["class_names"] == ["bjets", "cjets", "ujets", "taujets"], (where, jet)
+assert "name" not in config["model"] and "global_object" not in config["model"]  # link targets
+print("ok")
+)",
+                      {checkpoints(run).back().string(), (run / "config.yaml").string()});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out,
+            "['epoch', 'global_step', 'pytorch-lightning_version', 'state_dict', 'loops', 'callbacks', "
+            "'optimizer_states', 'lr_schedulers', 'hparams_name', 'hyper_parameters', 'salt_cpp']\n"
+            "ok\n");
+
+  // and salt-cpp reads its own salt-readable config.yaml back
+  auto test = salt("test", {"-c", (run / "config.yaml").string()});
+  EXPECT_EQ(test.exit_code, 0) << test.err;
 }
 
 }  // namespace salt::testing

@@ -1,0 +1,39 @@
+#include "serialize/yaml_value.h"
+
+#include "config/yaml11_scalars.h"
+
+namespace salt::serialize {
+namespace {
+
+PyValue scalar(const YAML::Node& node) {
+  const auto& text = node.Scalar();
+  if (node.Tag() == "!") return PyValue::str(text);  // quoted
+  if (text.empty() || text == "~" || text == "null" || text == "Null" || text == "NULL") return PyValue();
+  if (auto b = config::yaml11_bool(text)) return PyValue::boolean(*b);
+  if (auto i = config::yaml11_int(text)) return PyValue::integer(*i);
+  // jsonargparse turns 1e-5 (a string to PyYAML) into a float for float arguments,
+  // and LightningCLI's hyper_parameters hold the parsed values.
+  if (auto f = config::yaml11_float(text)) return PyValue::real(*f);
+  return PyValue::str(text);
+}
+
+}  // namespace
+
+PyValue yaml_to_py(const YAML::Node& node) {
+  switch (node.Type()) {
+    case YAML::NodeType::Map: {
+      auto d = PyValue::dict();
+      for (const auto& kv : node) d.set_item(PyValue::str(kv.first.Scalar()), yaml_to_py(kv.second));
+      return d;
+    }
+    case YAML::NodeType::Sequence: {
+      auto l = PyValue::list();
+      for (const auto& item : node) l.append(yaml_to_py(item));
+      return l;
+    }
+    case YAML::NodeType::Scalar: return scalar(node);
+    default: return PyValue();
+  }
+}
+
+}  // namespace salt::serialize

@@ -1,0 +1,92 @@
+#include "training/salt_cli_config.h"
+
+#include "config/yaml_load.h"
+
+namespace salt::training {
+namespace {
+
+bool ends_with(const std::string& s, const std::string& tail) {
+  return s.size() >= tail.size() && s.compare(s.size() - tail.size(), tail.size(), tail) == 0;
+}
+
+// Lookups through a const node: yaml-cpp's non-const operator[] would add the key.
+YAML::Node at(const YAML::Node& node, const char* key) {
+  return node && node.IsMap() ? node[key] : YAML::Node(YAML::NodeType::Undefined);
+}
+
+std::string scalar_or(const YAML::Node& n, const std::string& fallback = "") {
+  return n && n.IsScalar() ? n.Scalar() : fallback;
+}
+
+// salt's SaltCLI: norm_config = {norm_dict, variables, global_object, input_map} from data.
+void fill_norm_config(YAML::Node& config) {
+  const auto data = at(config, "data");
+  YAML::Node norm(YAML::NodeType::Map);
+  norm["norm_dict"] = config::copy_tree(data["norm_dict"]);
+  norm["variables"] = config::copy_tree(data["variables"]);
+  norm["global_object"] = config::copy_tree(data["global_object"]);
+  norm["input_map"] = at(data, "input_map") ? config::copy_tree(data["input_map"]) : YAML::Node(YAML::NodeType::Null);
+  config["model"]["norm_config"] = norm;
+}
+
+// InitNet computes input_size only when the key is absent; fit adds variables and global_object.
+void fill_init_nets(YAML::Node& model_args, const YAML::Node& data) {
+  auto nets = at(model_args, "init_nets");
+  if (!nets || !nets.IsSequence()) return;
+  for (auto net : nets) {
+    auto dense = at(net, "dense_config");
+    if (at(dense, "input_size") && dense["input_size"].IsNull()) dense.remove("input_size");
+    if (!at(net, "variables") || net["variables"].IsNull()) net["variables"] = config::copy_tree(at(data, "variables"));
+    if (!at(net, "global_object") || net["global_object"].IsNull())
+      net["global_object"] = config::copy_tree(at(data, "global_object"));
+  }
+}
+
+// The jet classification task: class names as salt's fit reads them from the file.
+void fill_class_names(YAML::Node& model_args, const std::string& global_object,
+                      const std::vector<std::string>& flavour_labels) {
+  auto tasks = at(at(at(model_args, "tasks"), "init_args"), "modules");
+  if (flavour_labels.empty() || !tasks || !tasks.IsSequence()) return;
+  for (auto task : tasks) {
+    auto args = at(task, "init_args");
+    if (!args || scalar_or(at(args, "name")) != global_object + "_classification" ||
+        scalar_or(at(args, "label")) != "flavour_label" || (at(args, "class_names") && !args["class_names"].IsNull()))
+      continue;
+    YAML::Node names(YAML::NodeType::Sequence);
+    names.SetStyle(YAML::EmitterStyle::Flow);
+    for (const auto& n : flavour_labels) names.push_back(n);
+    args["class_names"] = names;
+  }
+}
+
+void fix_encoder(YAML::Node& model_args) {
+  auto encoder = at(model_args, "encoder");
+  if (ends_with(scalar_or(at(encoder, "class_path")), "Transformer") && at(encoder, "init_args"))
+    encoder["init_args"].remove("depth");  // salt's Transformer passes each layer's depth itself
+}
+
+void fix_mask_decoder(YAML::Node& model_args) {
+  auto args = at(at(model_args, "mask_decoder"), "init_args");
+  if (!at(at(args, "loss_config"), "class_weights")) return;
+  if (!at(args, "class_weights") || args["class_weights"].IsNull())
+    args["class_weights"] = config::copy_tree(args["loss_config"]["class_weights"]);
+  args["loss_config"].remove("class_weights");
+}
+
+}  // namespace
+
+void make_salt_readable(YAML::Node& config, const std::vector<std::string>& flavour_labels) {
+  if (!at(config, "model") || !at(config, "data")) return;
+  fill_norm_config(config);
+  auto model_args = at(at(at(config, "model"), "model"), "init_args");
+  if (model_args && model_args.IsMap()) {
+    fill_init_nets(model_args, at(config, "data"));
+    fill_class_names(model_args, scalar_or(at(at(config, "data"), "global_object"), "jets"), flavour_labels);
+    fix_encoder(model_args);
+    fix_mask_decoder(model_args);
+  }
+  config["model"].remove("name");  // link targets: salt's config.yaml leaves them out
+  config["model"].remove("global_object");
+}
+
+}  // namespace salt::training
