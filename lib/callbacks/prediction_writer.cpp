@@ -13,6 +13,10 @@ namespace h5 = data::h5;
 
 namespace {
 
+// ftag's H5Writer writes its version as the file's writer_version; salt pins
+// atlas-ftag-tools 0.3.3, whose layout (dtypes, maxshape, chunks) this follows.
+constexpr const char* kFtagWriterVersion = "v0.3.3";
+
 // One output dataset: where its fields come from and where they go.
 struct Output {
   std::string input;    // input name
@@ -24,6 +28,7 @@ struct Output {
   size_t source_record = 0;
   struct Copy {
     size_t from, to, size;
+    h5::FieldType from_type, to_type;  // floats are converted to the output's precision
   };
   std::vector<Copy> copies;
   struct Pred {
@@ -37,6 +42,33 @@ struct Output {
   size_t record = 0;
   std::unique_ptr<h5::Dataset> target;
 };
+
+// One field of a test-file record into the output record, floats converted.
+void copy_field(const Output::Copy& c, const uint8_t* src, uint8_t* dst) {
+  if (c.from_type == c.to_type) {
+    std::memcpy(dst + c.to, src + c.from, c.size);
+    return;
+  }
+  double v = 0;
+  if (c.from_type.size == 2) {
+    uint16_t h;
+    std::memcpy(&h, src + c.from, 2);
+    v = h5::half_to_float(h);
+  } else if (c.from_type.size == 4) {
+    float f;
+    std::memcpy(&f, src + c.from, 4);
+    v = f;
+  } else {
+    std::memcpy(&v, src + c.from, 8);
+  }
+  if (c.to_type.size == 2) {
+    const uint16_t h = h5::float_to_half(static_cast<float>(v));
+    std::memcpy(dst + c.to, &h, 2);
+  } else {
+    const float f = static_cast<float>(v);
+    std::memcpy(dst + c.to, &f, 4);
+  }
+}
 
 }  // namespace
 
@@ -59,6 +91,8 @@ struct PredictionWriter::Impl {
     for (const auto& [input, _] : batch.pad_masks) masked_inputs.insert(input);
     source_file = std::make_unique<h5::File>(h5::File::open_read(options.test_file));
     target_file = std::make_unique<h5::File>(h5::File::create(temp, options.output));
+    // ftag's H5Writer marks its files with its version; salt pins atlas-ftag-tools 0.3.3.
+    h5::write_attr(target_file->id(), "writer_version", std::string(kFtagWriterVersion));
     for (const auto& [input, all_tasks] : columns) {
       const bool sequence = input != options.global_object;
       const bool objects = input == "objects" || input == "object_masks";
@@ -97,6 +131,7 @@ struct PredictionWriter::Impl {
       } else {
         fields = layout.names();
       }
+      const auto float_type = options.half_precision ? h5::kF2 : h5::kF4;
       h5::CompoundBuilder builder;
       h5::Id file_type;
       if (out.source) file_type = out.source->file_type();
@@ -107,9 +142,12 @@ struct PredictionWriter::Impl {
         h5::Guard guard;
         int index = H5Tget_member_index(file_type.get(), name.c_str());
         member_types.emplace_back(H5Tget_member_type(file_type.get(), static_cast<unsigned>(index)), H5Tclose);
-        builder.add(name, member_types.back().get());
+        // As ftag's H5Writer: every float field in the output's precision (f4, or f2 with half_precision).
+        if (field->type.kind == h5::Kind::Float)
+          builder.add(name, float_type);
+        else
+          builder.add(name, member_types.back().get());
       }
-      const auto float_type = options.half_precision ? h5::kF2 : h5::kF4;
       for (const auto& [task, cols] : tasks) {
         const bool integer = !cols.values.is_floating_point();
         for (const auto& name : cols.names) builder.add(name, integer ? h5::kI8 : float_type);
@@ -118,8 +156,11 @@ struct PredictionWriter::Impl {
       if (out.has_mask) builder.add("mask", h5::kBool);
       auto out_layout = builder.layout();
       out.record = out_layout.record_size;
-      for (const auto& name : fields)
-        out.copies.push_back({layout.find(name)->offset, out_layout.find(name)->offset, static_cast<size_t>(layout.find(name)->type.size)});
+      for (const auto& name : fields) {
+        const auto* from = layout.find(name);
+        const auto* to = out_layout.find(name);
+        out.copies.push_back({from->offset, to->offset, static_cast<size_t>(from->type.size), from->type, to->type});
+      }
       for (const auto& [task, cols] : tasks)
         for (std::size_t c = 0; c < cols.names.size(); ++c)
           out.preds.push_back({task, c, out_layout.find(cols.names[c])->offset, !cols.values.is_floating_point()});
@@ -127,6 +168,11 @@ struct PredictionWriter::Impl {
       auto type = builder.build();
       h5::DatasetSpec spec;
       spec.shape = shape;
+      spec.resizable = true;  // as ftag's H5Writer: maxshape (None, ...)
+      if (shape.size() > 1) {  // and its chunks: 100 rows of whole slots
+        spec.chunk = shape;
+        spec.chunk[0] = 100;
+      }
       out.target = std::make_unique<h5::Dataset>(h5::create_dataset(*target_file, out.dataset, type.get(), spec, out.record));
       outputs.push_back(std::move(out));
     }
@@ -155,7 +201,7 @@ struct PredictionWriter::Impl {
         for (int64_t s = 0; s < out.width; ++s) {
           const uint8_t* src = in.data() + static_cast<size_t>(r * out.width + s) * out.source_record;
           uint8_t* dst = buf.data() + static_cast<size_t>(r * out.width + s) * out.record;
-          for (const auto& c : out.copies) std::memcpy(dst + c.to, src + c.from, c.size);
+          for (const auto& c : out.copies) copy_field(c, src, dst);
           for (const auto& p : out.preds) {
             const auto& v = values.at(p.task);
             const int64_t len = v.size(1), n = v.size(2);

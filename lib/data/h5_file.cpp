@@ -493,10 +493,13 @@ Dataset create_dataset(const File& file, const std::string& name, hid_t type, co
   Guard guard;
   Id dcpl = plist_id(H5Pcreate(H5P_DATASET_CREATE));
   H5Pset_obj_track_times(dcpl.get(), 0);  // h5py's default; also keeps files reproducible
-  bool chunked = spec.compression != Compression::None || !spec.chunk.empty();
+  bool chunked = spec.compression != Compression::None || !spec.chunk.empty() || spec.resizable;
   if (chunked) {
-    std::vector<hsize_t> chunk = spec.chunk.empty() ? guess_chunk(spec.shape, type_size) : spec.chunk;
-    for (size_t i = 0; i < chunk.size(); ++i) chunk[i] = std::max<hsize_t>(1, std::min(chunk[i], std::max<hsize_t>(1, spec.shape[i])));
+    auto guess_shape = spec.shape;
+    if (spec.resizable && !guess_shape.empty()) guess_shape[0] = 0;  // h5py guesses 1024 for an unlimited axis
+    std::vector<hsize_t> chunk = spec.chunk.empty() ? guess_chunk(guess_shape, type_size) : spec.chunk;
+    for (size_t i = 0; i < chunk.size(); ++i)
+      if (!(spec.resizable && i == 0)) chunk[i] = std::max<hsize_t>(1, std::min(chunk[i], std::max<hsize_t>(1, spec.shape[i])));
     H5Pset_chunk(dcpl.get(), static_cast<int>(chunk.size()), chunk.data());
   }
   if (spec.compression == Compression::Gzip) {
@@ -509,7 +512,9 @@ Dataset create_dataset(const File& file, const std::string& name, hid_t type, co
     if (H5Pset_filter(dcpl.get(), kLzfFilter, H5Z_FLAG_OPTIONAL, 0, nullptr) < 0)
       fail(fmt::format("Cannot enable LZF for dataset '{}' in {}", name, file.path().string()));
   }
-  Id space = space_id(H5Screate_simple(static_cast<int>(spec.shape.size()), spec.shape.data(), nullptr));
+  auto max_shape = spec.shape;
+  if (spec.resizable && !max_shape.empty()) max_shape[0] = H5S_UNLIMITED;
+  Id space = space_id(H5Screate_simple(static_cast<int>(spec.shape.size()), spec.shape.data(), max_shape.data()));
   Id ds(H5Dcreate2(file.id(), name.c_str(), type, space.get(), H5P_DEFAULT, dcpl.get(), H5P_DEFAULT), H5Dclose);
   if (!ds.valid()) fail(fmt::format("Cannot create dataset '{}' in {}", name, file.shown().string()));
   return Dataset(std::move(ds), name, file.shown());  // the name for messages only

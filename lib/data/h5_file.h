@@ -267,6 +267,9 @@ struct DatasetSpec {
   std::vector<hsize_t> chunk;  // empty: h5py's automatic chunk guess
   Compression compression = Compression::Lzf;
   int gzip_level = 4;  // h5py's default
+  // maxshape (None, ...): rows can be appended later (h5py then guesses the chunk
+  // of a 0-row dataset, so the chunk does not depend on the rows written).
+  bool resizable = false;
 };
 // Creates a compound dataset like h5py's create_dataset(..., chunks=, compression=).
 Dataset create_dataset(const File& file, const std::string& name, hid_t type, const DatasetSpec& spec,

@@ -74,6 +74,22 @@ std::pair<torch::Tensor, torch::Tensor> MaskDecoderLayerImpl::forward(torch::Ten
   return {layer_norm(norm1, q), layer_norm(norm2, kv)};
 }
 
+std::vector<std::pair<std::string, std::string>> MaskDecoderImpl::state_aliases() const {
+  std::vector<std::pair<std::string, std::string>> out;
+  for (size_t i = 0; i < layers->size(); ++i) {
+    for (const auto& p : mask_net->named_parameters(true))
+      out.emplace_back("layers." + std::to_string(i) + ".mask_net." + p.key(), "mask_net." + p.key());
+    for (const auto& b : mask_net->named_buffers(true))
+      out.emplace_back("layers." + std::to_string(i) + ".mask_net." + b.key(), "mask_net." + b.key());
+  }
+  return out;
+}
+
+std::vector<std::pair<std::string, torch::Tensor>> MaskDecoderImpl::salt_only_state() const {
+  if (options_.loss.num_classes <= 0) return {};  // a decoder built without its loss (tests)
+  return {{"mask_loss.empty_weight", class_weight_vector(options_.loss)}};
+}
+
 MaskDecoderImpl::MaskDecoderImpl(MaskDecoderOptions o, Dense class_net_in, Dense mask_net_in)
     : torch::nn::Module("MaskDecoder"), options_(std::move(o)) {
   const int64_t e = options_.embed_dim;

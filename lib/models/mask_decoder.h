@@ -21,6 +21,7 @@
 #include "models/dense.h"
 #include "models/glu.h"
 #include "models/maskformer_loss.h"
+#include "models/salt_state.h"
 #include "models/mask_matching.h"
 
 #include "export/fwd.h"
@@ -95,7 +96,7 @@ struct MaskDecoderOptions {
   config::MaskformerConfig mf;   // data.mf_config: how targets are built
 };
 
-class MaskDecoderImpl : public torch::nn::Module {
+class MaskDecoderImpl : public torch::nn::Module, public SaltStateExtras {
  public:
   MaskDecoderImpl(MaskDecoderOptions options, Dense class_net, Dense mask_net);
   // x: encoded constituents [B, L, E], pad_mask [B, L] (true = padded). Object tasks
@@ -111,6 +112,10 @@ class MaskDecoderImpl : public torch::nn::Module {
   OnnxObjects to_onnx(ox::Graph& g, const ox::Value& x);
 
   const MaskDecoderOptions& options() const { return options_; }
+  // salt's state_dict: layers.<i>.mask_net.* (the shared mask_net under every
+  // layer) and mask_loss.empty_weight (the class weights of the loss).
+  std::vector<std::pair<std::string, std::string>> state_aliases() const override;
+  std::vector<std::pair<std::string, torch::Tensor>> salt_only_state() const override;
   // The matching of forward() with labels, for predictions made without: puts
   // `preds` in the order of the targets and returns the assignment [B, M].
   torch::Tensor match_to_targets(ObjectPreds& preds, const Labels& labels, const TensorMap& pad_masks,

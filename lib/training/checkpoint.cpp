@@ -9,6 +9,7 @@
 #include "core/errors.h"
 #include "core/provenance.h"
 #include "core/torch_compat.h"
+#include "models/salt_state.h"
 #include "serialize/torch_file.h"
 #include "training/lightning_layout.h"
 #include "training/lion.h"
@@ -17,10 +18,28 @@
 
 namespace salt::training {
 
+namespace {
+
+// Each module with salt-only state entries (models/salt_state.h), with its key prefix.
+template <typename Fn>
+void for_each_extras(const torch::nn::Module& module, Fn fn) {
+  if (const auto* root = dynamic_cast<const models::SaltStateExtras*>(&module)) fn(std::string(), *root);
+  for (const auto& item : module.named_modules("", /*include_self=*/false))
+    if (const auto* extras = dynamic_cast<const models::SaltStateExtras*>(item.value().get()))
+      fn(item.key() + ".", *extras);
+}
+
+}  // namespace
+
 std::vector<std::pair<std::string, torch::Tensor>> module_state(const torch::nn::Module& module) {
   std::vector<std::pair<std::string, torch::Tensor>> state;
   for (const auto& item : module.named_parameters(true)) state.emplace_back(item.key(), item.value());
   for (const auto& item : module.named_buffers(true)) state.emplace_back(item.key(), item.value());
+  const std::map<std::string, torch::Tensor> own(state.begin(), state.end());
+  for_each_extras(module, [&](const std::string& prefix, const models::SaltStateExtras& extras) {
+    for (const auto& [alias, canonical] : extras.state_aliases()) state.emplace_back(prefix + alias, own.at(prefix + canonical));
+    for (const auto& [key, value] : extras.salt_only_state()) state.emplace_back(prefix + key, value);
+  });
   return state;
 }
 
@@ -43,6 +62,11 @@ void load_module_state(torch::nn::Module& module, const std::vector<std::pair<st
   };
   for (auto& item : module.named_parameters(true)) restore(item.key(), item.value());
   for (auto& item : module.named_buffers(true)) restore(item.key(), item.value());
+  // salt's second paths of shared modules and its recomputed buffers: nothing to restore.
+  for_each_extras(module, [&](const std::string& prefix, const models::SaltStateExtras& extras) {
+    for (const auto& [alias, canonical] : extras.state_aliases()) saved.erase(prefix + alias);
+    for (const auto& [key, value] : extras.salt_only_state()) saved.erase(prefix + key);
+  });
   if (!missing.empty())
     throw InputError(source + ": checkpoint lacks '" + missing.front() + "' (" + std::to_string(missing.size()) +
                      " missing); was it made with another config?");

@@ -4,6 +4,7 @@
 
 #include "core/errors.h"
 #include "support/test_support.h"
+#include "models/mask_decoder.h"
 #include "training/checkpoint.h"
 #include "training/optimization.h"
 #include "training/rng_state.h"
@@ -140,6 +141,44 @@ TEST(Checkpoint, EarlierSaltCppCheckpointsWrittenByLibTorchStillOpen) {
   ASSERT_EQ(loaded.adam_state.size(), 1u);
   EXPECT_EQ(loaded.adam_state[0].step, 6);
   EXPECT_TRUE(torch::equal(loaded.adam_state[0].exp_avg_sq, torch::full({2, 3}, 2.0)));
+}
+
+// salt's MaskDecoder state_dict holds the shared mask_net again under every
+// layer and MaskFormerLoss's empty_weight: written so that salt's strict load
+// accepts salt-cpp's weights, accepted (and not required) on reading.
+TEST(Checkpoint, MaskDecoderStateHasSaltsSharedMaskNetKeysAndLossWeights) {
+  using namespace models;
+  torch::manual_seed(5);
+  auto make = [] {
+    MaskDecoderOptions o;
+    o.embed_dim = 8;
+    o.num_layers = 2;
+    o.num_objects = 3;
+    o.layer = MaskDecoderLayerOptions(8).n_heads(2);
+    o.loss.num_classes = 2;
+    o.loss.null_class_weight = 0.25;
+    return MaskDecoder(o, Dense(DenseOptions(8).output_size(3)), Dense(DenseOptions(8).output_size(8)));
+  };
+  auto decoder = make();
+  const auto state = training::module_state(*decoder);
+  std::map<std::string, torch::Tensor> by_key(state.begin(), state.end());
+  for (const char* layer : {"layers.0", "layers.1"})
+    for (const auto& p : decoder->mask_net->named_parameters()) {
+      const auto key = std::string(layer) + ".mask_net." + p.key();
+      ASSERT_TRUE(by_key.count(key)) << key;
+      EXPECT_TRUE(torch::equal(by_key.at(key), p.value())) << key;
+    }
+  ASSERT_TRUE(by_key.count("mask_loss.empty_weight"));
+  EXPECT_TRUE(torch::equal(by_key.at("mask_loss.empty_weight"), torch::tensor({1.0f, 1.0f, 0.25f})));
+
+  auto fresh = make();
+  training::load_module_state(*fresh, state, "with salt's keys");
+  EXPECT_TRUE(torch::equal(fresh->mask_net->parameters()[0], decoder->mask_net->parameters()[0]));
+  std::vector<std::pair<std::string, torch::Tensor>> plain;  // earlier salt-cpp checkpoints: no extras
+  for (const auto& [k, v] : state)
+    if (k.rfind("layers.", 0) != 0 || k.find(".mask_net.") == std::string::npos)
+      if (k != "mask_loss.empty_weight") plain.emplace_back(k, v);
+  EXPECT_NO_THROW(training::load_module_state(*make(), plain, "without them"));
 }
 
 TEST(Checkpoint, PythonTorchLoadSeesLightningLayout) {

@@ -118,6 +118,62 @@ TEST_F(FitTest, TestSuffixHalfPrecisionAndExplicitCheckpoint) {
   EXPECT_EQ(jets.layout().find("GN2_cpu_pb")->type.str(), "f2");
 }
 
+// The prediction file as ftag's H5Writer (salt's PredictionWriter) lays it out:
+// writer_version, every float field in the output precision (test-file inputs
+// too: float16 and float64 become float32), resizable datasets, 100-row chunks.
+TEST_F(FitTest, PredictionFileHasFtagsWriterLayout) {
+  auto fit = salt("fit", small_gn2({"--trainer.max_epochs", "1", "--data.num_train", "1000", "-ls", "run"}));
+  ASSERT_EQ(fit.exit_code, 0) << fit.err;
+  const auto run = dir / "logs" / "GN2_cpu_run";
+  fs::create_directories(dir / "mixed");
+  const auto mixed = dir / "mixed" / "pp_output_test_ttbar.h5";
+  auto conv = run_python(R"(
+import sys, h5py, numpy as np
+src, dst = h5py.File(sys.argv[1]), h5py.File(sys.argv[2], "w")
+for name, ds in src.items():
+    a = ds[:]
+    new = {"pt_btagJes": "f8", "eta_btagJes": "f2", "d0": "f2"}  # pt in MeV overflows f2
+    dt = np.dtype([(f, new.get(f, a.dtype[f].str)) for f in a.dtype.names])
+    dst.create_dataset(name, data=a.astype(dt), compression="lzf")
+for k, v in src.attrs.items(): dst.attrs[k] = v
+for name in src: 
+    for k, v in src[name].attrs.items(): dst[name].attrs[k] = v
+)",
+                         {(dir / "data/toy/pp_output_test_ttbar.h5").string(), mixed.string()});
+  ASSERT_EQ(conv.exit_code, 0) << conv.err;
+  const auto ckpt = checkpoints(run).front();
+  const auto out = ckpt.parent_path() / (ckpt.stem().string() + "__test_ttbar.h5");
+  for (const std::string half : {"false", "true"}) {
+    SCOPED_TRACE("half_precision " + half);
+    auto r = salt("test", {"-c", (run / "config.yaml").string(), "--data.test_file", mixed.string(),
+                           "--trainer.callbacks.1.init_args.write_tracks=true",
+                           "--trainer.callbacks.1.init_args.half_precision=" + half});
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    auto check = run_python(R"(
+import sys, h5py, numpy as np
+out, src, half = h5py.File(sys.argv[1]), h5py.File(sys.argv[2]), sys.argv[3] == "true"
+want = np.dtype("f2" if half else "f4")
+print(out.attrs["writer_version"])
+for name in ("jets", "tracks"):
+    ds = out[name]
+    floats = {ds.dtype[f] for f in ds.dtype.names if ds.dtype[f].kind == "f"}
+    assert floats == {want}, (name, floats)
+    assert ds.maxshape == (None,) + ds.shape[1:], (name, ds.maxshape)
+assert out["tracks"].chunks == (100, out["tracks"].shape[1]), out["tracks"].chunks
+j, sj = out["jets"][:], src["jets"][:]
+assert np.array_equal(j["pt_btagJes"], sj["pt_btagJes"].astype(want))
+assert np.array_equal(j["eta_btagJes"], sj["eta_btagJes"].astype(want))
+assert np.array_equal(j["eventNumber"], sj["eventNumber"]) and j["eventNumber"].dtype == sj["eventNumber"].dtype
+t, st = out["tracks"][:], src["tracks"][:]
+assert np.array_equal(t["d0"], st["d0"].astype(want))
+print("ok")
+)",
+                            {out.string(), mixed.string(), half});
+    ASSERT_EQ(check.exit_code, 0) << check.err;
+    EXPECT_EQ(check.out, "v0.3.3\nok\n");
+  }
+}
+
 class ShippedModel : public FitTest, public ::testing::WithParamInterface<std::string> {};
 
 TEST_P(ShippedModel, TrainsAndTestsOnToyData) {
