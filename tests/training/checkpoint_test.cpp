@@ -181,6 +181,40 @@ TEST(Checkpoint, MaskDecoderStateHasSaltsSharedMaskNetKeysAndLossWeights) {
   EXPECT_NO_THROW(training::load_module_state(*make(), plain, "without them"));
 }
 
+// Files torch.save wrote that are not checkpoints salt-cpp can use: one line each.
+TEST(Checkpoint, PythonFilesThatAreNotCheckpointsAreRefusedByName) {
+  ASSERT_TRUE(have_python_module("torch")) << "python3-torch is not installed (scripts/bootstrap.sh installs it)";
+  TempDir dir;
+  auto r = run_python(R"(
+import collections, sys, torch
+d = sys.argv[1]
+torch.save([1, 2, 3], d + "/list.ckpt")
+torch.save({"state_dict": {"w": torch.ones(2)}}, d + "/weights_only.ckpt")
+class Opaque: pass
+sd = collections.OrderedDict(w=torch.ones(2), b=Opaque())
+torch.save({"epoch": 0, "global_step": 1, "state_dict": sd}, d + "/object.ckpt")
+torch.save({"epoch": "zero", "global_step": 1, "state_dict": {}}, d + "/epoch.ckpt")
+)",
+                      {dir.path().string()});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"list.ckpt", "the file holds a list, not a checkpoint's dict"},
+      {"weights_only.ckpt", "no 'epoch' entry in the checkpoint"},
+      {"object.ckpt", "state_dict entry 'b' is a __main__.Opaque object, not a tensor"},
+      {"epoch.ckpt", "expected an int, found str"},
+  };
+  for (const auto& [file, expected] : cases) {
+    try {
+      training::load_checkpoint(dir / file);
+      ADD_FAILURE() << file << " was read";
+    } catch (const InputError& e) {
+      const std::string what = e.what();
+      EXPECT_NE(what.find((dir / file).string() + ": not a checkpoint salt-cpp reads"), std::string::npos) << what;
+      EXPECT_NE(what.find(expected), std::string::npos) << what;
+    }
+  }
+}
+
 TEST(Checkpoint, PythonTorchLoadSeesLightningLayout) {
   ASSERT_TRUE(have_python_module("torch")) << "python3-torch is not installed (scripts/bootstrap.sh installs it)";
   TempDir dir;

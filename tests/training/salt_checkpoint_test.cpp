@@ -13,65 +13,8 @@ namespace fs = std::filesystem;
 
 namespace {
 
-// Rewrites a salt-cpp checkpoint (argv[1]) as salt + Lightning 2.x would have
-// written it (argv[2]), with the given pickle protocol (argv[3]).
-const char* kAsSaltWritesIt = R"(
-import collections, sys, types, torch, yaml
-
-def home(cls, module):  # Lightning's classes, importable by name for pickle
-    parts = module.split(".")
-    for i in range(1, len(parts) + 1):
-        sys.modules.setdefault(".".join(parts[:i]), types.ModuleType(".".join(parts[:i])))
-    setattr(sys.modules[module], cls.__name__, cls)
-    cls.__module__ = module
-
-class AttributeDict(dict):
-    pass
-home(AttributeDict, "lightning.fabric.utilities.data")
-
-ours = torch.load(sys.argv[1])
-sd = collections.OrderedDict((k, v.clone()) for k, v in ours["state_dict"].items())
-sd._metadata = collections.OrderedDict([("", {"version": 1}), ("model", {"version": 1})])
-
-opt = ours["optimizer_states"][0]
-for s in opt["state"].values():
-    s["step"] = torch.tensor(float(s["step"]))  # torch >= 1.12: a float32 tensor
-group = opt["param_groups"][0]
-group.update(maximize=False, foreach=None, capturable=False, differentiable=False, fused=None,
-             base_momentum=0.85, max_momentum=0.95)
-
-# OneCycleLR's own state_dict: in this torch its anneal_func is a bound method,
-# which pickles the scheduler object (and its optimizer) as a whole.
-p = [torch.nn.Parameter(torch.zeros(1))]
-sched = torch.optim.lr_scheduler.OneCycleLR(torch.optim.AdamW(p), max_lr=1e-3,
-                                            total_steps=ours["lr_schedulers"][0]["total_steps"])
-sched_state = sched.state_dict()
-sched_state["last_epoch"] = ours["lr_schedulers"][0]["last_epoch"]
-sched_state["_step_count"] = sched_state["last_epoch"] + 1
-
-hparams = dict(ours["hyper_parameters"])  # LightningCLI's, as salt-cpp writes them too
-score = torch.tensor(0.75)
-callbacks = {
-    "ModelCheckpoint{'monitor': 'val_loss', 'mode': 'min', 'every_n_train_steps': 0, 'every_n_epochs': 1, "
-    "'train_time_interval': None}": {
-        "monitor": "val_loss", "best_model_score": score, "best_model_path": "/x/ckpts/a.ckpt",
-        "current_score": score, "dirpath": "/x/ckpts", "best_k_models": {"/x/ckpts/a.ckpt": score},
-        "kth_best_model_path": "/x/ckpts/a.ckpt", "kth_value": score, "last_model_path": ""},
-}
-done = {"ready": 1, "completed": 1, "started": 1, "processed": 1}
-loops = {
-    "fit_loop": {"state_dict": {}, "epoch_loop.state_dict": {"_batches_that_stepped": ours["global_step"]},
-                 "epoch_progress": {"total": done, "current": done}},
-    "validate_loop": {"state_dict": {}}, "test_loop": {"state_dict": {}}, "predict_loop": {"state_dict": {}},
-}
-ck = {
-    "epoch": ours["epoch"], "global_step": ours["global_step"], "pytorch-lightning_version": "2.6.1",
-    "state_dict": sd, "loops": loops, "callbacks": callbacks, "optimizer_states": [opt],
-    "lr_schedulers": [sched_state], "MixedPrecision": {}, "hparams_name": "kwargs",
-    "hyper_parameters": AttributeDict(hparams),
-}
-torch.save(ck, sys.argv[2], pickle_protocol=int(sys.argv[3]))
-)";
+// Python's rewrite of a salt-cpp checkpoint as salt + Lightning write it.
+std::string as_salt_writes_it() { return read_file(source_dir() / "tests" / "zoo" / "as_salt_writes_it.py"); }
 
 // config.yaml as LightningCLI writes it: the CLI's own keys at the top level.
 void as_salt_config(const fs::path& from, const fs::path& to) {
@@ -94,7 +37,7 @@ TEST_F(FitTest, ACheckpointWrittenBySaltOpensInEveryCommand) {
   for (const auto* f : {"norm_dict.yaml", "class_dict.yaml"})
     if (fs::exists(ours / f)) fs::copy_file(ours / f, theirs / f);
   const auto their_ckpt = theirs / "ckpts" / our_ckpt.filename();
-  auto r = run_python(kAsSaltWritesIt, {our_ckpt.string(), their_ckpt.string(), "2"});
+  auto r = run_python(as_salt_writes_it(), {our_ckpt.string(), their_ckpt.string(), "2"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
 
   // salt test: the same predictions, bit for bit.
@@ -136,7 +79,7 @@ TEST_F(FitTest, ContinuingASaltCheckpointEqualsTheUninterruptedRun) {
   const auto first = checkpoints(dir / "logs" / "GN2_cpu_straight").front();  // after epoch 0
   ASSERT_NE(first.filename().string().find("epoch=000"), std::string::npos) << first;
   const auto salt_ckpt = dir / "salt.ckpt";
-  auto r = run_python(kAsSaltWritesIt, {first.string(), salt_ckpt.string(), "4"});
+  auto r = run_python(as_salt_writes_it(), {first.string(), salt_ckpt.string(), "4"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
 
   auto cont = salt("fit", [&] {

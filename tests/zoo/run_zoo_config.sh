@@ -52,6 +52,31 @@ run="$dir/logs/$(ls "$dir/logs")"
 "$salt" test --config "$run/config.yaml" --data.num_workers 0 --trainer.accelerator cpu --trainer.devices 1
 ls "$run"/ckpts/*__test_ttbar.h5 >/dev/null
 echo "zoo: $* fit and tested in $run"
+# SALT_ZOO_SALT_LAYOUT=1: the tested checkpoint rewritten as salt writes it (Python's
+# torch.save of Lightning's dict: tests/zoo/as_salt_writes_it.py), in a run directory
+# whose config.yaml has LightningCLI's top-level keys: `salt test` on it must give
+# the same prediction file, bit for bit.
+if [ "${SALT_ZOO_SALT_LAYOUT:-0}" = 1 ]; then
+  ckpt=$(ls "$run"/ckpts/*.ckpt | head -n 1)
+  theirs="$dir/salt_run"
+  mkdir -p "$theirs/ckpts"
+  { cat "$run/config.yaml"; printf 'optimizer: null\nlr_scheduler: null\nweights_only: null\n'; } >"$theirs/config.yaml"
+  /usr/bin/python3 "$(dirname "$0")/as_salt_writes_it.py" "$ckpt" "$theirs/ckpts/$(basename "$ckpt")" 2
+  "$salt" test --config "$theirs/config.yaml" --ckpt_path "$theirs/ckpts/$(basename "$ckpt")" --data.num_workers 0 \
+    --trainer.accelerator cpu --trainer.devices 1
+  ours_h5=$(ls "$run"/ckpts/*__test_ttbar.h5)
+  /usr/bin/python3 - "$ours_h5" "$theirs/ckpts/$(basename "$ours_h5")" <<'PY'
+import sys, h5py, numpy as np
+a, b = h5py.File(sys.argv[1]), h5py.File(sys.argv[2])
+assert sorted(a) == sorted(b), (list(a), list(b))
+for name in a:
+    x, y = a[name][:], b[name][:]
+    assert x.dtype == y.dtype and x.shape == y.shape, name
+    for f in x.dtype.names:
+        assert np.array_equal(x[f], y[f], equal_nan=x.dtype[f].kind == "f"), (name, f)
+print("zoo: the checkpoint laid out as salt writes it gives the same predictions:", ", ".join(sorted(a)))
+PY
+fi
 if [ "${SALT_ZOO_EXPORT:-0}" = refuse ]; then
   ckpt=$(ls "$run"/ckpts/*.ckpt | head -n 1)
   if "$salt" to_onnx --ckpt_path "$ckpt" --force 2>"$dir/export.err"; then echo "zoo: to_onnx should refuse $*"; exit 1; fi
