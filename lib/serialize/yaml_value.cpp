@@ -1,5 +1,7 @@
 #include "serialize/yaml_value.h"
 
+#include <stdexcept>
+
 #include "config/yaml11_scalars.h"
 
 namespace salt::serialize {
@@ -34,6 +36,46 @@ PyValue yaml_to_py(const YAML::Node& node) {
     case YAML::NodeType::Scalar: return scalar(node);
     default: return PyValue();
   }
+}
+
+namespace {
+
+void emit(YAML::Emitter& out, const PyValue& v) {
+  switch (v.kind()) {
+    case PyValue::Kind::kNone: out << YAML::Null; break;
+    case PyValue::Kind::kBool: out << v.as_bool(); break;
+    case PyValue::Kind::kInt: out << v.as_int(); break;
+    case PyValue::Kind::kFloat: out << v.as_number(); break;
+    case PyValue::Kind::kStr: out << YAML::DoubleQuoted << v.as_str(); break;
+    case PyValue::Kind::kTuple:
+    case PyValue::Kind::kList:
+      out << YAML::BeginSeq;
+      for (const auto& item : v.items()) emit(out, item);
+      out << YAML::EndSeq;
+      break;
+    case PyValue::Kind::kDict:
+      out << YAML::BeginMap;
+      for (const auto& [key, value] : v.entries()) {
+        out << YAML::Key;
+        emit(out, key);
+        out << YAML::Value;
+        emit(out, value);
+      }
+      out << YAML::EndMap;
+      break;
+    default: throw std::invalid_argument("a " + v.type_name() + " has no YAML form");
+  }
+}
+
+}  // namespace
+
+std::string py_to_yaml(const PyValue& value) {
+  YAML::Emitter out;
+  out.SetMapFormat(YAML::Flow);
+  out.SetSeqFormat(YAML::Flow);
+  out.SetDoublePrecision(17);
+  emit(out, value);
+  return out.c_str();
 }
 
 }  // namespace salt::serialize

@@ -379,8 +379,13 @@ CheckpointState read_checkpoint(const PyValue& root) {
     if (const auto* last = sched.find("last_epoch")) state.scheduler_last_epoch = last->as_int();
   }
   // Earlier salt-cpp checkpoints kept the config in hyper_parameters.config; now under salt_cpp.
-  if (const auto* hparams = root.find("hyper_parameters"); hparams && hparams->is_mapping())
+  if (const auto* hparams = root.find("hyper_parameters"); hparams && hparams->is_mapping()) {
     if (const auto* config = hparams->find("config"); config && config->is_str()) state.config_yaml = config->as_str();
+    try {
+      state.hparams_config_yaml = config_from_hparams(*hparams);
+    } catch (const std::invalid_argument&) {  // a value with no YAML form: no config from them
+    }
+  }
   for (const char* key : {"MixedPrecision", "native_amp_scaling_state"})  // Lightning 2.x, 1.x
     if (const auto* amp = root.find(key); amp && amp->is_mapping() && !amp->entries().empty()) state.amp_scaling = read_amp(*amp);
   if (const auto* extra = root.find("salt_cpp")) read_extra(*extra, state);

@@ -52,6 +52,7 @@ struct CheckpointState {
   int64_t global_step = 0;  // optimizer steps taken
   std::string config_yaml;  // the run's resolved config
   std::string run_config_yaml;  // its config.yaml (salt-readable); hyper_parameters come from it when set
+  std::string hparams_config_yaml;  // read: a config rebuilt from LightningCLI's hyper_parameters, if any
   LoopShape loop_shape;
   std::vector<std::pair<std::string, torch::Tensor>> state_dict;
   std::vector<AdamParamState> adam_state;  // one per parameter, in parameter order; empty = none

@@ -124,4 +124,23 @@ PyValue lightning_hparams(const std::string& config_yaml) {
   return hparams;
 }
 
+std::string config_from_hparams(const PyValue& hparams) {
+  if (!hparams.is_mapping() || !hparams.find("model") || !hparams.find("model")->is_mapping()) return "";
+  auto model = PyValue::dict();
+  for (const auto& [key, value] : hparams.entries())
+    if (key.is_str() && key.as_str() != "_instantiator" && key.as_str() != "name" && key.as_str() != "global_object")
+      model.set_item(key, value);
+  auto data = PyValue::dict();
+  put(data, "class_dict", PyValue());  // training's class weights only; base.yaml's path need not exist
+  if (const auto* g = hparams.find("global_object")) put(data, "global_object", *g);
+  if (const auto* norm = hparams.find("norm_config"); norm && norm->is_mapping())
+    for (const char* key : {"variables", "norm_dict", "input_map"})
+      if (const auto* v = norm->find(key); v && !v->is_none()) put(data, key, *v);
+  auto config = PyValue::dict();
+  if (const auto* name = hparams.find("name")) put(config, "name", *name);
+  put(config, "model", model);
+  put(config, "data", data);
+  return serialize::py_to_yaml(config);
+}
+
 }  // namespace salt::training

@@ -26,4 +26,10 @@ serialize::PyValue lightning_callbacks(const std::filesystem::path& path);
 // and LightningCLI's _instantiator. None when the text has no model section.
 serialize::PyValue lightning_hparams(const std::string& config_yaml);
 
+// The reverse, for a checkpoint without its run directory: a config (YAML text)
+// with hyper_parameters' model section, name, and the data keys its norm_config
+// carries (variables, norm_dict, input_map, global_object). Empty when the
+// hyper_parameters are not LightningCLI's model section (no `model` entry).
+std::string config_from_hparams(const serialize::PyValue& hparams);
+
 }  // namespace salt::training

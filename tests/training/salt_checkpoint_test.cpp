@@ -65,6 +65,17 @@ print(all(np.array_equal(a[c], b[c]) for c in cols))
   auto onnx = salt("to_onnx", {"--ckpt_path", their_ckpt.string(), "--check_jets", "20", "--force"});
   EXPECT_EQ(onnx.exit_code, 0) << onnx.err;
   EXPECT_TRUE(fs::exists(theirs / "network.onnx"));
+
+  // A checkpoint on its own: the model comes from its hyper_parameters (the data
+  // for the ONNX Runtime check from --test_file).
+  fs::create_directories(dir / "alone");
+  fs::copy_file(their_ckpt, dir / "alone" / "x.ckpt");
+  auto alone = salt("to_onnx", {"--ckpt_path", (dir / "alone" / "x.ckpt").string(), "--check_jets", "20", "--force",
+                                "--test_file", (dir / "data/toy/pp_output_test_ttbar.h5").string(), "--output",
+                                (dir / "alone" / "x.onnx").string()});
+  EXPECT_EQ(alone.exit_code, 0) << alone.err;
+  EXPECT_NE(alone.err.find("the model comes from the checkpoint's hyper_parameters"), std::string::npos) << alone.err;
+  EXPECT_TRUE(fs::exists(dir / "alone" / "x.onnx"));
 }
 
 TEST_F(FitTest, ContinuingASaltCheckpointEqualsTheUninterruptedRun) {
