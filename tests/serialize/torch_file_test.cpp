@@ -198,6 +198,20 @@ torch.save({"a": torch.ones(3)}, sys.argv[1] + "/good.pt")
   expect_refused(dir / "model.onnx", "an ONNX model, not a checkpoint");
   write_file(dir / "text.ckpt", "epoch: 3\n");
   expect_refused(dir / "text.ckpt", "not the zip archive torch.save writes");
+  // torch's record of the writer's byte order: a big-endian machine's file is refused
+  auto big = run_python(R"(
+import sys, zipfile
+src = zipfile.ZipFile(sys.argv[1] + "/good.pt")
+prefix = src.namelist()[0].split("/")[0]
+with zipfile.ZipFile(sys.argv[1] + "/big.pt", "w", zipfile.ZIP_STORED) as dst:
+    for item in src.infolist():
+        if not item.filename.endswith("/byteorder"):  # torch 2.x writes one, 1.13 none
+            dst.writestr(item, src.read(item.filename))
+    dst.writestr(prefix + "/byteorder", b"big")
+)",
+                        {dir.path().string()});
+  ASSERT_EQ(big.exit_code, 0) << big.err;
+  expect_refused(dir / "big.pt", "written on a big-endian machine");
   const auto good = read_file(dir / "good.pt");
   write_file(dir / "cut.pt", good.substr(0, good.size() / 2));
   expect_refused(dir / "cut.pt", "cut.pt");
