@@ -57,6 +57,23 @@ echo "zoo: $* fit and tested in $run"
 # whose config.yaml has LightningCLI's top-level keys: `salt test` on it must give
 # the same prediction file, bit for bit.
 if [ "${SALT_ZOO_SALT_LAYOUT:-0}" = 1 ]; then
+  # the run's config.yaml as salt's CLI saves it (what salt's classes accept)
+  /usr/bin/python3 - "$run/config.yaml" <<'PY'
+import sys, yaml
+c = yaml.safe_load(open(sys.argv[1]))
+m = c["model"]
+args = m["model"]["init_args"]
+assert "name" not in m and "global_object" not in m, "link targets"
+assert sorted(m["norm_config"]) == ["global_object", "input_map", "norm_dict", "variables"], m["norm_config"]
+enc = args.get("encoder") or {}
+if str(enc.get("class_path", "")).endswith("Transformer"):
+    assert "depth" not in enc["init_args"], "Transformer depth"
+for net in args.get("init_nets") or []:
+    assert net["dense_config"].get("input_size", 0) is not None and net["variables"] and net["global_object"], net
+md = (args.get("mask_decoder") or {}).get("init_args") or {}
+assert "class_weights" not in (md.get("loss_config") or {}), "class_weights inside loss_config"
+print("zoo: config.yaml as salt's CLI saves it")
+PY
   ckpt=$(ls "$run"/ckpts/*.ckpt | head -n 1)
   theirs="$dir/salt_run"
   mkdir -p "$theirs/ckpts"
