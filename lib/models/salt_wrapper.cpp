@@ -133,12 +133,11 @@ void SaltWrapperImpl::object_columns(std::map<std::string, std::map<std::string,
   if (auto pm = pad_masks.find(o.constituent_name); pm != pad_masks.end())
     index.masked_fill_(pm->second.to(torch::kCPU).to(torch::kBool), -1);
   cols[o.constituent_name]["mask_index"] = PredictionColumns{{name_ + "_MaskIndex"}, index.unsqueeze(-1)};
-  // object_masks: [B, M * L] slots of (truth_mask, mask_logits), row-major in (object, constituent).
-  PredictionColumns om;
-  om.names = {"truth_mask", "mask_logits"};
+  // object_masks: [B, M * L] slots, row-major in (object, constituent): truth_mask as
+  // salt's int64, then mask_logits (the writer orders columns by these keys).
   if (!truth.defined()) truth = torch::zeros_like(masks);
-  om.values = torch::stack({truth, masks}, -1).flatten(1, 2);
-  cols["object_masks"]["object_masks"] = om;
+  cols["object_masks"]["0_truth_mask"] = PredictionColumns{{"truth_mask"}, truth.to(torch::kInt64).flatten(1, 2).unsqueeze(-1)};
+  cols["object_masks"]["1_mask_logits"] = PredictionColumns{{"mask_logits"}, masks.flatten(1, 2).unsqueeze(-1)};
 }
 
 std::map<std::string, std::vector<std::string>> SaltWrapperImpl::required_labels() const {

@@ -34,6 +34,7 @@ import sys, h5py, numpy as np
 f = h5py.File(sys.argv[1], "r")
 o, m, t = f["objects"], f["object_masks"], f["tracks"]
 assert o.shape == (1000, 5) and m.shape == (1000, 5, 40), (o.shape, m.shape)
+assert m.dtype.names == ("truth_mask", "mask_logits") and m.dtype["truth_mask"] == np.int64, m.dtype  # as salt's
 probs = np.stack([o["MaskFormer_pb"], o["MaskFormer_pc"], o["MaskFormer_pnull"]], -1)
 assert np.allclose(probs.sum(-1), 1, atol=1e-5)
 pred_cls, tgt_cls = probs.argmax(-1), o["class_label"]
