@@ -1,8 +1,7 @@
 #include "serialize/unpickler.h"
 
-#include <ATen/ATen.h>
+#include <c10/util/Exception.h>
 
-#include <cmath>
 #include <cstring>
 #include <unordered_map>
 #include <vector>
