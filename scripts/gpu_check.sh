@@ -118,9 +118,10 @@ if step build 150; then
     targets=(salt bench_model bench_loader) &&
     # tests/gpu exists only in a build against a CUDA LibTorch
     if ninja -C "$build" -t targets all 2>/dev/null | grep -q "^test_gpu:"; then targets+=(test_gpu); fi &&
-    cmake --build "$build" -j"$(nproc)" --target "${targets[@]}"
+    # -k 0: one call must report every file that fails to compile, not the first
+    cmake --build "$build" -j"$(nproc)" --target "${targets[@]}" -- -k 0
   } >"$out/build.log" 2>&1 && built=1
-  grep -E "salt-cpp:|CUDA detected|error|FAILED" "$out/build.log" | head -20
+  grep -E "salt-cpp:|CUDA detected|error|FAILED" "$out/build.log" | head -40
   note "build: $([ $built = 1 ] && echo ok || echo FAILED) in $(($(date +%s) - b0)) s (log: build.log)"
   [ $built = 1 ] && "$build/app/salt" --version | tee -a "$out/preflight.txt"
 fi
