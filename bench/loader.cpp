@@ -78,6 +78,7 @@ ReaderOptions gn2_options() {
 }  // namespace
 
 int main(int argc, char** argv) {
+  std::setvbuf(stdout, nullptr, _IOLBF, 0);  // a crash still leaves how far it got in a log file
   int64_t jets = 200000, batch = 4000;
   int epochs = 20;
   std::vector<int> worker_counts = {0, 1, 2};

@@ -23,6 +23,7 @@
 #include <torch/torch.h>
 #include <yaml-cpp/yaml.h>
 
+#include <algorithm>
 #include <array>
 #include <chrono>
 #include <cmath>
@@ -38,6 +39,7 @@
 #include "core/torch_compat.h"
 #include "models/model_factory.h"
 #include "models/summary.h"
+#include "training/foreach_adamw.h"
 
 using namespace salt::models;
 
@@ -68,6 +70,7 @@ struct Result {
   double jets_per_s = 0;
   long long params = 0;
   bool ok = false;
+  double host_s = 0;  // per step: the host's time to issue it (the device may still be running)
 };
 
 double seconds_since(std::chrono::steady_clock::time_point t0) {
@@ -131,7 +134,8 @@ Result run_salt_cpp(const Size& s, int64_t length, int64_t iters, const Setup& s
   auto model = build_model(model_yaml(s), ctx);
   model->to(setup.device);
   model->train();
-  std::optional<torch::optim::AdamW> optimizer;
+  // The optimizer salt fit runs (torch's AdamW arithmetic in multi-tensor kernels).
+  std::optional<salt::training::ForeachAdamW> optimizer;
   if (s.with_optimizer) optimizer.emplace(model->parameters(), torch::optim::AdamWOptions(1e-4));
 
   auto step = [&] {
@@ -148,11 +152,19 @@ Result run_salt_cpp(const Size& s, int64_t length, int64_t iters, const Setup& s
   step();  // warm-up
   setup.sync();
   auto t0 = std::chrono::steady_clock::now();
-  for (int64_t i = 0; i < iters; ++i) step();
+  double host = 0;
+  for (int64_t i = 0; i < iters; ++i) {
+    auto issued = std::chrono::steady_clock::now();
+    step();
+    host += seconds_since(issued);
+  }
   setup.sync();
   const double dt = seconds_since(t0) / static_cast<double>(iters);
-  std::printf("  salt-cpp: %.3f s/batch, %.1f valid tracks/jet\n", dt, n_valid.to(torch::kDouble).mean().item<double>());
-  return {batch / dt, static_cast<long long>(count_parameters(*model).trainable), true};
+  host /= static_cast<double>(iters);
+  std::printf("  salt-cpp: %.3f s/batch, %.1f valid tracks/jet", dt, n_valid.to(torch::kDouble).mean().item<double>());
+  if (setup.device.is_cuda()) std::printf("; the host issues a step in %.3f s (%.0f%% of it)", host, 100 * host / dt);
+  std::printf("\n");
+  return {batch / dt, static_cast<long long>(count_parameters(*model).trainable), true, host};
 }
 
 // Model FLOPs of one training step (forward + backward = 3 x forward's matrix
@@ -231,6 +243,26 @@ Result run_pytorch(const Size& s, int64_t length, int64_t iters, int threads, co
   return r;
 }
 
+// The largest batch whose training step (bf16 forward, backward, AdamW) fits on
+// the card, doubling from 32 x the suite's batch until the allocator gives up.
+void print_largest_batch(const Size& gn2, int64_t length, const Setup& setup) {
+  int64_t fits = 0;
+  for (int64_t b = gn2.batch * 32; b <= gn2.batch * 512; b *= 2) {
+    Size big = gn2;
+    big.batch = b;
+    std::printf("  batch %lld:\n", static_cast<long long>(b));
+    try {
+      run_salt_cpp(big, length, 1, setup);
+      fits = b;
+    } catch (const c10::Error& e) {
+      const std::string what = e.what_without_backtrace();
+      std::printf("    does not fit: %s\n", what.substr(0, what.find('\n')).substr(0, 160).c_str());
+      break;
+    }
+  }
+  std::printf("  largest batch that trains (doubling): %lld jets\n", static_cast<long long>(fits));
+}
+
 // salt's GN2 training step (AdamW included) next to PyTorch eager and compiled.
 int run_gpu_suite(const Setup& setup, int64_t iters, int threads, int64_t batch, double peak_tflops) {
   Size gn2{"GN2 (salt's size: embed 256, 4 layers, 8 heads, out 128, heads [128,64,32])", 256, 4, 8, 128,
@@ -262,12 +294,25 @@ int run_gpu_suite(const Setup& setup, int64_t iters, int threads, int64_t batch,
                 r.jets_per_s, 100 * mfu(r.jets_per_s), cpp.jets_per_s / r.jets_per_s,
                 r.params == cpp.params ? "equal" : "DIFFERENT");
   }
+  // Where the time goes: a step that grows with the batch is the device's work;
+  // one that does not, the host's (issuing kernels, waiting on device values).
+  std::printf("  salt-cpp by batch (the step's cost per jet):\n");
+  for (int64_t b : {batch * 4, batch * 16}) {
+    Size big = gn2;
+    big.batch = b;
+    std::printf("  batch %lld:\n", static_cast<long long>(b));
+    auto r = run_salt_cpp(big, length, std::max<int64_t>(2, iters / 4), setup);
+    std::printf("    %.0f jets/s, MFU %.1f%%\n", r.jets_per_s,
+                100 * gn2_step_flops(big) * r.jets_per_s / static_cast<double>(b) / (peak_tflops * 1e12));
+  }
+  if (setup.device.is_cuda()) print_largest_batch(gn2, length, setup);
   return eager.ok && eager.params == cpp.params ? 0 : 1;
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
+  std::setvbuf(stdout, nullptr, _IOLBF, 0);  // a crash still leaves how far it got in a log file
   int64_t iters = 2;
   int threads = 2;
   bool quick = false, use_python = true;

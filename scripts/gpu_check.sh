@@ -203,6 +203,15 @@ fi
 if step "bench loader" 45; then
   if [ "$dry" = 1 ]; then loader=(--jets 20000 --workers 0,2 --epochs 2); else loader=(--jets 400000 --workers 0,4,16 --epochs 2); fi
   "$build/bench/bench_loader" "${loader[@]}" >>"$out/bench.txt" 2>&1
-  note "bench_loader: exit $?; $(grep -E 'jets/s' "$out/bench.txt" | tail -1)"
+  rc=$?
+  note "bench_loader: exit $rc"
+  grep -E "^  (raw|loader)" "$out/bench.txt" | tee -a "$summary"
+  # A crash (seen at 827dd1e on the H200, none here): where, from cuda-gdb (the
+  # machine has no gdb), on a smaller file.
+  if [ $rc -ge 128 ] && command -v cuda-gdb >/dev/null; then
+    timeout 120 cuda-gdb -batch -ex run -ex bt --args "$build/bench/bench_loader" --jets 40000 --workers 0,4,16 \
+      --epochs 1 >"$out/loader_crash.txt" 2>&1
+    grep -E "^#[0-9]+|signal|jets/s" "$out/loader_crash.txt" | head -24 | tee -a "$summary"
+  fi
 fi
 note "gpu_check: done in $(elapsed) s (commit $commit)"

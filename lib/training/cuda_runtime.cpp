@@ -3,6 +3,7 @@
 #include <ATen/Context.h>
 
 #if SALT_CUDA
+#include <ATen/ATen.h>
 #include <c10/cuda/CUDACachingAllocator.h>
 #endif
 
@@ -16,8 +17,20 @@ bool compiled_with_cuda() {
 #endif
 }
 
+#if SALT_CUDA
+namespace {
+// torch 2.11's caching allocator has no per-device state before CUDA's lazy
+// initialisation ("Invalid device argument" from getDeviceStats/resetPeakStats,
+// seen on the H200 at 827dd1e); an empty tensor on the device runs it.
+void ensure_initialised(int device) {
+  (void)at::empty({0}, at::TensorOptions().device(at::kCUDA, static_cast<c10::DeviceIndex>(device)));
+}
+}  // namespace
+#endif
+
 std::optional<MemoryPeak> memory_peak(int device) {
 #if SALT_CUDA
+  ensure_initialised(device);
   // Index 0 of each stat array is the aggregate over pool types in every LibTorch
   // (StatType::AGGREGATE; the enum moved namespaces in 2.5).
   const auto stats = c10::cuda::CUDACachingAllocator::getDeviceStats(static_cast<c10::DeviceIndex>(device));
@@ -32,6 +45,7 @@ std::optional<MemoryPeak> memory_peak(int device) {
 
 void reset_memory_peak(int device) {
 #if SALT_CUDA
+  ensure_initialised(device);
   c10::cuda::CUDACachingAllocator::resetPeakStats(static_cast<c10::DeviceIndex>(device));
 #else
   (void)device;

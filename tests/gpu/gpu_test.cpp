@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 #include <torch/cuda.h>
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <optional>
@@ -117,9 +118,21 @@ TEST_F(Gpu, Gn2LossAndGradientsMatchTheCpu) {
     EXPECT_LT(rel_diff(gpu_loss, cpu_loss), 1e-5) << attn;
     cpu_loss.backward();
     gpu_loss.backward();
+    // pool_net.gate_nn.bias has an analytically zero gradient (a constant added to
+    // every gate score leaves the softmax unchanged): both devices give rounding
+    // noise there (~1e-8), so each difference is measured against at least 1e-5 of
+    // the largest gradient (seen on the H200 at 827dd1e: 0.1-1.1 relative, noise to noise).
     auto a = cpu_model->parameters(), b = gpu_model->parameters();
-    for (std::size_t i = 0; i < a.size(); ++i)
-      if (a[i].grad().defined()) EXPECT_LT(rel_diff(b[i].grad(), a[i].grad()), 1e-4) << attn << " parameter " << i;
+    double largest = 0;
+    for (const auto& p : a)
+      if (p.grad().defined()) largest = std::max(largest, p.grad().norm().item<double>());
+    for (std::size_t i = 0; i < a.size(); ++i) {
+      if (!a[i].grad().defined()) continue;
+      const auto& want = a[i].grad();
+      const double diff = (b[i].grad().cpu().to(torch::kDouble) - want.to(torch::kDouble)).norm().item<double>();
+      const double scale = std::max(want.norm().item<double>(), 1e-5 * largest);
+      EXPECT_LT(diff / scale, 1e-4) << attn << " parameter " << i;
+    }
     std::optional<compat::AutocastGuard> bf16;
     bf16.emplace(torch::kCUDA, torch::kBFloat16);
     auto mixed = gpu_model->forward(on_gpu(batch.inputs), on_gpu(batch.pad_masks), &labels_gpu).loss;
