@@ -31,6 +31,7 @@
 #include "dist/process_group.h"
 #include "models/summary.h"
 #include "training/run_setup.h"
+#include "core/remove_tree.h"
 
 namespace fs = std::filesystem;
 using namespace salt;
@@ -208,6 +209,6 @@ int main(int argc, char** argv) {
   const double ms = figure(out, "allreduce_ms ([0-9.]+)");
   std::printf("all-reduce of GN2's full gradient (%lld float32, %.1f MB) between 2 processes, Gloo on loopback: %.1f ms\n",
               static_cast<long long>(numel), static_cast<double>(numel) * 4 / 1e6, ms);
-  fs::remove_all(tmp);
+  salt::remove_tree(tmp);
   return 0;
 }

@@ -23,6 +23,7 @@
 #include "training/optimization.h"
 #include "training/run_setup.h"
 #include "training/threads.h"
+#include "core/remove_tree.h"
 
 namespace fs = std::filesystem;
 using namespace salt;
@@ -127,6 +128,6 @@ int main(int argc, char** argv) {
                 model_rate, fit_rate / model_rate);
     std::fflush(stdout);
   }
-  fs::remove_all(tmp);
+  salt::remove_tree(tmp);
   return 0;
 }

@@ -16,6 +16,7 @@
 #include "data/h5_reader.h"
 #include "data/loader.h"
 #include "data/toy_data.h"
+#include "core/remove_tree.h"
 
 namespace fs = std::filesystem;
 using namespace salt::data;
@@ -230,9 +231,9 @@ int main(int argc, char** argv) {
     }
   } catch (const std::exception& e) {
     std::fprintf(stderr, "bench_loader: error: %s\n", e.what());
-    if (own_dir && !keep) fs::remove_all(dir);
+    if (own_dir && !keep) salt::remove_tree(dir);
     return 1;
   }
-  if (own_dir && !keep) fs::remove_all(dir);
+  if (own_dir && !keep) salt::remove_tree(dir);
   return 0;
 }

@@ -19,6 +19,7 @@
 #include "data/loader.h"
 #include "data/toy_data.h"
 #include "data/virtual_file.h"
+#include "core/remove_tree.h"
 
 namespace fs = std::filesystem;
 using namespace salt::data;
@@ -204,7 +205,7 @@ int main(int argc, char** argv) {
         char name[32];
         std::snprintf(name, sizeof name, "part_%03d.h5", f);
         fs::rename(written.train, dir / "parts" / name);
-        fs::remove_all(part_dir);
+        salt::remove_tree(part_dir);
       }
       std::printf("  data              %.0f s to write, %.0f MB single file, %d parts\n", seconds_since(t0),
                   static_cast<double>(fs::file_size(single)) / 1e6, files);
@@ -224,9 +225,9 @@ int main(int argc, char** argv) {
       }
   } catch (const std::exception& e) {
     std::fprintf(stderr, "bench_loader_scale: error: %s\n", e.what());
-    if (own_dir && !keep) fs::remove_all(dir);
+    if (own_dir && !keep) salt::remove_tree(dir);
     return 1;
   }
-  if (own_dir && !keep) fs::remove_all(dir);
+  if (own_dir && !keep) salt::remove_tree(dir);
   return 0;
 }

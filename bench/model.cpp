@@ -16,10 +16,16 @@
 // default 989, the H100 SXM's).
 // Usage: bench_model [--quick] [--threads N] [--iters N] [--no-python]
 //                    [--device cpu|cuda] [--precision 32|bf16-mixed] [--python PATH]
-//                    [--gpu-suite [--batch N] [--peak-tflops T]]
+//                    [--gpu-suite [--batch N] [--peak-tflops T]] [--profile-steps N [--batch N]]
+// --profile-steps N: salt-cpp's GN2 step alone (salt's size, --batch, default 4000),
+//   its N timed steps between cudaProfilerStart/Stop for `ncu --profile-from-start off`
+//   (scripts/gpu_check.sh's profile step: the kernels that take the step's time).
 //   defaults: 2 threads, 2 timed steps after a warm-up (--quick: 1 step, GN2 at batch 250),
 //   CPU, float32, /usr/bin/python3 (on the GPU machine: --device cuda --python python3).
 #include <torch/cuda.h>
+#if SALT_CUDA
+#include <cuda_profiler_api.h>
+#endif
 #include <torch/torch.h>
 #include <yaml-cpp/yaml.h>
 
@@ -60,6 +66,7 @@ struct Size {
 struct Setup {
   torch::Device device = torch::kCPU;
   std::string precision = "32";
+  bool profile = false;  // the timed steps between cudaProfilerStart/Stop (for ncu --profile-from-start off)
   bool bf16() const { return precision == "bf16-mixed"; }
   void sync() const {
     if (device.is_cuda()) torch::cuda::synchronize();
@@ -71,6 +78,27 @@ struct Result {
   long long params = 0;
   bool ok = false;
   double host_s = 0;  // per step: the host's time to issue it (the device may still be running)
+};
+
+// The timed steps as the region a kernel profiler records (ncu --profile-from-start
+// off, scripts/gpu_check.sh's profile step); nothing without CUDA.
+class ProfiledRegion {
+ public:
+  explicit ProfiledRegion(bool on) : on_(on) {
+#if SALT_CUDA
+    if (on_) cudaProfilerStart();
+#endif
+  }
+  void stop() {
+#if SALT_CUDA
+    if (on_) cudaProfilerStop();
+#endif
+    on_ = false;
+  }
+  ~ProfiledRegion() { stop(); }
+
+ private:
+  bool on_;
 };
 
 double seconds_since(std::chrono::steady_clock::time_point t0) {
@@ -150,7 +178,9 @@ Result run_salt_cpp(const Size& s, int64_t length, int64_t iters, const Setup& s
     if (optimizer) optimizer->step();
   };
   step();  // warm-up
+  step();  // a second one: the caching allocator and cuBLAS settle in the first
   setup.sync();
+  ProfiledRegion profiled(setup.profile);
   auto t0 = std::chrono::steady_clock::now();
   double host = 0;
   for (int64_t i = 0; i < iters; ++i) {
@@ -159,6 +189,7 @@ Result run_salt_cpp(const Size& s, int64_t length, int64_t iters, const Setup& s
     host += seconds_since(issued);
   }
   setup.sync();
+  profiled.stop();
   const double dt = seconds_since(t0) / static_cast<double>(iters);
   host /= static_cast<double>(iters);
   std::printf("  salt-cpp: %.3f s/batch, %.1f valid tracks/jet", dt, n_valid.to(torch::kDouble).mean().item<double>());
@@ -243,6 +274,12 @@ Result run_pytorch(const Size& s, int64_t length, int64_t iters, int threads, co
   return r;
 }
 
+// salt's GN2 (configs/GN2/GN2.yaml's sizes, flash-varlen) with AdamW in the step.
+Size gn2_size(int64_t batch) {
+  return {"GN2 (salt's size: embed 256, 4 layers, 8 heads, out 128, heads [128,64,32])", 256, 4, 8, 128,
+          "128,64,32", batch, "flash-varlen", true};
+}
+
 // The largest batch whose training step (bf16 forward, backward, AdamW) fits on
 // the card, doubling from 32 x the suite's batch until the allocator gives up.
 void print_largest_batch(const Size& gn2, int64_t length, const Setup& setup) {
@@ -263,10 +300,19 @@ void print_largest_batch(const Size& gn2, int64_t length, const Setup& setup) {
   std::printf("  largest batch that trains (doubling): %lld jets\n", static_cast<long long>(fits));
 }
 
+// salt's GN2 step at salt's size, its timed steps marked for a kernel profiler.
+int run_profile(Setup setup, int64_t steps, int64_t batch) {
+  setup.profile = true;
+  std::printf("bench_model --profile-steps %lld: GN2 at salt's size, batch %lld, %s, %s\n",
+              static_cast<long long>(steps), static_cast<long long>(batch), setup.device.str().c_str(),
+              setup.precision.c_str());
+  run_salt_cpp(gn2_size(batch), 40, steps, setup);
+  return 0;
+}
+
 // salt's GN2 training step (AdamW included) next to PyTorch eager and compiled.
 int run_gpu_suite(const Setup& setup, int64_t iters, int threads, int64_t batch, double peak_tflops) {
-  Size gn2{"GN2 (salt's size: embed 256, 4 layers, 8 heads, out 128, heads [128,64,32])", 256, 4, 8, 128,
-           "128,64,32", batch, "flash-varlen", true};
+  const Size gn2 = gn2_size(batch);
   const int64_t length = 40;
   const double flops = gn2_step_flops(gn2);
   std::printf("bench_model --gpu-suite: LibTorch %s, %s, precision %s, batch %lld, %lld track slots (5-25 valid), "
@@ -318,6 +364,7 @@ int main(int argc, char** argv) {
   bool quick = false, use_python = true;
   Setup setup;
   bool gpu_suite = false;
+  int64_t profile_steps = 0;
   int64_t suite_batch = 4000;
   double peak_tflops = 989.0;  // H100 SXM, bf16 dense
   for (int i = 1; i < argc; ++i) {
@@ -336,13 +383,15 @@ int main(int argc, char** argv) {
     else if (a == "--precision" && i + 1 < argc) setup.precision = argv[++i];
     else if (a == "--iters" && i + 1 < argc) iters = std::atoll(argv[++i]);
     else if (a == "--gpu-suite") gpu_suite = true;
+    else if (a == "--profile-steps" && i + 1 < argc) profile_steps = std::atoll(argv[++i]);
     else if (a == "--batch" && i + 1 < argc) suite_batch = std::atoll(argv[++i]);
     else if (a == "--peak-tflops" && i + 1 < argc) peak_tflops = std::atof(argv[++i]);
     else if (a == "--threads" && i + 1 < argc) threads = std::atoi(argv[++i]);
     else {
       std::fprintf(stderr,
                    "usage: bench_model [--quick] [--threads N] [--iters N] [--no-python] [--device cpu|cuda] "
-                   "[--precision 32|bf16-mixed] [--python PATH] [--gpu-suite [--batch N] [--peak-tflops T]]\n");
+                   "[--precision 32|bf16-mixed] [--python PATH] [--gpu-suite [--batch N] [--peak-tflops T]] "
+                   "[--profile-steps N [--batch N]]\n");
       return 2;
     }
   }
@@ -355,6 +404,7 @@ int main(int argc, char** argv) {
     return 2;
   }
   if (quick) iters = 1;
+  if (profile_steps > 0) return run_profile(setup, profile_steps, suite_batch);
   if (gpu_suite) return run_gpu_suite(setup, iters, threads, suite_batch, peak_tflops);
   torch::set_num_threads(threads);
   const int64_t length = 40;

@@ -13,6 +13,7 @@
 #   ctest.log      the `gpu`-labelled tests (tests/gpu)
 #   fit.log        salt's GN2 (batch 4000, salt's size) in 32, bf16-mixed and 16-mixed, then salt test
 #   bench.txt      the model step next to the same model in the machine's PyTorch; the loader at 16 threads
+#   profile.txt    the kernels of one GN2 step by total time (ncu)
 #   summary.txt    one table: every figure with the commit and the machine
 # Each step has a deadline (SALT_GPU_BUDGET_S, default 540 s for the whole): a step
 # that would start too late is skipped with a line saying so, and the summary is
@@ -152,6 +153,17 @@ if step "bench model" 90; then
   note "bench_model: exit $?"
   grep -E "^  (salt-cpp|PyTorch)" "$out/bench.txt" | tail -8 | tee -a "$summary"
 fi
+# ---- which kernels take the step's time (ncu, one metric: each kernel's duration) ----
+ncu=$(command -v ncu || ls /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | tail -1)
+if [ "$dry" != 1 ] && [ -n "$ncu" ] && step "profile" 60; then
+  timeout 120 "$ncu" --profile-from-start off --clock-control none --metrics gpu__time_duration.sum --csv \
+    --page raw "$build/bench/bench_model" --device cuda --precision bf16-mixed --profile-steps 1 \
+    >/tmp/salt_profile.csv 2>/tmp/salt_profile.err
+  note "profile (ncu, one bf16 GN2 step at batch 4000): exit $?"
+  "$py" scripts/ncu_summary.py /tmp/salt_profile.csv >"$out/profile.txt" 2>&1 || tail -5 /tmp/salt_profile.err >>"$out/profile.txt"
+  head -14 "$out/profile.txt" | tee -a "$summary"
+fi
+
 # ---- GN2 at salt's size: 32, bf16-mixed, 16-mixed, then salt test ----
 if [ "$dry" = 1 ]; then
   batch=250 ntrain=2000 nval=500 ntest=500 workers=2

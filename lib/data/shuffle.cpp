@@ -17,6 +17,7 @@
 #include "core/signals.h"
 #include "data/h5_file.h"
 #include "data/virtual_file.h"
+#include "core/remove_tree.h"
 
 namespace salt::data {
 namespace fs = std::filesystem;
@@ -116,7 +117,7 @@ class Buckets {
   }
   ~Buckets() {
     std::error_code ec;
-    fs::remove_all(dir_, ec);
+    salt::remove_tree(dir_, ec);
   }
   void append(size_t b, const uint8_t* data, size_t n) {
     auto& buf = buffers_[b];

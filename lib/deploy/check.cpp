@@ -14,6 +14,7 @@
 #include "models/maskformer_outputs.h"
 #include "models/salt_wrapper.h"
 #include "models/vertexing_task.h"
+#include "core/remove_tree.h"
 
 namespace salt::deploy {
 namespace fs = std::filesystem;
@@ -178,10 +179,10 @@ ExportResult check_export(training::RunSetup& setup, const ExportPlan& plan, con
     write_file_atomic(work / "inputs.json", ort_inputs_json(batch, plan.features, jets));
     got = run_ort(runner, model, work / "inputs.json", work / "outputs.json");
   } catch (...) {
-    fs::remove_all(work);
+    salt::remove_tree(work);
     throw;
   }
-  fs::remove_all(work);
+  salt::remove_tree(work);
 
   ExportResult result;
   result.checked = true;

@@ -365,6 +365,10 @@ bool flash_varlen_applies(const torch::Tensor& qkv, int64_t heads, double dropou
   return dh % 8 == 0 && dh <= 256 && props->major >= 8 && dropout == 0.0;
 }
 
+// Sequences one flash call takes: its grid has a y-block per sequence, and CUDA
+// allows 65535 (batch 128000 failed with "invalid argument" on the H200, 271879f).
+constexpr int64_t kMaxFlashSequences = 65535;
+
 // qkv [N, 3D] packed rows -> [N, D]: rows sorted jet by jet (layout.order), one
 // varlen sequence per jet (cumulative lengths layout.starts), then put back in the
 // packed order. torch's autograd differentiates _flash_attention_forward.
@@ -373,11 +377,29 @@ torch::Tensor flash_varlen(const torch::Tensor& qkv, const TokenLayout& layout, 
   const int64_t n = qkv.size(0), d = qkv.size(1) / 3, dh = d / heads;
   auto sorted = qkv.index_select(0, layout.order).view({n, 3, heads, dh});
   auto q = sorted.select(1, 0).contiguous(), k = sorted.select(1, 1).contiguous(), v = sorted.select(1, 2).contiguous();
-  const auto cum = layout.starts.to(torch::kInt);
-  auto result = at::_flash_attention_forward(q, k, v, cum, cum, layout.length, layout.length, dropout,
-                                             /*is_causal=*/false, /*return_debug_mask=*/false, scale);
+  auto call = [&](const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v, const torch::Tensor& starts) {
+    const auto cum = starts.to(torch::kInt);
+    return std::get<0>(at::_flash_attention_forward(q, k, v, cum, cum, layout.length, layout.length, dropout,
+                                                    /*is_causal=*/false, /*return_debug_mask=*/false, scale));
+  };
   SALT_NOTE_KERNEL_ONCE("flash-varlen: flash attention on packed rows (" + tensor_kind(q) + ")");
-  auto out = std::get<0>(result).reshape({n, d});
+  torch::Tensor out;
+  if (layout.batch <= kMaxFlashSequences) {
+    out = call(q, k, v, layout.starts);
+  } else {
+    // The kernels' grid has one y-block per sequence (CUDA allows 65535): slices of
+    // jets, whose rows are contiguous here. One host read of the slice boundaries.
+    const auto starts = layout.starts.cpu();
+    const auto* row = starts.data_ptr<int64_t>();
+    std::vector<torch::Tensor> parts;
+    for (int64_t j0 = 0; j0 < layout.batch; j0 += kMaxFlashSequences) {
+      const int64_t j1 = std::min(layout.batch, j0 + kMaxFlashSequences), r0 = row[j0], rows = row[j1] - r0;
+      parts.push_back(call(q.narrow(0, r0, rows), k.narrow(0, r0, rows), v.narrow(0, r0, rows),
+                           layout.starts.narrow(0, j0, j1 - j0 + 1) - r0));
+    }
+    out = torch::cat(parts, 0);
+  }
+  out = out.reshape({n, d});
   return torch::zeros_like(out).index_copy(0, layout.order, out);
 }
 #endif

@@ -13,6 +13,7 @@
 #include "training/checkpoint.h"
 #include "training/optimization.h"
 #include "training/run_setup.h"
+#include "core/remove_tree.h"
 
 namespace salt::training {
 
@@ -70,7 +71,7 @@ class RunDirCleanup {
   ~RunDirCleanup() {
     if (!armed_ || std::uncaught_exceptions() == 0) return;
     std::error_code ec;
-    std::filesystem::remove_all(dir_, ec);
+    salt::remove_tree(dir_, ec);
     for (const auto& p : parents_)
       if (!std::filesystem::remove(p, ec)) break;  // another run's directory is in it
   }

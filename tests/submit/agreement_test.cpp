@@ -8,6 +8,7 @@
 #include "core/errors.h"
 #include "submit/submit_slurm.h"
 #include "submit_support.h"
+#include "core/remove_tree.h"
 
 namespace salt::testing {
 namespace {
@@ -132,7 +133,7 @@ TEST_F(SubmitTest, AnExistingRunDirectoryIsRefusedUnlessRequeueing) {
   // --requeue reuses it (-oc): resubmitting resumes from its requeue.ckpt
   auto s = submit::prepare_slurm_job(slurm({"-sls", "taken", "-r"}), work());
   EXPECT_TRUE(has(s.plan.common_args, "--overwrite_config"));
-  fs::remove_all(work() / "logs");
+  salt::remove_tree(work() / "logs");
 }
 
 }  // namespace

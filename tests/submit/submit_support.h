@@ -16,6 +16,7 @@
 #include "data/toy_data.h"
 #include "submit/slurm_options.h"
 #include "support/test_support.h"
+#include "core/remove_tree.h"
 
 namespace salt::testing {
 
@@ -41,8 +42,8 @@ class SubmitTest : public ::testing::Test {
   }
   void TearDown() override {
     std::error_code ec;
-    std::filesystem::remove_all(work() / "slurm", ec);
-    std::filesystem::remove_all(work() / "condor", ec);
+    salt::remove_tree(work() / "slurm", ec);
+    salt::remove_tree(work() / "condor", ec);
   }
 
   // submit_slurm's options for args after `-c GN2.yaml -c GN2_cpu.yaml`.

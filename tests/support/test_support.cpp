@@ -1,4 +1,5 @@
 #include "support/test_support.h"
+#include "core/remove_tree.h"
 
 #include <fcntl.h>
 #include <signal.h>
@@ -33,7 +34,7 @@ TempDir::TempDir() {
 
 TempDir::~TempDir() {
   std::error_code ec;
-  fs::remove_all(path_, ec);
+  salt::remove_tree(path_, ec);
 }
 
 void write_file(const fs::path& path, const std::string& text) {
@@ -136,7 +137,7 @@ BackgroundProcess::~BackgroundProcess() {
     waitpid(pid_, nullptr, 0);
   }
   std::error_code ec;
-  std::filesystem::remove_all(dir_, ec);
+  salt::remove_tree(dir_, ec);
 }
 
 void BackgroundProcess::signal(int sig) const { kill(pid_, sig); }
