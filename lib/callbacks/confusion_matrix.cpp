@@ -13,6 +13,7 @@
 #include "callbacks/registry.h"
 #include "core/atomic_file.h"
 #include "core/errors.h"
+#include "core/path_join.h"
 #include "models/classification_task.h"
 #include "plot/confusion.h"
 
@@ -38,7 +39,10 @@ const config::Binding<ConfusionMatrixOptions>& binding() {
 
 class ConfusionMatrixCallback : public Callback {
  public:
-  explicit ConfusionMatrixCallback(ConfusionMatrixOptions o) : o_(std::move(o)) {}
+  // The task's name becomes a file name: refused when the config is read if it would leave the plot folder.
+  explicit ConfusionMatrixCallback(ConfusionMatrixOptions o) : o_(std::move(o)) {
+    join_below("plots", o_.task_name, "ConfusionMatrixCallback 'task_name'");
+  }
 
   // Refused before anything is written: the task must be a classification task.
   void on_setup(FitState& s) override {
@@ -106,7 +110,7 @@ class ConfusionMatrixCallback : public Callback {
     const std::string title = o_.task_name + ", " + epoch + " (validation)";
     const auto dir = s.run_dir / "confusion_matrix";
     create_directories_or_fail(dir, "confusion matrix directory");
-    plot::save_confusion_matrix(*matrix_, title, dir / (o_.task_name + "_" + epoch));
+    plot::save_confusion_matrix(*matrix_, title, join_below(dir, o_.task_name + "_" + epoch, "ConfusionMatrixCallback 'task_name'"));
     const std::string tag = "confusion_matrix/" + o_.task_name;
     if (s.log_image) s.log_image(tag, plot::confusion_matrix_png(*matrix_, title));
     if (s.log_text) s.log_text(tag, plot::confusion_matrix_markdown(*matrix_));

@@ -12,6 +12,7 @@
 #include <sstream>
 
 #include "callbacks/registry.h"
+#include "core/path_join.h"
 #include "tensorboard/event_writer.h"
 
 namespace salt::callbacks {
@@ -43,20 +44,33 @@ const config::Binding<TensorBoardOptions>& binding() {
   return b;
 }
 
-// Lightning's layout: save_dir/name/version_N[/sub_dir], N the first unused.
+// Lightning's layout: save_dir/name/version_N[/sub_dir], N the first unused. The
+// names are the config's: each must stay below save_dir (join_below).
 fs::path lightning_log_dir(const TensorBoardOptions& o) {
-  const fs::path root = fs::path(o.save_dir) / o.name;
+  const fs::path root = join_below(o.save_dir, o.name, "TensorBoardLogger 'name'");
   fs::path dir;
   if (o.version && o.version.IsScalar() && !o.version.IsNull()) {
     int v = 0;
-    dir = YAML::convert<int>::decode(o.version, v) ? root / ("version_" + std::to_string(v)) : root / o.version.Scalar();
+    dir = YAML::convert<int>::decode(o.version, v) ? root / ("version_" + std::to_string(v))
+                                                   : join_below(root, o.version.Scalar(), "TensorBoardLogger 'version'");
   } else {
     int n = 0;
     std::error_code ec;
     while (fs::exists(root / ("version_" + std::to_string(n)), ec)) ++n;
     dir = root / ("version_" + std::to_string(n));
   }
-  return o.sub_dir ? dir / *o.sub_dir : dir;
+  return o.sub_dir ? join_below(dir, *o.sub_dir, "TensorBoardLogger 'sub_dir'") : dir;
+}
+
+// The names refused when the config is read, before a run directory exists.
+TensorBoardOptions checked(TensorBoardOptions o) {
+  const fs::path below("save_dir");
+  join_below(below, o.name, "TensorBoardLogger 'name'");
+  int v = 0;
+  if (o.version && o.version.IsScalar() && !o.version.IsNull() && !YAML::convert<int>::decode(o.version, v))
+    join_below(below, o.version.Scalar(), "TensorBoardLogger 'version'");
+  if (o.sub_dir) join_below(below, *o.sub_dir, "TensorBoardLogger 'sub_dir'");
+  return o;
 }
 
 class TensorBoardLogger : public Callback {
@@ -129,7 +143,7 @@ const bool kRegistered =
                         "TensorBoard event files under save_dir/name/version_N.", config::Support::kFull, "",
                         {"pytorch_lightning.loggers.TensorBoardLogger", "lightning.pytorch.loggers.tensorboard.TensorBoardLogger"}},
                        [](const YAML::Node& args) {
-                         return std::make_unique<TensorBoardLogger>(binding().read(args), "");
+                         return std::make_unique<TensorBoardLogger>(checked(binding().read(args)), "");
                        }}) &&
     register_callback({{"lightning.pytorch.loggers.CometLogger", "logger", open_args(),
                         "Comet.ml logger.", config::Support::kSubstituted, kInstead,

@@ -34,8 +34,9 @@ void check_environment(const Environment& env) {
 
 std::string environment_setup(const Environment& env) {
   if (env.kind != "conda") return "";
-  return "source " + shell_quote(env.conda_activate) + " || { echo \"cannot source " + env.conda_activate +
-         "\" >&2; exit 1; }\n" + "conda activate " + shell_quote(env.conda_env) + " || exit 1\n" +
+  // Every value quoted, the message too: inside "..." a $(...) in the path would run.
+  return "source " + shell_quote(env.conda_activate) + " || { echo " +
+         shell_quote("cannot source " + env.conda_activate) + " >&2; exit 1; }\n" + "conda activate " + shell_quote(env.conda_env) + " || exit 1\n" +
          "echo \"activated environment ${CONDA_DEFAULT_ENV:-}\"\n";
 }
 

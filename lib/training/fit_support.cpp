@@ -50,6 +50,11 @@ void request_requeue() {
     spdlog::warn("not running under Slurm (no SLURM_JOB_ID): not requeued; rerun the same command to resume");
     return;
   }
+  // The id goes to a shell: only what Slurm itself sets (digits) is passed on.
+  if (std::string(job).find_first_not_of("0123456789") != std::string::npos) {
+    spdlog::error("SLURM_JOB_ID is not a Slurm job id (digits only): not requeued; resume by resubmitting the same job");
+    return;
+  }
   std::string command = std::string("scontrol requeue ") + job;
   spdlog::info("requeueing: {}", command);
   if (std::system(command.c_str()) != 0) spdlog::error("'{}' failed; resume by resubmitting the same job", command);

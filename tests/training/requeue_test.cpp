@@ -31,6 +31,24 @@ bool has_epoch0_checkpoint(const fs::path& run) {
 }
 }  // namespace
 
+// The job id salt hands to `scontrol requeue` (a shell command) comes from the
+// environment: one that is not Slurm's (digits) is refused, and nothing in it runs.
+TEST_F(FitTest, Sigusr1WithAForgedSlurmJobIdRunsNothingFromIt) {
+  auto args = small_gn2({"--trainer.max_epochs", "3", "-ls", "forged"});
+  std::vector<std::string> argv{SALT_BINARY, "fit"};
+  argv.insert(argv.end(), args.begin(), args.end());
+  const auto run = dir / "logs" / "GN2_cpu_forged";
+  BackgroundProcess fit(argv, dir.path(), {"OMP_NUM_THREADS=1", "SLURM_JOB_ID=1;touch planted"});
+  ASSERT_TRUE(wait_for([&] { return has_epoch0_checkpoint(run); }, 60000));
+  fit.signal(SIGUSR1);
+  auto r = fit.wait();
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.err.find("SIGUSR1: saved"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("SLURM_JOB_ID is not a Slurm job id (digits only): not requeued"), std::string::npos) << r.err;
+  EXPECT_FALSE(fs::exists(dir / "planted"));
+  EXPECT_TRUE(fs::exists(run / "ckpts" / "requeue.ckpt"));
+}
+
 TEST_F(FitTest, Sigusr1SavesRequeueCheckpointAndTheRerunResumesExactly) {
   auto straight = salt("fit", small_gn2({"--trainer.max_epochs", "4", "-ls", "straight"}));
   ASSERT_EQ(straight.exit_code, 0) << straight.err;

@@ -361,6 +361,33 @@ trainer:
   EXPECT_FALSE(fs::exists(dir / "logs" / "GN2_cpu_bad"));
 }
 
+// Names from the config that become folders or files (a logger's name, version
+// and sub_dir, the confusion matrix's task) cannot reach outside their folder:
+// refused in one line when the config is read, before a run directory exists.
+TEST_F(TensorBoardFit, NamesThatWouldLeaveTheirFolderAreRefused) {
+  const auto outside = dir / "outside";
+  const std::string logger = "trainer:\n  logger:\n    class_path: lightning.pytorch.loggers.TensorBoardLogger\n"
+                             "    init_args: ";
+  const std::vector<std::string> cases = {
+      logger + "{save_dir: tb, name: ../outside}",
+      logger + "{save_dir: tb, name: ok, version: ../../outside}",
+      logger + "{save_dir: tb, sub_dir: " + outside.string() + "}",
+      "trainer:\n  callbacks:\n    - class_path: salt.callbacks.ConfusionMatrixCallback\n"
+      "      init_args: {task_name: ../../../outside/jets_classification}",
+  };
+  int i = 0;
+  for (const auto& args : cases) {
+    const auto suffix = "escape" + std::to_string(i);
+    const auto cfg = overlay("escape" + std::to_string(i++) + ".yaml", args + "\n");
+    auto r = salt("fit", small_gn2({"-c", cfg.string(), "--trainer.max_epochs", "1", "-ls", suffix}));
+    EXPECT_NE(r.exit_code, 0) << args;
+    EXPECT_EQ(error_lines(r.err), 1) << r.err;
+    EXPECT_NE(r.err.find("must name a folder below"), std::string::npos) << r.err;
+    EXPECT_FALSE(fs::exists(outside)) << args;
+    EXPECT_FALSE(fs::exists(dir / "logs" / ("GN2_cpu_" + suffix))) << args;
+  }
+}
+
 // PerformanceWriter: one JSON line per validation (salt's format, read back with
 // Python's json), the values those of metrics.csv; std_out prints them.
 TEST_F(TensorBoardFit, PerformanceWriterAppendsOneJsonLinePerValidation) {
