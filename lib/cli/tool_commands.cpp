@@ -84,6 +84,7 @@ void add_shuffle_command(CLI::App& app) {
                   "bucket files need free disk next to the output of about the uncompressed data size.")
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
+  sub->add_flag("--overwrite", options->overwrite, "Replace an existing output file (never one of the inputs).");
   sub->callback([options, output] {
     options->output = *output;
     install_stop_handlers();

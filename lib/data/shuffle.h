@@ -30,6 +30,7 @@ struct ShuffleOptions {
   std::filesystem::path output;
   uint64_t seed = 42;
   int64_t memory_mb = 1024;  // peak growth of resident memory, HDF5's share (8 MiB) included; at least 10
+  bool overwrite = false;    // replace an existing output (never an input)
 };
 
 struct ShuffleResult {

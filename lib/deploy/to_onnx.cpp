@@ -82,6 +82,12 @@ std::vector<std::string> chosen_tasks(const ExportOptions& o, const models::Salt
 
 fs::path output_path(const ExportOptions& o) {
   const auto path = o.output ? *o.output : fs::absolute(o.ckpt_path).parent_path().parent_path() / "network.onnx";
+  // Never one of the command's own inputs, --overwrite or not.
+  std::error_code ec;
+  const fs::path config = o.config ? *o.config : fs::absolute(o.ckpt_path).parent_path().parent_path() / "config.yaml";
+  for (const auto& [what, input] : {std::pair<std::string, fs::path>{"the checkpoint", o.ckpt_path}, {"the config", config}})
+    if (fs::equivalent(path, input, ec))
+      throw UsageError("to_onnx: --output " + path.string() + " is " + what + " being exported; give another path");
   if (fs::exists(path) && !o.overwrite)
     throw UsageError("to_onnx: " + path.string() + " exists (pass --overwrite to replace it)");
   const auto dir = fs::absolute(path).parent_path();

@@ -126,7 +126,19 @@ with h5py.File(sys.argv[1], "w") as f:
   EXPECT_EQ(error_lines(unwritable.err), 1) << unwritable.err;
   EXPECT_NE(unwritable.err.find("output directory of salt shuffle"), std::string::npos) << unwritable.err;
 
-  auto itself = run_salt({"shuffle", train().string(), "-o", train().string()}, dir.path());
+  // An existing file that is not an input: kept unless --overwrite.
+  std::ofstream(dir / "precious.h5") << "keep me";
+  auto existing = run_salt({"shuffle", train().string(), "-o", (dir / "precious.h5").string()}, dir.path());
+  EXPECT_NE(existing.exit_code, 0);
+  EXPECT_EQ(error_lines(existing.err), 1) << existing.err;
+  EXPECT_NE(existing.err.find("precious.h5 exists (pass --overwrite to replace it)"), std::string::npos) << existing.err;
+  EXPECT_EQ(read_file(dir / "precious.h5"), "keep me");
+  auto replaced = run_salt({"shuffle", train().string(), "-o", (dir / "precious.h5").string(), "--overwrite"}, dir.path());
+  EXPECT_EQ(replaced.exit_code, 0) << replaced.err;
+  EXPECT_NE(read_file(dir / "precious.h5"), "keep me");
+  fs::remove(dir / "precious.h5");
+
+  auto itself = run_salt({"shuffle", train().string(), "-o", train().string(), "--overwrite"}, dir.path());
   EXPECT_NE(itself.exit_code, 0);
   EXPECT_NE(itself.err.find("is also an input"), std::string::npos) << itself.err;
   EXPECT_FALSE(fs::exists(dir / "o.h5"));

@@ -50,5 +50,10 @@ expect_one_line "unwritable output" "/proc/net.onnx.*cannot write" --ckpt_path "
 expect_one_line "output in a missing directory" "is not a writable directory" --ckpt_path "$ckpt" --output "$work/nowhere/net.onnx"
 touch "$work/exists.onnx"
 expect_one_line "existing output without --overwrite" "exists (pass --overwrite" --ckpt_path "$ckpt" --output "$work/exists.onnx"
+# The command's own inputs are never an output, --overwrite or not.
+before=$(md5sum <"$ckpt")
+expect_one_line "the checkpoint as --output" "is the checkpoint being exported" --ckpt_path "$ckpt" --output "$ckpt" --overwrite
+expect_one_line "the config as --output" "is the config being exported" --ckpt_path "$ckpt" --output "$run/config.yaml" --overwrite
+[ "$(md5sum <"$ckpt")" = "$before" ] || { echo "FAIL the checkpoint changed"; exit 1; }
 expect_one_line "missing checkpoint" "does not exist" --ckpt_path "$work/none.ckpt"
 echo "to_onnx: every bad input refused in one line, nothing written"
