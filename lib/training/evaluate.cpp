@@ -125,6 +125,7 @@ std::map<std::string, double> validate_checkpoint(const YAML::Node& resolved) {
   spdlog::info("validating checkpoint {}", checkpoint.string());
   load_module_state(*setup.model, load_checkpoint(checkpoint).state_dict, checkpoint.string());
   auto reader = open_reader(setup, D.val_file, D.num_val, "num_val");
+  refuse_empty(*reader, D.val_file, D.num_val, "num_val", "nothing to validate");
   const auto device = select_device(setup.trainer);
   setup.model->to(device);
   data::LoaderOptions loader_options;
@@ -167,6 +168,7 @@ EvaluateResult evaluate(const YAML::Node& resolved) {
   load_module_state(*setup.model, state.state_dict, result.checkpoint.string());
 
   auto reader = open_reader(setup, D.test_file, D.num_test, "num_test", /*test_stage=*/true);
+  refuse_empty(*reader, D.test_file, D.num_test, "num_test", "nothing to test, no predictions would be written");
   const auto device = select_device(T);
   setup.model->to(device);
   setup.model->eval();

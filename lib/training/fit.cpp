@@ -93,6 +93,9 @@ class FitRun {
     // Open (and so validate) the data before anything is written.
     train_reader_ = open_reader(setup_, D.train_file, D.num_train, "num_train");
     val_reader_ = open_reader(setup_, D.val_file, D.num_val, "num_val");
+    refuse_empty(*train_reader_, D.train_file, D.num_train, "num_train", "nothing to train on");
+    // No validation means no val_loss, so salt's Checkpoint would keep nothing.
+    refuse_empty(*val_reader_, D.val_file, D.num_val, "num_val", "no validation loss, so no checkpoint would be kept");
     train_members_ = train_reader_->members();  // before any temp copies
     val_members_ = val_reader_->members();
     decide_start();

@@ -175,4 +175,11 @@ std::shared_ptr<data::H5Reader> open_reader(const RunSetup& setup, const std::st
   return std::make_shared<data::H5Reader>(input_file(setup.data, path), std::move(options), num, num_key);
 }
 
+void refuse_empty(const data::H5Reader& reader, const std::string& path, int64_t num, const std::string& num_key,
+                  const std::string& consequence) {
+  if (reader.num_rows() > 0) return;
+  if (num == 0) throw UsageError("data." + num_key + " is 0: " + consequence + " (give a positive count, or -1 for all)");
+  throw InputError(path + " holds no jets: " + consequence);
+}
+
 }  // namespace salt::training

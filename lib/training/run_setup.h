@@ -55,6 +55,11 @@ std::string input_file(const data::DataConfig& data, const std::string& file);
 std::shared_ptr<data::H5Reader> open_reader(const RunSetup& setup, const std::string& path, int64_t num,
                                             const std::string& num_key, bool test_stage = false);
 
+// A reader with no jets (data.<num_key> 0, or an empty file): one line saying
+// which and why the run cannot go on (`consequence`).
+void refuse_empty(const data::H5Reader& reader, const std::string& path, int64_t num, const std::string& num_key,
+                  const std::string& consequence);
+
 // Seeds torch's generators (weights, dropout) from the run's seed.
 void seed_everything(uint64_t seed);
 

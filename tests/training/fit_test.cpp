@@ -134,6 +134,32 @@ TEST_F(FitTest, FailedStartLeavesNothingBehind) {
   }
 }
 
+// No jets to validate (data.num_val 0, or a validation file without rows) means no
+// val_loss and so no checkpoint kept: refused before anything is written, as is
+// nothing to train on.
+TEST_F(FitTest, NoJetsToValidateOrTrainIsRefused) {
+  auto py = run_python(R"(
+import sys, h5py
+with h5py.File(sys.argv[1]) as src, h5py.File(sys.argv[2], "w") as dst:
+    for name in src:
+        dst.create_dataset(name, data=src[name][:0])
+)",
+                       {(dir / "data/toy/pp_output_val.h5").string(), (dir / "data/toy/empty_val.h5").string()});
+  ASSERT_EQ(py.exit_code, 0) << py.err;
+  const std::vector<std::pair<std::vector<std::string>, std::string>> cases = {
+      {{"--data.num_val", "0"}, "data.num_val is 0: no validation loss, so no checkpoint would be kept"},
+      {{"--data.num_train", "0"}, "data.num_train is 0: nothing to train on"},
+      {{"--data.val_file", "data/toy/empty_val.h5"}, "empty_val.h5 holds no jets: no validation loss"},
+  };
+  for (const auto& [extra, message] : cases) {
+    auto r = salt("fit", small_gn2(extra));
+    EXPECT_NE(r.exit_code, 0) << extra[0];
+    EXPECT_EQ(error_lines(r.err), 1) << r.err;
+    EXPECT_NE(r.err.find(message), std::string::npos) << r.err;
+    EXPECT_TRUE(runs().empty()) << extra[0];
+  }
+}
+
 // salt's nan_regression.yaml monitors a loss it never logs; Lightning writes 0.
 TEST_F(FitTest, UnloggedMonitorLossNamesCheckpointsWithZero) {
   auto r = salt("fit", small_gn2({"--trainer.callbacks.0.init_args.monitor_loss", "val/nope_loss"}));
