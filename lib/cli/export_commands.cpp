@@ -2,9 +2,11 @@
 #include <spdlog/spdlog.h>
 
 #include <CLI/CLI.hpp>
+#include <cmath>
 #include <fstream>
 #include <iostream>
 #include <memory>
+#include <optional>
 #include <sstream>
 
 #include "cli/commands.h"
@@ -98,8 +100,16 @@ void add_compare_models(CLI::App& app) {
   sub->add_flag("--gaussian_regression", o->gaussian_regression, "Compare regression outputs ({tagger}_{var}).");
   sub->add_option("--vars", o->vars, "Which variables to compare.")->capture_default_str();
   auto* cuts = sub->add_option("--cuts", o->cuts, "Which cuts to apply.")->capture_default_str();
-  sub->add_option("-n,--num", o->num, "Compare this many jets (defaults to all).")->capture_default_str();
-  sub->callback([o, cuts, file_b, tagger_b] {
+  // salt's -n is a float (1e5 works); it must be a positive whole number of jets.
+  auto num = std::make_shared<std::optional<double>>();
+  sub->add_option("-n,--num", *num, "Compare this many jets (defaults to all; a float such as 1e5 as in salt).");
+  sub->callback([o, cuts, file_b, tagger_b, num] {
+    if (*num) {
+      const double n = **num;
+      if (!(n >= 1) || n != std::floor(n) || n > 9e18)
+        throw UsageError("compare_models: -n must be a positive whole number of jets, not " + fmt::format("{}", n));
+      o->num = static_cast<int64_t>(n);
+    }
     if (!file_b->empty()) o->file_b = *file_b;
     if (!tagger_b->empty()) o->tagger_b = *tagger_b;
     o->cuts_given = cuts->count() > 0;

@@ -99,6 +99,9 @@ std::vector<VarComparison> compare_models(const CompareOptions& o, std::ostream&
   if (rows_a.size() != rows_b.size())
     throw InputError("compare_models: " + std::to_string(rows_a.size()) + " jets in " + o.file_a.string() + " but " +
                      std::to_string(rows_b.size()) + " in " + file_b.string() + " (after cuts)");
+  if (rows_a.empty())  // "agreement" over nothing would pass any pair of taggers
+    throw InputError("compare_models: no jets to compare in " + o.file_a.string() +
+                     (cuts.empty() ? std::string(" (the file has none)") : " after the cuts"));
   out << "\nComparing " << rows_a.size() << " jets from \"" << o.file_a.string() << "\" and \"" << file_b.string() << "\"...\n\n";
   std::vector<VarComparison> results;
   for (const auto& v : o.vars) {

@@ -86,5 +86,36 @@ TEST(CompareModels, BadInputsAreOneLine) {
   EXPECT_NE(testing::one_line_error_of<InputError>([&] { compare_models(o, out); }).find("no field 'GN3_pb'"), std::string::npos);
 }
 
+// "Agreement" over no jets would pass any two taggers: refused, as is a jet count
+// that is not a positive whole number (salt's -n is a float: 1e1 works).
+TEST(CompareModels, NothingToCompareIsRefused) {
+  testing::TempDir dir;
+  write_predictions(dir / "a.h5", "GN2", base);
+  write_predictions(dir / "b.h5", "GN2", base);
+  CompareOptions o;
+  o.file_a = dir / "a.h5";
+  o.file_b = dir / "b.h5";
+  o.tagger_a = "GN2";
+  o.cuts = {"n_tracks > 1000"};
+  o.cuts_given = true;
+  std::ostringstream out;
+  EXPECT_NE(testing::one_line_error_of<InputError>([&] { compare_models(o, out); }).find("no jets to compare in " + o.file_a.string() + " after the cuts"),
+            std::string::npos);
+
+  auto cli = [&](const std::string& n) {
+    return testing::run_salt({"compare_models", "--file_a", (dir / "a.h5").string(), "--file_b", (dir / "b.h5").string(),
+                              "--tagger_a", "GN2", "-n", n});
+  };
+  for (const std::string bad : {"-5", "0", "2.5", "nan"}) {
+    auto r = cli(bad);
+    EXPECT_NE(r.exit_code, 0) << bad;
+    EXPECT_EQ(testing::error_lines(r.err), 1) << r.err;
+    EXPECT_NE(r.err.find("-n must be a positive whole number of jets"), std::string::npos) << bad << ": " << r.err;
+  }
+  auto ok = cli("1e1");
+  EXPECT_EQ(ok.exit_code, 0) << ok.err;
+  EXPECT_NE(ok.out.find("Comparing 9 jets"), std::string::npos) << ok.out;  // 10 read, one fails n_tracks <= 40
+}
+
 }  // namespace
 }  // namespace salt::deploy
