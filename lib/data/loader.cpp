@@ -79,7 +79,20 @@ struct Loader::Impl {
   void spawn_locked() {
     if (opts.num_workers == 0 || !threads.empty()) return;
     exit_threads = false;
-    for (int i = 0; i < opts.num_workers; ++i) threads.emplace_back([this] { worker(); });
+    try {
+      for (int i = 0; i < opts.num_workers; ++i) threads.emplace_back([this] { worker(); });
+    } catch (const std::exception& e) {  // the process's thread or memory limit
+      const auto started = threads.size();
+      exit_threads = true;
+      work_cv.notify_all();
+      m.unlock();  // the workers take `m` to see exit_threads
+      for (auto& t : threads) t.join();
+      m.lock();
+      threads.clear();
+      exit_threads = false;
+      throw InputError(fmt::format("cannot start data.num_workers = {} loader threads (started {}: {}); lower it",
+                                   opts.num_workers, started, e.what()));
+    }
   }
 
   // Tells the workers to exit and joins them; must be called without holding `m`.
@@ -120,6 +133,8 @@ struct Loader::Impl {
 Loader::Loader(std::shared_ptr<const H5Reader> reader, SamplerOptions sampler, LoaderOptions options) {
   if (!reader) throw InputError("Loader needs a reader");
   if (options.num_workers < 0) throw InputError(fmt::format("data.num_workers must be >= 0, got {}", options.num_workers));
+  if (options.num_workers > kMaxLoaderWorkers)
+    throw InputError(fmt::format("data.num_workers must be at most {}, got {}", kMaxLoaderWorkers, options.num_workers));
   if (options.prefetch_factor < 1)
     throw InputError(fmt::format("data.prefetch_factor must be >= 1, got {}", options.prefetch_factor));
   sampler.num_rows = reader->num_rows();

@@ -25,6 +25,11 @@
 
 namespace salt::data {
 
+// The most loader threads a Loader starts: each costs a thread stack and holds
+// prefetch_factor batches, and thousands only exhaust memory (100000 ended in
+// std::bad_alloc). data.num_workers above it is refused when the run is set up.
+constexpr int kMaxLoaderWorkers = 1024;
+
 struct LoaderOptions {
   int num_workers = 0;
   int prefetch_factor = 2;          // batches in flight per worker

@@ -2,14 +2,19 @@
 
 #include "models/mup.h"
 
+#include <fmt/format.h>
+
 #include <random>
+#include <thread>
 
 #include "config/bake.h"
 #include "config/run_config.h"
 #include "config/yaml_load.h"
+
 #include "core/errors.h"
 #include "data/h5_file.h"
 #include "data/labeller.h"
+#include "data/loader.h"
 #include "data/virtual_file.h"
 #include "models/model_factory.h"
 
@@ -86,6 +91,10 @@ RunSetup prepare_run(const YAML::Node& resolved, Stage stage) {
   if (s.data.variables.empty()) throw UsageError("'data.variables' is empty: the model config must list its input variables");
   if (!s.data.variables.count(s.data.global_object))
     throw UsageError("'data.variables' has no '" + s.data.global_object + "' (data.global_object)");
+  if (s.data.num_workers > data::kMaxLoaderWorkers)
+    throw UsageError(fmt::format("data.num_workers {} is more loader threads than salt-cpp starts ({}; this machine has "
+                                 "{} cores, and a worker per core is plenty)",
+                                 s.data.num_workers, data::kMaxLoaderWorkers, std::thread::hardware_concurrency()));
   s.seed = resolve_seed(run, s.config);
   s.name = run.name;
   s.log_suffix = run.log_suffix;

@@ -125,6 +125,7 @@ TEST_F(FitTest, FailedStartLeavesNothingBehind) {
            {"--data.num_train", "999999"},
            {"--model.loss_mode", "GLS"},
            {"--trainer.max_epochs", "0"},
+           {"--data.num_workers", "100000"},  // was std::bad_alloc (SIGABRT)
            {"--ckpt_path", "data/toy"},  // a directory
            {"--trainer.default_root_dir", "data/toy/norm_dict.yaml/logs"}}) {
     auto r = salt("fit", small_gn2(extra));
