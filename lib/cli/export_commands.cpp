@@ -10,6 +10,7 @@
 #include <sstream>
 
 #include "cli/commands.h"
+#include "cli/count_checks.h"
 #include "core/errors.h"
 #include "deploy/compare_models.h"
 #include "deploy/feature_map.h"
@@ -47,7 +48,7 @@ void add_to_onnx(CLI::App& app) {
   sub->add_option("--output", opt->output, "Where to write the model (default: network.onnx in the run directory).");
   sub->add_option("--test_file", opt->test_file, "Jets for the ONNX Runtime check (default: the config's data.test_file).");
   sub->add_option("--check_jets", o->check_jets, "Test jets compared in ONNX Runtime (plus 0-, 1- and max-track jets).")
-      ->check(CLI::PositiveNumber)
+      ->check(positive_count())
       ->capture_default_str();
   sub->add_option("--parameter", o->parameters,
                   "Parameterised models: NAME=VALUE fixes a parameter in the graph (default: data.parameters.NAME.test).");

@@ -4,6 +4,7 @@
 #include <memory>
 
 #include "cli/commands.h"
+#include "cli/count_checks.h"
 #include "core/signals.h"
 #include "config/compose.h"
 #include "core/memory.h"
@@ -26,15 +27,17 @@ void add_toydata_command(CLI::App& app) {
   sub->add_option("-o,--output_dir", options->out_dir, "Directory to write into.")->capture_default_str();
   // Range checks here make bad counts usage errors (exit 2), like every other bad flag.
   sub->add_option("--num_train", options->num_train, "Jets in pp_output_train.h5.")
-      ->check(CLI::PositiveNumber)
+      ->check(positive_count())
       ->capture_default_str();
   sub->add_option("--num_val", options->num_val, "Jets in pp_output_val.h5 (0: none).")
-      ->check(CLI::NonNegativeNumber)
+      ->check(non_negative_count())
       ->capture_default_str();
   sub->add_option("--num_test", options->num_test, "Jets in pp_output_test_ttbar.h5 (0: none).")
-      ->check(CLI::NonNegativeNumber)
+      ->check(non_negative_count())
       ->capture_default_str();
-  sub->add_option("--seed", options->seed, "Random seed (the files are a pure function of it).")->capture_default_str();
+  sub->add_option("--seed", options->seed, "Random seed (the files are a pure function of it).")
+      ->check(seed_value())
+      ->capture_default_str();
   sub->add_option("--compression", *compression, "Chunk compression.")
       ->check(CLI::IsMember({"lzf", "gzip", "none"}))
       ->capture_default_str();
@@ -45,7 +48,7 @@ void add_toydata_command(CLI::App& app) {
                   "Write what this config reads instead of the GN2 toy set: its datasets, variables and task labels "
                   "(repeatable: overlays compose left to right on configs/base.yaml, as in salt fit).");
   sub->add_option("--slots", *slots, "With --config: slots per constituent type where data.num_inputs sets none.")
-      ->check(CLI::PositiveNumber)
+      ->check(positive_count())
       ->capture_default_str();
   sub->callback([options, compression, configs, slots] {
     options->compression = data::h5::parse_compression(*compression);
@@ -78,11 +81,12 @@ void add_shuffle_command(CLI::App& app) {
       ->required();
   sub->add_option("-o,--output", *output, "Output HDF5 file (written under a temp name, then renamed).")->required();
   sub->add_option("--seed", options->seed, "Random seed (the output is a pure function of it and the inputs).")
+      ->check(seed_value())
       ->capture_default_str();
   sub->add_option("--memory_mb", options->memory_mb,
                   "Memory budget in MiB (growth of resident memory, HDF5's share (8 MiB) included; at least 10); the "
                   "bucket files need free disk next to the output of about the uncompressed data size.")
-      ->check(CLI::PositiveNumber)
+      ->check(positive_count())
       ->capture_default_str();
   sub->add_flag("--overwrite", options->overwrite, "Replace an existing output file (never one of the inputs).");
   sub->callback([options, output] {

@@ -91,7 +91,12 @@ std::vector<VarComparison> compare_models(const CompareOptions& o, std::ostream&
   const auto a = Jets::read(o.file_a, o.num), b = Jets::read(file_b, o.num);
   std::vector<data::Cut> cuts;
   for (const auto& c : o.cuts) {
-    auto cut = data::parse_cut(c);
+    data::Cut cut;
+    try {
+      cut = data::parse_cut(c);
+    } catch (const std::invalid_argument& e) {  // the user's --cuts text
+      throw UsageError("compare_models: --cuts '" + c + "': " + e.what());
+    }
     if (!o.cuts_given && (!a.layout.find(cut.variable) || !b.layout.find(cut.variable))) continue;
     cuts.push_back(cut);
   }

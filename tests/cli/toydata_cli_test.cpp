@@ -33,9 +33,18 @@ TEST(ToyDataCli, BadCountsAreUsageErrors) {
     EXPECT_EQ(r.exit_code, 2) << flag << ": " << r.err;
     EXPECT_EQ(error_lines(r.err), 1) << r.err;
     EXPECT_NE(r.err.find(flag), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find("must be a whole number >= "), std::string::npos) << r.err;  // not CLI11's 1.8e308
+    EXPECT_EQ(r.err.find("179769"), std::string::npos) << r.err;
   }
   auto r = run_salt({"toydata", "-o", (dir / "toy").string(), "--num_train", "0"});
   EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_NE(r.err.find("--num_train: must be a whole number >= 1, not 0"), std::string::npos) << r.err;
+  // A negative seed would wrap to 2^64 - 1 silently.
+  r = run_salt({"toydata", "-o", (dir / "toy").string(), "--seed", "-1"});
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_EQ(error_lines(r.err), 1) << r.err;
+  EXPECT_NE(r.err.find("--seed: must be a whole number from 0 to 18446744073709551615, not '-1'"), std::string::npos)
+      << r.err;
   EXPECT_TRUE(entries(dir / "toy").empty());
 }
 

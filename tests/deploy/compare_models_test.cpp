@@ -112,6 +112,13 @@ TEST(CompareModels, NothingToCompareIsRefused) {
     EXPECT_EQ(testing::error_lines(r.err), 1) << r.err;
     EXPECT_NE(r.err.find("-n must be a positive whole number of jets"), std::string::npos) << bad << ": " << r.err;
   }
+  auto bad_cut = testing::run_salt({"compare_models", "--file_a", (dir / "a.h5").string(), "--file_b",
+                                    (dir / "b.h5").string(), "--tagger_a", "GN2", "--cuts", "n_tracks <== 40"});
+  EXPECT_NE(bad_cut.exit_code, 0);
+  EXPECT_EQ(testing::error_lines(bad_cut.err), 1) << bad_cut.err;
+  EXPECT_NE(bad_cut.err.find("salt: error: compare_models: --cuts 'n_tracks <== 40': unknown operator '<=='"),
+            std::string::npos)
+      << bad_cut.err;  // was an "internal error"
   auto ok = cli("1e1");
   EXPECT_EQ(ok.exit_code, 0) << ok.err;
   EXPECT_NE(ok.out.find("Comparing 9 jets"), std::string::npos) << ok.out;  // 10 read, one fails n_tracks <= 40
