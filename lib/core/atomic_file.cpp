@@ -76,6 +76,7 @@ void write_file_synced(const std::filesystem::path& tmp, const std::string& cont
 }
 
 void write_file_atomic(const std::filesystem::path& path, const std::string& content) {
+  refuse_directory_target(path);
   auto tmp = temp_name_for(path);
   write_file_synced(tmp, content, path);
   if (::rename(tmp.c_str(), path.c_str()) != 0) {
@@ -85,7 +86,14 @@ void write_file_atomic(const std::filesystem::path& path, const std::string& con
   }
 }
 
+void refuse_directory_target(const std::filesystem::path& path) {
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec))
+    throw InputError(path.string() + " is a directory: give the name of the file to write");
+}
+
 void write_via_temp(const std::filesystem::path& path, const std::function<void(const std::filesystem::path&)>& write) {
+  refuse_directory_target(path);
   const auto tmp = temp_name_for(path);
   std::error_code ec;
   try {
@@ -96,8 +104,9 @@ void write_via_temp(const std::filesystem::path& path, const std::function<void(
   }
   std::filesystem::rename(tmp, path, ec);
   if (ec) {
+    const auto why = ec.message();  // before remove() reuses ec ("cannot write odir: Success")
     std::filesystem::remove(tmp, ec);
-    throw InputError("cannot write " + path.string() + ": " + ec.message());
+    throw InputError("cannot write " + path.string() + ": " + why);
   }
 }
 

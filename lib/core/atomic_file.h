@@ -20,6 +20,11 @@ void create_directories_or_fail(const std::filesystem::path& dir, const std::str
 // `tmp` and throws InputError naming `shown` (the final name).
 void write_file_synced(const std::filesystem::path& tmp, const std::string& content, const std::filesystem::path& shown);
 
+// InputError when `path` is a directory: an output must be a file name.
+// write_file_atomic and write_via_temp check it first; a long command checks it
+// before its work.
+void refuse_directory_target(const std::filesystem::path& path);
+
 // For files written by a library (HDF5): `write` fills the temp file it is given
 // (temp_name_for(path)), which is then renamed to `path`. The temp file is removed
 // when `write` throws (the exception goes on) or the rename fails (InputError).

@@ -240,6 +240,7 @@ ShuffleResult shuffle_files(const ShuffleOptions& o) {
   for (const auto& f : files)
     if (fs::weakly_canonical(f) == fs::weakly_canonical(o.output))
       throw UsageError("salt shuffle: the output " + o.output.string() + " is also an input");
+  refuse_directory_target(o.output);
   std::error_code ec;
   if (fs::exists(fs::symlink_status(o.output, ec)) && !o.overwrite)
     throw UsageError("salt shuffle: " + o.output.string() + " exists (pass --overwrite to replace it)");

@@ -138,6 +138,14 @@ with h5py.File(sys.argv[1], "w") as f:
   EXPECT_NE(read_file(dir / "precious.h5"), "keep me");
   fs::remove(dir / "precious.h5");
 
+  // A directory as the output: said at once, not after the work ("cannot write odir: Success").
+  fs::create_directories(dir / "odir");
+  auto into_dir = run_salt({"shuffle", train().string(), "-o", (dir / "odir").string(), "--overwrite"}, dir.path());
+  EXPECT_NE(into_dir.exit_code, 0);
+  EXPECT_EQ(error_lines(into_dir.err), 1) << into_dir.err;
+  EXPECT_NE(into_dir.err.find("odir is a directory: give the name of the file to write"), std::string::npos)
+      << into_dir.err;
+
   auto itself = run_salt({"shuffle", train().string(), "-o", train().string(), "--overwrite"}, dir.path());
   EXPECT_NE(itself.exit_code, 0);
   EXPECT_NE(itself.err.find("is also an input"), std::string::npos) << itself.err;
