@@ -46,6 +46,14 @@ namespace fs = std::filesystem;
 // mkdir that tells "already there" (false) from a real failure (InputError).
 bool make_dir(const fs::path& dir) {
   if (::mkdir(dir.c_str(), 0777) == 0) return true;
+  const int err = errno;
+  std::error_code ec;
+  // A link would put this run's files into another run (or anywhere else).
+  if (err == EEXIST && fs::is_symlink(dir, ec))
+    throw UsageError("the run directory " + dir.string() + " is a symbolic link (to " +
+                     fs::read_symlink(dir, ec).string() + "); salt-cpp writes only into a directory of its own: "
+                     "remove the link, or use another --name/--log_suffix");
+  errno = err;
   if (errno == EEXIST && fs::is_directory(dir)) return false;
   throw InputError("cannot create the run directory " + dir.string() + ": " + std::strerror(errno));
 }
@@ -71,7 +79,7 @@ RunDirClaim::RunDirClaim(const fs::path& default_root_dir, const std::string& na
       created_ = make_dir(dir_);
     }
   }
-  lock_fd_ = ::open(dir_.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  lock_fd_ = ::open(dir_.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);  // never through a link
   if (lock_fd_ < 0) throw InputError("cannot open the run directory " + dir_.string() + ": " + std::strerror(errno));
   if (::flock(lock_fd_, LOCK_EX | LOCK_NB) != 0) {
     ::close(lock_fd_);

@@ -161,6 +161,22 @@ with h5py.File(sys.argv[1]) as src, h5py.File(sys.argv[2], "w") as dst:
   }
 }
 
+// A run directory that is a symbolic link (to another run, say) is refused: the
+// run would write its checkpoints and config into the link's target.
+TEST_F(FitTest, ARunDirectoryThatIsALinkIsRefused) {
+  fs::create_directories(dir / "logs" / "elsewhere");
+  write_file(dir / "logs" / "elsewhere" / "keep.txt", "other run");
+  fs::create_directory_symlink(dir / "logs" / "elsewhere", dir / "logs" / "GN2_cpu_linked");
+  auto r = salt("fit", small_gn2({"-ls", "linked", "-oc"}));
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_EQ(error_lines(r.err), 1) << r.err;
+  EXPECT_NE(r.err.find("GN2_cpu_linked is a symbolic link (to " + (dir / "logs" / "elsewhere").string()), std::string::npos)
+      << r.err;
+  std::vector<std::string> names;
+  for (const auto& e : fs::directory_iterator(dir / "logs" / "elsewhere")) names.push_back(e.path().filename().string());
+  EXPECT_EQ(names, std::vector<std::string>{"keep.txt"});
+}
+
 // salt's nan_regression.yaml monitors a loss it never logs; Lightning writes 0.
 TEST_F(FitTest, UnloggedMonitorLossNamesCheckpointsWithZero) {
   auto r = salt("fit", small_gn2({"--trainer.callbacks.0.init_args.monitor_loss", "val/nope_loss"}));
