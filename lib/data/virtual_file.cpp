@@ -183,9 +183,21 @@ std::vector<fs::path> match_files(const std::string& pattern) {
   const std::string name = p.filename().string();
   std::vector<fs::path> out;
   std::error_code ec;
-  for (auto it = fs::directory_iterator(dir, ec); !ec && it != fs::directory_iterator(); it.increment(ec))
-    if (it->is_regular_file(ec) && fnmatch(name.c_str(), it->path().filename().c_str(), 0) == 0)
-      out.push_back(p.has_parent_path() ? dir / it->path().filename() : it->path().filename());
+  for (auto it = fs::directory_iterator(dir, ec); !ec && it != fs::directory_iterator(); it.increment(ec)) {
+    if (fnmatch(name.c_str(), it->path().filename().c_str(), 0) != 0) continue;
+    // Its own error code: a failed status() must not end the listing (the
+    // files after it were dropped silently).
+    std::error_code status_ec;
+    const auto status = fs::status(it->path(), status_ec);
+    if (!fs::exists(status)) {
+      std::error_code link_ec;
+      if (fs::is_symlink(fs::symlink_status(it->path(), link_ec)))
+        throw InputError(fmt::format("{} matches {}, a symbolic link that leads to no file ({})", pattern,
+                                     it->path().string(), status_ec ? status_ec.message() : "dangling"));
+      continue;
+    }
+    if (fs::is_regular_file(status)) out.push_back(p.has_parent_path() ? dir / it->path().filename() : it->path().filename());
+  }
   if (out.empty())
     throw InputError(fmt::format("no files match {}{}", pattern,
                                  fs::is_directory(dir, ec) ? "" : " (no directory " + dir.string() + ")"));

@@ -158,6 +158,26 @@ TEST_F(VirtualFile, BadInputsAreOneLineAndLeaveNothing) {
   for (const auto& message : {nothing, types, shape, unwritable}) EXPECT_EQ(message.find('\n'), std::string::npos);
 }
 
+// A matching link that leads nowhere (dangling, or a loop) is named, never taken as
+// a member and never allowed to end the listing early.
+TEST_F(VirtualFile, AMatchingLinkToNothingIsNamed) {
+  EXPECT_EQ(match_files(pattern()).size(), 4u);
+  fs::create_symlink(dir / "in" / "gone.h5", dir / "in" / "part_4.h5");
+  auto dangling = error_of([&] { match_files(pattern()); });
+  EXPECT_NE(dangling.find(pattern() + " matches " + (dir / "in" / "part_4.h5").string() +
+                          ", a symbolic link that leads to no file"),
+            std::string::npos)
+      << dangling;
+  fs::remove(dir / "in" / "part_4.h5");
+  fs::create_symlink(dir / "in" / "part_8.h5", dir / "in" / "part_8.h5");  // a loop
+  auto loop = error_of([&] { match_files(pattern()); });
+  EXPECT_NE(loop.find("part_8.h5, a symbolic link that leads to no file"), std::string::npos) << loop;
+  fs::remove(dir / "in" / "part_8.h5");
+  // A link to a real member is a member.
+  fs::create_symlink(dir / "in" / "other.h5", dir / "in" / "part_9.h5");
+  EXPECT_EQ(match_files(pattern()).size(), 5u);
+}
+
 TEST_F(VirtualFile, AMissingMemberIsRefusedWhenOpened) {
   const auto out = build_virtual_file(pattern(), dir / "v.h5");
   fs::remove(dir / "in" / "part_7.h5");
