@@ -36,6 +36,17 @@ class Gpu : public ::testing::Test {
   }
 };
 
+TensorMap on_gpu(TensorMap m) {
+  for (auto& [k, t] : m) t = t.to(kCuda);
+  return m;
+}
+
+models::Labels labels_on_gpu(models::Labels labels) {
+  for (auto& [group, by_name] : labels)
+    for (auto& [k, t] : by_name) t = t.to(kCuda);
+  return labels;
+}
+
 double rel_diff(const torch::Tensor& got, const torch::Tensor& want) {
   auto g = got.detach().to(torch::kCPU, torch::kDouble), w = want.detach().to(torch::kCPU, torch::kDouble);
   return ((g - w).norm() / w.norm().clamp_min(1e-30)).item<double>();
@@ -106,13 +117,7 @@ TEST_F(Gpu, Gn2LossAndGradientsMatchTheCpu) {
     }
     gpu_model->to(kCuda);
     auto batch = toy_batch({3, 7, 12, 0, 5, 9}, 16);
-    auto on_gpu = [&](TensorMap m) {
-      for (auto& [k, t] : m) t = t.to(kCuda);
-      return m;
-    };
-    auto labels_gpu = batch.labels;
-    for (auto& [g, by] : labels_gpu)
-      for (auto& [k, t] : by) t = t.to(kCuda);
+    auto labels_gpu = labels_on_gpu(batch.labels);
     auto cpu_loss = cpu_model->forward(batch.inputs, batch.pad_masks, &batch.labels).loss;
     auto gpu_loss = gpu_model->forward(on_gpu(batch.inputs), on_gpu(batch.pad_masks), &labels_gpu).loss;
     EXPECT_LT(rel_diff(gpu_loss, cpu_loss), 1e-5) << attn;
@@ -153,13 +158,7 @@ TEST_F(Gpu, FlashVarlenTakesMoreThan65535Jets) {
   std::vector<int64_t> n_valid(70000);
   for (std::size_t i = 0; i < n_valid.size(); ++i) n_valid[i] = 1 + static_cast<int64_t>(i % 4);
   auto batch = toy_batch(n_valid, 4);
-  auto on_gpu = [&](TensorMap m) {
-    for (auto& [k, t] : m) t = t.to(kCuda);
-    return m;
-  };
-  auto labels = batch.labels;
-  for (auto& [g, by] : labels)
-    for (auto& [k, t] : by) t = t.to(kCuda);
+  auto labels = labels_on_gpu(batch.labels);
   auto ctx = make_context(2, 19);
   auto math = build(small_gn2_yaml(1, "torch-math"), ctx);
   auto flash = build(small_gn2_yaml(1, "flash-varlen"), ctx);

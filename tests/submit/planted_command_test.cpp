@@ -99,6 +99,13 @@ class PlantedCommand : public SubmitTest {
       }
   }
 
+  // A helper's arguments: the demo GN2 config (a job with a tag), then `args`.
+  static std::vector<std::string> with_configs(const std::vector<std::string>& args) {
+    std::vector<std::string> all{"-c", cfg("GN2.yaml"), "-c", cfg("GN2_cpu.yaml"), "-t", "planted_test"};
+    all.insert(all.end(), args.begin(), args.end());
+    return all;
+  }
+
   fs::path bin_;
   int scripts_run_ = 0, refused_ = 0;
 };
@@ -107,9 +114,7 @@ TEST_F(PlantedCommand, NoSlurmOptionRunsACommand) {
   auto cases = kCommon;
   cases.insert(cases.end(), kSlurmOnly.begin(), kSlurmOnly.end());
   plant_everywhere(cases, [&](const std::vector<std::string>& args) {
-    std::vector<std::string> all{"-c", cfg("GN2.yaml"), "-c", cfg("GN2_cpu.yaml"), "-t", "planted_test"};
-    all.insert(all.end(), args.begin(), args.end());
-    return submit::prepare_slurm_job(submit::parse_slurm_options(all), work()).script_text;
+    return submit::prepare_slurm_job(submit::parse_slurm_options(with_configs(args)), work()).script_text;
   });
   // Most values must reach a script, or the test would prove nothing.
   EXPECT_GE(scripts_run_, 20) << refused_ << " refused";
@@ -119,9 +124,7 @@ TEST_F(PlantedCommand, NoCondorOptionRunsACommand) {
   auto cases = kCommon;
   cases.insert(cases.end(), kCondorOnly.begin(), kCondorOnly.end());
   plant_everywhere(cases, [&](const std::vector<std::string>& args) {
-    std::vector<std::string> all{"-c", cfg("GN2.yaml"), "-c", cfg("GN2_cpu.yaml"), "-t", "planted_test"};
-    all.insert(all.end(), args.begin(), args.end());
-    return submit::prepare_condor_job(submit::parse_condor_options(all), work()).script_text;
+    return submit::prepare_condor_job(submit::parse_condor_options(with_configs(args)), work()).script_text;
   });
   EXPECT_GE(scripts_run_, 15) << refused_ << " refused";
 }

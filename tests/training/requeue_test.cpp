@@ -5,6 +5,7 @@
 #include <signal.h>
 
 #include <chrono>
+#include <memory>
 #include <thread>
 
 #include "training/fit_support.h"
@@ -29,19 +30,25 @@ bool has_epoch0_checkpoint(const fs::path& run) {
     if (e.path().filename().string().rfind("epoch=000-", 0) == 0) return true;
   return false;
 }
+
+// `salt fit ARGS` started in the background in the test's directory.
+std::unique_ptr<BackgroundProcess> start_fit(const fs::path& cwd, const std::vector<std::string>& args,
+                                             const std::vector<std::string>& env) {
+  std::vector<std::string> argv{SALT_BINARY, "fit"};
+  argv.insert(argv.end(), args.begin(), args.end());
+  return std::make_unique<BackgroundProcess>(argv, cwd, env);
+}
 }  // namespace
 
 // The job id salt hands to `scontrol requeue` (a shell command) comes from the
 // environment: one that is not Slurm's (digits) is refused, and nothing in it runs.
 TEST_F(FitTest, Sigusr1WithAForgedSlurmJobIdRunsNothingFromIt) {
-  auto args = small_gn2({"--trainer.max_epochs", "3", "-ls", "forged"});
-  std::vector<std::string> argv{SALT_BINARY, "fit"};
-  argv.insert(argv.end(), args.begin(), args.end());
   const auto run = dir / "logs" / "GN2_cpu_forged";
-  BackgroundProcess fit(argv, dir.path(), {"OMP_NUM_THREADS=1", "SLURM_JOB_ID=1;touch planted"});
+  auto fit = start_fit(dir.path(), small_gn2({"--trainer.max_epochs", "3", "-ls", "forged"}),
+                       {"OMP_NUM_THREADS=1", "SLURM_JOB_ID=1;touch planted"});
   ASSERT_TRUE(wait_for([&] { return has_epoch0_checkpoint(run); }, 60000));
-  fit.signal(SIGUSR1);
-  auto r = fit.wait();
+  fit->signal(SIGUSR1);
+  auto r = fit->wait();
   EXPECT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.err.find("SIGUSR1: saved"), std::string::npos) << r.err;
   EXPECT_NE(r.err.find("SLURM_JOB_ID is not a Slurm job id (digits only): not requeued"), std::string::npos) << r.err;
@@ -54,15 +61,13 @@ TEST_F(FitTest, Sigusr1SavesRequeueCheckpointAndTheRerunResumesExactly) {
   ASSERT_EQ(straight.exit_code, 0) << straight.err;
 
   auto args = small_gn2({"--trainer.max_epochs", "4", "-ls", "requeued", "-oc"});
-  std::vector<std::string> argv{SALT_BINARY, "fit"};
-  argv.insert(argv.end(), args.begin(), args.end());
   const auto run = dir / "logs" / "GN2_cpu_requeued";
   {
-    BackgroundProcess first(argv, dir.path(), {"OMP_NUM_THREADS=1"});
+    auto first = start_fit(dir.path(), args, {"OMP_NUM_THREADS=1"});
     // Signal during epoch 1: once epoch 0's checkpoint exists.
     ASSERT_TRUE(wait_for([&] { return has_epoch0_checkpoint(run); }, 60000));
-    first.signal(SIGUSR1);
-    auto r = first.wait();
+    first->signal(SIGUSR1);
+    auto r = first->wait();
     ASSERT_EQ(r.exit_code, 0) << r.err;
     EXPECT_NE(r.err.find("SIGUSR1: saved"), std::string::npos) << r.err;
     EXPECT_NE(r.err.find("not requeued; rerun the same command to resume"), std::string::npos) << r.err;
