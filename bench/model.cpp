@@ -281,23 +281,37 @@ Size gn2_size(int64_t batch) {
 }
 
 // The largest batch whose training step (bf16 forward, backward, AdamW) fits on
-// the card, doubling from 32 x the suite's batch until the allocator gives up.
-void print_largest_batch(const Size& gn2, int64_t length, const Setup& setup) {
-  int64_t fits = 0;
-  for (int64_t b = gn2.batch * 32; b <= gn2.batch * 512; b *= 2) {
+// the card: doubling from `fits` (a batch known to train) until the allocator
+// gives up, then halving the gap down to an eighth of that batch.
+void print_largest_batch(const Size& gn2, int64_t length, const Setup& setup, int64_t fits) {
+  auto trains = [&](int64_t b) {
     Size big = gn2;
     big.batch = b;
     std::printf("  batch %lld:\n", static_cast<long long>(b));
     try {
       run_salt_cpp(big, length, 1, setup);
-      fits = b;
+      return true;
     } catch (const c10::Error& e) {
       const std::string what = e.what_without_backtrace();
       std::printf("    does not fit: %s\n", what.substr(0, what.find('\n')).substr(0, 160).c_str());
+      return false;
+    }
+  };
+  int64_t fails = 0;
+  for (int64_t b = fits * 2; b <= gn2.batch * 512; b *= 2) {
+    if (!trains(b)) {
+      fails = b;
       break;
     }
+    fits = b;
   }
-  std::printf("  largest batch that trains (doubling): %lld jets\n", static_cast<long long>(fits));
+  while (fails > 0 && fails - fits > fits / 8) {
+    const int64_t mid = (fits + fails) / 2 / 1000 * 1000;
+    if (mid <= fits) break;
+    (trains(mid) ? fits : fails) = mid;
+  }
+  std::printf("  largest batch that trains: %lld jets%s\n", static_cast<long long>(fits),
+              fails > 0 ? (" (" + std::to_string(fails) + " does not)").c_str() : "");
 }
 
 // salt's GN2 step at salt's size, its timed steps marked for a kernel profiler.
@@ -340,6 +354,17 @@ int run_gpu_suite(const Setup& setup, int64_t iters, int threads, int64_t batch,
                 r.jets_per_s, 100 * mfu(r.jets_per_s), cpp.jets_per_s / r.jets_per_s,
                 r.params == cpp.params ? "equal" : "DIFFERENT");
   }
+  // The same step with salt's other attention kernels (same weights' shapes, same
+  // function): which one suits ~15 tokens per jet on this card.
+  if (setup.device.is_cuda()) {
+    std::printf("  salt-cpp by attention kernel (batch %lld):\n", static_cast<long long>(batch));
+    for (const char* attn : {"torch-math", "torch-meff"}) {
+      Size other = gn2;
+      other.attn_type = attn;
+      auto r = run_salt_cpp(other, length, iters, setup);
+      std::printf("    %s: %.0f jets/s (flash-varlen %.0f)\n", attn, r.jets_per_s, cpp.jets_per_s);
+    }
+  }
   // Where the time goes: a step that grows with the batch is the device's work;
   // one that does not, the host's (issuing kernels, waiting on device values).
   std::printf("  salt-cpp by batch (the step's cost per jet):\n");
@@ -351,7 +376,7 @@ int run_gpu_suite(const Setup& setup, int64_t iters, int threads, int64_t batch,
     std::printf("    %.0f jets/s, MFU %.1f%%\n", r.jets_per_s,
                 100 * gn2_step_flops(big) * r.jets_per_s / static_cast<double>(b) / (peak_tflops * 1e12));
   }
-  if (setup.device.is_cuda()) print_largest_batch(gn2, length, setup);
+  if (setup.device.is_cuda()) print_largest_batch(gn2, length, setup, batch * 16);
   return eager.ok && eager.params == cpp.params ? 0 : 1;
 }
 

@@ -25,6 +25,8 @@
 #   SALT_GPU_CMAKE_ARGS extra cmake arguments
 #   SALT_GPU_TORCH_PREFIX  LibTorch's CMake prefix (default: asked from the python's torch)
 #   SALT_GPU_DEPS_ON_PREFIX=0  build against the machine's own libraries only (.deps still unpacked)
+#   SALT_GPU_ONLY       run only the steps whose names start with one of these words
+#                       (e.g. "build bench profile": a second, shorter call in the same lease)
 #   SALT_GPU_DRY_RUN=1  rehearse on a machine without a GPU (scripts/gpu_check_dryrun.sh):
 #                       the fits and benches run on the CPU at tiny sizes, the gpu
 #                       tests are listed, not run
@@ -49,8 +51,12 @@ note() { echo "$*" | tee -a "$summary"; }
 # step NAME SECONDS_NEEDED: false (and a line in the summary) when the step would
 # end past the budget.
 step() {
-  local left=$((budget - $(elapsed)))
+  local left=$((budget - $(elapsed))) w
   echo "== [$(elapsed) s] $1"
+  if [ -n "${SALT_GPU_ONLY:-}" ]; then
+    for w in $SALT_GPU_ONLY; do [[ $1 == "$w"* ]] && break; w=; done
+    [ -n "$w" ] || { echo "$1: not in SALT_GPU_ONLY"; return 1; }
+  fi
   if [ "$left" -lt "$2" ]; then
     note "$1: skipped, $left s left of the budget and it needs ~$2 s"
     return 1
@@ -212,7 +218,7 @@ if step "salt test" 30; then
 fi
 
 # ---- the loader next to the step ----
-if step "bench loader" 45; then
+if step "loader" 45; then
   if [ "$dry" = 1 ]; then loader=(--jets 20000 --workers 0,2 --epochs 2); else loader=(--jets 400000 --workers 0,4,16 --epochs 2); fi
   "$build/bench/bench_loader" "${loader[@]}" >>"$out/bench.txt" 2>&1
   rc=$?

@@ -369,14 +369,16 @@ bool flash_varlen_applies(const torch::Tensor& qkv, int64_t heads, double dropou
 // allows 65535 (batch 128000 failed with "invalid argument" on the H200, 271879f).
 constexpr int64_t kMaxFlashSequences = 65535;
 
-// qkv [N, 3D] packed rows -> [N, D]: rows sorted jet by jet (layout.order), one
-// varlen sequence per jet (cumulative lengths layout.starts), then put back in the
-// packed order. torch's autograd differentiates _flash_attention_forward.
+// qkv [N, 3D] packed rows -> [N, D]: rows sorted jet by jet (layout.order; the
+// encoder's rows come sorted already), one varlen sequence per jet (cumulative
+// lengths layout.starts), then put back in the packed order. q, k and v are
+// strided views of qkv: the kernels take any row stride with unit last stride.
+// torch's autograd differentiates _flash_attention_forward.
 torch::Tensor flash_varlen(const torch::Tensor& qkv, const TokenLayout& layout, int64_t heads, double scale,
                            double dropout) {
   const int64_t n = qkv.size(0), d = qkv.size(1) / 3, dh = d / heads;
-  auto sorted = qkv.index_select(0, layout.order).view({n, 3, heads, dh});
-  auto q = sorted.select(1, 0).contiguous(), k = sorted.select(1, 1).contiguous(), v = sorted.select(1, 2).contiguous();
+  auto jet_rows = layout.sort_rows(qkv).view({n, 3, heads, dh});
+  auto q = jet_rows.select(1, 0), k = jet_rows.select(1, 1), v = jet_rows.select(1, 2);
   auto call = [&](const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v, const torch::Tensor& starts) {
     const auto cum = starts.to(torch::kInt);
     return std::get<0>(at::_flash_attention_forward(q, k, v, cum, cum, layout.length, layout.length, dropout,
@@ -399,8 +401,7 @@ torch::Tensor flash_varlen(const torch::Tensor& qkv, const TokenLayout& layout, 
     }
     out = torch::cat(parts, 0);
   }
-  out = out.reshape({n, d});
-  return torch::zeros_like(out).index_copy(0, layout.order, out);
+  return layout.unsort_rows(out.reshape({n, d}));
 }
 #endif
 

@@ -155,10 +155,36 @@ TokenLayout TokenLayout::of(const PackedSequence& seq) {
   t.dest = t.jet * t.length + pos;
   t.starts = torch::cat({torch::zeros({1}, count.options()), count.cumsum(0)});
   const int64_t n = t.dest.size(0);
-  t.order = torch::empty({n}, count.options())
-                .index_copy_(0, t.starts.index_select(0, t.jet) + pos, torch::arange(n, count.options()));
+  int64_t filled = 0;  // segments holding tokens: with one, its (jet, slot) order is the sorted order
+  for (size_t i = 0; i + 1 < seq.offsets.size(); ++i) filled += seq.offsets[i + 1] > seq.offsets[i];
+  t.sorted = filled <= 1;
+  t.order = t.sorted ? torch::arange(n, count.options())
+                     : torch::empty({n}, count.options())
+                           .index_copy_(0, t.starts.index_select(0, t.jet) + pos, torch::arange(n, count.options()));
   t.pad_mask = torch::arange(t.length, count.options()).unsqueeze(0) >= count.unsqueeze(1);
   return t;
+}
+
+TokenLayout TokenLayout::sorted_view() const {
+  if (sorted) return *this;
+  TokenLayout t = *this;
+  t.dest = dest.index_select(0, order);
+  t.jet = jet.index_select(0, order);
+  t.order = torch::arange(order.size(0), order.options());
+  t.sorted = true;
+  return t;
+}
+
+torch::Tensor TokenLayout::sort_rows(const torch::Tensor& rows) const {
+  if (sorted) return rows;
+  // rank[order[i]] = i: where each packed row goes.
+  auto rank = torch::empty_like(order).index_copy_(0, order, torch::arange(order.size(0), order.options()));
+  return torch::empty_like(rows).index_copy(0, rank, rows);
+}
+
+torch::Tensor TokenLayout::unsort_rows(const torch::Tensor& sorted_rows) const {
+  if (sorted) return sorted_rows;
+  return torch::empty_like(sorted_rows).index_copy(0, order, sorted_rows);
 }
 
 torch::Tensor TokenLayout::scatter(const torch::Tensor& rows) const {

@@ -85,8 +85,18 @@ struct TokenLayout {
   torch::Tensor starts;    // [B + 1] int64: jet b's tokens are order[starts[b] .. starts[b+1])
   torch::Tensor order;     // [N] int64: packed rows sorted by (jet, position)
   int64_t batch = 0, length = 0;
+  // The rows are already in (jet, position) order (one segment holds every token):
+  // order is the identity, and kernels on jet-contiguous rows need no permutation.
+  bool sorted = false;
 
   static TokenLayout of(const PackedSequence& seq);
+  // This layout for the rows permuted into `order` (row i is packed row order[i]):
+  // sorted, with dest and jet permuted alike. See sort_rows / unsort_rows.
+  TokenLayout sorted_view() const;
+  // [N, ...] packed rows -> the same rows in `order`, and back. Both are copies
+  // through index_copy, so neither's gradient needs atomic adds.
+  torch::Tensor sort_rows(const torch::Tensor& rows) const;
+  torch::Tensor unsort_rows(const torch::Tensor& sorted_rows) const;
   // [N, F] -> [B, Lc, F], zeros where pad_mask.
   torch::Tensor scatter(const torch::Tensor& rows) const;
   // [B, Lc, F] (or [B * Lc, F]) -> [N, F].

@@ -198,9 +198,13 @@ PackedSequence TransformerImpl::forward_packed(const PackedSequence& in, const t
   auto reg_index = TokenIndex::from_mask(reg_mask);
   out.append(kRegisters, reg_mask, reg_index, registers.unsqueeze(0).expand({b, r, registers.size(1)}).reshape({b * r, -1}));
   if (options_.edge_embed_dim() > 0) return forward_edges(std::move(out), edges, edge_segment);
-  const auto layout = TokenLayout::of(out);
+  // The layers run on rows sorted jet by jet (one permutation for the whole
+  // encoder, not one per attention call): every per-token layer is indifferent to
+  // the row order, and attention kernels want each jet's tokens contiguous.
+  const auto packed_layout = TokenLayout::of(out);
+  const auto layout = packed_layout.sorted_view();
 
-  auto x = out.x;
+  auto x = packed_layout.sort_rows(out.x);
   const auto rows_params = featurewise_.empty() ? torch::Tensor() : params.index_select(0, layout.jet);
   for (size_t i = 0; i < typed_layers_.size(); ++i) {
     if (!featurewise_.empty()) x = featurewise_[i]->forward(rows_params, x);
@@ -208,7 +212,7 @@ PackedSequence TransformerImpl::forward_packed(const PackedSequence& in, const t
   }
   if (out_proj) x = out_proj->forward(out_proj_input_scale == 1.0 ? x : x * out_proj_input_scale);
   if (out_norm) x = out_norm->forward(x);
-  out.x = x;
+  out.x = packed_layout.unsort_rows(x);
 
   if (options_.drop_registers()) out.pop_back();
   return out;

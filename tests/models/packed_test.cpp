@@ -167,6 +167,38 @@ TEST(Packed, AttentionPackedEqualsPadded) {
   }
 }
 
+// Tracks then registers: packed rows are segment after segment, so the encoder
+// sorts them jet by jet once (sort_rows) and back (unsort_rows). Worked by hand:
+// jet 0 has tracks in slots 0 and 2, jet 1 in slot 1, one register each.
+TEST(Packed, TokenLayoutSortsRowsJetByJetAndBack) {
+  auto mask = torch::tensor({false, true, false, true, false, true}, torch::kBool).view({2, 3});
+  PackedSequence seq = PackedSequence::pack(Sequence{torch::randn({2, 3, 4}), {{"tracks", mask}}});
+  EXPECT_TRUE(TokenLayout::of(seq).sorted) << "one segment: already jet by jet";
+  auto reg_mask = torch::zeros({2, 1}, torch::kBool);
+  seq.append(kRegisters, reg_mask, TokenIndex::from_mask(reg_mask), torch::randn({2, 4}));
+  const auto layout = TokenLayout::of(seq);
+  ASSERT_FALSE(layout.sorted);
+  // rows: 0 (jet 0 slot 0), 1 (jet 0 slot 2), 2 (jet 1 slot 1), 3 (register of jet 0), 4 (register of jet 1)
+  EXPECT_TRUE(torch::equal(layout.order, torch::tensor({0, 1, 3, 2, 4}, torch::kLong)));
+  EXPECT_TRUE(torch::equal(layout.starts, torch::tensor({0, 3, 5}, torch::kLong)));
+  const auto view = layout.sorted_view();
+  EXPECT_TRUE(view.sorted);
+  EXPECT_TRUE(torch::equal(view.jet, torch::tensor({0, 0, 0, 1, 1}, torch::kLong)));
+  EXPECT_TRUE(torch::equal(view.dest, layout.dest.index_select(0, layout.order)));
+  EXPECT_TRUE(torch::equal(view.pad_mask, layout.pad_mask));
+
+  auto rows = torch::arange(5 * 2, torch::kFloat).view({5, 2}).requires_grad_(true);
+  auto sorted = layout.sort_rows(rows);
+  EXPECT_TRUE(torch::equal(sorted.select(1, 0), torch::tensor({0.f, 2.f, 6.f, 4.f, 8.f})));
+  auto back = layout.unsort_rows(sorted * torch::tensor({1.f, 2.f, 3.f, 4.f, 5.f}).unsqueeze(1));
+  // Row r of back is row r scaled by the weight of its sorted position.
+  EXPECT_TRUE(torch::equal(back.select(1, 0), torch::tensor({0.f, 4.f, 16.f, 18.f, 40.f})));
+  back.sum().backward();
+  EXPECT_TRUE(torch::equal(rows.grad().select(1, 1), torch::tensor({1.f, 2.f, 4.f, 3.f, 5.f})));
+  // The layout's scatter agrees whichever order the rows come in.
+  EXPECT_TRUE(torch::equal(view.scatter(layout.sort_rows(seq.x)), layout.scatter(seq.x)));
+}
+
 TEST(Packed, FusedAttentionOnTheCompactLayoutEqualsExplicit) {
   if (!salt::compat::kHasFusedAttention) GTEST_SKIP() << "LibTorch " << salt::compat::torch_version() << " has no fused SDPA";
   // do_qk_norm keeps the packed path off the varlen kernel: q, k, v go to the compact
