@@ -165,6 +165,35 @@ TokenLayout TokenLayout::of(const PackedSequence& seq) {
   return t;
 }
 
+namespace {
+
+// index_select's gradient (an index_add) accumulated in float32, then cast back.
+class GatherRows : public torch::autograd::Function<GatherRows> {
+ public:
+  static torch::Tensor forward(torch::autograd::AutogradContext* ctx, const torch::Tensor& x, const torch::Tensor& index) {
+    ctx->save_for_backward({index});
+    ctx->saved_data["rows"] = x.size(0);
+    return x.index_select(0, index);
+  }
+  static torch::autograd::variable_list backward(torch::autograd::AutogradContext* ctx,
+                                                 torch::autograd::variable_list grads) {
+    const auto index = ctx->get_saved_variables()[0];
+    const auto& g = grads[0];
+    auto shape = g.sizes().vec();
+    shape[0] = ctx->saved_data["rows"].toInt();
+    auto sum = torch::zeros(shape, g.options().dtype(torch::kFloat)).index_add_(0, index, g.to(torch::kFloat));
+    return {sum.to(g.scalar_type()), torch::Tensor()};
+  }
+};
+
+}  // namespace
+
+torch::Tensor gather_rows(const torch::Tensor& x, const torch::Tensor& index) {
+  const bool half = x.scalar_type() == torch::kBFloat16 || x.scalar_type() == torch::kHalf;
+  if (!half || !x.requires_grad() || !torch::GradMode::is_enabled()) return x.index_select(0, index);
+  return GatherRows::apply(x, index);
+}
+
 TokenLayout TokenLayout::sorted_view() const {
   if (sorted) return *this;
   TokenLayout t = *this;

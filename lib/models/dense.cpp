@@ -96,7 +96,7 @@ torch::Tensor DenseImpl::forward_gathered(const torch::Tensor& x, const torch::T
   const auto& w = first->weight;
   auto h = torch::nn::functional::linear(x, w.narrow(1, c, w.size(1) - c));
   auto ctx = torch::nn::functional::linear(context, w.narrow(1, 0, c), first->bias);
-  return forward_after_first(h + ctx.index_select(0, jet));
+  return forward_after_first(h + gather_rows(ctx, jet));
 }
 
 ox::Value DenseImpl::to_onnx(ox::Graph& g, const ox::Value& x, const ox::Value& context) {

@@ -96,7 +96,7 @@ const torch::Tensor& input_of(const TensorMap& inputs, const std::string& name, 
 }
 
 torch::Tensor per_row(const torch::Tensor& per_jet, const torch::Tensor& jet) {
-  return jet.defined() ? per_jet.index_select(0, jet) : per_jet;
+  return jet.defined() ? gather_rows(per_jet, jet) : per_jet;
 }
 
 }  // namespace

@@ -81,11 +81,11 @@ torch::Tensor VertexingTaskImpl::edge_logits(const torch::Tensor& rows, const To
   auto p_i = p.narrow(1, 0, hidden), p_j = p.narrow(1, hidden, hidden);
   // Per jet: W_ctx ctx + b, added to the sender's term once per token.
   if (c > 0)
-    p_i = p_i + torch::nn::functional::linear(context, w.narrow(1, 0, c), first->bias).index_select(0, idx.jet);
+    p_i = p_i + gather_rows(torch::nn::functional::linear(context, w.narrow(1, 0, c), first->bias), idx.jet);
   else if (first->bias.defined())
     p_i = p_i + first->bias;
-  auto h = p_i.index_select(0, row_i);
-  h.add_(p_j.index_select(0, row_j));
+  auto h = gather_rows(p_i, row_i);
+  h.add_(gather_rows(p_j, row_j));
   return net->forward_after_first(h);
 }
 

@@ -131,6 +131,8 @@ TEST_F(Gpu, Gn2LossAndGradientsMatchTheCpu) {
     // every gate score leaves the softmax unchanged): both devices give rounding
     // noise there (~1e-8), so each difference is measured against at least 1e-5 of
     // the largest gradient (seen on the H200 at 827dd1e: 0.1-1.1 relative, noise to noise).
+    // The two devices sum in different orders: 1.06e-4 was seen for one parameter
+    // on the H100 at 91c4b9d (rows sorted jet by jet), hence 3e-4.
     auto a = cpu_model->parameters(), b = gpu_model->parameters();
     double largest = 0;
     for (const auto& p : a)
@@ -140,7 +142,7 @@ TEST_F(Gpu, Gn2LossAndGradientsMatchTheCpu) {
       const auto& want = a[i].grad();
       const double diff = (b[i].grad().cpu().to(torch::kDouble) - want.to(torch::kDouble)).norm().item<double>();
       const double scale = std::max(want.norm().item<double>(), 1e-5 * largest);
-      EXPECT_LT(diff / scale, 1e-4) << attn << " parameter " << i;
+      EXPECT_LT(diff / scale, 3e-4) << attn << " parameter " << i;
     }
     std::optional<compat::AutocastGuard> bf16;
     bf16.emplace(torch::kCUDA, torch::kBFloat16);
@@ -186,11 +188,11 @@ TEST_F(Gpu, FlashVarlenTakesMoreThan65535Jets) {
 }
 
 // flash-varlen's backward on strided q/k/v views, with the encoder's rows sorted
-// jet by jet (one register: two segments to sort) or already in order (none):
+// jet by jet (tracks then registers: two segments to sort; one and three registers):
 // under bf16 its loss and gradients follow the math kernel's, within bf16 rounding.
 TEST_F(Gpu, FlashVarlenGradientsFollowTheMathKernel) {
   using namespace models::testing;
-  for (int registers : {0, 1}) {
+  for (int registers : {1, 3}) {
     auto ctx = make_context(2, 19);
     torch::manual_seed(4);
     auto math = build(small_gn2_yaml(registers, "torch-math"), ctx);

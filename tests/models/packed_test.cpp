@@ -199,6 +199,25 @@ TEST(Packed, TokenLayoutSortsRowsJetByJetAndBack) {
   EXPECT_TRUE(torch::equal(view.scatter(layout.sort_rows(seq.x)), layout.scatter(seq.x)));
 }
 
+// gather_rows: index_select's values; its gradient summed in float32. 300 rows
+// share source row 0: in bf16, adding ones one by one stalls at 256 (257 is not a
+// bf16 number); in float32 the sum is 300, which bf16 holds exactly.
+TEST(Packed, GatherRowsSumsTheGradientInFloat32) {
+  auto x = torch::tensor({1.5f, -2.f, 3.f, 0.25f}, torch::kFloat).view({2, 2}).to(torch::kBFloat16).requires_grad_(true);
+  auto index = torch::cat({torch::zeros({300}, torch::kLong), torch::ones({2}, torch::kLong)});
+  auto rows = gather_rows(x, index);
+  EXPECT_TRUE(torch::equal(rows, x.detach().index_select(0, index)));
+  rows.sum().backward();
+  ASSERT_EQ(x.grad().scalar_type(), torch::kBFloat16);
+  EXPECT_TRUE(torch::equal(x.grad().to(torch::kFloat), torch::tensor({300.f, 300.f, 2.f, 2.f}).view({2, 2})));
+  // float32 rows take index_select itself.
+  auto y = torch::randn({3, 2}, torch::requires_grad());
+  gather_rows(y, index.remainder(3)).pow(2).sum().backward();
+  auto y2 = y.detach().clone().requires_grad_(true);
+  y2.index_select(0, index.remainder(3)).pow(2).sum().backward();
+  EXPECT_TRUE(torch::allclose(y.grad(), y2.grad()));
+}
+
 TEST(Packed, FusedAttentionOnTheCompactLayoutEqualsExplicit) {
   if (!salt::compat::kHasFusedAttention) GTEST_SKIP() << "LibTorch " << salt::compat::torch_version() << " has no fused SDPA";
   // do_qk_norm keeps the packed path off the varlen kernel: q, k, v go to the compact
