@@ -46,12 +46,15 @@ std::string one_line(const std::string& text) {
 }
 
 // salt's to_onnx has a two-letter short flag, -mf, which CLI11 cannot name: it
-// becomes --object_name before parsing.
+// becomes --object_name before parsing, in both of argparse's spellings
+// (`-mf hadron`, `-mf=hadron`).
 std::vector<std::string> with_long_aliases(int argc, char** argv) {
   std::vector<std::string> args(argv, argv + argc);
   if (argc > 1 && args[1] == "to_onnx")
-    for (auto& a : args)
+    for (auto& a : args) {
       if (a == "-mf") a = "--object_name";
+      else if (a.rfind("-mf=", 0) == 0) a = "--object_name=" + a.substr(4);
+    }
   return args;
 }
 

@@ -1,5 +1,6 @@
 #include <spdlog/spdlog.h>
 
+#include <filesystem>
 #include <iostream>
 #include <optional>
 
@@ -38,6 +39,24 @@ std::optional<int> launch_local_workers(const std::string& command, const std::v
       dist::LocalLaunchOptions().set_args(worker_args).set_num_processes(trainer.num_devices));
 }
 
+// salt test/validate without --ckpt_path (salt's get_best_epoch): the best
+// checkpoint in the ckpts/ beside the one config file given, not under the
+// config's trainer.default_root_dir, so a run moved or copied elsewhere tests its
+// own checkpoints. With several config files, default_root_dir decides.
+void default_checkpoint_beside_config(const config::RunArgs& args, config::ResolvedConfig& resolved) {
+  if (resolved.run.ckpt_path) return;
+  std::vector<std::string> files;
+  for (const auto& op : args.ops)
+    if (op.kind == config::ConfigOp::Kind::kMergeFile) files.push_back(op.target);
+  if (files.size() != 1) return;
+  const auto ckpt_dir = std::filesystem::path(files[0]).parent_path() / "ckpts";
+  if (!std::filesystem::is_directory(ckpt_dir)) return;
+  spdlog::info("no --ckpt_path: looking for the best checkpoint in {}", ckpt_dir.string());
+  const auto best = training::best_checkpoint(ckpt_dir).string();
+  resolved.config["ckpt_path"] = best;
+  resolved.run.ckpt_path = best;
+}
+
 }  // namespace
 
 int run_config_command(const std::string& command, const std::vector<std::string>& args) {
@@ -74,6 +93,7 @@ int run_config_command(const std::string& command, const std::vector<std::string
     if (!result.run_dir.empty() && result.rank == 0) spdlog::info("finished: {}", result.run_dir.string());
     return 0;
   }
+  if (command != "fit") default_checkpoint_beside_config(run, resolved);
   if (command == "test" || command == "predict") {
     training::evaluate(resolved.config);
     return 0;

@@ -1,10 +1,12 @@
 #include <spdlog/spdlog.h>
 
 #include <CLI/CLI.hpp>
+#include <cstdio>
 #include <memory>
 
 #include "cli/commands.h"
 #include "cli/count_checks.h"
+#include "core/clean_logs.h"
 #include "core/signals.h"
 #include "config/compose.h"
 #include "core/memory.h"
@@ -112,12 +114,30 @@ void add_plot_command(CLI::App& app) {
   });
 }
 
+// `salt clean_logs`: salt's utility of that name (salt/utils/clean_logs.py), same
+// flags and lines on stdout.
+void add_clean_logs_command(CLI::App& app) {
+  auto folder = std::make_shared<std::string>(), subdirectory = std::make_shared<std::string>();
+  auto* sub = app.add_subcommand("clean_logs", "Delete the directories under a folder that do not contain a given "
+                                               "subdirectory (e.g. runs under logs/ without ckpts/).");
+  sub->add_option("--folder_path", *folder, "Path to the folder to clean.")->required();
+  sub->add_option("--subdirectory", *subdirectory, "Name of the subdirectory to check for in each directory.")
+      ->required();
+  sub->callback([folder, subdirectory] {
+    const auto result = delete_dirs_without_subdir(*folder, *subdirectory);
+    for (const auto& dir : result.deleted) std::printf("Deleting directory: %s\n", dir.c_str());
+    for (const auto& link : result.links) spdlog::warn("{}: a symbolic link to a directory, left alone", link.string());
+    std::printf("Deleted %zu directories\n", result.deleted.size());
+  });
+}
+
 }  // namespace
 
 void add_tool_commands(CLI::App& app) {
   add_toydata_command(app);
   add_shuffle_command(app);
   add_plot_command(app);
+  add_clean_logs_command(app);
   add_submit_commands(app);
   add_export_commands(app);
 }

@@ -38,9 +38,24 @@ std::string yaml_text(const YAML::Node& node) {
   return std::string(out.c_str()) + "\n";
 }
 
+// salt's get_attr: a string attribute holding a JSON list or object (the
+// preprocessing writes dsids, jet_counts and its config so) is stored as that list
+// or map, not as a string; anything else as it is.
 YAML::Node attr_or_null(const YAML::Node& attrs, const char* key) {
   auto v = attrs[key];
-  return v ? config::copy_tree(v) : YAML::Node(YAML::NodeType::Null);
+  if (!v) return YAML::Node(YAML::NodeType::Null);
+  if (v.IsScalar()) {
+    const auto& text = v.Scalar();
+    const auto first = text.find_first_not_of(" \t\r\n");
+    if (first != std::string::npos && (text[first] == '[' || text[first] == '{')) {
+      try {
+        return YAML::Load(text);  // JSON is YAML's flow style
+      } catch (const YAML::Exception&) {
+        // not JSON after all: kept as the string, as salt keeps it
+      }
+    }
+  }
+  return config::copy_tree(v);
 }
 
 }  // namespace

@@ -315,5 +315,38 @@ log_suffix: null
       << r.err;
 }
 
+// salt's clean_logs utility, same flags and stdout lines.
+TEST(Cli, CleanLogsDeletesRunsWithoutCheckpoints) {
+  TempDir dir;
+  std::filesystem::create_directories(dir / "logs" / "trained" / "ckpts");
+  std::filesystem::create_directories(dir / "logs" / "crashed");
+  auto r = run_salt({"clean_logs", "--folder_path", (dir / "logs").string(), "--subdirectory", "ckpts"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out, "Deleting directory: " + (dir / "logs" / "crashed").string() + "\nDeleted 1 directories\n");
+  EXPECT_TRUE(std::filesystem::exists(dir / "logs" / "trained"));
+  auto bad = run_salt({"clean_logs", "--folder_path", (dir / "nothing").string(), "--subdirectory", "ckpts"});
+  EXPECT_NE(bad.exit_code, 0);
+  EXPECT_EQ(error_lines(bad.err), 1) << bad.err;
+  EXPECT_NE(bad.err.find("nothing is not a directory"), std::string::npos) << bad.err;
+}
+
+// argparse takes salt's `-mf X` and `-mf=X` alike: both reach the export (which
+// then stops at the missing checkpoint), neither is an unknown flag.
+TEST(Cli, ToOnnxTakesBothSpellingsOfMf) {
+  TempDir dir;
+  const auto ckpt = (dir / "missing.ckpt").string();
+  std::vector<std::string> errors;
+  for (const std::vector<std::string>& mf : {std::vector<std::string>{"-mf", "hadron"}, {"-mf=hadron"}}) {
+    std::vector<std::string> args{"to_onnx", "--ckpt_path", ckpt, "--force"};
+    args.insert(args.end(), mf.begin(), mf.end());
+    auto r = run_salt(args, dir.path());
+    EXPECT_NE(r.exit_code, 0);
+    EXPECT_EQ(r.err.find("not expected"), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find("missing.ckpt"), std::string::npos) << r.err;
+    errors.push_back(r.err);
+  }
+  EXPECT_EQ(errors[0], errors[1]);
+}
+
 }  // namespace
 }  // namespace salt::testing

@@ -63,6 +63,11 @@ TEST_F(FitTest, ShortRunFillsTheRunDirectoryLikeSalt) {
   EXPECT_EQ(meta["cuda_version"].IsNull(), !torch::cuda::is_available());
   EXPECT_EQ(meta["lightning_version"].as<std::string>(), "2.6.1");
   EXPECT_EQ(meta["trainable_params"].as<int>(), 82222);
+  // The preprocessing's JSON attributes as YAML, as salt's get_attr parses them.
+  ASSERT_TRUE(meta["dsids"].IsSequence()) << meta["dsids"];
+  EXPECT_EQ(meta["dsids"][0].as<int>(), 999999);
+  ASSERT_TRUE(meta["jet_counts_train"].IsMap()) << meta["jet_counts_train"];
+  EXPECT_GT(meta["jet_counts_train"]["bjets"].as<int>(), 0);
 
   auto cols = csv_header(run / "metrics.csv");
   for (const auto* c : {"epoch", "step", "train/loss", "train/jets_classification_loss", "train/track_origin_loss",

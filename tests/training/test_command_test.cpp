@@ -212,6 +212,16 @@ TEST_F(FitTest, ValidatePrintsTheCheckpointsValidationLosses) {
   ASSERT_NE(pos, std::string::npos) << r.out;
   const double validated = std::stod(r.out.substr(pos + std::string("val/jets_classification_loss").size()));
   EXPECT_NEAR(validated, logged, 1e-5) << r.out;
+
+  // A run moved elsewhere (its config still names the old default_root_dir, whose
+  // checkpoints are gone): salt's get_best_epoch looks beside the config given.
+  const auto moved = dir / "moved" / "GN2_cpu_v";
+  fs::create_directories(moved.parent_path());
+  fs::copy(run, moved, fs::copy_options::recursive);
+  for (const auto& c : checkpoints(run)) fs::remove(c);
+  auto m = salt("validate", {"-c", (moved / "config.yaml").string()});
+  ASSERT_EQ(m.exit_code, 0) << m.err;
+  EXPECT_NE(m.err.find("validating checkpoint " + (moved / "ckpts" / ckpt).string()), std::string::npos) << m.err;
 }
 
 }  // namespace salt::testing
