@@ -1,5 +1,7 @@
 #include "deploy/check.h"
 
+#include <ATen/CPUGeneratorImpl.h>
+
 #include <spdlog/spdlog.h>
 #include <stdlib.h>
 
@@ -11,6 +13,7 @@
 
 #include "core/atomic_file.h"
 #include "core/errors.h"
+#include "data/norm_dict.h"
 #include "models/maskformer_outputs.h"
 #include "models/salt_wrapper.h"
 #include "models/vertexing_task.h"
@@ -99,6 +102,40 @@ Batch read_check_jets(training::RunSetup& setup, int64_t num_jets) {
   return batch;
 }
 
+Batch random_check_jets(const training::RunSetup& setup, int64_t num_jets) {
+  const auto& D = setup.data;
+  auto gen = at::detail::createCPUGenerator(/*seed_in=*/20240101);
+  Batch b;
+  for (const auto& name : D.input_order) {
+    auto vars = D.variables.find(name);
+    if (vars == D.variables.end() || vars->second.empty()) continue;
+    const auto f = static_cast<int64_t>(vars->second.size());
+    auto mean = torch::zeros({f}), std = torch::ones({f});
+    try {
+      const auto p = data::norm_params(setup.norm_dict, D.dataset_of(name), vars->second);
+      mean = torch::tensor(p.mean);
+      std = torch::tensor(p.std);
+    } catch (const InputError&) {
+      // not normalised by the dict (parameters, edges): standard normal
+    }
+    if (name == D.global_object) {
+      b.inputs[name] = mean + std * at::randn({num_jets, f}, gen);
+      continue;
+    }
+    auto n = D.num_inputs.find(name);
+    const int64_t length = n != D.num_inputs.end() && n->second > 0 ? n->second : 40;
+    auto valid = at::randint(1, length + 1, {num_jets}, gen, torch::kLong);
+    auto mask = torch::arange(length).unsqueeze(0) >= valid.unsqueeze(1);
+    b.inputs[name] = (mean + std * at::randn({num_jets, length, f}, gen)).masked_fill(mask.unsqueeze(-1), 0.0);
+    b.pad_masks[name] = mask;
+  }
+  if (!b.inputs.count(D.global_object))
+    throw InputError("to_onnx: no variables for the global object '" + D.global_object + "' to draw random jets from");
+  b.size = num_jets;
+  append_edge_jets(b);
+  return b;
+}
+
 namespace {
 
 struct Expected {
@@ -123,7 +160,7 @@ std::map<std::string, Expected> expected_values(training::RunSetup& setup, const
   auto& wrapper = *setup.model;
   torch::NoGradGuard no_grad;
   auto out = wrapper.forward(b.inputs, b.pad_masks, nullptr);
-  auto cols = wrapper.predictions(out, b.pad_masks, &b.labels);
+  auto cols = wrapper.predictions(out, b.pad_masks, b.labels.empty() ? nullptr : &b.labels);
   const int64_t jets = b.inputs.at(plan.global_object).size(0);
   std::map<std::string, Expected> expected;
   std::optional<models::MaskformerOutputs> objects;
@@ -166,8 +203,8 @@ std::vector<double> numbers(const YAML::Node& data) {
 }  // namespace
 
 ExportResult check_export(training::RunSetup& setup, const ExportPlan& plan, const fs::path& model,
-                          const OrtRunner& runner, int64_t num_jets) {
-  Batch batch = read_check_jets(setup, num_jets);
+                          const OrtRunner& runner, int64_t num_jets, CheckJets source) {
+  Batch batch = source == CheckJets::kRandom ? random_check_jets(setup, num_jets) : read_check_jets(setup, num_jets);
   const int64_t jets = batch.inputs.at(plan.global_object).size(0);
   const auto expected = expected_values(setup, plan, batch);
 
@@ -231,7 +268,8 @@ ExportResult check_export(training::RunSetup& setup, const ExportPlan& plan, con
   const auto range = result.track_counts.empty() ? std::string("no constituents")
                                                  : std::to_string(result.track_counts.front()) + ".." +
                                                        std::to_string(result.track_counts.back()) + " constituents";
-  spdlog::info("ONNX Runtime vs salt-cpp on {} test jets ({}): max |diff| {}", jets, range, summary);
+  spdlog::info("ONNX Runtime vs salt-cpp on {} {} jets ({}): max |diff| {}", jets,
+               source == CheckJets::kRandom ? "random" : "test", range, summary);
   for (const auto& d : result.diffs)
     if (d.integer ? d.max_abs_diff > 0 : d.max_scaled_diff > kTolerance)
       throw InputError("to_onnx: ONNX Runtime and salt-cpp disagree on " + d.name + " (" +

@@ -16,15 +16,26 @@ namespace salt::deploy {
 // three edge jets: no constituents, one, every slot filled.
 Batch read_check_jets(training::RunSetup& setup, int64_t num_jets);
 
+// salt's check when there is no test file (salt/onnx/to_onnx.py checks on random
+// inputs): num_jets random jets plus the three edge jets. Each variable is drawn
+// around its norm_dict mean with its std (the scale the model's InputNorm expects;
+// standard normal where the dict has no entry), each constituent type with 1..L
+// valid slots (L = data.num_inputs, else 40), padded slots zero. Seeded: the same
+// jets every time.
+Batch random_check_jets(const training::RunSetup& setup, int64_t num_jets);
+
+// Where the check's jets come from.
+enum class CheckJets { kTestFile, kRandom };
+
 // The runner's input file for the first `jets` jets of `b`: per jet the global
 // object [1, F] and each constituent type's real constituents [n, F], raw.
 std::string ort_inputs_json(const Batch& b, const std::vector<Feature>& features, int64_t jets);
 
-// Reads num_jets from data.test_file; InputError when an output differs by more
+// Reads num_jets from data.test_file (or draws them, CheckJets::kRandom); InputError when an output differs by more
 // than 1e-5 (float: absolute for values up to 1, relative above, so regression
 // outputs in MeV are held to float32's precision) or at all (int8), is NaN, or is
 // exactly 0 for every jet.
 ExportResult check_export(training::RunSetup& setup, const ExportPlan& plan, const std::filesystem::path& model,
-                          const OrtRunner& runner, int64_t num_jets);
+                          const OrtRunner& runner, int64_t num_jets, CheckJets source = CheckJets::kTestFile);
 
 }  // namespace salt::deploy

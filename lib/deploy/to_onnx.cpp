@@ -251,6 +251,19 @@ ExportPlan build_graph(ox::Graph& g, training::RunSetup& setup, const ExportOpti
   return plan;
 }
 
+// salt checks on random inputs; salt-cpp on test jets when it can read them: the
+// config's data.test_file, unless that file is not there (a config from another
+// machine, salt's base.yaml with its /eos path). An explicit --test_file must exist.
+CheckJets check_source(const training::RunSetup& setup, const ExportOptions& o) {
+  const auto& file = setup.data.test_file;
+  if (o.test_file || file.find_first_of("*?[") != std::string::npos) return CheckJets::kTestFile;
+  std::error_code ec;
+  if (!file.empty() && std::filesystem::exists(file, ec)) return CheckJets::kTestFile;
+  spdlog::info("data.test_file {} not found: checking the export on random jets, as salt does",
+               file.empty() ? "(none)" : file);
+  return CheckJets::kRandom;
+}
+
 }  // namespace
 
 ExportResult to_onnx(const ExportOptions& o) {
@@ -299,7 +312,7 @@ ExportResult to_onnx(const ExportOptions& o) {
   try {
     const auto runner = find_ort_runner();
     if (runner.available()) {
-      result = check_export(setup, plan, tmp, runner, o.check_jets);
+      result = check_export(setup, plan, tmp, runner, o.check_jets, check_source(setup, o));
       result.onnx = out_path;
     } else if (o.require_check) {
       throw UsageError("to_onnx: cannot check the export in ONNX Runtime: " + runner.missing);

@@ -5,6 +5,8 @@
 // CLI's hyper_parameters and no salt-cpp entries), in a run directory whose
 // config.yaml has LightningCLI's top-level keys. Python's torch writes it here
 // from a salt-cpp run, so the numbers can be compared bitwise.
+#include <yaml-cpp/yaml.h>
+
 #include "training/checkpoint.h"
 #include "training/fit_support.h"
 
@@ -76,6 +78,26 @@ print(all(np.array_equal(a[c], b[c]) for c in cols))
   EXPECT_EQ(alone.exit_code, 0) << alone.err;
   EXPECT_NE(alone.err.find("the model comes from the checkpoint's hyper_parameters"), std::string::npos) << alone.err;
   EXPECT_TRUE(fs::exists(dir / "alone" / "x.onnx"));
+
+  // A config whose test file is not on this machine (salt's base.yaml names one on
+  // /eos): the check draws random jets, as salt's own check does.
+  auto edited = YAML::LoadFile((theirs / "config.yaml").string());
+  edited["data"]["test_file"] = "/eos/atlas/no/such/pp_output_test_ttbar.h5";
+  write_file(dir / "alone" / "config.yaml", YAML::Dump(edited));
+  auto random = salt("to_onnx", {"--ckpt_path", their_ckpt.string(), "--config", (dir / "alone" / "config.yaml").string(),
+                                 "--check_jets", "20", "--force", "--require_check", "--output",
+                                 (dir / "alone" / "random.onnx").string()});
+  EXPECT_EQ(random.exit_code, 0) << random.err;
+  EXPECT_NE(random.err.find("checking the export on random jets, as salt does"), std::string::npos) << random.err;
+  EXPECT_NE(random.err.find("ONNX Runtime vs salt-cpp on 23 random jets"), std::string::npos) << random.err;
+  EXPECT_TRUE(fs::exists(dir / "alone" / "random.onnx"));
+  // A --test_file given on the command line must be there.
+  auto missing = salt("to_onnx", {"--ckpt_path", their_ckpt.string(), "--check_jets", "20", "--force", "--test_file",
+                                  "/eos/atlas/no/such/test.h5", "--output", (dir / "alone" / "missing.onnx").string()});
+  EXPECT_NE(missing.exit_code, 0);
+  EXPECT_EQ(error_lines(missing.err), 1) << missing.err;
+  EXPECT_NE(missing.err.find("/eos/atlas/no/such/test.h5"), std::string::npos) << missing.err;
+  EXPECT_FALSE(fs::exists(dir / "alone" / "missing.onnx"));
 }
 
 TEST_F(FitTest, ContinuingASaltCheckpointEqualsTheUninterruptedRun) {
