@@ -1,5 +1,6 @@
 #include <spdlog/spdlog.h>
 
+#include <csignal>
 #include <filesystem>
 #include <iostream>
 #include <optional>
@@ -90,7 +91,16 @@ int run_config_command(const std::string& command, const std::vector<std::string
       return check_git_and_tag(run_dir, git);
     };
     auto result = training::fit(resolved.config, hooks);
-    if (!result.run_dir.empty() && result.rank == 0) spdlog::info("finished: {}", result.run_dir.string());
+    if (result.requeued && !result.requeue_submitted) {
+      // Saved mid-epoch, not finished, and nobody will restart it: the exit code and
+      // line of any other stop signal (the warning before says how to resume).
+      throw StopRequested{SIGUSR1};
+    }
+    if (result.requeued) {
+      if (result.rank == 0) spdlog::info("requeued: {} (the job resumes from ckpts/requeue.ckpt)", result.run_dir.string());
+    } else if (!result.run_dir.empty() && result.rank == 0) {
+      spdlog::info("finished: {}", result.run_dir.string());
+    }
     return 0;
   }
   if (command != "fit") default_checkpoint_beside_config(run, resolved);

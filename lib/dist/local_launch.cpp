@@ -197,6 +197,7 @@ int run_local_workers(const LocalLaunchOptions& o) {
   std::optional<Clock::time_point> kill_at;  // SIGKILL the rest then
   std::optional<std::size_t> failed;         // the rank whose failure ended the run
   int forwarded_stop = 0;
+  bool forwarded_usr1 = false, stopped_by_usr1 = false;
 
   auto terminate_others = [&](int sig) {
     for (auto& w : workers)
@@ -235,6 +236,7 @@ int run_local_workers(const LocalLaunchOptions& o) {
       spdlog::warn("launcher: forwarding signal {} ({}) to the workers", sig, strsignal(sig));
       for (auto& w : workers)
         if (w.running) ::kill(w.pid, sig);
+      if (sig == SIGUSR1) forwarded_usr1 = true;
       if (sig != SIGUSR1) {
         forwarded_stop = sig;
         if (!kill_at) kill_at = Clock::now() + o.grace + std::chrono::seconds(20);  // time to reach a step boundary
@@ -254,7 +256,10 @@ int run_local_workers(const LocalLaunchOptions& o) {
       if (!w.running || ::waitpid(w.pid, &w.status, WNOHANG) != w.pid) continue;
       w.running = false;
       const bool ok = WIFEXITED(w.status) && WEXITSTATUS(w.status) == 0;
-      const bool stopped_by_us = (failed || forwarded_stop) && exit_code_of(w.status) != 0;
+      // A worker saved by a forwarded SIGUSR1 and not requeued by Slurm exits 128 + SIGUSR1.
+      const bool saved_for_requeue = forwarded_usr1 && exit_code_of(w.status) == 128 + SIGUSR1;
+      if (saved_for_requeue) stopped_by_usr1 = true;
+      const bool stopped_by_us = ((failed || forwarded_stop) && exit_code_of(w.status) != 0) || saved_for_requeue;
       if (ok || stopped_by_us || failed) continue;
       const auto idx = static_cast<std::size_t>(w.rank);
       if (!first_bad || (WIFSIGNALED(w.status) && !WIFSIGNALED(workers[*first_bad].status))) first_bad = idx;
@@ -275,6 +280,7 @@ int run_local_workers(const LocalLaunchOptions& o) {
     throw UserError(failure_message(w), exit_code_of(w.status));
   }
   if (forwarded_stop) throw StopRequested{forwarded_stop};
+  if (stopped_by_usr1) throw StopRequested{SIGUSR1};
   return 0;
 }
 

@@ -592,7 +592,7 @@ class FitRun {
     callbacks_.call(&callbacks::Callback::on_fit_end, state_);
     result_.global_step = state_.global_step;
     if (result_.requeued) {
-      if (main_rank_) request_requeue();
+      result_.requeue_submitted = main_rank_ ? request_requeue() : in_requeueable_slurm_job();
     } else if (!dev_run_ && main_rank_) {
       std::error_code ec;  // finished: a later run in this directory must not resume from it
       fs::remove(run_dir_ / "ckpts" / kRequeueCheckpoint, ec);

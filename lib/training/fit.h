@@ -23,6 +23,7 @@ struct FitResult {
   int64_t global_step = 0;
   std::map<std::string, double> last_val_metrics;
   bool requeued = false;  // stopped by SIGUSR1 after saving ckpts/requeue.ckpt
+  bool requeue_submitted = false;  // and Slurm was asked to requeue the job (rank 0; the others: it is a Slurm job)
   double train_seconds = 0;  // wall time in training batches (loading included, validation not)
   int64_t train_jets = 0;  // this process's share
   int rank = 0;            // data parallel: this process's rank (0 writes everything)

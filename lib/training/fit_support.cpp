@@ -44,20 +44,29 @@ void save_requeue_checkpoint(const fs::path& run_dir, CheckpointState state, int
                state.global_step);
 }
 
-void request_requeue() {
+bool in_requeueable_slurm_job() {
+  const char* job = std::getenv("SLURM_JOB_ID");
+  return job && *job && std::string(job).find_first_not_of("0123456789") == std::string::npos;
+}
+
+bool request_requeue() {
   const char* job = std::getenv("SLURM_JOB_ID");
   if (!job || !*job) {
     spdlog::warn("not running under Slurm (no SLURM_JOB_ID): not requeued; rerun the same command to resume");
-    return;
+    return false;
   }
   // The id goes to a shell: only what Slurm itself sets (digits) is passed on.
-  if (std::string(job).find_first_not_of("0123456789") != std::string::npos) {
+  if (!in_requeueable_slurm_job()) {
     spdlog::error("SLURM_JOB_ID is not a Slurm job id (digits only): not requeued; resume by resubmitting the same job");
-    return;
+    return false;
   }
   std::string command = std::string("scontrol requeue ") + job;
   spdlog::info("requeueing: {}", command);
-  if (std::system(command.c_str()) != 0) spdlog::error("'{}' failed; resume by resubmitting the same job", command);
+  if (std::system(command.c_str()) != 0) {
+    spdlog::error("'{}' failed; resume by resubmitting the same job", command);
+    return false;
+  }
+  return true;
 }
 
 void check_stop() {

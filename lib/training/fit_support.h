@@ -31,7 +31,11 @@ void save_requeue_checkpoint(const std::filesystem::path& run_dir, CheckpointSta
 
 // Under Slurm, puts this job back in the queue; its next start resumes from the
 // requeue checkpoint (same run directory: a fixed --log_suffix and -oc).
-void request_requeue();
+// Returns whether Slurm was asked to requeue the job (scontrol requeue ran and
+// succeeded); false outside Slurm or when SLURM_JOB_ID is not a job id.
+bool request_requeue();
+// Whether this process runs in a Slurm job whose id `scontrol requeue` can take.
+bool in_requeueable_slurm_job();
 
 // Throws StopRequested when SIGINT/SIGTERM arrived.
 void check_stop();

@@ -116,6 +116,9 @@ TEST_F(SlurmTest, ARequeuedFitResumesFromItsCheckpointToCompletion) {
   for (const auto& e : fs::directory_iterator(dir / "logs")) runs.push_back(e.path());
   ASSERT_EQ(runs.size(), 1u);
   EXPECT_NE(log.find("resuming from " + (runs[0] / "ckpts" / "requeue.ckpt").string()), std::string::npos) << log;
+  // Requeued, then finished: each said once.
+  EXPECT_NE(log.find("requeued: " + runs[0].string()), std::string::npos) << log;
+  EXPECT_NE(log.find("finished: " + runs[0].string()), std::string::npos) << log;
   EXPECT_EQ(epoch_checkpoints(runs[0]).size(), static_cast<size_t>(epochs)) << log;
   EXPECT_FALSE(fs::exists(runs[0] / "ckpts" / "requeue.ckpt"));
   // The timeline, for the report.

@@ -49,7 +49,7 @@ TEST_F(FitTest, Sigusr1WithAForgedSlurmJobIdRunsNothingFromIt) {
   ASSERT_TRUE(wait_for([&] { return has_epoch0_checkpoint(run); }, 60000));
   fit->signal(SIGUSR1);
   auto r = fit->wait();
-  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.exit_code, 128 + SIGUSR1) << r.err;  // saved, not finished, not requeued
   EXPECT_NE(r.err.find("SIGUSR1: saved"), std::string::npos) << r.err;
   EXPECT_NE(r.err.find("SLURM_JOB_ID is not a Slurm job id (digits only): not requeued"), std::string::npos) << r.err;
   EXPECT_FALSE(fs::exists(dir / "planted"));
@@ -68,9 +68,12 @@ TEST_F(FitTest, Sigusr1SavesRequeueCheckpointAndTheRerunResumesExactly) {
     ASSERT_TRUE(wait_for([&] { return has_epoch0_checkpoint(run); }, 60000));
     first->signal(SIGUSR1);
     auto r = first->wait();
-    ASSERT_EQ(r.exit_code, 0) << r.err;
+    // Outside Slurm nobody restarts it: stopped (as by any stop signal), not "finished".
+    ASSERT_EQ(r.exit_code, 128 + SIGUSR1) << r.err;
     EXPECT_NE(r.err.find("SIGUSR1: saved"), std::string::npos) << r.err;
     EXPECT_NE(r.err.find("not requeued; rerun the same command to resume"), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find("salt: stopped by signal " + std::to_string(SIGUSR1)), std::string::npos) << r.err;
+    EXPECT_EQ(r.err.find("finished:"), std::string::npos) << r.err;
   }
   ASSERT_TRUE(fs::exists(run / "ckpts" / "requeue.ckpt"));
   auto saved = training::load_checkpoint(run / "ckpts" / "requeue.ckpt");
