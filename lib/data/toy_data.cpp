@@ -9,6 +9,7 @@
 #include <limits>
 #include <map>
 #include <random>
+#include <tuple>
 
 #include "core/atomic_file.h"
 #include "core/errors.h"
@@ -513,6 +514,14 @@ ToyDataFiles toy_output_files(const ToyDataOptions& o) {
 ToyDataFiles write_toy_data(const ToyDataOptions& o) {
   const ToyDataFiles files = toy_output_files(o);
   std::error_code ec;
+
+  // A file this run writes none of, left from an earlier data set (another seed, other
+  // sizes), would be read with the new ones as one set: refused, nothing replaced.
+  for (const auto& [count, file, flag] : {std::tuple{o.num_val, files.val, "--num_val"}, {o.num_test, files.test, "--num_test"}})
+    if (count <= 0 && fs::exists(fs::symlink_status(file, ec)))
+      throw InputError(fmt::format("toydata: {} is left from an earlier data set and {} 0 writes none, so the new set "
+                                   "would be read with it; remove it or choose another --output_dir",
+                                   file.string(), flag));
 
   // Refuse up front what cannot fit, rather than fill the disk first.
   const fs::space_info space = fs::space(o.out_dir, ec);

@@ -3,6 +3,7 @@
 
 #include <cmath>
 #include <cstring>
+#include <tuple>
 
 #include "core/errors.h"
 #include "data/class_dict.h"
@@ -161,6 +162,22 @@ TEST_F(ToyData, DeterministicFromSeed) {
   b.resize(a.size());
   EXPECT_NE(a, b);
   EXPECT_FALSE(fs::exists(diff.val));
+
+  // Into a directory that holds a larger set: a file the new set has none of would
+  // stay beside it, stale. Refused before anything is written.
+  const auto train_before = salt::testing::read_file(files_.train);
+  for (const auto& [val, test, name] : {std::tuple{0, 10, "pp_output_val.h5"}, {10, 0, "pp_output_test_ttbar.h5"}}) {
+    ToyDataOptions smaller = opts;
+    smaller.set_seed(9).set_out_dir(files_.train.parent_path()).set_num_train(500).set_num_val(val).set_num_test(test);
+    try {
+      write_toy_data(smaller);
+      ADD_FAILURE() << name << ": a stale file was kept";
+    } catch (const InputError& e) {
+      EXPECT_NE(std::string(e.what()).find(std::string(name) + " is left from an earlier data set"), std::string::npos)
+          << e.what();
+    }
+  }
+  EXPECT_EQ(salt::testing::read_file(files_.train), train_before);
 }
 
 TEST(ToyDataSettings, CompressionAndHalfPrecision) {
