@@ -147,8 +147,19 @@ YAML::Node parse_cli_value(const std::string& text) {
   // An empty argument ('') is the empty string the shell passed, not YAML's null:
   // `--trainer.default_root_dir ''` must not silently mean the default. null is null.
   if (text.empty()) return YAML::Node(std::string());
+  // Nobody writes a YAML comment or a folded line on a command line: a '#' after a
+  // space (`logs #1`, `#run`) or a newline in a path is part of what the shell
+  // passed. YAML would drop the one and fold the other, silently giving another
+  // value (or null): such a plain scalar is taken as the text itself.
+  bool comment = false;
+  for (std::size_t i = 0; i < text.size(); ++i)
+    comment = comment || (text[i] == '#' && (i == 0 || text[i - 1] == ' ' || text[i - 1] == '\t'));
+  const bool newline = text.find('\n') != std::string::npos || text.find('\r') != std::string::npos;
   try {
     auto node = YAML::Load(text);
+    if ((comment || newline) && (!node.IsDefined() || node.IsNull() || (node.IsScalar() && node.Tag() != "!" &&
+                                                                          node.Scalar() != text)))
+      return YAML::Node(text);
     if (!node.IsDefined()) return YAML::Node(YAML::NodeType::Null);
     return copy_tree(node);
   } catch (const YAML::Exception&) {

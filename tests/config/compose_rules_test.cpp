@@ -4,6 +4,7 @@
 
 #include "config/config_test_util.h"
 #include "config/tree_ops.h"
+#include "config/yaml_load.h"
 #include "config/yaml_util.h"
 
 namespace salt::testing {
@@ -111,6 +112,23 @@ INSTANTIATE_TEST_SUITE_P(
         RuleCase{"FlagsForTopLevelKeys", {}, {"-n", "myrun", "-f", "-oc", "-ls", "sfx", "--seed_everything", "7"}, "",
                  "{name: myrun, force: true, overwrite_config: true, log_suffix: sfx, seed_everything: 7}"}),
     [](const ::testing::TestParamInfo<RuleCase>& info) { return info.param.name; });
+
+// A command-line value is what the shell passed: a '#' after a space is no YAML
+// comment there, and a newline in a path is not folded away (before: `logs #1`
+// became `logs`, `#run` null, and `a<newline>b.h5` `a b.h5`, silently).
+TEST(CliValue, HashAndNewlineStayInTheValue) {
+  for (const std::string text : {"logs #1", "#run", "a\nb.h5", "x\r\ny", "a #b #c"}) {
+    const auto node = config::parse_cli_value(text);
+    ASSERT_TRUE(node.IsScalar()) << text;
+    EXPECT_EQ(node.Scalar(), text);
+  }
+  // Quoted, the YAML value; a '#' inside a word was never a comment; the rest as before.
+  EXPECT_EQ(config::parse_cli_value("'quoted # here'").Scalar(), "quoted # here");
+  EXPECT_EQ(config::parse_cli_value("a#b").Scalar(), "a#b");
+  EXPECT_EQ(config::parse_cli_value("5").as<int>(), 5);
+  EXPECT_TRUE(config::parse_cli_value("null").IsNull());
+  EXPECT_TRUE(config::parse_cli_value("[1, 2]").IsSequence());
+}
 
 }  // namespace
 }  // namespace salt::testing
