@@ -51,6 +51,32 @@ models::Labels labels_on_gpu(models::Labels labels) {
   return labels;
 }
 
+// Every parameter's gradient.
+std::vector<torch::Tensor> grads_of(const torch::nn::Module& module) {
+  std::vector<torch::Tensor> grads;
+  for (const auto& p : module.parameters()) grads.push_back(p.grad());
+  return grads;
+}
+
+// Each gradient in `got` against `want` (undefined in `want`: not compared), as
+// |got - want| / max(|want|, floor x the largest |want|): a gradient that is zero by
+// construction is rounding noise on both sides, which the floor keeps from counting.
+void expect_gradients_close(const std::vector<torch::Tensor>& want, const std::vector<torch::Tensor>& got, double floor,
+                            double tol, const std::string& what) {
+  ASSERT_EQ(want.size(), got.size()) << what;
+  double largest = 0;
+  for (const auto& g : want)
+    if (g.defined()) largest = std::max(largest, g.norm().item<double>());
+  for (std::size_t i = 0; i < want.size(); ++i) {
+    if (!want[i].defined()) continue;
+    ASSERT_TRUE(got[i].defined()) << what << ", parameter " << i;
+    const double diff =
+        (got[i].cpu().to(torch::kDouble) - want[i].cpu().to(torch::kDouble)).norm().item<double>();
+    const double scale = std::max(want[i].norm().item<double>(), floor * largest);
+    EXPECT_LT(diff / scale, tol) << what << ", parameter " << i;
+  }
+}
+
 double rel_diff(const torch::Tensor& got, const torch::Tensor& want) {
   auto g = got.detach().to(torch::kCPU, torch::kDouble), w = want.detach().to(torch::kCPU, torch::kDouble);
   return ((g - w).norm() / w.norm().clamp_min(1e-30)).item<double>();
@@ -133,17 +159,7 @@ TEST_F(Gpu, Gn2LossAndGradientsMatchTheCpu) {
     // the largest gradient (seen on the H200 at 827dd1e: 0.1-1.1 relative, noise to noise).
     // That floor is itself noise: the gate bias gave 1.06e-4 of it on the H100 at
     // 91c4b9d (rows sorted jet by jet, another summation order), hence 3e-4.
-    auto a = cpu_model->parameters(), b = gpu_model->parameters();
-    double largest = 0;
-    for (const auto& p : a)
-      if (p.grad().defined()) largest = std::max(largest, p.grad().norm().item<double>());
-    for (std::size_t i = 0; i < a.size(); ++i) {
-      if (!a[i].grad().defined()) continue;
-      const auto& want = a[i].grad();
-      const double diff = (b[i].grad().cpu().to(torch::kDouble) - want.to(torch::kDouble)).norm().item<double>();
-      const double scale = std::max(want.norm().item<double>(), 1e-5 * largest);
-      EXPECT_LT(diff / scale, 3e-4) << attn << " parameter " << i;
-    }
+    expect_gradients_close(grads_of(*cpu_model), grads_of(*gpu_model), 1e-5, 3e-4, attn);
     std::optional<compat::AutocastGuard> bf16;
     bf16.emplace(torch::kCUDA, torch::kBFloat16);
     auto mixed = gpu_model->forward(on_gpu(batch.inputs), on_gpu(batch.pad_masks), &labels_gpu).loss;
@@ -213,17 +229,7 @@ TEST_F(Gpu, FlashVarlenGradientsFollowTheMathKernel) {
       losses.back().backward();
     }
     EXPECT_LT(rel_diff(losses[1], losses[0]), 2e-2) << registers << " register(s)";
-    auto a = math->parameters(), b = flash->parameters();
-    double largest = 0;
-    for (const auto& p : a)
-      if (p.grad().defined()) largest = std::max(largest, p.grad().norm().item<double>());
-    for (std::size_t i = 0; i < a.size(); ++i) {
-      if (!a[i].grad().defined()) continue;
-      ASSERT_TRUE(b[i].grad().defined()) << "parameter " << i;
-      const double diff = (b[i].grad() - a[i].grad()).to(torch::kDouble).norm().item<double>();
-      const double scale = std::max(a[i].grad().norm().item<double>(), 1e-2 * largest);
-      EXPECT_LT(diff / scale, 5e-2) << registers << " register(s), parameter " << i;
-    }
+    expect_gradients_close(grads_of(*math), grads_of(*flash), 1e-2, 5e-2, std::to_string(registers) + " register(s)");
   }
   std::string kernels;
   for (const auto& k : models::attention_kernels_used()) kernels += k + "; ";
@@ -250,7 +256,7 @@ TEST_F(Gpu, NcclOneRankGroupSyncsAGn2Step) {
   auto loss = [&] { return model->forward(on_gpu(batch.inputs), on_gpu(batch.pad_masks), &labels).loss; };
   loss().backward();
   std::vector<torch::Tensor> plain;
-  for (const auto& p : model->parameters()) plain.push_back(p.grad().defined() ? p.grad().clone() : torch::Tensor());
+  for (const auto& g : grads_of(*model)) plain.push_back(g.defined() ? g.clone() : torch::Tensor());
   model->zero_grad();
   // Small buckets: several all-reduces, most started by the hooks during backward.
   dist::GradSync sync(*group, model->parameters(), dist::GradSyncOptions{}.set_bucket_bytes(4096));
@@ -263,15 +269,7 @@ TEST_F(Gpu, NcclOneRankGroupSyncsAGn2Step) {
   // pool_net.gate_nn.bias, whose gradient is analytically zero, gave noise 23.5x
   // apart on the H100 at ab05bfc. So each difference is measured against at least
   // 1e-5 of the largest gradient, with Gn2LossAndGradientsMatchTheCpu's 3e-4.
-  auto params = model->parameters();
-  double largest = 0;
-  for (const auto& g : plain)
-    if (g.defined()) largest = std::max(largest, g.norm().item<double>());
-  for (std::size_t i = 0; i < params.size(); ++i) {
-    if (!plain[i].defined()) continue;
-    const double diff = (params[i].grad() - plain[i]).norm().item<double>();
-    EXPECT_LT(diff / std::max(plain[i].norm().item<double>(), 1e-5 * largest), 3e-4) << "parameter " << i;
-  }
+  expect_gradients_close(plain, grads_of(*model), 1e-5, 3e-4, "after the NCCL sync");
   group->barrier();
 }
 
