@@ -4,6 +4,7 @@
 // Each callback registers itself next to its code with its salt/Lightning class
 // path and its init_args binding (see registry.h), so adding one is one file.
 #pragma once
+#include <algorithm>
 #include <cstdint>
 #include <filesystem>
 #include <functional>
@@ -13,6 +14,7 @@
 
 #include "callbacks/prediction_writer.h"
 #include "models/salt_wrapper.h"
+#include "serialize/py_value.h"
 #include "training/checkpoint.h"
 #include "training/optimization.h"
 #include "training/progress.h"
@@ -35,7 +37,18 @@ struct FitState {
   training::RunSchedule schedule;  // for the progress bar's whole-run ETA
   double lr = 0, beta1 = 0, weight_decay = 0;  // what the last optimizer step used
   std::string optimizer_name = "AdamW";
-  Metrics val_metrics;  // the last validation's
+  Metrics val_metrics;    // the last validation's
+  Metrics train_metrics;  // the last logged train interval's (Lightning's callback_metrics hold both)
+  // Training batches done in this epoch while a mid-epoch hook runs (a step
+  // checkpoint, a validation within the epoch); -1 once the epoch's batches are
+  // done. Checkpoints record it, so a resume continues after those batches.
+  int64_t batch_in_epoch = -1;
+  int64_t train_batches = 0;  // per epoch
+  int64_t val_batches = 0;    // per validation (0: validation is off)
+  // Lightning's trainer.should_stop: a callback asks the run to end; it ends at
+  // the next batch or epoch boundary once min_epochs/min_steps are met.
+  bool should_stop = false;
+  std::filesystem::path resumed_from;  // --ckpt_path (or the requeue checkpoint), empty if none
   // The full training state now (weights, optimizer, scheduler, RNG), for checkpoints.
   std::function<training::CheckpointState()> capture;
   // Tells every callback that a checkpoint was written (on_checkpoint_saved).
@@ -49,6 +62,14 @@ struct FitState {
   // every rank must call it at the same point.
   std::function<std::vector<double>(const std::vector<double>&)> sum_over_ranks;
 };
+
+// What a monitor (EarlyStopping, ModelCheckpoint) can name: the last train and
+// validation metrics, as Lightning's trainer.callback_metrics.
+inline Metrics monitor_candidates(const FitState& s) {
+  Metrics m = s.train_metrics;
+  for (const auto& [k, v] : s.val_metrics) m[k] = v;
+  return m;
+}
 
 // What the test hooks see (salt test / predict).
 struct TestState {
@@ -103,6 +124,22 @@ class Callback {
   virtual void on_checkpoint_saved(FitState&, const std::filesystem::path&) {}
   virtual void on_fit_end(FitState&) {}
 
+  // After the epoch's training and its validation, if it had one (Lightning's
+  // on_train_epoch_end, which runs after the epoch-end validation).
+  virtual void on_train_epoch_end(FitState&) {}
+
+  // --- state kept in checkpoints (Lightning's Callback.state_dict) ---
+  // A non-empty key: state_dict() is saved under it in the checkpoint's
+  // `callbacks` entry, and load_state_dict() gets it back when a run resumes
+  // from a checkpoint holding that key (Lightning's state_key: the class name
+  // and the options that tell two instances apart).
+  virtual std::string state_key() const { return ""; }
+  virtual serialize::PyValue state_dict() const { return {}; }
+  virtual void load_state_dict(FitState&, const serialize::PyValue&) {}
+  // Checkpoint writers run after every other callback at each hook (Lightning
+  // orders ModelCheckpoint last), so the state they save is already updated.
+  virtual bool saves_checkpoints() const { return false; }
+
   // --- test ---
   virtual void on_test_start(TestState&) {}
   virtual void on_test_batch_end(TestState&, const Batch&, const Columns&) {}
@@ -118,6 +155,11 @@ class CallbackList {
   template <class Hook, class... Args>
   void call(Hook hook, Args&&... args) {
     for (auto& c : callbacks_) ((*c).*hook)(args...);
+  }
+  const std::vector<std::unique_ptr<Callback>>& all() const { return callbacks_; }
+  // Checkpoint writers last, the others in their order (see saves_checkpoints).
+  void order_checkpoint_writers_last() {
+    std::stable_partition(callbacks_.begin(), callbacks_.end(), [](const auto& c) { return !c->saves_checkpoints(); });
   }
 
  private:

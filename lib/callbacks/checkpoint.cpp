@@ -1,9 +1,11 @@
-// salt.callbacks.Checkpoint: after every validation, the full training state into
+// salt.callbacks.Checkpoint: after every validation (at the train epoch's end), the full training state into
 // <run>/ckpts/epoch=NNN-<fname_string>=<monitored value>.ckpt (rank 0; not under
 // fast_dev_run or enable_checkpointing: false).
 #include <algorithm>
 #include <cstdio>
+#include <utility>
 
+#include "callbacks/monitor.h"
 #include "callbacks/registry.h"
 #include "core/errors.h"
 
@@ -39,6 +41,8 @@ class Checkpoint : public Callback {
   // Lightning formats a metric it has not logged as 0 (salt's nan_regression.yaml
   // relies on that), so an unknown monitor_loss is a warning, not an error.
   void on_setup(FitState& s) override {
+    const auto& t = s.setup->trainer;
+    at_epoch_end_ = t.check_val_every_n_epoch == 1 && validates_once_per_epoch(t);
     std::vector<std::string> known{"val/loss"};
     for (const auto& task : s.setup->model->model->task_list()) known.push_back("val/" + task->name() + "_loss");
     if (std::find(known.begin(), known.end(), o_.monitor_loss) != known.end()) return;
@@ -49,7 +53,21 @@ class Checkpoint : public Callback {
                  o_.monitor_loss, list);
   }
 
+  bool saves_checkpoints() const override { return true; }
+
+  // salt's Checkpoint is a ModelCheckpoint: with one validation per epoch it saves
+  // at the train epoch's end, after the other callbacks (EarlyStopping) have seen
+  // that validation, so their state in the file is current; else after each validation.
   void on_validation_end(FitState& s) override {
+    if (at_epoch_end_ && s.batch_in_epoch < 0) validated_ = true;
+    else save(s);
+  }
+  void on_train_epoch_end(FitState& s) override {
+    if (std::exchange(validated_, false)) save(s);
+  }
+
+ private:
+  void save(FitState& s) {
     if (s.dev_run || !s.main_rank || !s.setup->trainer.enable_checkpointing) return;
     auto state = s.capture();
     for (const auto& [k, v] : s.val_metrics) state.metrics.emplace_back(k, v);
@@ -59,13 +77,14 @@ class Checkpoint : public Callback {
     s.checkpoint_saved(path);
   }
 
- private:
   double monitored(const FitState& s) const {
     auto it = s.val_metrics.find(o_.monitor_loss);
     return it == s.val_metrics.end() ? 0.0 : it->second;
   }
 
   CheckpointOptions o_;
+  bool at_epoch_end_ = true;
+  bool validated_ = false;  // the epoch's validation ran; save at its end
 };
 
 const bool kRegistered = register_callback(

@@ -34,7 +34,8 @@ class ModelSummary : public Callback {
 const bool kRegistered = register_callback(
     {{"lightning.pytorch.callbacks.ModelSummary", "callback", binding().type(),
       "Prints each component with its parameter count.", config::Support::kFull, "",
-      {"pytorch_lightning.callbacks.ModelSummary"}},
+      {"pytorch_lightning.callbacks.ModelSummary", "lightning.pytorch.callbacks.RichModelSummary",
+       "pytorch_lightning.callbacks.RichModelSummary"}},
      [](const YAML::Node& args) { return std::make_unique<ModelSummary>(binding().read(args)); },
      [](const training::TrainerConfig& t) { return t.enable_model_summary; }});
 

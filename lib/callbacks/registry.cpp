@@ -36,8 +36,9 @@ CallbackList make_callbacks(const std::vector<config::ComponentNode>& configured
   }
   for (const auto& [class_path, r] : registrations())
     if (r.build && r.default_when && !present.count(class_path) && r.default_when(trainer))
-      list.add(r.build(YAML::Node(YAML::NodeType::Map)));
+      list.add(r.build(r.default_args ? r.default_args(trainer) : YAML::Node(YAML::NodeType::Map)));
   list.add(make_metrics_writer());
+  list.order_checkpoint_writers_last();
   return list;
 }
 

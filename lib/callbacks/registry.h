@@ -25,11 +25,15 @@ struct CallbackRegistration {
   // Lightning's defaults: added with default init_args when the config names no
   // callback of this class and this says so for the trainer settings.
   std::function<bool(const training::TrainerConfig&)> default_when;
+  // The init_args of that default (null: the defaults), e.g. Timer's duration
+  // from trainer.max_time.
+  std::function<YAML::Node(const training::TrainerConfig&)> default_args;
 };
 
 bool register_callback(CallbackRegistration registration);
 
-// The callbacks of a run: the configured ones (trainer.callbacks) in order, then the defaults, then the metrics logger.
+// The callbacks of a run: the configured ones (trainer.callbacks) in order, then
+// the defaults, then the metrics logger; checkpoint writers moved last.
 CallbackList make_callbacks(const std::vector<config::ComponentNode>& configured, const training::TrainerConfig& trainer);
 
 // The metrics logger every run has (<run>/metrics.csv), defined in metrics_writer.cpp.

@@ -1,6 +1,8 @@
 #include "config/trainer_config.h"
 
 #include <cmath>
+#include <map>
+#include <regex>
 
 #include "config/yaml_util.h"
 #include "core/errors.h"
@@ -74,6 +76,23 @@ void read_deterministic(T& c, const YAML::Node& node) {
   c.deterministic_warn_only = given(node) && node.Scalar() == "warn";
 }
 
+// Lightning's val_check_interval: a fraction of the epoch's batches in (0, 1] or
+// a count of training batches (>= 1).
+void read_val_check_interval(T& c, const YAML::Node& node) {
+  c.val_check_interval = parse_limit(node, "val_check_interval");
+  if (c.val_check_interval.kind != BatchLimit::Kind::kAll && c.val_check_interval.value <= 0)
+    throw UsageError("'trainer.val_check_interval' must be greater than 0");
+}
+
+// Lightning's check_val_every_n_epoch: null counts val_check_interval batches
+// across epochs, so that needs a count.
+void check_validation_schedule(T& c) {
+  if (c.check_val_every_n_epoch == 0 && c.val_check_interval.kind != BatchLimit::Kind::kCount)
+    throw UsageError("'trainer.val_check_interval' must be a number of batches when 'trainer.check_val_every_n_epoch' "
+                     "is null (got " +
+                     std::string(c.val_check_interval.kind == BatchLimit::Kind::kAll ? "null" : "a fraction") + ")");
+}
+
 // Lightning: max_epochs null means 1000, or no epoch limit when max_steps is set.
 void resolve_max_epochs(T& c) {
   if (c.max_epochs_given) c.max_epochs = *c.max_epochs_given;
@@ -91,7 +110,6 @@ Binding<T>::Reader unless_null(Get get) {
 
 Binding<T> make_binding() {
   const char* no_sanity = "salt-cpp runs no sanity-check validation before training";
-  const char* no_early_stop = "there is no early stopping, so every run trains max_epochs";
   Binding<T> b{T{}};
   b.arg("accelerator", SALT_FIELD(accelerator),
         "Where to train: cpu, gpu (CUDA) or auto (gpu when the LibTorch build and the machine have one).",
@@ -122,13 +140,19 @@ Binding<T> make_binding() {
               read_fast_dev_run)
       .arg("max_epochs", SALT_FIELD(max_epochs_given), "Stop after this many epochs (null: 1000, unless max_steps is set).",
            t_optional(at_least(t_int(), -1)))
-      .unbound(field_null("min_epochs", t_optional(t_int()), "Minimum number of epochs."))
-      .ignored(no_early_stop)
+      .arg("min_epochs", SALT_FIELD(min_epochs),
+           "Train at least this many epochs before a callback (EarlyStopping, Timer) may stop the run.",
+           t_optional(at_least(t_int(), 0)))
       .arg("max_steps", SALT_FIELD(max_steps), "Stop after this many optimizer steps (-1: no limit).", at_least(t_int(), -1))
-      .unbound(field_null("min_steps", t_optional(t_int()), "Minimum number of steps."))
-      .ignored(no_early_stop)
-      .unbound(field_null("max_time", t_any(), "Wall-time limit."))
-      .unsupported("use the batch system's time limit with --requeue");
+      .arg("min_steps", SALT_FIELD(min_steps),
+           "Take at least this many optimizer steps before a callback may stop the run.",
+           t_optional(at_least(t_int(), 0)))
+      .custom(field_null("max_time", t_optional(t_union({t_str(), t_dict(t_float())})),
+                         "Stop training after this long: 'DD:HH:MM:SS' or {hours: 2, minutes: 30} (adds a Timer)."),
+              [](T& c, const YAML::Node& n) {
+                c.max_time_seconds.reset();
+                if (given(n)) c.max_time_seconds = duration_seconds(n, "trainer.max_time");
+              });
   for (auto [key, member, help] :
        {std::tuple{"limit_train_batches", &T::limit_train, "Train batches per epoch: an int count or a fraction (null: all)."},
         std::tuple{"limit_val_batches", &T::limit_val,
@@ -140,12 +164,20 @@ Binding<T> make_binding() {
   }
   b.unbound(field_null("limit_predict_batches", t_optional(int_or_float()), "Predict batches."))
       .ignored("prediction uses limit_test_batches")
-      .unbound(field("overfit_batches", int_or_float(), 0, "Overfit on a few batches."))
-      .unsupported("use --data.num_train instead")
-      .unbound(field_null("val_check_interval", t_optional(int_or_float()), "Validate within an epoch."))
-      .unsupported("salt-cpp validates once per epoch")
-      .arg("check_val_every_n_epoch", SALT_FIELD(check_val_every_n_epoch), "Validate every N epochs.",
-           t_optional(at_least(t_int(), 1)), unless_null(SALT_FIELD(check_val_every_n_epoch)))
+      .custom(field("overfit_batches", int_or_float(), 0,
+                    "Train on the first N batches (or that fraction) in file order, unshuffled, every epoch, and "
+                    "validate on as many (0: off)."),
+              [](T& c, const YAML::Node& n) {
+                c.overfit_batches = parse_limit(n, "overfit_batches");
+                if (c.overfit_batches.value == 0) c.overfit_batches = BatchLimit{};
+              })
+      .custom(field_null("val_check_interval", t_optional(int_or_float()),
+                         "Validate within the epoch: a fraction of its batches (0.25: four times) or every N "
+                         "training batches (null: once, at its end)."),
+              read_val_check_interval)
+      .custom(field("check_val_every_n_epoch", t_optional(at_least(t_int(), 1)), 1,
+                    "Validate every N epochs (null: every val_check_interval batches across epochs)."),
+              [](T& c, const YAML::Node& n) { c.check_val_every_n_epoch = given(n) ? n.as<int64_t>() : 0; })
       .unbound(field_null("num_sanity_val_steps", t_optional(t_int()), "Sanity validation steps."))
       .ignored(no_sanity)
       .arg("log_every_n_steps", SALT_FIELD(log_every_n_steps), "Log training metrics every N steps.",
@@ -182,11 +214,36 @@ Binding<T> make_binding() {
       .custom(field_null("default_root_dir", t_optional(t_path()), "Where run directories are created (null: logs)."),
               unless_null(SALT_FIELD(default_root_dir)))
       .unbound(field_null("model_registry", t_optional(t_str()), "Lightning model registry.")).ignored("not available in salt-cpp")
-      .finally(resolve_max_epochs);
+      .finally(resolve_max_epochs)
+      .finally(check_validation_schedule);
   return b;
 }
 
 }  // namespace
+
+double duration_seconds(const YAML::Node& node, const std::string& where) {
+  if (node.IsMap()) {  // Python's timedelta(**dict)
+    static const std::map<std::string, double> unit{{"weeks", 604800}, {"days", 86400}, {"hours", 3600}, {"minutes", 60},
+                                                    {"seconds", 1},    {"milliseconds", 1e-3}, {"microseconds", 1e-6}};
+    double total = 0;
+    for (const auto& kv : node) {
+      const auto key = kv.first.Scalar();
+      const auto it = unit.find(key);
+      if (it == unit.end())
+        throw UsageError("'" + where + "." + key + "': unknown key (a duration takes weeks, days, hours, minutes, "
+                         "seconds, milliseconds, microseconds)");
+      total += kv.second.as<double>() * it->second;
+    }
+    if (!(total >= 0)) throw UsageError("'" + where + "' must not be negative");
+    return total;
+  }
+  const auto text = node.Scalar();
+  static const std::regex ddhhmmss(R"(\s*(\d+):(\d\d):(\d\d):(\d\d)\s*)");  // Lightning's Timer format
+  std::smatch m;
+  if (!std::regex_match(text, m, ddhhmmss))
+    throw UsageError("'" + where + "' is not a valid duration: '" + text + "' (expected DD:HH:MM:SS)");
+  return ((std::stod(m[1]) * 24 + std::stod(m[2])) * 60 + std::stod(m[3])) * 60 + std::stod(m[4]);
+}
 
 int64_t BatchLimit::apply(int64_t available) const {
   switch (kind) {

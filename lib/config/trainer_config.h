@@ -34,8 +34,12 @@ struct TrainerConfig {
   std::optional<int64_t> max_epochs_given;  // as configured (null: Lightning's rule below)
   int64_t max_epochs = 1000;  // -1: unlimited (max_steps decides)
   int64_t max_steps = -1;
+  std::optional<int64_t> min_epochs, min_steps;  // a callback's stop waits for these
+  std::optional<double> max_time_seconds;        // trainer.max_time (a Timer stops the run)
   BatchLimit limit_train, limit_val, limit_test;
-  int64_t check_val_every_n_epoch = 1;
+  BatchLimit overfit_batches;  // kAll: off; else train and validation limit, training unshuffled
+  int64_t check_val_every_n_epoch = 1;  // 0: null (validation by val_check_interval batches across epochs)
+  BatchLimit val_check_interval;         // kAll: once per epoch, at its end
   int64_t log_every_n_steps = 50;
   int64_t accumulate_grad_batches = 1;
   std::optional<double> gradient_clip_val;
@@ -53,6 +57,11 @@ struct TrainerConfig {
 };
 
 const Binding<TrainerConfig>& trainer_binding();
+
+// Lightning's durations (Timer, max_time): 'DD:HH:MM:SS' or a dict of
+// timedelta's arguments ({hours: 1, minutes: 30}), in seconds. A bad one is a
+// UsageError naming `where`.
+double duration_seconds(const YAML::Node& node, const std::string& where);
 
 // The trainer section of a validated config (the whole config, not the section).
 TrainerConfig trainer_config_from_yaml(const YAML::Node& validated_config);

@@ -388,25 +388,20 @@ CheckpointState read_checkpoint(const PyValue& root) {
   }
   for (const char* key : {"MixedPrecision", "native_amp_scaling_state"})  // Lightning 2.x, 1.x
     if (const auto* amp = root.find(key); amp && amp->is_mapping() && !amp->entries().empty()) state.amp_scaling = read_amp(*amp);
+  if (const auto* callbacks = root.find("callbacks"); callbacks && callbacks->is_mapping())
+    for (const auto& [key, value] : callbacks->entries())
+      if (key.is_str()) state.callback_states.emplace_back(key.as_str(), value);
   if (const auto* extra = root.find("salt_cpp")) read_extra(*extra, state);
   return state;
 }
 
-}  // namespace
-
-void save_checkpoint(const std::filesystem::path& path, const CheckpointState& state, const Optimization* optimization) {
-  auto root = PyValue::dict();
-  put(root, "epoch", I(state.epoch));
-  put(root, "global_step", I(state.global_step));
-  // A version Lightning's checkpoint migration parses (it refuses other strings)
-  // and needs no migration for; salt-cpp's own version is under "salt_cpp".
-  put(root, "pytorch-lightning_version", S(kLightningVersion));
-
-  auto weights = PyValue::dict({}, "collections.OrderedDict");  // what module.state_dict() returns
-  for (const auto& [key, tensor] : state.state_dict) put(weights, key, PyValue::tensor(tensor));
-  put(root, "state_dict", weights);
-  put(root, "loops", lightning_loops(state));
-  put(root, "callbacks", lightning_callbacks(path));
+// What save_weights_only leaves out: the callbacks' state, the optimizer, the
+// schedulers and the loss scaler.
+void put_training_state(const PyValue& root, const std::filesystem::path& path, const CheckpointState& state,
+                        const Optimization* optimization) {
+  auto callbacks = lightning_callbacks(path);
+  for (const auto& [key, value] : state.callback_states) put(callbacks, key, value);
+  put(root, "callbacks", callbacks);
 
   // Lightning: optimizer_states = [optimizer.state_dict()], params by index.
   const bool hybrid = optimization && optimization->kind() == OptimizerKind::kHybridMuonAdamW;
@@ -429,6 +424,23 @@ void save_checkpoint(const std::filesystem::path& path, const CheckpointState& s
     put(amp, "_growth_tracker", I(state.amp_scaling->growth_tracker));
     put(root, "MixedPrecision", amp);
   }
+}
+
+}  // namespace
+
+void save_checkpoint(const std::filesystem::path& path, const CheckpointState& state, const Optimization* optimization) {
+  auto root = PyValue::dict();
+  put(root, "epoch", I(state.epoch));
+  put(root, "global_step", I(state.global_step));
+  // A version Lightning's checkpoint migration parses (it refuses other strings)
+  // and needs no migration for; salt-cpp's own version is under "salt_cpp".
+  put(root, "pytorch-lightning_version", S(kLightningVersion));
+
+  auto weights = PyValue::dict({}, "collections.OrderedDict");  // what module.state_dict() returns
+  for (const auto& [key, tensor] : state.state_dict) put(weights, key, PyValue::tensor(tensor));
+  put(root, "state_dict", weights);
+  put(root, "loops", lightning_loops(state));
+  if (!state.weights_only) put_training_state(root, path, state, optimization);
 
   auto hparams = lightning_hparams(state.run_config_yaml.empty() ? state.config_yaml : state.run_config_yaml);
   if (!hparams.is_none()) {

@@ -18,6 +18,7 @@
 #include <utility>
 #include <vector>
 
+#include "serialize/py_value.h"
 #include "training/grad_scaler.h"
 
 namespace salt::training {
@@ -62,6 +63,11 @@ struct CheckpointState {
   std::vector<std::pair<std::string, double>> metrics;  // monitored values at save time
   // 16-mixed on CUDA: the loss scaler, as Lightning's MixedPrecision plugin state.
   std::optional<GradScalerState> amp_scaling;
+  // Lightning callbacks' state_dict()s by state_key (the checkpoint's `callbacks`
+  // entry besides salt's Checkpoint, which is written from the path).
+  std::vector<std::pair<std::string, serialize::PyValue>> callback_states;
+  // Lightning's save_weights_only: no optimizer, schedulers, loss scaler or callbacks.
+  bool weights_only = false;
 };
 
 // Everything a module has to save: parameters then buffers, with full dotted names.

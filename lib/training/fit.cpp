@@ -69,17 +69,30 @@ class FitRun {
  private:
   void train_epochs() {
     for (int64_t epoch = start_epoch_; (max_epochs_ < 0 || epoch < max_epochs_) && !stop_; ++epoch) {
+      // A callback may have asked to stop before this epoch (a Timer already spent at the start).
+      if (stop_requested(epoch)) break;
       state_.epoch = epoch;
       train_epoch(epoch);
       if (result_.requeued) break;
-      if (!validation_due(epoch)) {
-        ++result_.epochs_run;
-        continue;
-      }
-      const bool go_on = validate(epoch);
+      state_.batch_in_epoch = -1;
+      const bool go_on = !validation_due(epoch) || validate(epoch);
       ++result_.epochs_run;
       if (!go_on) break;
+      callbacks_.call(&callbacks::Callback::on_train_epoch_end, state_);
+      if (stop_requested(epoch + 1)) stop_ = true;
     }
+  }
+
+  bool overfitting() const { return !dev_run_ && T.overfit_batches.kind != BatchLimit::Kind::kAll; }
+
+  // Lightning's trainer.should_stop, honoured once min_epochs and min_steps are
+  // met (`epochs_done`: the epochs trained so far, the current one included once
+  // its batches are done).
+  bool stop_requested(int64_t epochs_done) const {
+    if (!state_.should_stop) return false;
+    const bool min_epochs_met = !T.min_epochs || epochs_done >= *T.min_epochs;
+    const bool min_steps_met = !T.min_steps || state_.global_step >= *T.min_steps;
+    return min_epochs_met && min_steps_met;
   }
 
   // ---- set-up ----
@@ -108,8 +121,20 @@ class FitRun {
     write_files();
     make_loaders();
     prepare_state();
+    restore_callbacks();
     callbacks_.call(&callbacks::Callback::on_fit_start, state_);
     resume_position();
+  }
+
+  // Lightning restores each callback's state_dict by its state_key before on_fit_start.
+  void restore_callbacks() {
+    if (!resume_) return;
+    for (const auto& callback : callbacks_.all()) {
+      const auto key = callback->state_key();
+      if (key.empty()) continue;
+      for (const auto& [saved_key, value] : resume_->callback_states)
+        if (saved_key == key) callback->load_state_dict(state_, value);
+    }
   }
 
   // Data parallel: a launcher (salt's own, torchrun-style, srun) says which rank this
@@ -199,6 +224,12 @@ class FitRun {
         data::SamplerOptions::training(train_reader_->num_rows(), D.batch_size, setup_.seed).set_shard(rank_, world_);
     const int64_t available = data::BatchSampler(train_sampler_).batches_per_epoch();
     train_batches_ = dev_run_ ? std::min(T.fast_dev_run, available) : T.limit_train.apply(available);
+    if (overfitting()) {  // Lightning: the same first batches every epoch, no shuffling
+      train_sampler_.shuffle = false;
+      train_batches_ = T.overfit_batches.apply(available);
+      spdlog::info("overfit_batches: training on the first {} batches in file order every epoch, unshuffled",
+                   train_batches_);
+    }
     if (train_batches_ <= 0)
       throw UsageError("no training batches: " + std::to_string(train_reader_->num_rows()) +
                        " training jets with batch_size " + std::to_string(D.batch_size) +
@@ -342,6 +373,8 @@ class FitRun {
         options);
     const int64_t available = val_loader_->batches_per_epoch();
     val_batches_ = dev_run_ ? std::min(T.fast_dev_run, available) : T.limit_val.apply(available);
+    if (overfitting()) val_batches_ = T.overfit_batches.apply(available);
+    plan_validation();
     autocast_.enabled = T.precision != Precision::kFloat32;
     autocast_.dtype = device_.is_cuda() && T.precision == Precision::kFloat16Mixed ? torch::kFloat16 : torch::kBFloat16;
     // float16 gradients need loss scaling (Lightning's 16-mixed: torch's GradScaler).
@@ -355,6 +388,9 @@ class FitRun {
     state_.run_dir = run_dir_;
     state_.same_dir_resume = same_dir_resume_;
     state_.max_epochs = max_epochs_;
+    state_.train_batches = train_batches_;
+    state_.val_batches = val_batches_;
+    if (resume_) state_.resumed_from = resume_source_;
     state_.schedule = RunSchedule{max_epochs_, T.max_steps, T.accumulate_grad_batches, train_batches_, val_batches_,
                                   T.check_val_every_n_epoch};
     state_.weight_decay = setup_.lrs.weight_decay;
@@ -363,6 +399,9 @@ class FitRun {
       if (scaler_) state.amp_scaling = scaler_->state();
       state.run_config_yaml = run_config_yaml_;
       state.loop_shape = {train_batches_, val_batches_, setup_.trainer.accumulate_grad_batches};
+      state.batch_in_epoch = state_.batch_in_epoch;
+      for (const auto& callback : callbacks_.all())
+        if (auto key = callback->state_key(); !key.empty()) state.callback_states.emplace_back(key, callback->state_dict());
       return state;
     };
     state_.checkpoint_saved = [this](const fs::path& path) {
@@ -414,7 +453,11 @@ class FitRun {
       meter_.add_data_wait(std::chrono::duration<double>(std::chrono::steady_clock::now() - asked).count());
       if (!batch) break;
       if (b < skip_batches_) continue;  // done before the requeue: same batch order, so skip them
+      state_.batch_in_epoch = b + 1;
       train_batch(std::move(*batch), b);
+      if (stop_requested(epoch)) stop_ = true;
+      if (stop_) break;
+      if (b + 1 < train_batches_ && val_check_after(epoch, b)) validate_mid_epoch(epoch);
       if (stop_) break;
     }
     train_loader_->stop();
@@ -528,28 +571,72 @@ class FitRun {
   void log_interval() {
     auto m = interval_.means("train");
     callbacks_.call(&callbacks::Callback::add_step_metrics, state_, m);
+    state_.train_metrics = m;
     callbacks_.call(&callbacks::Callback::on_metrics, state_, m);
     interval_ = LossTotals{};
   }
 
   // ---- validation + checkpoint ----
   // limit_val_batches=0 turns validation (and so checkpointing) off, as in Lightning.
+  // A run that stops validates once more, unless it just did.
   bool validation_due(int64_t epoch) const {
-    return val_batches_ > 0 && ((epoch + 1) % T.check_val_every_n_epoch == 0 || stop_ || epoch + 1 == max_epochs_);
+    if (val_batches_ <= 0) return false;
+    if (stop_) return !validated_last_batch_;
+    if (validates_at_epoch_end()) return (epoch + 1) % T.check_val_every_n_epoch == 0 || epoch + 1 == max_epochs_;
+    return val_check_after(epoch, train_batches_ - 1);
+  }
+
+  bool validates_at_epoch_end() const { return val_check_batch_ == train_batches_ && T.check_val_every_n_epoch > 0; }
+
+  // Lightning's val_check_interval: validation after every val_check_batch-th
+  // training batch of the epochs check_val_every_n_epoch picks (null: counted
+  // across epochs).
+  bool val_check_after(int64_t epoch, int64_t b) const {
+    if (val_batches_ <= 0 || validates_at_epoch_end()) return false;
+    const int64_t every = T.check_val_every_n_epoch;
+    if (every > 0 && (epoch + 1) % every != 0) return false;
+    const int64_t iteration = every > 0 ? b : epoch * train_batches_ + b;
+    return (iteration + 1) % val_check_batch_ == 0;
+  }
+
+  // A validation within the epoch: its checkpoints record the batches done, so a
+  // resume continues after them. Its time counts towards the training stage's.
+  void validate_mid_epoch(int64_t epoch) {
+    validate(epoch, true);
+    setup_.model->train();
+    if (stop_requested(epoch)) {
+      stop_ = true;
+      validated_last_batch_ = true;
+    }
+  }
+
+  void plan_validation() {
+    const auto& v = T.val_check_interval;
+    val_check_batch_ = train_batches_;
+    if (dev_run_ || v.kind == BatchLimit::Kind::kAll) return;
+    if (v.kind == BatchLimit::Kind::kFraction) {
+      val_check_batch_ = std::max<int64_t>(1, static_cast<int64_t>(static_cast<double>(train_batches_) * v.value));
+      return;
+    }
+    val_check_batch_ = static_cast<int64_t>(v.value);
+    if (T.check_val_every_n_epoch > 0 && val_check_batch_ > train_batches_)
+      throw UsageError("'trainer.val_check_interval' (" + std::to_string(val_check_batch_) +
+                       ") must not exceed the training batches per epoch (" + std::to_string(train_batches_) +
+                       "); set 'trainer.check_val_every_n_epoch' to null to count batches across epochs");
   }
 
   // Returns false when the run ends here (fast_dev_run).
-  bool validate(int64_t epoch) {
+  bool validate(int64_t epoch, bool mid_epoch = false) {
     check_inputs();  // the epoch just trained read unchanged files
     callbacks_.call(&callbacks::Callback::on_epoch_start, state_, std::string("val"), val_batches_);
     const auto on_batch = [this](int64_t b, const models::ModelOutput& out, const Batch& batch) {
       callbacks_.call(&callbacks::Callback::on_validation_batch, state_, out, batch);
       callbacks_.call(&callbacks::Callback::on_batch_end, state_, std::string("val"), b, out.loss.detach(), batch.size);
     };
-    meter_.start("val", epoch);
+    if (!mid_epoch) meter_.start("val", epoch);  // a mid-epoch one counts in the train stage's figures
     auto val = validation_pass(setup_.model, *val_loader_, epoch, val_batches_, device_, autocast_, on_batch, !session_,
                                [this](double seconds) { meter_.add_data_wait(seconds); });
-    record_resources(meter_.finish());
+    if (!mid_epoch) record_resources(meter_.finish());
     if (session_) sum_over_ranks(val);
     auto metrics = val.means("val");
     callbacks_.call(&callbacks::Callback::add_val_metrics, state_, metrics);
@@ -653,6 +740,8 @@ class FitRun {
   int64_t max_epochs_ = 0, total_steps_ = 0, start_epoch_ = 0, skip_batches_ = 0;
   int64_t schedule_position_ = -1;  // resuming: the schedule step the first step uses
   bool stop_ = false, nan_pending_ = false;
+  int64_t val_check_batch_ = 0;        // validate after every this many training batches (see val_check_after)
+  bool validated_last_batch_ = false;  // a mid-epoch validation saw the last trained batch
   LossTotals interval_;
   Autocast autocast_;
   ResourceMeter meter_;

@@ -1,0 +1,287 @@
+// Lightning's callbacks and trainer options salt users add to their configs
+// (EarlyStopping, ModelCheckpoint, Timer / max_time, min_epochs,
+// val_check_interval), each shown by its effect on a real fit of salt's DL1 on
+// toy data (1000 jets, batches of 250: 4 optimizer steps per epoch) and by a
+// resume that carries its state, as Lightning's does.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <fstream>
+
+#include "core/errors.h"
+#include "support/in_process.h"
+#include "training/checkpoint.h"
+#include "training/fit.h"
+
+namespace salt::testing {
+namespace {
+namespace fs = std::filesystem;
+
+training::FitResult fit(const std::string& suffix, std::vector<std::string> extra) {
+  std::vector<std::string> args{"-c", InProcessRun::repo_config("DL1.yaml"), "--data.batch_size", "250",
+                                "--data.num_workers", "0", "--trainer.enable_progress_bar", "false",
+                                "--trainer.enable_model_summary", "false", "-ls", suffix};
+  args.insert(args.end(), extra.begin(), extra.end());
+  return training::fit(InProcessRun::resolve(args).config);
+}
+
+const serialize::PyValue& callback_state(const training::CheckpointState& s, const std::string& key) {
+  for (const auto& [k, v] : s.callback_states)
+    if (k == key) return v;
+  throw std::runtime_error("no callback state '" + key + "'");
+}
+
+std::vector<std::string> files_in(const fs::path& dir) {
+  std::vector<std::string> out;
+  if (!fs::exists(dir)) return out;
+  for (const auto& e : fs::directory_iterator(dir)) out.push_back(e.path().filename().string());
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+bool same_weights(const fs::path& a, const fs::path& b) {
+  auto x = training::load_checkpoint(a), y = training::load_checkpoint(b);
+  if (x.state_dict.size() != y.state_dict.size()) return false;
+  for (std::size_t i = 0; i < x.state_dict.size(); ++i)
+    if (!torch::equal(x.state_dict[i].second, y.state_dict[i].second)) return false;
+  return true;
+}
+
+const char* kEarlyStop = "lightning.pytorch.callbacks.EarlyStopping";
+const char* kEsKey = "EarlyStopping{'monitor': 'val/loss', 'mode': 'min'}";
+
+// min_delta 100 on a loss near 1: only the first validation counts as an
+// improvement, so patience 2 stops after the third epoch.
+std::string early_stopping(int patience) {
+  return std::string("--trainer.callbacks+={class_path: ") + kEarlyStop +
+         ", init_args: {monitor: val/loss, min_delta: 100, patience: " + std::to_string(patience) + "}}";
+}
+
+TEST(EarlyStopping, StopsOnAPlateauAfterPatienceAndWaitsForMinEpochs) {
+  InProcessRun run;
+  auto r = fit("es", {"--trainer.max_epochs", "10", early_stopping(2)});
+  EXPECT_EQ(r.epochs_run, 3);
+  EXPECT_EQ(r.global_step, 12);
+  const auto last = training::load_checkpoint(r.checkpoints.back());
+  const auto& es = callback_state(last, kEsKey);
+  EXPECT_EQ(es.find("wait_count")->as_int(), 2);
+  EXPECT_EQ(es.find("stopped_epoch")->as_int(), 2);
+  EXPECT_EQ(es.find("patience")->as_int(), 2);
+  EXPECT_EQ(es.find("stopping_reason")->as_int(), 3);  // PATIENCE_EXHAUSTED
+  // best_score: the first validation's loss, as a float32 tensor
+  const auto first = training::load_checkpoint(r.checkpoints.front());
+  double first_loss = 0;
+  for (const auto& [k, v] : first.metrics)
+    if (k == "val/loss") first_loss = v;
+  EXPECT_FLOAT_EQ(es.find("best_score")->as_tensor().item<float>(), static_cast<float>(first_loss));
+  EXPECT_EQ(es.find("best_score")->as_tensor().scalar_type(), torch::kFloat);
+
+  auto min = fit("esmin", {"--trainer.max_epochs", "10", "--trainer.min_epochs", "5", early_stopping(2)});
+  EXPECT_EQ(min.epochs_run, 5);
+  auto min_steps = fit("esminsteps", {"--trainer.max_epochs", "10", "--trainer.min_steps", "14", early_stopping(2)});
+  EXPECT_EQ(min_steps.global_step, 14);  // stops within the fourth epoch once min_steps is met
+}
+
+TEST(EarlyStopping, ResumeContinuesItsPatienceCount) {
+  InProcessRun run;
+  // Two epochs: the first improves, the second waits (wait_count 1 of 3).
+  auto first = fit("esa", {"--trainer.max_epochs", "2", early_stopping(3)});
+  ASSERT_EQ(first.epochs_run, 2);
+  EXPECT_EQ(callback_state(training::load_checkpoint(first.checkpoints.back()), kEsKey).find("wait_count")->as_int(), 1);
+  // Resumed, two more waits reach patience 3: stops after epoch 3 (a fresh count would run to epoch 5).
+  // (--model.lrs_config.last_epoch 0: a new schedule for the longer run, as salt's guide resumes past a finished one)
+  auto resumed = fit("esb", {"--trainer.max_epochs", "10", "--ckpt_path", first.checkpoints.back().string(),
+                             "--model.lrs_config.last_epoch", "0", early_stopping(3)});
+  EXPECT_EQ(resumed.global_step, 16);
+}
+
+TEST(EarlyStopping, AMonitorThatIsNotLoggedIsOneClearError) {
+  InProcessRun run;
+  try {
+    fit("esbad", {"--trainer.max_epochs", "3", std::string("--trainer.callbacks+={class_path: ") + kEarlyStop +
+                                                   ", init_args: {monitor: val/los}}"});
+    FAIL() << "no error";
+  } catch (const UsageError& e) {
+    const std::string what = e.what();
+    EXPECT_NE(what.find("monitor 'val/los' is not a logged metric"), std::string::npos) << what;
+    EXPECT_NE(what.find("val/loss"), std::string::npos) << what;
+  }
+  // strict: false skips the check and trains on.
+  auto r = fit("eslax", {"--trainer.max_epochs", "2", std::string("--trainer.callbacks+={class_path: ") + kEarlyStop +
+                                                         ", init_args: {monitor: val/los, strict: false}}"});
+  EXPECT_EQ(r.epochs_run, 2);
+}
+
+std::string model_checkpoint(const std::string& init_args) {
+  return "--trainer.callbacks+={class_path: lightning.pytorch.callbacks.ModelCheckpoint, init_args: {" + init_args + "}}";
+}
+
+TEST(ModelCheckpoint, KeepsTheTopKByTheMonitorAndLastBesideSaltsCheckpoints) {
+  InProcessRun run;
+  auto r = fit("mc", {"--trainer.max_epochs", "4",
+                      model_checkpoint("monitor: val/loss, save_top_k: 2, save_last: true, filename: '{epoch:02d}-{step}'")});
+  // The val/loss of each epoch, from salt's own checkpoints (in ckpts/).
+  std::vector<float> loss(4);
+  for (const auto& p : files_in(r.run_dir / "ckpts")) {
+    const auto s = training::load_checkpoint(r.run_dir / "ckpts" / p);
+    for (const auto& [k, v] : s.metrics)
+      if (k == "val/loss") loss.at(static_cast<std::size_t>(s.epoch)) = static_cast<float>(v);
+  }
+  auto name = [](int epoch) {
+    char buf[64];
+    std::snprintf(buf, sizeof buf, "epoch=%02d-step=%d.ckpt", epoch, 4 * (epoch + 1));
+    return std::string(buf);
+  };
+  // Ranked by hand: the two lowest losses are kept; last.ckpt is rewritten at each
+  // top-k save (Lightning 2.6 writes it only when a top-k file was saved).
+  std::vector<int> by_loss{0, 1, 2, 3};
+  std::stable_sort(by_loss.begin(), by_loss.end(), [&](int a, int b) { return loss[a] < loss[b]; });
+  int last_saved = 1;  // the first two epochs always enter the top 2
+  for (int e = 2; e < 4; ++e) {
+    std::vector<float> before(loss.begin(), loss.begin() + e);
+    std::sort(before.begin(), before.end());
+    if (loss[e] < before[1]) last_saved = e;
+  }
+  std::vector<std::string> expected{name(by_loss[0]), name(by_loss[1]), "last.ckpt"};
+  std::sort(expected.begin(), expected.end());
+  EXPECT_EQ(files_in(r.run_dir / "checkpoints"), expected);
+  const auto last = training::load_checkpoint(r.run_dir / "checkpoints" / "last.ckpt");
+  EXPECT_EQ(last.global_step, 4 * (last_saved + 1));
+  const auto& mc = callback_state(last, "ModelCheckpoint{'monitor': 'val/loss', 'mode': 'min', 'every_n_train_steps': 0, "
+                                        "'every_n_epochs': 1, 'train_time_interval': None}");
+  // Its state as of that save: the best of the epochs up to it.
+  int best = 0;
+  for (int e = 1; e <= last_saved; ++e)
+    if (loss[e] < loss[best]) best = e;
+  EXPECT_EQ(mc.find("best_model_path")->as_str(), (r.run_dir / "checkpoints" / name(best)).string());
+  EXPECT_FLOAT_EQ(mc.find("best_model_score")->as_tensor().item<float>(), loss[best]);
+  EXPECT_EQ(mc.find("best_k_models")->entries().size(), 2u);
+  EXPECT_EQ(mc.find("last_model_path")->as_str(), (r.run_dir / "checkpoints" / "last.ckpt").string());
+}
+
+TEST(ModelCheckpoint, EveryNTrainStepsSavesMidEpochStatesThatResumeExactly) {
+  InProcessRun run;
+  auto whole = fit("steps", {"--trainer.max_epochs", "2", model_checkpoint("every_n_train_steps: 3, save_top_k: -1")});
+  EXPECT_EQ(files_in(whole.run_dir / "checkpoints"),
+            (std::vector<std::string>{"epoch=0-step=3.ckpt", "epoch=1-step=6.ckpt"}));
+  const auto step3 = whole.run_dir / "checkpoints" / "epoch=0-step=3.ckpt";
+  const auto mid = training::load_checkpoint(step3);
+  EXPECT_EQ(mid.global_step, 3);
+  EXPECT_EQ(mid.batch_in_epoch, 3);
+  // Resumed from step 3 (within epoch 0), the run ends with the uninterrupted run's weights.
+  auto resumed = fit("stepsb", {"--trainer.max_epochs", "2", "--ckpt_path", step3.string()});
+  EXPECT_EQ(resumed.global_step, 8);
+  EXPECT_TRUE(same_weights(whole.checkpoints.back(), resumed.checkpoints.back()));
+}
+
+TEST(ModelCheckpoint, AResumedRunKeepsRankingTheSameFiles) {
+  InProcessRun run;
+  const auto dir = run.dir() / "best";
+  const auto mc = model_checkpoint("dirpath: " + dir.string() + ", monitor: val/loss, save_top_k: 1, save_last: true");
+  auto first = fit("rank", {"--trainer.max_epochs", "2", mc});
+  ASSERT_EQ(files_in(dir).size(), 2u);  // the best and last.ckpt
+  // Resumed from last.ckpt: its state names the best so far and last.ckpt, so the
+  // resumed run replaces them instead of adding last-v1.ckpt and a second "best".
+  auto resumed = fit("rankb", {"--trainer.max_epochs", "4", "--ckpt_path", (dir / "last.ckpt").string(),
+                               "--model.lrs_config.last_epoch", "0", mc});
+  EXPECT_EQ(files_in(dir).size(), 2u) << ::testing::PrintToString(files_in(dir));
+  EXPECT_TRUE(fs::exists(dir / "last.ckpt"));
+}
+
+TEST(ModelCheckpoint, RefusesWhatLightningRefuses) {
+  InProcessRun run;
+  EXPECT_THROW(fit("bad1", {"--trainer.max_epochs", "1", model_checkpoint("save_top_k: 3")}), UsageError);
+  EXPECT_THROW(fit("bad2", {"--trainer.max_epochs", "1", "--trainer.enable_checkpointing", "false", model_checkpoint("")}),
+               UsageError);
+  EXPECT_THROW(fit("bad3", {"--trainer.max_epochs", "1", model_checkpoint("filename: '{epoch:.2q}'")}), UsageError);
+}
+
+TEST(Timer, MaxTimeStopsTheRunAndAResumeCountsOnFromItsTime) {
+  InProcessRun run;
+  // A microsecond: the time is up after the first step; the run validates and checkpoints.
+  auto first = fit("time", {"--trainer.max_epochs", "3", "--trainer.max_time", "{microseconds: 1}"});
+  EXPECT_EQ(first.global_step, 1);
+  ASSERT_EQ(first.checkpoints.size(), 1u);
+  const auto saved = training::load_checkpoint(first.checkpoints.back());
+  const double trained = callback_state(saved, "Timer").find("time_elapsed")->find("train")->as_number();
+  EXPECT_GT(trained, 0);
+  // Resumed with the same limit: already spent, so nothing more is trained.
+  auto spent = fit("timeb", {"--trainer.max_epochs", "3", "--trainer.max_time", "{microseconds: 1}", "--ckpt_path",
+                             first.checkpoints.back().string()});
+  EXPECT_EQ(spent.global_step, 1);
+  EXPECT_TRUE(spent.checkpoints.empty());
+  // With an hour, it trains the remaining epochs and its clock starts at the first run's time.
+  auto rest = fit("timec", {"--trainer.max_epochs", "3", "--trainer.max_time", "00:01:00:00", "--ckpt_path",
+                            first.checkpoints.back().string()});
+  EXPECT_EQ(rest.global_step, 1 + 2 * 4);
+  const auto end = training::load_checkpoint(rest.checkpoints.back());
+  EXPECT_GT(callback_state(end, "Timer").find("time_elapsed")->find("train")->as_number(), trained);
+
+  try {
+    fit("timebad", {"--trainer.max_time", "1:00"});
+    FAIL() << "no error";
+  } catch (const UsageError& e) {
+    EXPECT_NE(std::string(e.what()).find("'trainer.max_time' is not a valid duration: '1:00' (expected DD:HH:MM:SS)"),
+              std::string::npos)
+        << e.what();
+  }
+}
+
+TEST(ValCheckInterval, ValidatesWithinTheEpochAndItsCheckpointsResumeThere) {
+  InProcessRun run;
+  auto half = fit("half", {"--trainer.max_epochs", "2", "--trainer.val_check_interval", "0.5"});
+  // After batches 2 and 4 of each epoch: four validations, each checkpointed by salt's Checkpoint.
+  ASSERT_EQ(half.checkpoints.size(), 4u);
+  const auto mid = training::load_checkpoint(half.checkpoints[0]);
+  EXPECT_EQ(mid.global_step, 2);
+  EXPECT_EQ(mid.batch_in_epoch, 2);
+  auto resumed = fit("halfb", {"--trainer.max_epochs", "2", "--trainer.val_check_interval", "0.5", "--ckpt_path",
+                               half.checkpoints[0].string()});
+  EXPECT_TRUE(same_weights(half.checkpoints.back(), resumed.checkpoints.back()));
+
+  // A count across epochs (check_val_every_n_epoch null): after batches 3 and 6 of the 8.
+  auto across = fit("across", {"--trainer.max_epochs", "2", "--trainer.val_check_interval", "3",
+                               "--trainer.check_val_every_n_epoch", "null"});
+  ASSERT_EQ(across.checkpoints.size(), 2u);
+  EXPECT_EQ(training::load_checkpoint(across.checkpoints[1]).global_step, 6);
+
+  EXPECT_THROW(fit("toomany", {"--trainer.max_epochs", "1", "--trainer.val_check_interval", "5"}), UsageError);
+}
+
+}  // namespace
+}  // namespace salt::testing
+
+namespace salt::testing {
+namespace {
+
+TEST(OverfitBatches, TrainsTheSameFirstBatchesInFileOrderEveryEpoch) {
+  InProcessRun run;
+  // Only the first 2 batches (500 jets) are read, so how many jets the file offers
+  // beyond them cannot change the weights; shuffled training would (its order depends on it).
+  auto all = fit("of", {"--trainer.max_epochs", "2", "--trainer.overfit_batches", "2"});
+  auto fewer = fit("ofb", {"--trainer.max_epochs", "2", "--trainer.overfit_batches", "2", "--data.num_train", "600"});
+  EXPECT_EQ(all.global_step, 4);
+  EXPECT_TRUE(same_weights(all.checkpoints.back(), fewer.checkpoints.back()));
+  auto shuffled = fit("ofc", {"--trainer.max_epochs", "2", "--trainer.limit_train_batches", "2"});
+  auto shuffled_fewer = fit("ofd", {"--trainer.max_epochs", "2", "--trainer.limit_train_batches", "2", "--data.num_train", "600"});
+  EXPECT_FALSE(same_weights(shuffled.checkpoints.back(), shuffled_fewer.checkpoints.back()));
+}
+
+TEST(RichCallbacks, RichProgressBarAndModelSummaryStandInForLightningsDefaults) {
+  InProcessRun run;
+  // configs/base.yaml lists TQDMProgressBar and ModelSummary: replacing the list with
+  // the rich ones trains; appending a second progress bar is refused, as in Lightning.
+  const std::string rich = "--trainer.callbacks=[{class_path: salt.callbacks.Checkpoint, init_args: {monitor_loss: val/loss}}, "
+                           "{class_path: lightning.pytorch.callbacks.RichProgressBar, init_args: {refresh_rate: 2, leave: true}}, "
+                           "{class_path: lightning.pytorch.callbacks.RichModelSummary, init_args: {max_depth: 2}}]";
+  EXPECT_EQ(fit("rich", {"--trainer.max_epochs", "1", rich}).global_step, 4);
+  try {
+    fit("twobars", {"--trainer.max_epochs", "1", "--trainer.callbacks+={class_path: lightning.pytorch.callbacks.RichProgressBar}"});
+    FAIL() << "no error";
+  } catch (const UsageError& e) {
+    EXPECT_NE(std::string(e.what()).find("trainer.callbacks has 2 progress bars"), std::string::npos) << e.what();
+  }
+}
+
+}  // namespace
+}  // namespace salt::testing
