@@ -48,6 +48,10 @@ struct FitState {
   // Lightning's trainer.should_stop: a callback asks the run to end; it ends at
   // the next batch or epoch boundary once min_epochs/min_steps are met.
   bool should_stop = false;
+  int cuda_device = -1;  // the CUDA device this rank trains on; -1 on the CPU
+  // Batches per optimizer step in this epoch (trainer.accumulate_grad_batches;
+  // GradientAccumulationScheduler sets it at each train epoch's start).
+  int64_t accumulate_grad_batches = 1;
   std::filesystem::path resumed_from;  // --ckpt_path (or the requeue checkpoint), empty if none
   // The full training state now (weights, optimizer, scheduler, RNG), for checkpoints.
   std::function<training::CheckpointState()> capture;

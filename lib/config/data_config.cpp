@@ -65,6 +65,63 @@ const Binding<ParameterSpec>& parameter_binding() {
   return b;
 }
 
+// salt.data.transforms.GaussianNoise's noise_params: salt's code reads
+// {input_type: [{variable, mean, std}]}, salt's docs show [{input_type, variable,
+// mean, std}]; both are read.
+const Binding<NoiseSpec>& noise_binding() {
+  static const auto b =
+      Binding<NoiseSpec>({})
+          .arg("input_type", SALT_FIELD(input), "The input (jets, tracks, ...), in the list form.")
+          .required("variable", SALT_FIELD(variable), "A variable of that input in data.variables.")
+          .required("mean", SALT_FIELD(mean), "Mean of the factor: the value becomes value x N(mean, std).")
+          .required("std", SALT_FIELD(std), "Standard deviation of the factor.", at_least(t_float(), 0));
+  return b;
+}
+
+const bool kGaussianNoise = register_component(
+    {"salt.data.transforms.GaussianNoise", "transform",
+     t_struct({field_null("noise_params",
+                          t_optional(t_union({t_dict(t_list(noise_binding().type())), t_list(noise_binding().type())})),
+                          "{input_type: [{variable, mean, std}]} (salt's code) or [{input_type, variable, mean, std}] "
+                          "(salt's docs).")}),
+     "Multiplies input variables by Gaussian noise N(mean, std) as they are read (salt's input augmentation)."});
+
+void read_transforms(D& c, const YAML::Node& list) {
+  c.noise.clear();
+  if (!given(list)) return;
+  for (std::size_t i = 0; i < list.size(); ++i) {
+    const auto params = list[i]["init_args"]["noise_params"];
+    if (!given(params)) continue;
+    const auto key = "data.transforms." + std::to_string(i) + ".init_args.noise_params";
+    if (params.IsMap()) {
+      for (const auto& kv : params)
+        for (const auto& entry : kv.second) {
+          auto spec = noise_binding().read(entry);
+          spec.input = kv.first.Scalar();
+          c.noise.push_back(std::move(spec));
+        }
+      continue;
+    }
+    for (std::size_t j = 0; j < params.size(); ++j) {
+      auto spec = noise_binding().read(params[j]);
+      if (spec.input.empty()) throw UsageError(key + "." + std::to_string(j) + ": give input_type (jets, tracks, ...)");
+      c.noise.push_back(std::move(spec));
+    }
+  }
+}
+
+// Each noisy variable must be read: an input of data.variables and one of its variables.
+void check_transforms(D& c) {
+  for (const auto& n : c.noise) {
+    const auto it = c.variables.find(n.input);
+    if (it == c.variables.end())
+      throw UsageError("data.transforms: GaussianNoise input_type '" + n.input + "' is not an input of data.variables");
+    if (std::find(it->second.begin(), it->second.end(), n.variable) == it->second.end())
+      throw UsageError("data.transforms: GaussianNoise variable '" + n.variable + "' is not one of data.variables." +
+                       n.input);
+  }
+}
+
 void read_parameters(D& c, const YAML::Node& map) {
   c.parameters.clear();
   if (!given(map)) return;
@@ -199,7 +256,10 @@ Binding<D> make_binding() {
                          "Parameterised networks: {variable: {train: [values], test: value, prob: [...]}} for each "
                          "variable of data.variables.parameters, in order."),
               read_parameters)
-      .unbound(field_null("transforms", t_any(), "Data augmentation transforms.")).unsupported(none)
+      .custom(field_null("transforms", t_optional(t_list(t_component("transform"))),
+                         "Input augmentation as the inputs are read (training, validation and test, as salt): "
+                         "salt.data.transforms.GaussianNoise."),
+              read_transforms)
       .unbound(field("recover_malformed", t_bool(), false, "Recover malformed files.")).ignored("not needed by the C++ reader")
       .custom(field_null("train_vds_path", t_optional(t_path()),
                          "With a wildcard in train_file: the virtual dataset file written over the matches "
@@ -224,7 +284,8 @@ Binding<D> make_binding() {
               read_multi_target)
       .finally(complete_input_map)
       .finally(check_parameters)
-      .finally([](D& c) { check_edge_constructors(c.edge_constructors, c.variables); });
+      .finally([](D& c) { check_edge_constructors(c.edge_constructors, c.variables); })
+      .finally(check_transforms);
   return b;
 }
 

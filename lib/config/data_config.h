@@ -46,6 +46,13 @@ struct ParameterSpec {
   std::optional<std::vector<double>> prob;
 };
 
+// One variable of salt.data.transforms.GaussianNoise (data.transforms): its values
+// are multiplied by draws of N(mean, std), as salt's code does.
+struct NoiseSpec {
+  std::string input, variable;
+  double mean = 0, std = 0;
+};
+
 struct DataConfig {
   std::string train_file, val_file, test_file;  // "" when absent; a wildcard: many files (data/virtual_file.h)
   std::string train_vds_path, val_vds_path, test_vds_path;  // where their virtual file goes; "": salt's default
@@ -70,6 +77,7 @@ struct DataConfig {
   std::map<std::string, std::vector<std::string>> labels;  // extra label variables to load per input
   std::vector<MultiTarget> multi_target;                   // conditional label replacements, in order
   std::vector<ParameterSpec> parameters;                   // in the order of variables.parameters
+  std::vector<NoiseSpec> noise;                            // data.transforms' GaussianNoise entries, in order
   std::optional<MaskformerConfig> mf_config;               // MaskFormer objects (input "objects")
   std::vector<EdgeConstructorConfig> edge_constructors;    // GN2XE edge features (at most one)
 

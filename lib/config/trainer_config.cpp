@@ -76,6 +76,35 @@ void read_deterministic(T& c, const YAML::Node& node) {
   c.deterministic_warn_only = given(node) && node.Scalar() == "warn";
 }
 
+const Binding<ProfilerConfig>& profiler_binding() {
+  static const auto b = Binding<ProfilerConfig>({})
+                            .arg("dirpath", SALT_FIELD(dirpath), "Where the report goes (null: the run directory).",
+                                 t_optional(t_path()))
+                            .arg("filename", SALT_FIELD(filename), "Report file: fit-<filename>.txt (null: profiler).")
+                            .arg("extended", SALT_FIELD(extended), "Add the calls and share columns.");
+  return b;
+}
+
+const bool kSimpleProfiler = register_component(
+    {"lightning.pytorch.profilers.SimpleProfiler", "profiler", profiler_binding().type(),
+     "Time per stage and callback hook, Lightning's report.", Support::kFull, "",
+     {"pytorch_lightning.profilers.SimpleProfiler", "lightning.pytorch.profilers.simple.SimpleProfiler"}});
+
+// trainer.profiler: "simple" or the SimpleProfiler component; Lightning's other
+// profilers time Python code, which salt-cpp does not run.
+void read_profiler(T& c, const YAML::Node& n) {
+  c.profiler.reset();
+  if (!given(n)) return;
+  if (n.IsMap()) {
+    c.profiler = n["init_args"] ? profiler_binding().read(n["init_args"]) : ProfilerConfig{};
+    return;
+  }
+  if (n.Scalar() != "simple")
+    throw UsageError("'trainer.profiler': '" + n.Scalar() + "' is not available in salt-cpp (it times Python code); "
+                     "use simple");
+  c.profiler = ProfilerConfig{};
+}
+
 // Lightning's val_check_interval: a fraction of the epoch's batches in (0, 1] or
 // a count of training batches (>= 1).
 void read_val_check_interval(T& c, const YAML::Node& node) {
@@ -204,7 +233,10 @@ Binding<T> make_binding() {
       .ignored("evaluation always runs without gradients")
       .unbound(field("use_distributed_sampler", t_bool(), true, "Shard batches across processes."))
       .ignored("salt-cpp always shards its weakly-shuffled batches across processes")
-      .unbound(field_null("profiler", t_any(), "Profiler.")).unsupported("not available in salt-cpp")
+      .custom(field_null("profiler", t_optional(t_union({t_str(), t_component("profiler")})),
+                         "simple (or lightning.pytorch.profilers.SimpleProfiler): time per stage and callback hook, "
+                         "printed and written to <run>/fit-profiler.txt."),
+              read_profiler)
       .unbound(field("detect_anomaly", t_bool(), false, "Autograd anomaly detection.")).ignored("not available in salt-cpp")
       .unbound(field("barebones", t_bool(), false, "Lightning barebones mode.")).ignored("salt-cpp has no such overhead to remove")
       .unbound(field_null("plugins", t_any(), "Lightning plugins.")).unsupported("not available in salt-cpp")

@@ -23,6 +23,12 @@ struct BatchLimit {
 
 enum class Precision { kFloat32, kBFloat16Mixed, kFloat16Mixed };
 
+// trainer.profiler: Lightning's SimpleProfiler ("simple" or its class_path).
+struct ProfilerConfig {
+  std::optional<std::string> dirpath, filename;
+  bool extended = true;
+};
+
 struct TrainerConfig {
   std::string accelerator = "auto";  // cpu, gpu/cuda, auto
   std::vector<int> device_ids;       // explicit GPU ids (devices: [0, 2])
@@ -36,6 +42,7 @@ struct TrainerConfig {
   int64_t max_steps = -1;
   std::optional<int64_t> min_epochs, min_steps;  // a callback's stop waits for these
   std::optional<double> max_time_seconds;        // trainer.max_time (a Timer stops the run)
+  std::optional<ProfilerConfig> profiler;        // null: no profiling
   BatchLimit limit_train, limit_val, limit_test;
   BatchLimit overfit_batches;  // kAll: off; else train and validation limit, training unshuffled
   int64_t check_val_every_n_epoch = 1;  // 0: null (validation by val_check_interval batches across epochs)

@@ -15,6 +15,7 @@
 #include "data/labeller.h"
 #include "data/multi_target.h"
 #include "data/parameters.h"
+#include "data/toy_support.h"
 
 namespace salt::data {
 
@@ -88,6 +89,16 @@ inline int64_t as_int(const uint8_t* p, Code c) {
 }
 
 inline bool is_float(Code c) { return c == Code::F2 || c == Code::F4 || c == Code::F8; }
+
+// A double written into a field of type `c` (numpy's unsafe cast) and read back as float.
+float stored_as(double v, Code c) {
+  switch (c) {
+    case Code::F2: return h5::half_to_float(h5::float_to_half(static_cast<float>(v)));
+    case Code::F4: case Code::F8: return static_cast<float>(v);
+    case Code::B: return v != 0 ? 1.0f : 0.0f;
+    default: return std::isfinite(v) ? static_cast<float>(std::trunc(v)) : 0.0f;
+  }
+}
 
 inline double as_double(const uint8_t* p, Code c) {
   if (c == Code::F8) return load<double>(p);
@@ -499,6 +510,7 @@ Batch H5Reader::convert(RawBatch&& raw, bool pin_memory) const {
           spdlog::warn("Non-finite inputs for '{}' in {}, kept because ignore_finite_checks is set", s.input,
                        path_.string());
       }
+      if (!options_.noise.empty()) apply_noise(s, x, raw.epoch, raw.start);
       if (s.input == "parameters") assign_parameters(x, options_.parameters, options_.test_stage, options_.seed, raw.epoch, raw.start);
       batch.inputs[s.input] = std::move(x);
     }
@@ -527,6 +539,31 @@ Batch H5Reader::convert(RawBatch&& raw, bool pin_memory) const {
   }
   apply_multi_targets(batch, options_.multi_targets);
   return batch;
+}
+
+// salt.data.transforms.GaussianNoise: value x N(mean, std), written back into the
+// field at its own precision (salt multiplies the structured array's field and
+// stores the result in it), then read as float. Padded slots stay 0. Draws are
+// seeded by the run's seed, the epoch and the batch's first row, so runs repeat
+// (salt's draws are unseeded).
+void H5Reader::apply_noise(const Stream& s, torch::Tensor& x, int64_t epoch, int64_t start) const {
+  const int64_t F = x.size(-1), n_records = x.numel() / std::max<int64_t>(F, 1);
+  float* data = x.data_ptr<float>();
+  for (std::size_t k = 0; k < options_.noise.size(); ++k) {
+    const auto& spec = options_.noise[k];
+    if (spec.input != s.input) continue;
+    int64_t f = 0;
+    while (f < F && s.inputs[static_cast<std::size_t>(f)].name != spec.variable) ++f;
+    if (f == F) continue;  // config checks name only variables that are read
+    const Code code = s.inputs[static_cast<std::size_t>(f)].code;
+    toy::Rng rng(toy::splitmix64(options_.seed ^ toy::splitmix64(static_cast<uint64_t>(start) * 1315423911ull + k) ^
+                                 toy::splitmix64(static_cast<uint64_t>(epoch) + 0x6e6f697365ull)));
+    for (int64_t n = 0; n < n_records; ++n) {
+      float& v = data[n * F + f];
+      const double noisy = static_cast<double>(v) * rng.normal(spec.mean, spec.std);
+      v = stored_as(noisy, code);
+    }
+  }
 }
 
 // The fields data.multi_target reads must be in the file; they become labels.

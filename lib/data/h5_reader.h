@@ -47,6 +47,9 @@ struct ReaderOptions {
   // data.parameters (data/parameters.h): values of the `parameters` inputs while fitting,
   // or the test value everywhere in test_stage; draws seeded by `seed` and the batch.
   std::vector<config::ParameterSpec> parameters;
+  // data.transforms (salt's GaussianNoise): variables multiplied by N(mean, std)
+  // draws as they are read, seeded by `seed`, the epoch and the batch.
+  std::vector<config::NoiseSpec> noise;
   bool test_stage = false;
   uint64_t seed = 42;
   // data.multi_target (data/multi_target.h): their labels are read, custom targets created.
@@ -75,6 +78,7 @@ struct ReaderOptions {
     return *this;
   }
   ReaderOptions& set_test_stage(bool b) { test_stage = b; return *this; }
+  ReaderOptions& set_noise(std::vector<config::NoiseSpec> n) { noise = std::move(n); return *this; }
   ReaderOptions& set_multi_targets(std::vector<config::MultiTarget> m) { multi_targets = std::move(m); return *this; }
   ReaderOptions& set_selections(std::map<std::string, std::vector<std::string>> m) { selections = std::move(m); return *this; }
   ReaderOptions& set_global_object(std::string g) { global_object = std::move(g); return *this; }
@@ -136,6 +140,7 @@ class H5Reader {
  private:
   void check_multi_targets();
   void note_members(const Stream& s, bool global);
+  void apply_noise(const Stream& s, torch::Tensor& x, int64_t epoch, int64_t start) const;
 
   std::filesystem::path path_;
   ReaderOptions options_;

@@ -13,6 +13,18 @@ namespace {
 
 using Factory = std::function<torch::nn::AnyModule()>;
 
+// torch.nn.Mish, computed in float for bfloat16 inputs on the CPU: LibTorch 1.13
+// has no CPU bfloat16 Mish kernel ("mish_cpu" not implemented for 'BFloat16'), and
+// salt's DL1 trains at 16-mixed, which is bf16-mixed on a CPU. Newer LibTorch's
+// kernel computes in float as well, so results agree; it stays a MishImpl for export.
+struct FloatMishImpl : torch::nn::MishImpl {
+  torch::Tensor forward(const torch::Tensor& x) {
+    if (x.scalar_type() != torch::kBFloat16 || !x.device().is_cpu()) return torch::nn::MishImpl::forward(x);
+    return torch::nn::MishImpl::forward(x.to(torch::kFloat)).to(torch::kBFloat16);
+  }
+};
+TORCH_MODULE(FloatMish);
+
 // Default constructor arguments equal torch.nn's, so the modules behave alike.
 const std::map<std::string, Factory>& factories() {
   namespace nn = torch::nn;
@@ -23,7 +35,7 @@ const std::map<std::string, Factory>& factories() {
       {"PReLU", [] { return nn::AnyModule(nn::PReLU()); }},  // one learnable slope, like torch.nn
       {"RReLU", [] { return nn::AnyModule(nn::RReLU()); }},
       {"SiLU", [] { return nn::AnyModule(nn::SiLU()); }},
-      {"Mish", [] { return nn::AnyModule(nn::Mish()); }},
+      {"Mish", [] { return nn::AnyModule(FloatMish()); }},
       {"GELU", [] { return nn::AnyModule(nn::GELU()); }},
       {"ELU", [] { return nn::AnyModule(nn::ELU()); }},
       {"CELU", [] { return nn::AnyModule(nn::CELU()); }},

@@ -43,6 +43,26 @@ std::optional<MemoryPeak> memory_peak(int device) {
 #endif
 }
 
+std::map<std::string, double> memory_stats(int device) {
+  std::map<std::string, double> out;
+#if SALT_CUDA
+  ensure_initialised(device);
+  const auto stats = c10::cuda::CUDACachingAllocator::getDeviceStats(static_cast<c10::DeviceIndex>(device));
+  auto put = [&](const std::string& name, const auto& stat) {
+    out[name + ".all.current"] = static_cast<double>(stat[0].current);
+    out[name + ".all.peak"] = static_cast<double>(stat[0].peak);
+  };
+  put("allocated_bytes", stats.allocated_bytes);
+  put("reserved_bytes", stats.reserved_bytes);
+  put("active_bytes", stats.active_bytes);
+  out["num_alloc_retries"] = static_cast<double>(stats.num_alloc_retries);
+  out["num_ooms"] = static_cast<double>(stats.num_ooms);
+#else
+  (void)device;
+#endif
+  return out;
+}
+
 void reset_memory_peak(int device) {
 #if SALT_CUDA
   ensure_initialised(device);

@@ -3,6 +3,7 @@
 // the CUDA-only parts compile only where LibTorch has CUDA (SALT_CUDA, see
 // cmake/Cuda.cmake) and answer "nothing" elsewhere, so callers need no #if.
 #pragma once
+#include <map>
 #include <optional>
 #include <string>
 
@@ -20,6 +21,11 @@ struct MemoryPeak {
 };
 std::optional<MemoryPeak> memory_peak(int device);
 void reset_memory_peak(int device);
+
+// torch.cuda.memory_stats' aggregate figures for `device` under its names
+// (allocated_bytes.all.current/peak, reserved_bytes..., active_bytes...,
+// num_alloc_retries, num_ooms); empty without CUDA.
+std::map<std::string, double> memory_stats(int device);
 
 // torch.set_float32_matmul_precision: "highest" (float32), "high" or "medium"
 // (TF32 tensor cores for float32 matrix products on CUDA). salt sets "medium"

@@ -2,6 +2,8 @@
 
 #include <spdlog/spdlog.h>
 
+#include <cxxabi.h>
+
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -9,6 +11,7 @@
 #include <exception>
 #include <sstream>
 #include <system_error>
+#include <typeinfo>
 
 #include "config/compose.h"
 #include "core/atomic_file.h"
@@ -30,6 +33,7 @@
 #include "training/epoch_resources.h"
 #include "training/metrics_log.h"
 #include "training/optimization.h"
+#include "training/profiler.h"
 #include "training/progress.h"
 #include "training/rng_state.h"
 #include "training/run_dir.h"
@@ -44,6 +48,16 @@ namespace salt::training {
 namespace fs = std::filesystem;
 
 namespace {
+
+// A callback's class without its namespaces (ProgressBar), for the profiler.
+std::string class_name(const callbacks::Callback& c) {
+  int status = 0;
+  const char* mangled = typeid(c).name();
+  std::unique_ptr<char, void (*)(void*)> name(abi::__cxa_demangle(mangled, nullptr, nullptr, &status), std::free);
+  std::string full = status == 0 && name ? name.get() : mangled;
+  const auto colon = full.rfind("::");
+  return colon == std::string::npos ? full : full.substr(colon + 2);
+}
 
 // One `salt fit`, in named stages: set-up (process group, data, run directory and
 // resume, schedule, git checks, run files, loaders), then per epoch training and
@@ -78,12 +92,25 @@ class FitRun {
       const bool go_on = !validation_due(epoch) || validate(epoch);
       ++result_.epochs_run;
       if (!go_on) break;
-      callbacks_.call(&callbacks::Callback::on_train_epoch_end, state_);
+      hook("on_train_epoch_end", &callbacks::Callback::on_train_epoch_end, state_);
       if (stop_requested(epoch + 1)) stop_ = true;
     }
   }
 
   bool overfitting() const { return !dev_run_ && T.overfit_batches.kind != BatchLimit::Kind::kAll; }
+
+  // Calls a callback hook on every callback; under trainer.profiler each one's
+  // time is recorded as [Callback]<class>.<hook>.
+  template <class Hook, class... Args>
+  void hook(const char* name, Hook h, Args&&... args) {
+    if (!profiler_) return callbacks_.call(h, args...);
+    for (const auto& c : callbacks_.all()) {
+      SimpleProfiler::Scope scope(profiler_.get(), "[Callback]" + class_name(*c) + "." + name);
+      ((*c).*h)(args...);
+    }
+  }
+
+  SimpleProfiler::Scope profile(const char* action) { return SimpleProfiler::Scope(profiler_.get(), action); }
 
   // Lightning's trainer.should_stop, honoured once min_epochs and min_steps are
   // met (`epochs_done`: the epochs trained so far, the current one included once
@@ -97,12 +124,13 @@ class FitRun {
 
   // ---- set-up ----
   void set_up() {
+    if (T.profiler) profiler_ = std::make_unique<SimpleProfiler>(*T.profiler);
     join_data_parallel();
     callbacks_ = callbacks::make_callbacks(T.callbacks, T);
     state_.setup = &setup_;
     state_.main_rank = main_rank_;
     state_.dev_run = dev_run_;
-    callbacks_.call(&callbacks::Callback::on_setup, state_);
+    hook("on_setup", &callbacks::Callback::on_setup, state_);
     // Open (and so validate) the data before anything is written.
     train_reader_ = open_reader(setup_, D.train_file, D.num_train, "num_train");
     val_reader_ = open_reader(setup_, D.val_file, D.num_val, "num_val");
@@ -122,7 +150,7 @@ class FitRun {
     make_loaders();
     prepare_state();
     restore_callbacks();
-    callbacks_.call(&callbacks::Callback::on_fit_start, state_);
+    hook("on_fit_start", &callbacks::Callback::on_fit_start, state_);
     resume_position();
   }
 
@@ -389,6 +417,7 @@ class FitRun {
     state_.same_dir_resume = same_dir_resume_;
     state_.max_epochs = max_epochs_;
     state_.train_batches = train_batches_;
+    state_.cuda_device = device_.is_cuda() ? device_.index() : -1;
     state_.val_batches = val_batches_;
     if (resume_) state_.resumed_from = resume_source_;
     state_.schedule = RunSchedule{max_epochs_, T.max_steps, T.accumulate_grad_batches, train_batches_, val_batches_,
@@ -406,16 +435,16 @@ class FitRun {
     };
     state_.checkpoint_saved = [this](const fs::path& path) {
       result_.checkpoints.push_back(path);
-      callbacks_.call(&callbacks::Callback::on_checkpoint_saved, state_, path);
+      hook("on_checkpoint_saved", &callbacks::Callback::on_checkpoint_saved, state_, path);
     };
     state_.log_histogram = [this](const std::string& tag, const std::vector<double>& values) {
-      callbacks_.call(&callbacks::Callback::on_histogram, state_, tag, values);
+      hook("on_histogram", &callbacks::Callback::on_histogram, state_, tag, values);
     };
     state_.log_image = [this](const std::string& tag, const std::string& png) {
-      callbacks_.call(&callbacks::Callback::on_image, state_, tag, png);
+      hook("on_image", &callbacks::Callback::on_image, state_, tag, png);
     };
     state_.log_text = [this](const std::string& tag, const std::string& markdown) {
-      callbacks_.call(&callbacks::Callback::on_text, state_, tag, markdown);
+      hook("on_text", &callbacks::Callback::on_text, state_, tag, markdown);
     };
     state_.sum_over_ranks = [this](const std::vector<double>& values) {
       return session_ ? session_->sum(values) : values;
@@ -437,19 +466,24 @@ class FitRun {
 
   // ---- one training epoch ----
   void train_epoch(int64_t epoch) {
+    const auto timed = profile("run_training_epoch");
     check_inputs();
     setup_.model->train();
     const auto start = std::chrono::steady_clock::now();
     meter_.start("train", epoch);
     train_loader_->start_epoch(epoch);
-    callbacks_.call(&callbacks::Callback::on_epoch_start, state_, std::string("train"), train_batches_);
+    state_.accumulate_grad_batches = T.accumulate_grad_batches;
+    hook("on_epoch_start", &callbacks::Callback::on_epoch_start, state_, std::string("train"), train_batches_);
     interval_ = LossTotals{};
     optimization_->zero_grad();
     nan_pending_ = false;
     for (int64_t b = 0; b < train_batches_; ++b) {
       if (!session_) check_stop();  // several ranks agree on stopping at step boundaries instead
       const auto asked = std::chrono::steady_clock::now();
-      auto batch = train_loader_->next();
+      auto batch = [&] {
+        const auto timed = profile("[_TrainingEpochLoop].train_dataloader_next");
+        return train_loader_->next();
+      }();
       meter_.add_data_wait(std::chrono::duration<double>(std::chrono::steady_clock::now() - asked).count());
       if (!batch) break;
       if (b < skip_batches_) continue;  // done before the requeue: same batch order, so skip them
@@ -464,7 +498,7 @@ class FitRun {
     check_finite();  // before the epoch's validation and checkpoint
     skip_batches_ = 0;
     result_.train_seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    callbacks_.call(&callbacks::Callback::on_epoch_end, state_, std::string("train"),
+    hook("on_epoch_end", &callbacks::Callback::on_epoch_end, state_, std::string("train"),
                     "step " + std::to_string(state_.global_step));
     record_resources(meter_.finish());
   }
@@ -480,24 +514,33 @@ class FitRun {
   }
 
   void train_batch(Batch batch, int64_t b) {
+    const auto timed = profile("run_training_batch");
     host_reads_.step_start();
     auto on_device = batch_to_device(std::move(batch), device_);
     models::ModelOutput out;
     {
       std::optional<compat::AutocastGuard> guard;
       if (autocast_.enabled) guard.emplace(device_.type(), autocast_.dtype);
+      const auto timed = profile("[Strategy].training_step");
       out = setup_.model->forward(on_device, true);
     }
     watch_finite(out.loss);
-    const bool boundary = (b + 1) % T.accumulate_grad_batches == 0 || b + 1 == train_batches_;
+    const int64_t accumulate = state_.accumulate_grad_batches;
+    const bool boundary = (b + 1) % accumulate == 0 || b + 1 == train_batches_;
     if (grad_sync_) grad_sync_->begin_backward(boundary);  // accumulation: reduce only at the step boundary
-    auto loss = out.loss / static_cast<double>(T.accumulate_grad_batches);
+    auto loss = out.loss / static_cast<double>(accumulate);
     if (scaler_) loss = scaler_->scale(loss);
-    loss.backward();
+    {
+      const auto timed = profile("[Strategy].backward");
+      loss.backward();
+    }
     interval_.add(out, on_device.size);
     result_.train_jets += on_device.size;
-    if (boundary) optimizer_step(b);
-    callbacks_.call(&callbacks::Callback::on_batch_end, state_, std::string("train"), b, out.loss.detach(),
+    if (boundary) {
+      const auto timed = profile("[LightningModule].optimizer_step");
+      optimizer_step(b);
+    }
+    hook("on_batch_end", &callbacks::Callback::on_batch_end, state_, std::string("train"), b, out.loss.detach(),
                     on_device.size);
     if (!session_ && boundary && state_.global_step % T.log_every_n_steps != 0) host_reads_.step_done();
   }
@@ -534,7 +577,7 @@ class FitRun {
       requeue_now = flags.requeue && !dev_run_;
     }
     if (scaler_) scaler_->unscale(optimization_->parameters());  // before clipping, as Lightning
-    callbacks_.call(&callbacks::Callback::on_after_backward, state_);
+    hook("on_after_backward", &callbacks::Callback::on_after_backward, state_);
     clip_gradients();
     state_.lr = optimization_->current_lr();
     state_.beta1 = optimization_->current_beta1();
@@ -570,9 +613,9 @@ class FitRun {
   // rank 0's batches, as Lightning logs without sync_dist
   void log_interval() {
     auto m = interval_.means("train");
-    callbacks_.call(&callbacks::Callback::add_step_metrics, state_, m);
+    hook("add_step_metrics", &callbacks::Callback::add_step_metrics, state_, m);
     state_.train_metrics = m;
-    callbacks_.call(&callbacks::Callback::on_metrics, state_, m);
+    hook("on_metrics", &callbacks::Callback::on_metrics, state_, m);
     interval_ = LossTotals{};
   }
 
@@ -628,30 +671,31 @@ class FitRun {
   // Returns false when the run ends here (fast_dev_run).
   bool validate(int64_t epoch, bool mid_epoch = false) {
     check_inputs();  // the epoch just trained read unchanged files
-    callbacks_.call(&callbacks::Callback::on_epoch_start, state_, std::string("val"), val_batches_);
+    hook("on_epoch_start", &callbacks::Callback::on_epoch_start, state_, std::string("val"), val_batches_);
     const auto on_batch = [this](int64_t b, const models::ModelOutput& out, const Batch& batch) {
-      callbacks_.call(&callbacks::Callback::on_validation_batch, state_, out, batch);
-      callbacks_.call(&callbacks::Callback::on_batch_end, state_, std::string("val"), b, out.loss.detach(), batch.size);
+      hook("on_validation_batch", &callbacks::Callback::on_validation_batch, state_, out, batch);
+      hook("on_batch_end", &callbacks::Callback::on_batch_end, state_, std::string("val"), b, out.loss.detach(), batch.size);
     };
+    const auto timed = profile("run_validation");
     if (!mid_epoch) meter_.start("val", epoch);  // a mid-epoch one counts in the train stage's figures
     auto val = validation_pass(setup_.model, *val_loader_, epoch, val_batches_, device_, autocast_, on_batch, !session_,
                                [this](double seconds) { meter_.add_data_wait(seconds); });
     if (!mid_epoch) record_resources(meter_.finish());
     if (session_) sum_over_ranks(val);
     auto metrics = val.means("val");
-    callbacks_.call(&callbacks::Callback::add_val_metrics, state_, metrics);
+    hook("add_val_metrics", &callbacks::Callback::add_val_metrics, state_, metrics);
     if (!std::isfinite(metrics["val/loss"]))
       throw InputError(nan_message("val/loss", epoch, state_.global_step, run_dir_));
     result_.last_val_metrics = metrics;
     state_.val_metrics = metrics;
     std::string summary;
     for (const auto& [k, v] : metrics) summary += (summary.empty() ? "" : ", ") + k + " " + std::to_string(v);
-    callbacks_.call(&callbacks::Callback::on_epoch_end, state_, std::string("val"), summary);
+    hook("on_epoch_end", &callbacks::Callback::on_epoch_end, state_, std::string("val"), summary);
     spdlog::info("epoch {} step {}: {}", epoch, state_.global_step, summary);
     if (dev_run_) return false;
     check_inputs();  // before the checkpoint: its val/loss came from an unchanged file
-    callbacks_.call(&callbacks::Callback::on_metrics, state_, metrics);
-    callbacks_.call(&callbacks::Callback::on_validation_end, state_);
+    hook("on_metrics", &callbacks::Callback::on_metrics, state_, metrics);
+    hook("on_validation_end", &callbacks::Callback::on_validation_end, state_);
     return true;
   }
 
@@ -676,7 +720,7 @@ class FitRun {
   // ---- finish ----
   FitResult finish() {
     if (!result_.requeued) check_inputs();
-    callbacks_.call(&callbacks::Callback::on_fit_end, state_);
+    hook("on_fit_end", &callbacks::Callback::on_fit_end, state_);
     result_.global_step = state_.global_step;
     if (result_.requeued) {
       result_.requeue_submitted = main_rank_ ? request_requeue() : in_requeueable_slurm_job();
@@ -686,6 +730,7 @@ class FitRun {
     }
     result_.host_reads_per_step = host_reads_.per_step();
     report_speed();
+    if (profiler_ && main_rank_) result_.profile = profiler_->report(dev_run_ ? fs::path() : run_dir_);
     if (session_) session_->group().barrier();  // rank 0's files are complete when any rank reports success
     return result_;
   }
@@ -749,6 +794,7 @@ class FitRun {
   HostReadMeter host_reads_;
   std::optional<GradScaler> scaler_;  // 16-mixed on CUDA
   std::vector<std::string> attention_kernels_;
+  std::unique_ptr<SimpleProfiler> profiler_;  // trainer.profiler
   // callbacks
   callbacks::CallbackList callbacks_;
   callbacks::FitState state_;

@@ -30,6 +30,7 @@ struct FitResult {
   int world_size = 1;      // processes in the run
   std::vector<EpochResources> resources;  // per stage: time, data wait, peak memory
   double host_reads_per_step = 0;  // device values read on the host per training step outside logging steps
+  std::filesystem::path profile;   // trainer.profiler's report file (rank 0)
 };
 
 // Hooks that other parts of salt-cpp plug in around a fit (git checks and tags,

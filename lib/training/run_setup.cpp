@@ -1,5 +1,7 @@
 #include "training/run_setup.h"
 
+#include <spdlog/spdlog.h>
+
 #include "models/mup.h"
 
 #include <fmt/format.h>
@@ -158,11 +160,17 @@ RunSetup prepare_run(const YAML::Node& resolved, Stage stage) {
       .set_selections(s.data.selections)
       .set_multi_targets(s.data.multi_target)
       .set_parameters(s.data.parameters, static_cast<uint64_t>(s.seed))
+      .set_noise(s.data.noise)
       .set_sample_weights(sample_weight_keys(*s.model->model))
       .set_labeller(relabelled, s.data.labeller_config.require_labels)
       .set_global_object(s.data.global_object)
       .set_non_finite_to_num(s.data.non_finite_to_num)
       .set_ignore_finite_checks(s.data.ignore_finite_checks);
+  for (const auto& n : s.data.noise)
+    if (n.mean == 0)
+      spdlog::warn("data.transforms: GaussianNoise multiplies {}.{} by N(0, {}), as salt's code does, so its values "
+                   "shrink towards 0; mean 1 adds noise around the value",
+                   n.input, n.variable, n.std);
   bake_into_config(s);
   return s;
 }

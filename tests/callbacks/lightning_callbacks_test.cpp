@@ -7,6 +7,8 @@
 
 #include <algorithm>
 #include <fstream>
+#include <map>
+#include <sstream>
 
 #include "core/errors.h"
 #include "support/in_process.h"
@@ -281,6 +283,144 @@ TEST(RichCallbacks, RichProgressBarAndModelSummaryStandInForLightningsDefaults) 
   } catch (const UsageError& e) {
     EXPECT_NE(std::string(e.what()).find("trainer.callbacks has 2 progress bars"), std::string::npos) << e.what();
   }
+}
+
+}  // namespace
+}  // namespace salt::testing
+
+namespace salt::testing {
+namespace {
+
+// The row of `action` in a profiler report: its cells (action, mean, calls, total, share).
+std::vector<std::string> profile_row(const std::string& report, const std::string& action) {
+  std::istringstream lines(report);
+  for (std::string line; std::getline(lines, line);) {
+    if (line.rfind("|  " + action + " ", 0) != 0 && line.rfind("|  " + action + "\t", 0) != 0) continue;
+    std::vector<std::string> cells;
+    std::istringstream parts(line.substr(1));
+    for (std::string cell; std::getline(parts, cell, '|');) {
+      const auto first = cell.find_first_not_of(" \t"), last = cell.find_last_not_of(" \t");
+      cells.push_back(first == std::string::npos ? "" : cell.substr(first, last - first + 1));
+    }
+    return cells;
+  }
+  return {};
+}
+
+std::string read_text(const fs::path& p) {
+  std::ifstream in(p);
+  return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+}
+
+TEST(Profiler, SimpleReportsEachStageAndCallbackHook) {
+  InProcessRun run;
+  auto r = fit("prof", {"--trainer.max_epochs", "2", "--trainer.profiler", "simple"});
+  ASSERT_EQ(r.profile, r.run_dir / "fit-profiler.txt");
+  const auto report = read_text(r.profile);
+  EXPECT_EQ(report.rfind("FIT Profiler Report\n", 0), 0u) << report;
+  // 2 epochs x 4 batches; a validation and a salt checkpoint per epoch.
+  EXPECT_EQ(profile_row(report, "run_training_batch").at(2), "8") << report;
+  EXPECT_EQ(profile_row(report, "[LightningModule].optimizer_step").at(2), "8") << report;
+  EXPECT_EQ(profile_row(report, "run_training_epoch").at(2), "2") << report;
+  EXPECT_EQ(profile_row(report, "run_validation").at(2), "2") << report;
+  EXPECT_EQ(profile_row(report, "[Callback]Checkpoint.on_train_epoch_end").at(2), "2") << report;
+  EXPECT_EQ(profile_row(report, "Total").at(4), "100 %") << report;
+
+  const auto dir = run.dir() / "prof";
+  auto c = fit("prof2", {"--trainer.max_epochs", "1",
+                         "--trainer.profiler={class_path: lightning.pytorch.profilers.SimpleProfiler, init_args: "
+                         "{dirpath: " + dir.string() + ", filename: perf, extended: false}}"});
+  EXPECT_EQ(c.profile, dir / "fit-perf.txt");
+  const auto plain = read_text(c.profile);
+  EXPECT_EQ(profile_row(plain, "run_training_batch").size(), 3u) << plain;  // action, mean, total
+  EXPECT_EQ(plain.find("Num calls"), std::string::npos);
+
+  try {
+    fit("prof3", {"--trainer.profiler", "advanced"});
+    FAIL() << "no error";
+  } catch (const UsageError& e) {
+    EXPECT_NE(std::string(e.what()).find("'trainer.profiler': 'advanced' is not available in salt-cpp"), std::string::npos)
+        << e.what();
+  }
+}
+
+TEST(DataTransforms, SaltsDocumentedGaussianNoiseTrains) {
+  InProcessRun run;
+  // salt's docs' form; mean 1: noise around each value.
+  auto r = fit("noise", {"--trainer.max_epochs", "1",
+                         "--data.transforms=[{class_path: salt.data.transforms.GaussianNoise, init_args: {noise_params: "
+                         "[{input_type: jets, variable: pt_btagJes, mean: 1.0, std: 0.1}]}}]"});
+  auto clean = fit("clean", {"--trainer.max_epochs", "1"});
+  EXPECT_EQ(r.global_step, 4);
+  EXPECT_FALSE(same_weights(r.checkpoints.back(), clean.checkpoints.back()));  // the inputs changed
+}
+
+}  // namespace
+}  // namespace salt::testing
+
+namespace salt::testing {
+namespace {
+
+// metrics.csv's rows as column -> cell (empty cells left out).
+std::vector<std::map<std::string, std::string>> metrics_rows(const fs::path& csv) {
+  std::ifstream in(csv);
+  std::string line;
+  std::getline(in, line);
+  std::vector<std::string> header;
+  std::istringstream hs(line);
+  for (std::string c; std::getline(hs, c, ',');) header.push_back(c);
+  std::vector<std::map<std::string, std::string>> rows;
+  while (std::getline(in, line)) {
+    std::map<std::string, std::string> row;
+    std::istringstream ls(line);
+    std::string cell;
+    for (std::size_t i = 0; std::getline(ls, cell, ','); ++i)
+      if (!cell.empty() && i < header.size()) row[header[i]] = cell;
+    rows.push_back(row);
+  }
+  return rows;
+}
+
+TEST(DeviceStatsMonitor, LogsTheCpusFiguresAtEachLoggingStep) {
+  InProcessRun run;
+  auto r = fit("stats", {"--trainer.max_epochs", "1", "--trainer.log_every_n_steps", "2",
+                         "--trainer.callbacks+={class_path: lightning.pytorch.callbacks.DeviceStatsMonitor}"});
+  int logged = 0;
+  for (const auto& row : metrics_rows(r.run_dir / "metrics.csv")) {
+    if (!row.count("train/loss")) continue;
+    ++logged;
+    for (const char* stat : {"cpu_vm_percent", "cpu_percent", "cpu_swap_percent"}) {
+      const auto key = std::string("DeviceStatsMonitor.on_train_batch_end/") + stat;
+      ASSERT_TRUE(row.count(key)) << key;
+      const double v = std::stod(row.at(key));
+      EXPECT_GE(v, 0) << key;
+      EXPECT_LE(v, 100) << key;
+    }
+    EXPECT_GT(std::stod(row.at("DeviceStatsMonitor.on_train_batch_end/cpu_vm_percent")), 0);
+  }
+  EXPECT_EQ(logged, 2);  // steps 2 and 4
+  auto off = fit("nostats", {"--trainer.max_epochs", "1", "--trainer.log_every_n_steps", "2",
+                             "--trainer.callbacks+={class_path: lightning.pytorch.callbacks.DeviceStatsMonitor, "
+                             "init_args: {cpu_stats: false}}"});
+  for (const auto& row : metrics_rows(off.run_dir / "metrics.csv"))
+    EXPECT_FALSE(row.count("DeviceStatsMonitor.on_train_batch_end/cpu_percent"));
+}
+
+TEST(GradientAccumulationScheduler, ChangesBatchesPerStepByEpochAndResumesIntoIt) {
+  InProcessRun run;
+  const std::string gas =
+      "--trainer.callbacks+={class_path: lightning.pytorch.callbacks.GradientAccumulationScheduler, "
+      "init_args: {scheduling: {1: 2, 2: 4}}}";
+  // 4 batches per epoch: epoch 0 one per step (4), epoch 1 two (2), epoch 2 four (1).
+  auto r = fit("gas", {"--trainer.max_epochs", "3", gas});
+  ASSERT_EQ(r.checkpoints.size(), 3u);
+  EXPECT_EQ(training::load_checkpoint(r.checkpoints[0]).global_step, 4);
+  EXPECT_EQ(training::load_checkpoint(r.checkpoints[1]).global_step, 6);
+  EXPECT_EQ(r.global_step, 7);
+  auto resumed = fit("gasb", {"--trainer.max_epochs", "3", "--ckpt_path", r.checkpoints[1].string(), gas});
+  EXPECT_EQ(resumed.global_step, 7);
+  EXPECT_TRUE(same_weights(r.checkpoints.back(), resumed.checkpoints.back()));
+  EXPECT_THROW(fit("gasc", {"--trainer.max_epochs", "1", "--trainer.accumulate_grad_batches", "2", gas}), UsageError);
 }
 
 }  // namespace

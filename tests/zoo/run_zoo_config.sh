@@ -2,7 +2,8 @@
 # The zoo test of one salt config (tests/fixtures/zoo/zoo.txt): our equivalent of
 # one of salt's configs composes, `salt toydata --config` writes data carrying its
 # variables and labels, one small epoch fits on the CPU and `salt test` writes the
-# prediction file. Only data paths and CPU sizes are overridden.
+# prediction file. Only data paths and CPU sizes are overridden; each config trains at
+# its own precision (16-mixed is bf16-mixed on a CPU, as in salt).
 # With SALT_ZOO_EXPORT=1 the tested checkpoint is also exported with `salt to_onnx`
 # (extra flags in SALT_ZOO_EXPORT_ARGS), checked in ONNX Runtime on 250 test jets
 # plus 0-, 1- and 12-constituent jets, and its metadata must parse as JSON. With
@@ -34,7 +35,7 @@ paths=(--data.train_file "$data/pp_output_train.h5" --data.val_file "$data/pp_ou
 if grep -q "^  class_dict: [^n]" "$dir/composed.yaml"; then paths+=(--data.class_dict "$data/class_dict.yaml"); fi
 cpu=(--data.batch_size 40 --data.num_workers 0 --data.num_train -1 --data.num_val -1 --data.num_test -1
      --trainer.max_epochs 1 --trainer.accelerator cpu --trainer.devices 1 --trainer.num_nodes 1
-     --trainer.precision 32 --trainer.default_root_dir "$dir/logs")
+     --trainer.default_root_dir "$dir/logs")
 # muP configs: the base shapes first (salt's main_muP.py), into the test's directory.
 if grep -q "^  mup_config:$" "$dir/composed.yaml"; then
   paths+=(--model.mup_config.shape_path "$dir/shape_mup")
