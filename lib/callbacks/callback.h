@@ -28,7 +28,7 @@ using Metrics = std::map<std::string, double>;
 // and may refuse the run from on_fit_start (throw UsageError).
 struct FitState {
   training::RunSetup* setup = nullptr;
-  const training::Optimization* optimization = nullptr;
+  training::Optimization* optimization = nullptr;  // StochasticWeightAveraging swaps its schedule
   std::filesystem::path run_dir;  // empty under fast_dev_run
   bool main_rank = true;          // only rank 0 writes files and prints
   bool dev_run = false;           // fast_dev_run: nothing written

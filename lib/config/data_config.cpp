@@ -78,12 +78,17 @@ const Binding<NoiseSpec>& noise_binding() {
   return b;
 }
 
+Field noise_params_field() {
+  auto f = field_null("noise_params",
+                      t_optional(t_union({t_dict(t_list(noise_binding().type())), t_list(noise_binding().type())})),
+                      "{input_type: [{variable, mean, std}]} (salt's code) or [{input_type, variable, mean, std}] "
+                      "(salt's docs).");
+  f.note = "read by data.transforms' reader (read_transforms) into DataConfig::noise";
+  return f;
+}
+
 const bool kGaussianNoise = register_component(
-    {"salt.data.transforms.GaussianNoise", "transform",
-     t_struct({field_null("noise_params",
-                          t_optional(t_union({t_dict(t_list(noise_binding().type())), t_list(noise_binding().type())})),
-                          "{input_type: [{variable, mean, std}]} (salt's code) or [{input_type, variable, mean, std}] "
-                          "(salt's docs).")}),
+    {"salt.data.transforms.GaussianNoise", "transform", t_struct({noise_params_field()}),
      "Multiplies input variables by Gaussian noise N(mean, std) as they are read (salt's input augmentation)."});
 
 void read_transforms(D& c, const YAML::Node& list) {

@@ -103,9 +103,17 @@ void Optimization::zero_grad() {
 }
 
 void Optimization::apply_schedule() {
+  if (override_) return set_group_values(override_->first, override_->second);
   auto index = schedule_index();
-  double lr = schedule_.lr(index);
-  double beta1 = schedule_.beta1(index);
+  set_group_values(schedule_.lr(index), schedule_.beta1(index));
+}
+
+void Optimization::override_schedule(double lr, double beta1) {
+  override_ = std::make_pair(lr, beta1);
+  apply_schedule();
+}
+
+void Optimization::set_group_values(double lr, double beta1) {
   for (auto& optimizer : optimizers_)
     for (std::size_t g = 0; g < optimizer->param_groups().size(); ++g) {
       auto& group = optimizer->param_groups()[g];
@@ -128,12 +136,16 @@ void Optimization::step(bool update_parameters) {
   ++steps_done_;
   // torch's OneCycleLR raises one step past its total; salt-cpp checks it when the
   // next step asks for its values instead of after the last step.
-  if (schedule_index() <= schedule_.total_steps()) apply_schedule();
+  if (override_ || schedule_index() <= schedule_.total_steps()) apply_schedule();
 }
 
-double Optimization::current_lr() const { return schedule_.lr(std::min(schedule_index(), schedule_.total_steps())); }
+double Optimization::current_lr() const {
+  if (override_) return override_->first;
+  return schedule_.lr(std::min(schedule_index(), schedule_.total_steps()));
+}
 double Optimization::current_beta1() const {
   if (kind_ == OptimizerKind::kHybridMuonAdamW) return 0.0;
+  if (override_) return override_->second;
   return schedule_.beta1(std::min(schedule_index(), schedule_.total_steps()));
 }
 

@@ -12,6 +12,7 @@
 #include <torch/torch.h>
 
 #include <map>
+#include <optional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -70,6 +71,13 @@ class Optimization {
   // HybridMuonAdamW leaves out (AdamW and Lion hold all, as salt passes them all).
   torch::optim::Optimizer* owner(std::size_t i) const { return owners_[i]; }
 
+  // Lightning's StochasticWeightAveraging swaps the one-cycle schedule for its own
+  // (SWALR, stepped per epoch): from then on every step uses `lr` (times each
+  // group's muP factor) and `beta1`, the momentum the schedule had reached. The
+  // schedule's position still counts the steps.
+  void override_schedule(double lr, double beta1);
+  bool schedule_overridden() const { return override_.has_value(); }
+
   // OneCycleLR's last_epoch: the schedule step the next optimizer step uses.
   int64_t schedule_index() const { return steps_done_ + offset_; }
   // Moves the schedule so that the next step uses step `index` (resuming a saved
@@ -93,6 +101,8 @@ class Optimization {
   int64_t steps_done_ = 0;
   int64_t offset_ = 0;  // lrs_config.last_epoch + 1
   std::vector<double> group_lr_scales_;
+  std::optional<std::pair<double, double>> override_;  // lr, beta1 (override_schedule)
+  void set_group_values(double lr, double beta1);
   void make_mup_adamw(const LrsConfig& lrs, const std::map<std::string, double>& width_mults);
 };
 

@@ -425,3 +425,47 @@ TEST(GradientAccumulationScheduler, ChangesBatchesPerStepByEpochAndResumesIntoIt
 
 }  // namespace
 }  // namespace salt::testing
+
+namespace salt::testing {
+namespace {
+
+TEST(StochasticWeightAveraging, AveragesTheLastEpochsUnderSwalrAndResumesExactly) {
+  InProcessRun run;
+  // max_epochs 4, swa_epoch_start 2: averaging from epoch 1 (0-based) to 3, each at
+  // the epoch's start, so of the weights after epochs 0, 1 and 2 (salt's checkpoints).
+  const std::string swa = "--trainer.callbacks+={class_path: lightning.pytorch.callbacks.StochasticWeightAveraging, "
+                          "init_args: {swa_lrs: 1e-3, swa_epoch_start: 2, annealing_epochs: 2}}";
+  auto r = fit("swa", {"--trainer.max_epochs", "4", "--trainer.log_every_n_steps", "1", swa});
+  ASSERT_EQ(r.checkpoints.size(), 4u);
+  const auto averaged = training::load_checkpoint(r.run_dir / "ckpts" / "swa.ckpt");
+  std::vector<training::CheckpointState> epochs;
+  for (int e = 0; e < 3; ++e) epochs.push_back(training::load_checkpoint(r.checkpoints[static_cast<std::size_t>(e)]));
+  ASSERT_EQ(averaged.state_dict.size(), epochs[0].state_dict.size());
+  for (std::size_t i = 0; i < averaged.state_dict.size(); ++i) {
+    const auto mean = (epochs[0].state_dict[i].second + epochs[1].state_dict[i].second + epochs[2].state_dict[i].second) / 3;
+    EXPECT_TRUE(torch::allclose(averaged.state_dict[i].second, mean, 1e-5, 1e-7)) << averaged.state_dict[i].first;
+  }
+  EXPECT_FALSE(torch::allclose(averaged.state_dict[0].second, training::load_checkpoint(r.checkpoints[3]).state_dict[0].second));
+  // SWALR: epoch 1 keeps the lr the one-cycle schedule had reached (lr0), epoch 2 is
+  // half way (cos at t = 1/2) to swa_lrs, epoch 3 at swa_lrs.
+  std::vector<double> lr;
+  for (const auto& row : metrics_rows(r.run_dir / "metrics.csv"))
+    if (row.count("lr-AdamW")) lr.push_back(std::stod(row.at("lr-AdamW")));
+  ASSERT_EQ(lr.size(), 16u);
+  const double lr0 = lr[4];
+  for (int s = 4; s < 8; ++s) EXPECT_DOUBLE_EQ(lr[static_cast<std::size_t>(s)], lr0);
+  for (int s = 8; s < 12; ++s) EXPECT_NEAR(lr[static_cast<std::size_t>(s)], (1e-3 + lr0) / 2, 1e-10);  // metrics.csv: 8 digits
+  for (int s = 12; s < 16; ++s) EXPECT_NEAR(lr[static_cast<std::size_t>(s)], 1e-3, 1e-10);
+  EXPECT_NE(lr0, lr[3]);  // the one-cycle schedule moved until then
+  // Resumed after epoch 1, the average and its schedule go on to the same result.
+  auto resumed = fit("swab", {"--trainer.max_epochs", "4", "--ckpt_path", r.checkpoints[1].string(), swa});
+  const auto again = training::load_checkpoint(resumed.run_dir / "ckpts" / "swa.ckpt");
+  for (std::size_t i = 0; i < again.state_dict.size(); ++i)
+    EXPECT_TRUE(torch::equal(again.state_dict[i].second, averaged.state_dict[i].second)) << again.state_dict[i].first;
+  const auto& state = callback_state(training::load_checkpoint(r.checkpoints[3]), "StochasticWeightAveraging");
+  EXPECT_EQ(state.find("n_averaged")->as_int(), 3);
+  EXPECT_EQ(state.find("latest_update_epoch")->as_int(), 3);
+}
+
+}  // namespace
+}  // namespace salt::testing
