@@ -462,7 +462,8 @@ TEST(StochasticWeightAveraging, AveragesTheLastEpochsUnderSwalrAndResumesExactly
   const auto again = training::load_checkpoint(resumed.run_dir / "ckpts" / "swa.ckpt");
   for (std::size_t i = 0; i < again.state_dict.size(); ++i)
     EXPECT_TRUE(torch::equal(again.state_dict[i].second, averaged.state_dict[i].second)) << again.state_dict[i].first;
-  const auto& state = callback_state(training::load_checkpoint(r.checkpoints[3]), "StochasticWeightAveraging");
+  const auto last = training::load_checkpoint(r.checkpoints[3]);
+  const auto& state = callback_state(last, "StochasticWeightAveraging");
   EXPECT_EQ(state.find("n_averaged")->as_int(), 3);
   EXPECT_EQ(state.find("latest_update_epoch")->as_int(), 3);
 }
