@@ -160,8 +160,14 @@ class FitRun {
     for (const auto& callback : callbacks_.all()) {
       const auto key = callback->state_key();
       if (key.empty()) continue;
-      for (const auto& [saved_key, value] : resume_->callback_states)
-        if (saved_key == key) callback->load_state_dict(state_, value);
+      for (const auto& [saved_key, value] : resume_->callback_states) {
+        if (saved_key != key) continue;
+        try {
+          callback->load_state_dict(state_, value);
+        } catch (const std::invalid_argument& e) {  // a PyValue of the wrong kind, a missing entry
+          throw InputError(resume_source_ + ": the state of callback " + key + " cannot be read (" + e.what() + ")");
+        }
+      }
     }
   }
 

@@ -470,3 +470,28 @@ TEST(StochasticWeightAveraging, AveragesTheLastEpochsUnderSwalrAndResumesExactly
 
 }  // namespace
 }  // namespace salt::testing
+
+namespace salt::testing {
+namespace {
+
+TEST(CallbackState, AnUnreadableSavedStateIsOneLineNamingTheFileAndCallback) {
+  InProcessRun run;
+  auto first = fit("bad_state", {"--trainer.max_epochs", "1", early_stopping(3)});
+  auto state = training::load_checkpoint(first.checkpoints.back());
+  for (auto& [key, value] : state.callback_states)
+    if (key == kEsKey) value = serialize::PyValue::dict();  // no wait_count, best_score, ...
+  const auto broken = run.dir() / "broken.ckpt";
+  training::save_checkpoint(broken, state, nullptr);
+  try {
+    fit("bad_state2", {"--trainer.max_epochs", "2", "--ckpt_path", broken.string(), "--model.lrs_config.last_epoch", "0",
+                       early_stopping(3)});
+    FAIL() << "no error";
+  } catch (const InputError& e) {
+    const std::string what = e.what();
+    EXPECT_NE(what.find(broken.string() + ": the state of callback " + kEsKey + " cannot be read"), std::string::npos)
+        << what;
+  }
+}
+
+}  // namespace
+}  // namespace salt::testing
