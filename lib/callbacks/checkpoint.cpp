@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <utility>
 
+#include "callbacks/checkpoint_writer.h"
 #include "callbacks/monitor.h"
 #include "callbacks/registry.h"
 #include "core/errors.h"
@@ -69,11 +70,8 @@ class Checkpoint : public Callback {
  private:
   void save(FitState& s) {
     if (s.dev_run || !s.main_rank || !s.setup->trainer.enable_checkpointing) return;
-    auto state = s.capture();
-    for (const auto& [k, v] : s.val_metrics) state.metrics.emplace_back(k, v);
-    auto path = s.run_dir / "ckpts" / checkpoint_name(s.epoch, o_.fname_string, monitored(s));
-    std::filesystem::create_directories(path.parent_path());
-    training::save_checkpoint(path, state, s.optimization);
+    const auto path = s.run_dir / "ckpts" / checkpoint_name(s.epoch, o_.fname_string, monitored(s));
+    write_checkpoint(s, path);
     s.checkpoint_saved(path);
   }
 

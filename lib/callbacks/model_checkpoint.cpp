@@ -13,10 +13,10 @@
 #include <optional>
 #include <regex>
 
+#include "callbacks/checkpoint_writer.h"
 #include "callbacks/monitor.h"
 #include "callbacks/registry.h"
 #include "core/errors.h"
-#include "training/checkpoint.h"
 
 namespace salt::callbacks {
 namespace {
@@ -176,6 +176,7 @@ class ModelCheckpoint : public Callback {
     if (!s.setup->trainer.enable_checkpointing)
       throw UsageError("trainer.enable_checkpointing is false but trainer.callbacks has a ModelCheckpoint; "
                        "remove one of them");
+    format_name({{"epoch", {0.0, true}}, {"step", {0.0, true}}});  // a bad format spec fails before training
     const auto& t = s.setup->trainer;
     on_epoch_end_ = o_.save_on_train_epoch_end.value_or(t.check_val_every_n_epoch == 1 && validates_once_per_epoch(t));
   }
@@ -334,11 +335,7 @@ class ModelCheckpoint : public Callback {
     last_global_step_saved_ = s.global_step;
     last_checkpoint_saved_ = path;
     if (!s.main_rank) return;
-    auto state = s.capture();  // after the ranking above, so the file holds this callback's new state
-    state.weights_only = o_.save_weights_only;
-    for (const auto& [k, v] : s.val_metrics) state.metrics.emplace_back(k, v);
-    fs::create_directories(fs::path(path).parent_path());  // a metric name with '/' makes a folder, as Lightning's
-    training::save_checkpoint(path, state, s.optimization);
+    write_checkpoint(s, path, o_.save_weights_only);  // after the ranking above: the file holds its new state
     s.checkpoint_saved(path);
   }
 

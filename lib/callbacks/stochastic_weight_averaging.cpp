@@ -17,10 +17,10 @@
 #include <cmath>
 #include <optional>
 
+#include "callbacks/checkpoint_writer.h"
 #include "callbacks/monitor.h"
 #include "callbacks/registry.h"
 #include "core/errors.h"
-#include "training/checkpoint.h"
 #include "training/optimization.h"
 
 namespace salt::callbacks {
@@ -151,10 +151,8 @@ class StochasticWeightAveraging : public Callback {
     if (!initialized_ || s.epoch != swa_end_ || average_.empty()) return;
     transfer(s);
     if (s.dev_run || !s.main_rank) return;
-    auto state = s.capture();
     const auto path = s.run_dir / "ckpts" / "swa.ckpt";
-    std::filesystem::create_directories(path.parent_path());
-    training::save_checkpoint(path, state, s.optimization);
+    write_checkpoint(s, path);
     spdlog::info("StochasticWeightAveraging: the average of {} epochs' weights is in {}", n_averaged_, path.string());
   }
 
