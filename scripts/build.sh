@@ -6,6 +6,13 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 build=${SALT_BUILD_DIR:-$root/build}
 exec 9>/tmp/salt-cpp-build.lock
 flock 9
+# ccache (CMakeLists.txt uses it when installed) can cache the translation units
+# that include the precompiled torch header only with these: without them every
+# such compile is "Could not use precompiled header" and runs in full. The .gch
+# itself is still hashed, so a changed header still misses. basedir: a fresh
+# clone elsewhere hits what another checkout compiled.
+export CCACHE_SLOPPINESS=${CCACHE_SLOPPINESS:-pch_defines,time_macros,include_file_mtime,include_file_ctime}
+export CCACHE_BASEDIR=${CCACHE_BASEDIR:-$root}
 if [ ! -f "$build/CMakeCache.txt" ]; then
   cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo ${SALT_CMAKE_ARGS:-} >/dev/null
 fi

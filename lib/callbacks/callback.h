@@ -24,6 +24,27 @@ namespace salt::callbacks {
 
 using Metrics = std::map<std::string, double>;
 
+// A tuner's trial (BatchSizeFinder, LearningRateFinder; FitState::run_trial):
+// optimizer steps from the model's current weights with a throwaway optimizer,
+// outside the run (no callback, logger or checkpoint sees them); afterwards the
+// weights and the random generators are put back.
+struct TrialSpec {
+  int64_t batch_size = 0;  // per process
+  int64_t steps = 0;       // optimizer steps (each of trainer.accumulate_grad_batches batches)
+  int64_t val_batches = 0; // validation batches after the steps (memory is checked there too)
+  // Step i's learning rate (muP factors applied on top); empty: the one-cycle
+  // schedule's first steps.
+  std::function<double(int64_t step)> lr_at;
+  // After step i with its loss (the mean over processes): false ends the trial.
+  std::function<bool(int64_t step, double loss)> after_step;
+};
+
+struct TrialResult {
+  int64_t steps_run = 0;
+  int64_t batches_per_epoch = 0;  // at this batch size (0: not one full batch; nothing ran)
+  bool out_of_memory = false;     // the device (or host) allocator gave up
+};
+
 // What the fit hooks see. fit() owns it and keeps it current; callbacks read it
 // and may refuse the run from on_fit_start (throw UsageError).
 struct FitState {
@@ -31,6 +52,8 @@ struct FitState {
   training::Optimization* optimization = nullptr;  // StochasticWeightAveraging swaps its schedule
   std::filesystem::path run_dir;  // empty under fast_dev_run
   bool main_rank = true;          // only rank 0 writes files and prints
+  int world_size = 1;             // processes training together
+  int64_t train_rows = 0;         // training jets each epoch draws from (after num_train)
   bool dev_run = false;           // fast_dev_run: nothing written
   bool same_dir_resume = false;   // resumed from a requeue checkpoint in run_dir
   int64_t epoch = 0, max_epochs = 0, global_step = 0;
@@ -65,6 +88,8 @@ struct FitState {
   // Element-wise sums over the ranks of a multi-process run (identity on one):
   // every rank must call it at the same point.
   std::function<std::vector<double>(const std::vector<double>&)> sum_over_ranks;
+  // Runs a tuner's trial (see TrialSpec); only during the tune hook.
+  std::function<TrialResult(const TrialSpec&)> run_trial;
 };
 
 // What a monitor (EarlyStopping, ModelCheckpoint) can name: the last train and
@@ -94,6 +119,11 @@ class Callback {
   // Before anything is written (no run directory yet): a callback may refuse the
   // run here by throwing UsageError.
   virtual void on_setup(FitState&) {}
+  // The data are open and the model is placed; the batches per epoch and the
+  // one-cycle schedule are not planned yet. Tuners (BatchSizeFinder,
+  // LearningRateFinder) run trials here (FitState::run_trial) and may change
+  // setup->data.batch_size or setup->lrs, which the run then plans with.
+  virtual void tune(FitState&) {}
   // The run directory and any resume are decided, run files written, nothing
   // trained yet.
   virtual void on_fit_start(FitState&) {}

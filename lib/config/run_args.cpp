@@ -1,9 +1,12 @@
 #include "config/run_args.h"
 
+#include <fmt/format.h>
+
 #include <sstream>
 
 #include "config/did_you_mean.h"
 #include "config/schema.h"
+#include "config/yaml11_scalars.h"
 #include "core/errors.h"
 
 namespace salt::config {
@@ -136,6 +139,10 @@ namespace {
 
 std::string default_text(const Field& f) {
   if (f.required()) return "required";
+  // A float as Python prints it (0.05, not yaml-cpp's 0.050000000000000003).
+  const auto& v = f.default_value;
+  if (v.IsScalar() && v.Scalar().find_first_of(".eE") != std::string::npos)
+    if (const auto x = yaml11_float(v.Scalar())) return fmt::format("default: {}", *x);
   YAML::Emitter out;
   out.SetNullFormat(YAML::LowerNull);
   out << YAML::Flow << f.default_value;

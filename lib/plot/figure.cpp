@@ -87,13 +87,16 @@ struct Range {
 
 // Axis transform: data -> design units, y through log10 on a log axis.
 struct Frame {
-  Range x, y;  // y in log10 units when log_y
-  bool log_y = false;
+  Range x, y;  // in log10 units on a log axis
+  bool log_x = false, log_y = false;
   double left = kLeft, right = kWidth - kRight, top = kTop, bottom = kHeight - kBottom;
   bool usable(double xv, double yv) const {
-    return std::isfinite(xv) && std::isfinite(yv) && (!log_y || yv > 0);
+    return std::isfinite(xv) && std::isfinite(yv) && (!log_x || xv > 0) && (!log_y || yv > 0);
   }
-  double px(double xv) const { return left + (xv - x.lo) / (x.hi - x.lo) * (right - left); }
+  double px(double xv) const {
+    const double t = log_x ? std::log10(xv) : xv;
+    return left + (t - x.lo) / (x.hi - x.lo) * (right - left);
+  }
   double py(double yv) const {
     const double t = log_y ? std::log10(yv) : yv;
     return bottom - (t - y.lo) / (y.hi - y.lo) * (bottom - top);
@@ -106,7 +109,8 @@ Range data_range(const Figure& f, bool x_axis) {
     const auto scan = [&](const std::vector<double>& ys) {
       for (std::size_t i = 0; i < ys.size() && i < s.x.size(); ++i) {
         const double v = x_axis ? s.x[i] : ys[i];
-        if (!std::isfinite(v) || (!x_axis && f.log_y && v <= 0) || !std::isfinite(x_axis ? ys[i] : s.x[i])) continue;
+        const bool log_axis = x_axis ? f.log_x : f.log_y;
+        if (!std::isfinite(v) || (log_axis && v <= 0) || !std::isfinite(x_axis ? ys[i] : s.x[i])) continue;
         lo = std::min(lo, v);
         hi = std::max(hi, v);
       }
@@ -124,8 +128,12 @@ Range data_range(const Figure& f, bool x_axis) {
 Frame make_frame(const Figure& f, double header) {
   Frame fr;
   fr.log_y = f.log_y;
+  fr.log_x = f.log_x;
   fr.x = f.x_min < f.x_max ? Range{f.x_min, f.x_max} : data_range(f, true);
-  if (!(f.x_min < f.x_max)) {
+  if (f.log_x) {  // whole decades at both ends
+    const double lo = std::max(fr.x.lo, 1e-300), hi = std::max(fr.x.hi, lo);
+    fr.x = {std::floor(std::log10(lo)), std::ceil(std::log10(hi))};
+  } else if (!(f.x_min < f.x_max)) {
     const double pad = (fr.x.hi - fr.x.lo) * 0.02;  // markers at the ends stay whole
     fr.x = {fr.x.lo - pad, fr.x.hi + pad};
   }
@@ -211,7 +219,7 @@ void draw_axes(cairo_t* cr, const Figure& f, const Frame& fr) {
   cairo_stroke(cr);
   cairo_set_font_size(cr, kFont);
   // x: ticks inside the frame, labels below (ATLAS style).
-  const auto xt = linear_ticks(fr.x.lo, fr.x.hi);
+  const auto xt = f.log_x ? log_ticks(std::pow(10.0, fr.x.lo), std::pow(10.0, fr.x.hi)) : linear_ticks(fr.x.lo, fr.x.hi);
   const double xstep = xt.size() > 1 ? xt[1] - xt[0] : 1;
   for (double t : xt) {
     const double x = fr.px(t);
@@ -220,7 +228,7 @@ void draw_axes(cairo_t* cr, const Figure& f, const Frame& fr) {
     cairo_move_to(cr, x, fr.top);
     cairo_line_to(cr, x, fr.top + 6);
     cairo_stroke(cr);
-    show_text(cr, number_label(t, xstep), x, fr.bottom + 8, 0.5, 1);
+    show_text(cr, f.log_x ? power_of_ten_label(t) : number_label(t, xstep), x, fr.bottom + 8, 0.5, 1);
   }
   // y: linear ticks, or decades with minor ticks at 2..9.
   std::vector<double> yt;

@@ -29,6 +29,7 @@ struct Figure {
   std::string x_label, y_label;
   std::vector<std::string> text;  // lines at the top left inside the axes
   bool log_y = false;
+  bool log_x = false;  // decades on the x axis (a learning-rate sweep)
   // Axis ranges; when min >= max the range is taken from the data.
   double x_min = 0, x_max = 0, y_min = 0, y_max = 0;
   std::vector<Series> series;

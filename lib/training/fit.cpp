@@ -32,6 +32,7 @@
 #include "training/device.h"
 #include "training/epoch_resources.h"
 #include "training/metrics_log.h"
+#include "training/model_snapshot.h"
 #include "training/optimization.h"
 #include "training/profiler.h"
 #include "training/progress.h"
@@ -141,6 +142,8 @@ class FitRun {
     val_members_ = val_reader_->members();
     decide_start();
     place_model();
+    choose_precision();
+    tune();
     plan_steps();
     make_optimization();
     run_git_checks();
@@ -395,37 +398,130 @@ class FitRun {
     spdlog::info("run directory: {}", run_dir_.string());
   }
 
-  void make_loaders() {
+  data::LoaderOptions loader_options() const {
     data::LoaderOptions options;
     options.set_num_workers(D.num_workers)
         .set_prefetch_factor(D.prefetch_factor)
         .set_pin_memory(D.pin_memory && device_.is_cuda())
         .set_persistent_workers(D.persistent_workers);
-    train_loader_ = std::make_unique<data::Loader>(train_reader_, train_sampler_, options);
-    val_loader_ = std::make_unique<data::Loader>(
-        val_reader_, data::SamplerOptions::evaluation(val_reader_->num_rows(), D.batch_size).set_shard(rank_, world_),
-        options);
+    return options;
+  }
+
+  data::SamplerOptions val_sampler(int64_t batch_size) const {
+    return data::SamplerOptions::evaluation(val_reader_->num_rows(), batch_size).set_shard(rank_, world_);
+  }
+
+  void make_loaders() {
+    train_loader_ = std::make_unique<data::Loader>(train_reader_, train_sampler_, loader_options());
+    val_loader_ = std::make_unique<data::Loader>(val_reader_, val_sampler(D.batch_size), loader_options());
     const int64_t available = val_loader_->batches_per_epoch();
     val_batches_ = dev_run_ ? std::min(T.fast_dev_run, available) : T.limit_val.apply(available);
     if (overfitting()) val_batches_ = T.overfit_batches.apply(available);
     plan_validation();
+    // float16 gradients need loss scaling (Lightning's 16-mixed: torch's GradScaler).
+    if (needs_loss_scaling())
+      scaler_.emplace(resume_ && resume_->amp_scaling ? *resume_->amp_scaling : GradScalerState{});
+  }
+
+  void choose_precision() {
     autocast_.enabled = T.precision != Precision::kFloat32;
     autocast_.dtype = device_.is_cuda() && T.precision == Precision::kFloat16Mixed ? torch::kFloat16 : torch::kBFloat16;
-    // float16 gradients need loss scaling (Lightning's 16-mixed: torch's GradScaler).
-    if (autocast_.enabled && autocast_.dtype == torch::kFloat16)
-      scaler_.emplace(resume_ && resume_->amp_scaling ? *resume_->amp_scaling : GradScalerState{});
+  }
+  bool needs_loss_scaling() const { return autocast_.enabled && autocast_.dtype == torch::kFloat16; }
+
+  // ---- tuners (BatchSizeFinder, LearningRateFinder) ----
+  // Before anything is planned from the batch size or the learning rate. Sets the
+  // parts of state_ tuners read (prepare_state the rest).
+  void tune() {
+    state_.run_dir = run_dir_;
+    state_.world_size = world_;
+    state_.train_rows = train_reader_->num_rows();
+    if (resume_) state_.resumed_from = resume_source_;
+    state_.sum_over_ranks = [this](const std::vector<double>& values) {
+      return session_ ? session_->sum(values) : values;
+    };
+    state_.run_trial = [this](const callbacks::TrialSpec& spec) { return run_trial(spec); };
+    hook("tune", &callbacks::Callback::tune, state_);
+    state_.run_trial = nullptr;
+  }
+
+  // A tuner's trial (see callbacks::TrialSpec): the run's step on its own
+  // optimizer and loaders; the weights and generators are put back afterwards.
+  callbacks::TrialResult run_trial(const callbacks::TrialSpec& spec) {
+    callbacks::TrialResult result;
+    const auto sampler = data::SamplerOptions::training(train_reader_->num_rows(), spec.batch_size, setup_.seed)
+                             .set_shard(rank_, world_);
+    result.batches_per_epoch = data::BatchSampler(sampler).batches_per_epoch();
+    if (result.batches_per_epoch <= 0 || spec.steps <= 0) return result;
+    const ModelSnapshot snapshot(*setup_.model, device_);
+    try {
+      trial_steps(spec, sampler, result);
+      if (spec.val_batches > 0) trial_validation(spec);
+    } catch (const std::bad_alloc&) {
+      result.out_of_memory = true;
+    } catch (const c10::Error& e) {
+      if (!is_out_of_memory(e)) throw;
+      result.out_of_memory = true;
+    }
+    return result;
+  }
+
+  // Lightning's is_oom_error: CUDA's allocator, or the CPU's.
+  static bool is_out_of_memory(const c10::Error& e) {
+    if (dynamic_cast<const c10::OutOfMemoryError*>(&e)) return true;
+    const std::string what = e.what_without_backtrace();
+    return what.find("out of memory") != std::string::npos || what.find("can't allocate memory") != std::string::npos;
+  }
+
+  void trial_steps(const callbacks::TrialSpec& spec, const data::SamplerOptions& sampler,
+                   callbacks::TrialResult& result) {
+    Optimization optimization(setup_.model->named_parameters(), optimizer_kind(setup_.optimizer), setup_.lrs,
+                              std::max<int64_t>(spec.steps, 1), 0, setup_.model->mup_width_mults);
+    const double beta1 = optimization.current_beta1();  // the momentum the schedule starts at, held
+    std::optional<GradScaler> scaler;
+    if (needs_loss_scaling()) scaler.emplace();
+    data::Loader loader(train_reader_, sampler, loader_options());
+    int64_t epoch = 0;
+    loader.start_epoch(epoch);
+    setup_.model->train();
+    const int64_t accumulate = T.accumulate_grad_batches;
+    for (int64_t step = 0; step < spec.steps; ++step) {
+      if (spec.lr_at) optimization.override_schedule(spec.lr_at(step), beta1);
+      double loss = 0;
+      for (int64_t k = 0; k < accumulate; ++k) {
+        auto batch = loader.next();
+        if (!batch) {  // as Lightning's loop, on into the next epoch
+          loader.stop();
+          loader.start_epoch(++epoch);
+          batch = loader.next();
+        }
+        const auto out = forward_backward(batch_to_device(std::move(*batch), device_), accumulate, k + 1 == accumulate,
+                                          scaler ? &*scaler : nullptr);
+        loss += host_read<double>(out.loss) / static_cast<double>(accumulate);
+      }
+      if (grad_sync_) grad_sync_->finish();
+      apply_gradients(optimization, scaler ? &*scaler : nullptr);
+      ++result.steps_run;
+      if (session_) loss = session_->sum({loss})[0] / world_;
+      if (spec.after_step && !spec.after_step(step, loss)) break;
+    }
+    loader.stop();
+  }
+
+  void trial_validation(const callbacks::TrialSpec& spec) {
+    data::Loader loader(val_reader_, val_sampler(spec.batch_size), loader_options());
+    const int64_t batches = std::min(spec.val_batches, loader.batches_per_epoch());
+    validation_pass(setup_.model, loader, 0, batches, device_, autocast_, {}, false);
   }
 
   void prepare_state() {
     state_.optimization = optimization_.get();
     state_.optimizer_name = optimization_->class_name();  // Lightning logs lr-<class name>
-    state_.run_dir = run_dir_;
     state_.same_dir_resume = same_dir_resume_;
     state_.max_epochs = max_epochs_;
     state_.train_batches = train_batches_;
     state_.cuda_device = device_.is_cuda() ? device_.index() : -1;
     state_.val_batches = val_batches_;
-    if (resume_) state_.resumed_from = resume_source_;
     state_.schedule = RunSchedule{max_epochs_, T.max_steps, T.accumulate_grad_batches, train_batches_, val_batches_,
                                   T.check_val_every_n_epoch};
     state_.weight_decay = setup_.lrs.weight_decay;
@@ -451,9 +547,6 @@ class FitRun {
     };
     state_.log_text = [this](const std::string& tag, const std::string& markdown) {
       hook("on_text", &callbacks::Callback::on_text, state_, tag, markdown);
-    };
-    state_.sum_over_ranks = [this](const std::vector<double>& values) {
-      return session_ ? session_->sum(values) : values;
     };
   }
 
@@ -523,23 +616,10 @@ class FitRun {
     const auto timed = profile("run_training_batch");
     host_reads_.step_start();
     auto on_device = batch_to_device(std::move(batch), device_);
-    models::ModelOutput out;
-    {
-      std::optional<compat::AutocastGuard> guard;
-      if (autocast_.enabled) guard.emplace(device_.type(), autocast_.dtype);
-      const auto timed = profile("[Strategy].training_step");
-      out = setup_.model->forward(on_device, true);
-    }
-    watch_finite(out.loss);
     const int64_t accumulate = state_.accumulate_grad_batches;
     const bool boundary = (b + 1) % accumulate == 0 || b + 1 == train_batches_;
-    if (grad_sync_) grad_sync_->begin_backward(boundary);  // accumulation: reduce only at the step boundary
-    auto loss = out.loss / static_cast<double>(accumulate);
-    if (scaler_) loss = scaler_->scale(loss);
-    {
-      const auto timed = profile("[Strategy].backward");
-      loss.backward();
-    }
+    const auto out = forward_backward(on_device, accumulate, boundary, scaler_ ? &*scaler_ : nullptr);
+    watch_finite(out.loss);
     interval_.add(out, on_device.size);
     result_.train_jets += on_device.size;
     if (boundary) {
@@ -549,6 +629,38 @@ class FitRun {
     hook("on_batch_end", &callbacks::Callback::on_batch_end, state_, std::string("train"), b, out.loss.detach(),
                     on_device.size);
     if (!session_ && boundary && state_.global_step % T.log_every_n_steps != 0) host_reads_.step_done();
+  }
+
+  // The forward pass (under autocast) and the backward pass of one training batch,
+  // as every training step (the run's and a tuner's trial) takes them; with
+  // gradient accumulation the loss is divided by the batches per step, and the
+  // ranks' gradients are reduced only at the step boundary.
+  models::ModelOutput forward_backward(const Batch& on_device, int64_t accumulate, bool boundary, GradScaler* scaler) {
+    models::ModelOutput out;
+    {
+      std::optional<compat::AutocastGuard> guard;
+      if (autocast_.enabled) guard.emplace(device_.type(), autocast_.dtype);
+      const auto timed = profile("[Strategy].training_step");
+      out = setup_.model->forward(on_device, true);
+    }
+    if (grad_sync_) grad_sync_->begin_backward(boundary);
+    auto loss = out.loss / static_cast<double>(accumulate);
+    if (scaler) loss = scaler->scale(loss);
+    const auto timed = profile("[Strategy].backward");
+    loss.backward();
+    return out;
+  }
+
+  // Unscale (16-mixed), clip, step, zero the gradients: every optimizer step (the
+  // run's and a trial's). `before_clip` sees the final, unscaled gradients.
+  void apply_gradients(Optimization& optimization, GradScaler* scaler, const std::function<void()>& before_clip = {}) {
+    if (scaler) scaler->unscale(optimization.parameters());  // before clipping, as Lightning
+    if (before_clip) before_clip();
+    clip_gradients();
+    // A scaled step with an inf/NaN gradient is skipped; the schedule still advances.
+    optimization.step(!scaler || scaler->gradients_finite());
+    if (scaler) scaler->update();
+    optimization.zero_grad();
   }
 
   // A non-finite loss stops the run. On one process the first step with one is kept
@@ -582,17 +694,12 @@ class FitRun {
       if (flags.stop_signal) throw StopRequested{flags.stop_signal};
       requeue_now = flags.requeue && !dev_run_;
     }
-    if (scaler_) scaler_->unscale(optimization_->parameters());  // before clipping, as Lightning
-    hook("on_after_backward", &callbacks::Callback::on_after_backward, state_);
-    clip_gradients();
-    state_.lr = optimization_->current_lr();
-    state_.beta1 = optimization_->current_beta1();
-    // A scaled step with an inf/NaN gradient is skipped; the schedule still advances.
-    const bool update = !scaler_ || scaler_->gradients_finite();
-    optimization_->step(update);
-    if (scaler_) scaler_->update();
+    apply_gradients(*optimization_, scaler_ ? &*scaler_ : nullptr, [this] {
+      hook("on_after_backward", &callbacks::Callback::on_after_backward, state_);
+      state_.lr = optimization_->current_lr();
+      state_.beta1 = optimization_->current_beta1();
+    });
     cleanup_->disarm();
-    optimization_->zero_grad();
     ++state_.global_step;
     if (state_.global_step % T.log_every_n_steps == 0) {
       check_finite();

@@ -39,7 +39,9 @@ Optimization::Optimization(const NamedParameters& parameters, OptimizerKind kind
     make_hybrid(lrs);
   }
   if (kind != OptimizerKind::kHybridMuonAdamW) owners_.assign(parameters_.size(), optimizers_.front().get());
-  apply_schedule();
+  // A resumed run past the schedule's end gets its position from set_schedule_index
+  // (lrs_config.last_epoch); a step taken without one fails in apply_schedule.
+  if (schedule_index() <= schedule_.total_steps()) apply_schedule();
 }
 
 // mup's MuAdamW: one group per width multiplier of the matrix-like parameters

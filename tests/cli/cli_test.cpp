@@ -1,5 +1,6 @@
 // The `salt` binary as a user runs it: help, version, --print_config, and one-line
 // errors with exit code 2 and no stack trace.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <functional>
@@ -37,10 +38,18 @@ TEST(Cli, FitHelpListsEveryKeyWithItsDefault) {
         continue;
       }
       std::string expected_default = "required";
-      if (!f.required()) {
+      const auto& v = f.default_value;
+      if (!f.required() && v.IsScalar() && v.Scalar().find_first_of(".eE") != std::string::npos &&
+          v.Scalar().find_first_not_of("0123456789.eE+-") == std::string::npos) {
+        // A float: the shortest text that reads back as it (0.05, not 0.050000000000000003).
+        const double x = std::stod(v.Scalar());
+        const auto shown = fmt::format("{}", x);
+        EXPECT_EQ(std::stod(shown), x) << key;
+        expected_default = "default: " + shown;
+      } else if (!f.required()) {
         YAML::Emitter e;
         e.SetNullFormat(YAML::LowerNull);
-        e << YAML::Flow << f.default_value;
+        e << YAML::Flow << v;
         expected_default = std::string("default: ") + e.c_str();
       }
       auto line = "--" + key + " " + f.type->describe() + "  (" + expected_default + ")";
