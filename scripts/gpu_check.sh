@@ -183,12 +183,12 @@ if step "toy data" 60; then
   [ -f "$data/pp_output_train.h5" ] ||
     "$salt" toydata --output_dir "$data" --num_train $ntrain --num_val $nval --num_test $ntest >>"$out/fit.log" 2>&1
 fi
-fit() {  # fit PRECISION EXTRA_ARGS...
-  local p=$1 log
+fit() {  # [FIT_TAG=name] fit PRECISION EXTRA_ARGS...   (the run: logs/GN2_gpu_<name, else PRECISION>)
+  local p=$1 tag=${FIT_TAG:-$1} log
   shift
   log=$(mktemp)
   echo "== GN2 fit, $device, precision $p" >>"$out/fit.log"
-  "$salt" fit -c configs/GN2.yaml "${size[@]}" --force -n GN2_gpu -ls "$p" -oc \
+  "$salt" fit -c configs/GN2.yaml "${size[@]}" --force -n GN2_gpu -ls "$tag" -oc \
     --data.train_file "$data/pp_output_train.h5" --data.val_file "$data/pp_output_val.h5" \
     --data.test_file "$data/pp_output_test_ttbar.h5" --data.norm_dict "$data/norm_dict.yaml" \
     --data.class_dict "$data/class_dict.yaml" --data.batch_size $batch --data.num_workers $workers \
@@ -200,8 +200,8 @@ fit() {  # fit PRECISION EXTRA_ARGS...
   speed=$(grep -oE "trained [0-9]+ jets in [0-9.]+ s: [0-9]+ jets/s" "$log" | tail -1)
   res=$(grep -E "train epoch 1: " "$log" | tail -1 | sed 's/.*train epoch 1: //')
   rm -f "$log"
-  note "fit $p: exit $rc; $speed; epoch 1: $res"
-  sed -n '/attention_kernels:/,/stages:/p' "logs/GN2_gpu_$p/metadata.yaml" 2>/dev/null | grep -v "stages:" |
+  note "fit $tag: exit $rc; $speed; epoch 1: $res"
+  sed -n '/attention_kernels:/,/stages:/p' "logs/GN2_gpu_$tag/metadata.yaml" 2>/dev/null | grep -v "stages:" |
     tr -s ' \n' ' ' | sed 's/^/  /' | tee -a "$summary"
   echo | tee -a "$summary"
 }
@@ -231,5 +231,13 @@ if step "loader" 45; then
       --epochs 1 >"$out/loader_crash.txt" 2>&1
     grep -E "^#[0-9]+|signal|jets/s" "$out/loader_crash.txt" | head -24 | tee -a "$summary"
   fi
+fi
+# ---- the largest GN2 batch that fits in bf16 (issue 32): Lightning's BatchSizeFinder
+# (binsearch, one step and one validation batch per trial), then one batch of training ----
+if step "batch size" 90; then
+  if [ "$dry" = 1 ]; then bsf_max=1024; else bsf_max=$ntrain; fi
+  FIT_TAG=bsf fit bf16-mixed --trainer.devices 1 --trainer.limit_train_batches 1 --trainer.limit_val_batches 1 \
+    --trainer.max_epochs 1 "--trainer.callbacks+={class_path: lightning.pytorch.callbacks.BatchSizeFinder, init_args: {mode: binsearch, steps_per_trial: 1, margin: 0, max_val: $bsf_max}}"
+  grep -E "Batch size [0-9]+ (succeeded|failed)|Finished batch size finder" "$out/fit.log" | tail -6 | tee -a "$summary"
 fi
 note "gpu_check: done in $(elapsed) s (commit $commit)"
