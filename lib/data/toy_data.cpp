@@ -137,7 +137,8 @@ void add_track(Rng& rng, Jet& jet, Origin origin, int8_t vertex, double ip, doub
     sd0_sign = rng.bernoulli(0.92) ? 1.0 : -1.0;
     double d0_abs = std::abs(ip + rng.normal(0.0, sigma_d0));
     d0 = (rng.bernoulli(0.5) ? 1.0 : -1.0) * d0_abs;
-    z0 = rng.normal(0.0, sigma_z0) + (rng.bernoulli(0.5) ? 1 : -1) * 0.7 * ip;
+    const double z0_smear = rng.normal(0.0, sigma_z0);  // drawn first (see add_displaced_track)
+    z0 = z0_smear + (rng.bernoulli(0.5) ? 1 : -1) * 0.7 * ip;
   } else if (origin == Pileup) {
     d0 = rng.normal(0.0, sigma_d0 * 1.5);
     z0 = rng.normal(0.0, 1.5);  // another vertex along the beam
@@ -179,8 +180,11 @@ void add_track(Rng& rng, Jet& jet, Origin origin, int8_t vertex, double ip, doub
   const double dense = (origin == FromB || origin == FromBC) ? 0.12 : 0.04;
   int ibl = beyond_ibl ? 0 : (rng.bernoulli(0.97) ? 1 : 0);
   int nibl = rng.bernoulli(beyond_ibl ? 0.6 : 0.95) ? 1 : 0;
-  int pix = ibl + nibl + 2 + (rng.bernoulli(0.3) ? 1 : 0) - (fake && rng.bernoulli(0.5) ? 1 : 0);
-  int sct = 7 + rng.poisson(1.2) - (fake ? rng.poisson(1.5) : 0);
+  const int extra_pix = rng.bernoulli(0.3) ? 1 : 0;  // each draw its own statement: see add_displaced_track
+  const int lost_pix = fake && rng.bernoulli(0.5) ? 1 : 0;
+  int pix = ibl + nibl + 2 + extra_pix - lost_pix;
+  const int sct_hits = rng.poisson(1.2);
+  int sct = 7 + sct_hits - (fake ? rng.poisson(1.5) : 0);
   t.hits[0] = static_cast<uint8_t>(std::max(0, pix));
   t.hits[1] = static_cast<uint8_t>(std::max(0, sct));
   t.hits[2] = static_cast<uint8_t>(ibl);
@@ -195,6 +199,18 @@ void add_track(Rng& rng, Jet& jet, Origin origin, int8_t vertex, double ip, doub
   t.origin = origin;
   t.vertex = vertex;
   jet.tracks.push_back(t);
+}
+
+// A track of a displaced vertex: pT fraction frac_min + Exp(frac_scale), impact
+// parameter Exp(ip_scale). The two used to be drawn inside one call's arguments,
+// whose order C++ leaves to the compiler (GCC drew the last argument first, clang
+// the first), so one seed gave two data sets; drawn here in GCC's order, data
+// written before stay the same.
+void add_displaced_track(Rng& rng, Jet& jet, Origin origin, int8_t vertex, double ip_scale, double frac_min,
+                         double frac_scale) {
+  const double frac = frac_min + rng.exponential(frac_scale);
+  const double ip = rng.exponential(ip_scale);
+  add_track(rng, jet, origin, vertex, ip, frac);
 }
 
 Jet make_jet(Rng& rng, int64_t event) {
@@ -221,23 +237,23 @@ Jet make_jet(Rng& rng, int64_t event) {
   switch (jet.flavour) {
     case 0: {  // b: B vertex (index 1), often a cascade C vertex (index 2)
       for (int i = 0, n = 2 + rng.poisson(1.2); i < n; ++i)
-        add_track(rng, jet, FromB, 1, rng.exponential(0.18 * boost), 0.05 + rng.exponential(0.08));
+        add_displaced_track(rng, jet, FromB, 1, 0.18 * boost, 0.05, 0.08);
       if (rng.bernoulli(0.75))
         for (int i = 0, n = 1 + rng.poisson(0.8); i < n; ++i)
-          add_track(rng, jet, FromBC, 2, rng.exponential(0.25 * boost), 0.04 + rng.exponential(0.06));
+          add_displaced_track(rng, jet, FromBC, 2, 0.25 * boost, 0.04, 0.06);
       break;
     }
     case 1:  // c: one less displaced vertex
       for (int i = 0, n = 1 + rng.poisson(0.9); i < n; ++i)
-        add_track(rng, jet, FromC, 1, rng.exponential(0.08 * boost), 0.05 + rng.exponential(0.08));
+        add_displaced_track(rng, jet, FromC, 1, 0.08 * boost, 0.05, 0.08);
       break;
     case 3:  // tau: 1 or 3 prongs, mildly displaced
       for (int i = 0, n = rng.bernoulli(0.75) ? 1 : 3; i < n; ++i)
-        add_track(rng, jet, FromTau, 1, rng.exponential(0.05 * boost), 0.15 + rng.exponential(0.15));
+        add_displaced_track(rng, jet, FromTau, 1, 0.05 * boost, 0.15, 0.15);
       break;
     default:  // light: occasionally a material interaction / long-lived light hadron
       if (rng.bernoulli(0.08))
-        for (int i = 0; i < 2; ++i) add_track(rng, jet, OtherSecondary, 1, rng.exponential(1.0), rng.exponential(0.05));
+        for (int i = 0; i < 2; ++i) add_displaced_track(rng, jet, OtherSecondary, 1, 1.0, 0.0, 0.05);
       break;
   }
   // Like the track dumper: highest |d0 significance| first.

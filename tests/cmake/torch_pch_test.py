@@ -16,10 +16,12 @@ with open(os.path.join(build, "compile_commands.json")) as f:
 
 
 def pch_of(args):
-    """The precompiled header target a command includes, or None."""
+    """The precompiled header target a command includes, or None (GCC: -include
+    <dir>/cmake_pch.hxx; clang: -Xclang -include-pch -Xclang <dir>/cmake_pch.hxx.pch)."""
     for i, a in enumerate(args[:-1]):
-        if a == "-include" and args[i + 1].endswith("cmake_pch.hxx"):
-            return os.path.basename(os.path.dirname(args[i + 1])).removesuffix(".dir")
+        nxt = args[i + 1]
+        if (a == "-include" and nxt.endswith("cmake_pch.hxx")) or (a == "-Xclang" and nxt.endswith("cmake_pch.hxx.pch")):
+            return os.path.basename(os.path.dirname(nxt)).removesuffix(".dir")
     return None
 
 

@@ -37,7 +37,7 @@ with h5py.File(path, "w") as f:
 class H5pyWritten : public ::testing::TestWithParam<std::tuple<std::string, bool>> {};
 
 TEST_P(H5pyWritten, ReadsExactly) {
-  if (!have_python_module("h5py")) GTEST_SKIP() << "SKIP: python3-h5py is not installed (scripts/bootstrap.sh installs it)";
+  SALT_REQUIRE(have_python_module("h5py"), "python3-h5py is not installed (scripts/bootstrap.sh installs it)");
   const auto [compression, direct] = GetParam();
   TempDir dir;
   auto path = dir / "h5py.h5";
@@ -76,7 +76,7 @@ INSTANTIATE_TEST_SUITE_P(Files, H5pyWritten,
                          ::testing::Combine(::testing::Values("lzf", "gzip", "none"), ::testing::Bool()));
 
 TEST(H5pyInterop, ToyFilesReadInH5py) {
-  if (!have_python_module("h5py")) GTEST_SKIP() << "SKIP: python3-h5py is not installed (scripts/bootstrap.sh installs it)";
+  SALT_REQUIRE(have_python_module("h5py"), "python3-h5py is not installed (scripts/bootstrap.sh installs it)");
   TempDir dir;
   auto files = data::write_toy_data(data::ToyDataOptions().set_out_dir(dir.path()).set_num_train(3000).set_num_val(0).set_num_test(0));
   auto r = run_python(R"(

@@ -44,7 +44,7 @@ print(len(after))
 class Shuffle : public ::testing::Test {
  protected:
   void SetUp() override {
-    if (!have_python_module("h5py")) GTEST_SKIP() << "SKIP: python3-h5py is not installed";
+    SALT_REQUIRE(have_python_module("h5py"), "python3-h5py is not installed");
     auto r = run_salt({"toydata", "-o", "data", "--num_train", "16000", "--num_val", "3000", "--num_test", "0"}, dir.path());
     ASSERT_EQ(r.exit_code, 0) << r.err;
   }

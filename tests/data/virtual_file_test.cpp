@@ -93,7 +93,7 @@ TEST_F(VirtualFile, RowsFollowTheSortedFilesAndReadLikeTheirConcatenation) {
   EXPECT_EQ(reader.members()[1].rows, 5);
   EXPECT_EQ(reader.files().size(), 4u);  // the virtual file and its members
 
-  if (!salt::testing::have_python_module("h5py")) GTEST_SKIP() << "SKIP: python3-h5py is not installed";
+  SALT_REQUIRE(salt::testing::have_python_module("h5py"), "python3-h5py is not installed");
   auto py = salt::testing::run_python(R"(
 import sys, glob, h5py, numpy as np
 with h5py.File(sys.argv[1]) as v:

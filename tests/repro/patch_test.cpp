@@ -118,7 +118,7 @@ TEST_F(PatchTest, LibgitApplyOnCleanCheckoutReproducesDirtyTree) {
 
 TEST_F(PatchTest, GitCliApplyAgreesAsCrossCheck) {
   auto which = salt::testing::run_process({"/bin/sh", "-c", "command -v git"});
-  if (which.exit_code != 0) GTEST_SKIP() << "no git CLI for the cross-check";
+  SALT_REQUIRE(which.exit_code == 0, "the git CLI, for the cross-check");
   make_dirty();
   write(work / "big.h5", std::string(5000, 'h'));  // left out: the header line must not bother git apply
   auto r = Repository::open(work);

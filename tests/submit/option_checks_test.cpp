@@ -154,7 +154,8 @@ TEST(SubmitOptionChecks, SignalsAreOnesBashCanTrap) {
       {"USR1@soon", "SIGNAL@SECONDS"},           {"@90", "SIGNAL@SECONDS"},
       {"USR1@90s", "SIGNAL@SECONDS"},            {"R:USR1@90", "SIGNAL@SECONDS"}};
   for (const auto& [text, part] : bad) {
-    const auto error = error_of([&] { submit::parse_signal(text); });
+    const std::string& signal = text;  // a structured binding cannot be captured before C++20
+    const auto error = error_of([&] { submit::parse_signal(signal); });
     expect_rejected(error, "-s/--signal '" + text + "': expected ");
     expect_rejected(error, part);
     expect_rejected(error, "e.g. SIGUSR1@90");

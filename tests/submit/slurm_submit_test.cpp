@@ -18,7 +18,7 @@ namespace fs = std::filesystem;
 class SlurmTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    if (!cluster_unavailable().empty()) GTEST_SKIP() << "SKIP: no Slurm: " << cluster_unavailable();
+    SALT_REQUIRE(cluster_unavailable().empty(), "a Slurm cluster (" << cluster_unavailable() << ")");
   }
 
   void make_toy_data(int train, int val) {

@@ -217,7 +217,7 @@ TEST_F(FitTest, ExistingConfigIsRefusedUnlessOverwriteConfig) {
 }
 
 TEST_F(FitTest, NanLossStopsAndKeepsTheLastGoodCheckpoint) {
-  if (!have_python_module("h5py")) GTEST_SKIP() << "SKIP: python3-h5py is not installed (scripts/bootstrap.sh installs it)";
+  SALT_REQUIRE(have_python_module("h5py"), "python3-h5py is not installed (scripts/bootstrap.sh installs it)");
   auto good = salt("fit", small_gn2({"--trainer.max_epochs", "2", "-ls", "good"}));
   ASSERT_EQ(good.exit_code, 0) << good.err;
   auto ckpt = checkpoints(dir / "logs" / "GN2_cpu_good").at(0);

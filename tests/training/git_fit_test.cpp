@@ -77,7 +77,7 @@ TEST_F(GitFit, AStartThatFailsLeavesNoRunDirectory) {
   EXPECT_FALSE(std::filesystem::exists(work / "logs/DL1_zero"));
   // Failing on the first batch, after the patch and config.yaml were written: the
   // directory is removed again.
-  if (!salt::testing::have_python_module("h5py")) GTEST_SKIP() << "SKIP: python3-h5py is not installed";
+  SALT_REQUIRE(salt::testing::have_python_module("h5py"), "python3-h5py is not installed");
   auto py = salt::testing::run_python(R"(
 import shutil, sys, h5py, numpy as np
 shutil.copy(sys.argv[1], sys.argv[2])

@@ -41,7 +41,7 @@ void PrintTo(const ScheduleCase& c, std::ostream* os) { *os << c.total << " step
 class OneCycleVsTorch : public ::testing::TestWithParam<ScheduleCase> {};
 
 TEST_P(OneCycleVsTorch, SameLearningRateAndBeta1AtEveryStep) {
-  if (!have_python_module("torch")) GTEST_SKIP() << "SKIP: python3-torch is not installed (scripts/bootstrap.sh installs it)";
+  SALT_REQUIRE(have_python_module("torch"), "python3-torch is not installed (scripts/bootstrap.sh installs it)");
   const auto& c = GetParam();
   auto r = run_python(R"(
 import sys, torch
@@ -80,7 +80,7 @@ TEST(OneCycle, RefusesToStepPastItsTotal) {
 }
 
 TEST(Optimization, AdamWWithScheduleMatchesTorchTrajectory) {
-  if (!have_python_module("torch")) GTEST_SKIP() << "SKIP: python3-torch is not installed (scripts/bootstrap.sh installs it)";
+  SALT_REQUIRE(have_python_module("torch"), "python3-torch is not installed (scripts/bootstrap.sh installs it)");
   // Minimise sum((w - target)^2) for 25 steps in float64 in both.
   auto r = run_python(R"(
 import torch

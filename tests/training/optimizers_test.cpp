@@ -267,7 +267,7 @@ TEST(Checkpoint, AnotherOptimizersStateIsAnInputError) {
 }
 
 TEST(Checkpoint, PythonSeesSaltsHybridMuonAdamWLayout) {
-  if (!have_python_module("torch")) GTEST_SKIP() << "SKIP: python3-torch is not installed (scripts/bootstrap.sh installs it)";
+  SALT_REQUIRE(have_python_module("torch"), "python3-torch is not installed (scripts/bootstrap.sh installs it)");
   TempDir dir;
   TwoLayer model;
   Optimization opt(model->named_parameters(), OptimizerKind::kHybridMuonAdamW, kLrs, 8);

@@ -204,7 +204,7 @@ TEST_F(Reliability, UnclearErrorsNameTheirCause) {
 }
 
 TEST_F(Reliability, TracksWithoutValidAndNonFiniteValuesNameTheMissingField) {
-  if (!have_python_module("h5py")) GTEST_SKIP() << "SKIP: python3-h5py is not installed";
+  SALT_REQUIRE(have_python_module("h5py"), "python3-h5py is not installed");
   const auto file = dir / "no_valid.h5";
   auto py = run_python(R"(
 import sys, h5py, numpy as np
@@ -233,8 +233,9 @@ with h5py.File(src) as f, h5py.File(dst, "w") as g:
 TEST_F(Reliability, AFullScratchFileSystemSaysNoSpace) {
   const auto small = dir / "small_tmpfs";
   fs::create_directories(small);
-  if (geteuid() != 0 || std::system(("mount -t tmpfs -o size=64k tmpfs " + small.string() + " 2>/dev/null").c_str()) != 0)
-    GTEST_SKIP() << "SKIP: needs root to mount a small tmpfs";
+  const bool mounted =
+      geteuid() == 0 && std::system(("mount -t tmpfs -o size=64k tmpfs " + small.string() + " 2>/dev/null").c_str()) == 0;
+  SALT_REQUIRE(mounted, "root, to mount a small tmpfs");
   auto r = salt("fit", small_gn2(tiny({"--data.move_files_temp", (small / "copies").string(), "-ls", "nospace"})));
   std::system(("umount " + small.string()).c_str());
   EXPECT_EQ(r.exit_code, 1) << r.err;

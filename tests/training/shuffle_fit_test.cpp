@@ -10,7 +10,7 @@ namespace salt::testing {
 namespace fs = std::filesystem;
 
 TEST_F(FitTest, APhysicsOrderedFileTrainsWorseThanItsShuffledCopy) {
-  if (!have_python_module("h5py")) GTEST_SKIP() << "SKIP: python3-h5py is not installed";
+  SALT_REQUIRE(have_python_module("h5py"), "python3-h5py is not installed");
   const auto sorted = dir / "data" / "sorted.h5", shuffled = dir / "data" / "shuffled.h5";
   auto sort = run_python(R"(
 import sys, h5py, numpy as np

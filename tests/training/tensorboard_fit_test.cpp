@@ -134,7 +134,7 @@ class TensorBoardFit : public FitTest {
  protected:
   void SetUp() override {
     FitTest::SetUp();
-    if (!have_python_module("google.protobuf")) GTEST_SKIP() << "SKIP: python3-protobuf is not installed";
+    SALT_REQUIRE(have_python_module("google.protobuf"), "python3-protobuf is not installed");
   }
   fs::path overlay(const std::string& name, const std::string& yaml) {
     const auto path = dir / name;

@@ -54,7 +54,7 @@ class WildcardFit : public FitTest {
  protected:
   void SetUp() override {
     FitTest::SetUp();
-    if (!have_python_module("h5py")) GTEST_SKIP() << "SKIP: python3-h5py is not installed";
+    SALT_REQUIRE(have_python_module("h5py"), "python3-h5py is not installed");
     fs::create_directories(dir / "data" / "parts");
     split("pp_output_train.h5", "train_%d.h5", {300, 500, 200, 600, 400});
     split("pp_output_test_ttbar.h5", "test_ttbar_%d.h5", {100, 0, 250, 150});
