@@ -38,8 +38,6 @@ struct LrFinderOptions {
   std::string attr_name;
 };
 
-const char* const kAttrNames[] = {"lrs_config.max", "lrs_config.initial", "lrs_config.end"};
-
 const config::Binding<LrFinderOptions>& binding() {
   using namespace config;
   static const auto b =

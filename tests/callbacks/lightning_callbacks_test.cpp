@@ -11,6 +11,7 @@
 #include <sstream>
 
 #include "core/errors.h"
+#include "dl1_fit.h"
 #include "support/in_process.h"
 #include "training/checkpoint.h"
 #include "training/fit.h"
@@ -18,14 +19,6 @@
 namespace salt::testing {
 namespace {
 namespace fs = std::filesystem;
-
-training::FitResult fit(const std::string& suffix, std::vector<std::string> extra) {
-  std::vector<std::string> args{"-c", InProcessRun::repo_config("DL1.yaml"), "--data.batch_size", "250",
-                                "--data.num_workers", "0", "--trainer.enable_progress_bar", "false",
-                                "--trainer.enable_model_summary", "false", "-ls", suffix};
-  args.insert(args.end(), extra.begin(), extra.end());
-  return training::fit(InProcessRun::resolve(args).config);
-}
 
 const serialize::PyValue& callback_state(const training::CheckpointState& s, const std::string& key) {
   for (const auto& [k, v] : s.callback_states)
@@ -39,14 +32,6 @@ std::vector<std::string> files_in(const fs::path& dir) {
   for (const auto& e : fs::directory_iterator(dir)) out.push_back(e.path().filename().string());
   std::sort(out.begin(), out.end());
   return out;
-}
-
-bool same_weights(const fs::path& a, const fs::path& b) {
-  auto x = training::load_checkpoint(a), y = training::load_checkpoint(b);
-  if (x.state_dict.size() != y.state_dict.size()) return false;
-  for (std::size_t i = 0; i < x.state_dict.size(); ++i)
-    if (!torch::equal(x.state_dict[i].second, y.state_dict[i].second)) return false;
-  return true;
 }
 
 const char* kEarlyStop = "lightning.pytorch.callbacks.EarlyStopping";

@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "core/errors.h"
+#include "dl1_fit.h"
 #include "support/in_process.h"
 #include "training/checkpoint.h"
 #include "training/fit.h"
@@ -17,24 +18,8 @@ namespace salt::testing {
 namespace {
 namespace fs = std::filesystem;
 
-training::FitResult fit(const std::string& suffix, std::vector<std::string> extra) {
-  std::vector<std::string> args{"-c", InProcessRun::repo_config("DL1.yaml"), "--data.batch_size", "250",
-                                "--data.num_workers", "0", "--trainer.enable_progress_bar", "false",
-                                "--trainer.enable_model_summary", "false", "-ls", suffix};
-  args.insert(args.end(), extra.begin(), extra.end());
-  return training::fit(InProcessRun::resolve(args).config);
-}
-
 std::string callback(const std::string& name, const std::string& init_args) {
   return "--trainer.callbacks+={class_path: lightning.pytorch.callbacks." + name + ", init_args: {" + init_args + "}}";
-}
-
-bool same_weights(const fs::path& a, const fs::path& b) {
-  auto x = training::load_checkpoint(a), y = training::load_checkpoint(b);
-  if (x.state_dict.size() != y.state_dict.size()) return false;
-  for (std::size_t i = 0; i < x.state_dict.size(); ++i)
-    if (!torch::equal(x.state_dict[i].second, y.state_dict[i].second)) return false;
-  return true;
 }
 
 struct Sweep {
