@@ -22,6 +22,7 @@
 #include <thread>
 #include <vector>
 
+#include "core/install_paths.h"
 #include "cli/cli_main.h"
 #include "config/compose.h"
 #include "config/run_args.h"
@@ -87,7 +88,7 @@ double figure(const std::string& text, const std::string& pattern) {
 }
 
 std::vector<std::string> fit_args(const fs::path& data, const fs::path& logs, int64_t jets, int devices) {
-  const auto cfg = [](const char* f) { return (fs::path(SALT_SOURCE_DIR) / "configs" / f).string(); };
+  const auto cfg = [](const char* f) { return (salt::build_source_dir() / "configs" / f).string(); };
   return {"--as-salt",
           "fit",
           "-c",
@@ -129,7 +130,7 @@ int allreduce_worker(int64_t numel, int iters) {
 }
 
 int64_t gn2_full_parameters(const fs::path& data) {
-  std::vector<std::string> args{"-c", (fs::path(SALT_SOURCE_DIR) / "configs" / "GN2.yaml").string(),
+  std::vector<std::string> args{"-c", (salt::build_source_dir() / "configs" / "GN2.yaml").string(),
                                 "--data.train_file=" + (data / "pp_output_train.h5").string(),
                                 "--data.val_file=" + (data / "pp_output_val.h5").string(),
                                 "--data.norm_dict=" + (data / "norm_dict.yaml").string(),

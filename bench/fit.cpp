@@ -15,6 +15,7 @@
 #include <vector>
 #include <unistd.h>  // getpid
 
+#include "core/install_paths.h"
 #include "config/compose.h"
 #include "config/run_args.h"
 #include "data/loader.h"
@@ -41,7 +42,7 @@ YAML::Node resolve(const Case& c, const fs::path& data_dir, const fs::path& logs
   std::vector<std::string> args;
   for (const auto& f : c.configs) {
     args.push_back("-c");
-    args.push_back((fs::path(SALT_SOURCE_DIR) / "configs" / f).string());
+    args.push_back((salt::build_source_dir() / "configs" / f).string());
   }
   std::vector<std::string> extra{"--data.train_file=" + (data_dir / "pp_output_train.h5").string(),
                                  "--data.val_file=" + (data_dir / "pp_output_val.h5").string(),

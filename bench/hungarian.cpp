@@ -20,6 +20,7 @@
 #include <string>
 #include <vector>
 
+#include "core/install_paths.h"
 #include "core/linear_assignment.h"
 
 namespace fs = std::filesystem;
@@ -27,7 +28,7 @@ namespace fs = std::filesystem;
 namespace {
 
 std::string reference_script() {
-  const std::string path = std::string(SALT_SOURCE_DIR) + "/bench/python/lsa_reference.py";
+  const std::string path = salt::build_source_dir().string() + "/bench/python/lsa_reference.py";
   return std::ifstream(path).good() ? path : "bench/python/lsa_reference.py";
 }
 

@@ -41,6 +41,7 @@
 #include <string>
 #include <vector>
 
+#include "core/install_paths.h"
 #include "config/yaml_load.h"
 #include "core/torch_compat.h"
 #include "models/model_factory.h"
@@ -108,7 +109,7 @@ double seconds_since(std::chrono::steady_clock::time_point t0) {
 // tests/fixtures/GN2_model.yaml (the model tests' GN2) at this size, with the
 // reference's settings: the math attention kernel, class names instead of a class dict.
 YAML::Node model_yaml(const Size& s) {
-  auto y = salt::config::copy_tree(YAML::LoadFile(std::string(SALT_SOURCE_DIR) + "/tests/fixtures/GN2_model.yaml"));
+  auto y = salt::config::copy_tree(YAML::LoadFile(salt::build_source_dir().string() + "/tests/fixtures/GN2_model.yaml"));
   YAML::Node hidden(YAML::NodeType::Sequence);
   std::stringstream list(s.hidden);
   for (std::string item; std::getline(list, item, ',');) hidden.push_back(std::stoll(item));
@@ -228,7 +229,7 @@ double gn2_step_flops(const Size& s) {
 }
 
 std::string reference_script() {
-  std::string path = std::string(SALT_SOURCE_DIR) + "/bench/python/gn2_reference.py";
+  std::string path = salt::build_source_dir().string() + "/bench/python/gn2_reference.py";
   if (std::ifstream(path).good()) return path;
   return "bench/python/gn2_reference.py";
 }

@@ -6,13 +6,8 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 build=${SALT_BUILD_DIR:-$root/build}
 exec 9>/tmp/salt-cpp-build.lock
 flock 9
-# ccache (CMakeLists.txt uses it when installed) can cache the translation units
-# that include the precompiled torch header only with these: without them every
-# such compile is "Could not use precompiled header" and runs in full. The .gch
-# itself is still hashed, so a changed header still misses. basedir: a fresh
-# clone elsewhere hits what another checkout compiled.
-export CCACHE_SLOPPINESS=${CCACHE_SLOPPINESS:-pch_defines,time_macros,include_file_mtime,include_file_ctime}
-export CCACHE_BASEDIR=${CCACHE_BASEDIR:-$root}
+# ccache, when installed, runs through cmake/ccache_launcher.sh (set up there to
+# hit across checkouts, precompiled headers included).
 if [ ! -f "$build/CMakeCache.txt" ]; then
   # clang when installed (scripts/bootstrap.sh installs it), unless CC/CXX say
   # otherwise: with the precompiled torch header it instantiates torch's templates

@@ -44,7 +44,7 @@ for t in "${targets[@]}"; do
   [ -n "$(ls -A "$corpus")" ] || "seed_${t#fuzz_}" "$corpus"
   echo "fuzz.sh: $t for ${seconds}s (corpus $(ls "$corpus" | wc -l) inputs)"
   log=$build/$t.log
-  if ! (cd "$build" && SALT_SOURCE_DIR=$root ASAN_OPTIONS=detect_leaks=1 \
+  if ! (cd "$build" && SALT_BASE_CONFIG=$root/configs/base.yaml ASAN_OPTIONS=detect_leaks=1 \
         "./tests/fuzz/$t" -max_total_time="$seconds" -timeout=20 -rss_limit_mb=4096 -print_final_stats=1 \
         -artifact_prefix="$findings/" "$corpus" >"$log" 2>&1); then
     echo "fuzz.sh: $t FOUND A PROBLEM (inputs in $findings):"; tail -30 "$log"; status=1

@@ -6,13 +6,14 @@
 // INPUTS.json:  {"jets": [{"<input>": {"dims": [...], "data": [...]}, ...}, ...]}
 // OUTPUTS.json: {"jets": [{"<output>": {"dims": [...], "data": [...]}, ...}], "runs": R,
 //                "seconds": wall time of the R timed passes, "jets_per_second": ...}
-// The package is looked up in $SALT_ORT_DIR, then in .ort/ next to scripts/.
+// The package is looked up in $SALT_ORT_DIR, then in ort/ next to scripts/ (an
+// installed salt's share/salt), then in .ort/ (the source tree, scripts/bootstrap.sh).
 'use strict';
 const fs = require('fs');
 const path = require('path');
 
 function loadOrt() {
-  const dirs = [process.env.SALT_ORT_DIR, path.join(__dirname, '..', '.ort')].filter(Boolean);
+  const dirs = [process.env.SALT_ORT_DIR, path.join(__dirname, '..', 'ort'), path.join(__dirname, '..', '.ort')].filter(Boolean);
   for (const d of dirs) {
     const p = path.join(d, 'node_modules', 'onnxruntime-node');
     if (fs.existsSync(p)) return require(p);

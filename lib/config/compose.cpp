@@ -11,6 +11,7 @@
 #include "config/yaml_load.h"
 #include "config/yaml_util.h"
 #include "core/errors.h"
+#include "core/install_paths.h"
 
 namespace salt::config {
 namespace fs = std::filesystem;
@@ -139,18 +140,11 @@ std::string find_base_config() {
     if (!fs::exists(env)) throw UsageError(std::string("SALT_BASE_CONFIG=") + env + ": no such file");
     return env;
   }
-  std::vector<fs::path> candidates;
+  const auto base = share_dir() / "configs" / "base.yaml";
   std::error_code ec;
-  auto exe = fs::read_symlink("/proc/self/exe", ec);
-  if (!ec) {
-    auto dir = exe.parent_path();
-    candidates = {dir / "../configs/base.yaml", dir / "../../configs/base.yaml", dir / "../share/salt/configs/base.yaml"};
-  }
-  candidates.push_back(fs::path(SALT_SOURCE_DIR) / "configs/base.yaml");
-  for (const auto& c : candidates)
-    if (fs::exists(c, ec)) return fs::canonical(c).string();
-  throw UsageError("cannot find configs/base.yaml next to the salt binary or in " + std::string(SALT_SOURCE_DIR) +
-                   "; set SALT_BASE_CONFIG to its path");
+  if (!fs::exists(base, ec))
+    throw UsageError("cannot find " + base.string() + "; set SALT_BASE_CONFIG to salt's configs/base.yaml");
+  return base.string();
 }
 
 std::string to_yaml(const YAML::Node& config) {

@@ -5,6 +5,7 @@
 #include <sstream>
 
 #include "core/errors.h"
+#include "core/install_paths.h"
 #include "submit/process.h"
 
 namespace salt::deploy {
@@ -12,9 +13,10 @@ namespace fs = std::filesystem;
 
 OrtRunner find_ort_runner() {
   OrtRunner r;
-  r.script = fs::path(SALT_SOURCE_DIR) / "scripts" / "ort_run.js";
+  const auto share = share_dir();
+  r.script = share / "scripts" / "ort_run.js";
   const char* env = std::getenv("SALT_ORT_DIR");
-  const fs::path dir = env && *env ? fs::path(env) : fs::path(SALT_SOURCE_DIR) / ".ort";
+  const fs::path dir = env && *env ? fs::path(env) : share / "ort";
   std::error_code ec;
   if (!fs::exists(r.script, ec)) r.missing = r.script.string() + " is missing";
   else if (!fs::exists(dir / "node_modules" / "onnxruntime-node", ec))

@@ -14,8 +14,9 @@ struct OrtRunner {
   bool available() const { return missing.empty(); }
 };
 
-// $SALT_ORT_DIR or <source>/.ort must hold node_modules/onnxruntime-node, and
-// `node` must be on PATH.
+// $SALT_ORT_DIR or <share>/ort (core/install_paths.h; in a build folder a link to
+// the source tree's .ort) must hold node_modules/onnxruntime-node, and `node` must
+// be on PATH.
 OrtRunner find_ort_runner();
 
 // Runs `model` on the jets of inputs_json (see scripts/ort_run.js) and returns the

@@ -108,7 +108,7 @@ TEST(Cli, UserInputQuotedInAnErrorStaysOnOneLine) {
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_EQ(count_lines(r.err), 1) << r.err;
   EXPECT_NE(r.err.find("1\\n2"), std::string::npos) << r.err;
-  auto binary = run_salt({"fit", "-c", SALT_BINARY});
+  auto binary = run_salt({"fit", "-c", salt::testing::salt_binary()});
   EXPECT_EQ(binary.exit_code, 2) << binary.err;
   EXPECT_EQ(count_lines(binary.err), 1) << binary.err;
 }
@@ -164,7 +164,7 @@ TEST(Cli, ConfigReferenceDocIsUpToDate) {
 // docs/training.md lists every option --help marks [no effect] / [not supported],
 // with its reason (issue: what salt's docs name but salt-cpp does not honour).
 TEST(Cli, UnhonouredOptionsTableIsUpToDate) {
-  const auto build_dir = std::filesystem::path(SALT_BINARY).parent_path().parent_path();
+  const auto build_dir = std::filesystem::path(salt::testing::salt_binary()).parent_path().parent_path();
   auto table = run_process({"bash", (source_dir() / "scripts" / "update_docs.sh").string(), "--unhonoured"}, {},
                            {"SALT_BUILD_DIR=" + build_dir.string()});
   ASSERT_EQ(table.exit_code, 0) << table.err;

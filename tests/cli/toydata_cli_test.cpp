@@ -82,7 +82,7 @@ void expect_clean_stop(int sig) {
   TempDir dir;
   const auto out = dir / "toy";
   // ~2 GB if it ran to the end; stopped as soon as its first temp file exists
-  BackgroundProcess p({SALT_BINARY, "toydata", "-o", out.string(), "--num_train", "5000000"});
+  BackgroundProcess p({salt::testing::salt_binary(), "toydata", "-o", out.string(), "--num_train", "5000000"});
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
   while (entries(out).empty() && std::chrono::steady_clock::now() < deadline)
     std::this_thread::sleep_for(std::chrono::milliseconds(20));

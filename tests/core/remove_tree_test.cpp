@@ -63,7 +63,7 @@ TEST(RemoveTree, NoSourceCallsStdFilesystemRemoveAll) {
   const std::regex call(R"((fs|filesystem)::remove_all\s*\()");
   std::string offenders;
   for (const char* top : {"lib", "app", "bench", "tests"})
-    for (const auto& e : fs::recursive_directory_iterator(fs::path(SALT_SOURCE_DIR) / top)) {
+    for (const auto& e : fs::recursive_directory_iterator(salt::testing::source_dir() / top)) {
       if (!e.is_regular_file() || (e.path().extension() != ".cpp" && e.path().extension() != ".h")) continue;
       std::ifstream in(e.path());
       const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());

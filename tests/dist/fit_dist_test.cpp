@@ -100,7 +100,7 @@ TEST_F(DistFitTest, AnErrorEveryRankHitsEndsWithOneSummaryLine) {
 
 TEST_F(DistFitTest, AKilledRankEndsTheRunWithAClearErrorAndNoHang) {
   auto args = two_ranks({"--trainer.max_epochs", "200", "-ls", "killed"});
-  std::vector<std::string> argv{SALT_BINARY, "fit"};
+  std::vector<std::string> argv{salt::testing::salt_binary(), "fit"};
   argv.insert(argv.end(), args.begin(), args.end());
   BackgroundProcess launcher(argv, dir.path(), {"OMP_NUM_THREADS=1"});
   const auto run = dir / "logs" / "GN2_cpu_killed";
@@ -121,7 +121,7 @@ TEST_F(DistFitTest, AKilledRankEndsTheRunWithAClearErrorAndNoHang) {
 TEST_F(DistFitTest, TorchrunStyleVariablesByHandAndOnlyRankZeroWrites) {
   const int port = dist::free_local_port();
   auto args = two_ranks({"--trainer.max_epochs", "2"});  // timestamped run directory: rank 0 names it
-  std::vector<std::string> argv{SALT_BINARY, "fit"};
+  std::vector<std::string> argv{salt::testing::salt_binary(), "fit"};
   argv.insert(argv.end(), args.begin(), args.end());
   auto env = [&](int rank) {
     return std::vector<std::string>{"OMP_NUM_THREADS=1",  "RANK=" + std::to_string(rank), "LOCAL_RANK=" + std::to_string(rank),
@@ -153,7 +153,7 @@ TEST_F(DistFitTest, Sigusr1RequeuesEveryRankAtTheSameStepAndTheRerunResumesExact
   auto straight = salt("fit", two_ranks({"--trainer.max_epochs", "12", "-ls", "straight"}));
   ASSERT_EQ(straight.exit_code, 0) << straight.err;
   auto args = two_ranks({"--trainer.max_epochs", "12", "-ls", "requeued", "-oc", "--trainer.log_every_n_steps", "1"});
-  std::vector<std::string> argv{SALT_BINARY, "fit"};
+  std::vector<std::string> argv{salt::testing::salt_binary(), "fit"};
   argv.insert(argv.end(), args.begin(), args.end());
   const auto run = dir / "logs" / "GN2_cpu_requeued";
   {

@@ -34,7 +34,7 @@ TEST_F(FitTest, ANonFiniteLossOnAnyRankStopsAllRanksWithTheMessage) {
 
 TEST_F(FitTest, CtrlCToTheLauncherStopsEveryRankCleanly) {
   auto args = two_ranks({"--trainer.max_epochs", "200", "-ls", "interrupted"});
-  std::vector<std::string> argv{SALT_BINARY, "fit"};
+  std::vector<std::string> argv{salt::testing::salt_binary(), "fit"};
   argv.insert(argv.end(), args.begin(), args.end());
   BackgroundProcess launcher(argv, dir.path(), {"OMP_NUM_THREADS=1"});
   const auto run = dir / "logs" / "GN2_cpu_interrupted";
@@ -57,7 +57,7 @@ TEST_F(FitTest, MoveFilesTempDirectoriesGoWhenTwoRanksFinishOrAreStopped) {
     const auto top = dir / (stopped ? "shm_stopped" : "shm_finished");
     auto args = two_ranks({"--trainer.max_epochs", stopped ? "200" : "1", "-ls", stopped ? "stopped" : "finished",
                            "--data.move_files_temp", (top / "user" / "salt").string()});
-    std::vector<std::string> argv{SALT_BINARY, "fit"};
+    std::vector<std::string> argv{salt::testing::salt_binary(), "fit"};
     argv.insert(argv.end(), args.begin(), args.end());
     BackgroundProcess launcher(argv, dir.path(), {"OMP_NUM_THREADS=1"});
     if (stopped) {

@@ -22,10 +22,7 @@ class SlurmTest : public ::testing::Test {
   }
 
   void make_toy_data(int train, int val) {
-    auto r = run_salt({"toydata", "-o", "data/toy", "--num_train", std::to_string(train), "--num_val",
-                       std::to_string(val), "--num_test", "200"},
-                      dir.path());
-    ASSERT_EQ(r.exit_code, 0) << r.err;
+    ASSERT_NO_THROW(write_toy_data(dir / "data/toy", train, val, 200));
   }
 
   static std::string cfg(const std::string& name) { return (source_dir() / "configs" / name).string(); }
@@ -37,7 +34,7 @@ class SlurmTest : public ::testing::Test {
                                   "-c", cfg("GN2.yaml"), "-c", cfg("GN2_cpu.yaml"), "--cpu", "-cpt", "1", "-m", "1G",
                                   "-f", "--config.data.batch_size=250", "--config.trainer.enable_progress_bar=false"};
     argv.insert(argv.end(), extra.begin(), extra.end());
-    return run_process(argv, dir.path(), {std::string("SALT_BINARY=") + SALT_BINARY});
+    return run_process(argv, dir.path(), {std::string("SALT_BINARY=") + salt::testing::salt_binary()});
   }
 
   static std::string job_id(const ProcessResult& r) {

@@ -44,7 +44,7 @@ TEST_F(SubmitTest, TheWrapperRunsTheSaltBinarysSubcommand) {
   auto wrapper = (source_dir() / "submit" / "submit_slurm").string();
   auto r = run_process({wrapper, "--config", cfg("GN2.yaml"), "-c", cfg("GN2_cpu.yaml"), "--tag", "wrapped", "-cpt",
                         "3", "-cn", "a100", "--slurm.mail-type=END", "--config.trainer.max_epochs=2", "--dry-run"},
-                       work(), {std::string("SALT_BINARY=") + SALT_BINARY});
+                       work(), {std::string("SALT_BINARY=") + salt::testing::salt_binary()});
   EXPECT_EQ(r.exit_code, 0) << r.err;
   EXPECT_TRUE(contains(r.out, "#SBATCH --cpus-per-task=3\n")) << r.out;
   EXPECT_TRUE(contains(r.out, "#SBATCH --constraint=a100\n"));
@@ -53,11 +53,11 @@ TEST_F(SubmitTest, TheWrapperRunsTheSaltBinarysSubcommand) {
   EXPECT_TRUE(contains(r.out, "note: -cpt/--cpus_per_task 3 replaces data.num_workers=2"));
   EXPECT_FALSE(fs::exists(work() / "slurm"));
 
-  auto help = run_process({wrapper, "--help"}, work(), {std::string("SALT_BINARY=") + SALT_BINARY});
+  auto help = run_process({wrapper, "--help"}, work(), {std::string("SALT_BINARY=") + salt::testing::salt_binary()});
   EXPECT_EQ(help.exit_code, 0);
   EXPECT_TRUE(contains(help.out, "--runs_per_gpu"));
   auto typo = run_process({wrapper, "-c", cfg("GN2.yaml"), "--config.trainer.max_epoch=2"}, work(),
-                          {std::string("SALT_BINARY=") + SALT_BINARY});
+                          {std::string("SALT_BINARY=") + salt::testing::salt_binary()});
   EXPECT_EQ(typo.exit_code, 2);
   EXPECT_TRUE(contains(typo.err, "salt: error: ")) << typo.err;
   EXPECT_EQ(std::count(typo.err.begin(), typo.err.end(), '\n'), 1) << typo.err;
@@ -65,7 +65,7 @@ TEST_F(SubmitTest, TheWrapperRunsTheSaltBinarysSubcommand) {
 
   auto condor = run_process({(source_dir() / "submit" / "submit_htcondor").string(), "-c", cfg("GN2.yaml"), "-c",
                              cfg("GN2_cpu.yaml"), "--gpus", "1", "--dry-run"},
-                            work(), {std::string("SALT_BINARY=") + SALT_BINARY});
+                            work(), {std::string("SALT_BINARY=") + salt::testing::salt_binary()});
   EXPECT_EQ(condor.exit_code, 0) << condor.err;
   EXPECT_TRUE(contains(condor.out, "request_GPUs = 1"));
 }

@@ -19,10 +19,7 @@ class InProcessRun {
  public:
   // Writes `salt toydata` (small sizes) into <scratch>/data/toy and cds there.
   InProcessRun(int train = 1000, int val = 300, int test = 300) : previous_(std::filesystem::current_path()) {
-    auto r = run_salt({"toydata", "-o", "data/toy", "--num_train", std::to_string(train), "--num_val",
-                       std::to_string(val), "--num_test", std::to_string(test)},
-                      dir_.path());
-    if (r.exit_code != 0) throw std::runtime_error("salt toydata failed: " + r.err);
+    write_toy_data(dir_ / "data/toy", train, val, test);
     std::filesystem::current_path(dir_.path());
   }
   ~InProcessRun() { std::filesystem::current_path(previous_); }

@@ -1,8 +1,10 @@
 #include "support/test_support.h"
+#include "core/install_paths.h"
 #include "core/remove_tree.h"
 
 #include <fcntl.h>
 #include <signal.h>
+#include <sys/file.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -61,12 +63,51 @@ ProcessResult run_process(const std::vector<std::string>& argv, const fs::path& 
 
 ProcessResult run_salt(const std::vector<std::string>& args, const fs::path& cwd,
                        const std::vector<std::string>& extra_env) {
-  std::vector<std::string> argv{SALT_BINARY};
+  std::vector<std::string> argv{salt_binary()};
   argv.insert(argv.end(), args.begin(), args.end());
   return run_process(argv, cwd, extra_env);
 }
 
-fs::path source_dir() { return SALT_SOURCE_DIR; }
+// The build folder's layout: tests/test_<concern>, app/salt, share/salt/source.
+std::string salt_binary() { return (salt::executable_dir() / ".." / "app" / "salt").lexically_normal().string(); }
+
+fs::path source_dir() { return salt::build_source_dir(); }
+
+namespace {
+// Names the binary's build: a rebuilt salt may write other toy data.
+std::string binary_stamp() {
+  const auto binary = salt_binary();
+  const auto time = fs::last_write_time(binary).time_since_epoch().count();
+  return std::to_string(fs::file_size(binary)) + "-" + std::to_string(time);
+}
+}  // namespace
+
+void write_toy_data(const fs::path& out, int train, int val, int test) {
+  const auto cache = salt::executable_dir() / "toy_cache";
+  fs::create_directories(cache);
+  const auto sizes = std::to_string(train) + "_" + std::to_string(val) + "_" + std::to_string(test);
+  const auto made = cache / (sizes + "-" + binary_stamp());
+  {
+    const int lock = ::open((cache / ".lock").c_str(), O_CREAT | O_RDWR, 0644);
+    if (lock < 0 || flock(lock, LOCK_EX) != 0) throw std::runtime_error("cannot lock " + cache.string());
+    if (!fs::exists(made)) {
+      for (const auto& e : fs::directory_iterator(cache))  // made by an earlier build of salt
+        if (e.path().filename().string()[0] != '.') salt::remove_tree(e.path());
+      const auto partial = cache / (".partial-" + std::to_string(getpid()));
+      salt::remove_tree(partial);
+      auto r = run_salt({"toydata", "-o", partial.string(), "--num_train", std::to_string(train), "--num_val",
+                         std::to_string(val), "--num_test", std::to_string(test)});
+      if (r.exit_code != 0) {
+        ::close(lock);
+        throw std::runtime_error("salt toydata failed: " + r.err);
+      }
+      fs::rename(partial, made);
+    }
+    ::close(lock);
+  }
+  fs::create_directories(out);
+  fs::copy(made, out, fs::copy_options::recursive | fs::copy_options::overwrite_existing);
+}
 
 int error_lines(const std::string& err) {
   int n = 0;

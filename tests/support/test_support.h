@@ -39,7 +39,16 @@ ProcessResult run_process(const std::vector<std::string>& argv, const std::files
 ProcessResult run_salt(const std::vector<std::string>& args, const std::filesystem::path& cwd = {},
                        const std::vector<std::string>& extra_env = {});
 
-// The repository root (for configs/).
+// The `salt` binary of the build folder the tests were built in.
+std::string salt_binary();
+
+// What `salt toydata -o <out> --num_train T --num_val V --num_test E` writes, made
+// once per sizes and per build of `salt` (kept in <build>/tests/toy_cache, made
+// under a lock, so parallel tests share it) and copied into `out`. Throws
+// std::runtime_error with salt's message when toydata fails.
+void write_toy_data(const std::filesystem::path& out, int train, int val, int test);
+
+// The repository root the build folder was configured from (for configs/ and fixtures).
 std::filesystem::path source_dir();
 
 // How many lines of `err` report an error ("salt: error: ..." or a crash's

@@ -20,10 +20,7 @@ class FitTest : public ::testing::Test {
   void SetUp() override { make_toy_data(2000, 500, 500); }
 
   void make_toy_data(int train, int val, int test) {
-    auto r = run_salt({"toydata", "-o", "data/toy", "--num_train", std::to_string(train), "--num_val",
-                       std::to_string(val), "--num_test", std::to_string(test)},
-                      dir.path());
-    ASSERT_EQ(r.exit_code, 0) << r.err;
+    ASSERT_NO_THROW(write_toy_data(dir / "data/toy", train, val, test));
   }
 
   static std::string cfg(const std::string& name) { return (source_dir() / "configs" / name).string(); }

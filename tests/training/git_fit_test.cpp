@@ -27,8 +27,7 @@ class GitFit : public GitFixture {
     write(work / ".gitignore", "data/\nlogs/\n");
     write(work / "notes.md", "my analysis\n");
     head = commit_all(repo.get(), "initial");
-    auto r = run_salt({"toydata", "-o", "data/toy", "--num_train", "1000", "--num_val", "200", "--num_test", "200"}, work);
-    ASSERT_EQ(r.exit_code, 0) << r.err;
+    ASSERT_NO_THROW(salt::testing::write_toy_data(work / "data/toy", 1000, 200, 200));
   }
 
   ProcessResult fit(std::vector<std::string> extra) {
@@ -161,8 +160,7 @@ TEST_F(GitFit, SubmitRefusesADirtyTreeBeforeSubmittingAndIgnoresItsOwnJobFiles) 
 
 TEST(GitFitOutside, NoRepositoryWarnsAndRecordsNull) {
   salt::testing::TempDir dir;
-  auto gen = run_salt({"toydata", "-o", "data/toy", "--num_train", "1000", "--num_val", "200", "--num_test", "0"}, dir.path());
-  ASSERT_EQ(gen.exit_code, 0) << gen.err;
+  ASSERT_NO_THROW(salt::testing::write_toy_data(dir / "data/toy", 1000, 200, 0));
   auto r = run_salt({"fit", "-c", (salt::testing::source_dir() / "configs/DL1.yaml").string(), "--trainer.max_epochs", "1",
                      "--data.batch_size", "250", "-ls", "x"},
                     dir.path());

@@ -42,7 +42,7 @@ class Reliability : public FitTest {
   std::vector<ProcessResult> start_together(int n, const std::vector<std::string>& extra) {
     std::vector<std::unique_ptr<BackgroundProcess>> procs;
     for (int i = 0; i < n; ++i) {
-      std::vector<std::string> argv{SALT_BINARY, "fit", "--seed_everything", std::to_string(100 + i)};
+      std::vector<std::string> argv{salt::testing::salt_binary(), "fit", "--seed_everything", std::to_string(100 + i)};
       for (const auto& a : small_gn2(tiny(extra))) argv.push_back(a);
       procs.push_back(std::make_unique<BackgroundProcess>(argv, dir.path(), std::vector<std::string>{"OMP_NUM_THREADS=1"}));
     }
@@ -162,7 +162,7 @@ TEST_F(Reliability, TempFilesOfDeadProcessesAreRemovedWhenTheRunDirectoryIsReuse
 
 // Before: a training file truncated during a fit went unnoticed, exit 0.
 TEST_F(Reliability, AnInputFileChangedDuringTheRunStopsItAndKeepsTheCheckpoints) {
-  std::vector<std::string> argv{SALT_BINARY, "fit"};
+  std::vector<std::string> argv{salt::testing::salt_binary(), "fit"};
   for (const auto& a : small_gn2({"--trainer.max_epochs", "200", "-ls", "changing"})) argv.push_back(a);
   BackgroundProcess p(argv, dir.path(), {"OMP_NUM_THREADS=1"});
   const auto run = dir / "logs" / "GN2_cpu_changing";

@@ -34,7 +34,7 @@ bool has_epoch0_checkpoint(const fs::path& run) {
 // `salt fit ARGS` started in the background in the test's directory.
 std::unique_ptr<BackgroundProcess> start_fit(const fs::path& cwd, const std::vector<std::string>& args,
                                              const std::vector<std::string>& env) {
-  std::vector<std::string> argv{SALT_BINARY, "fit"};
+  std::vector<std::string> argv{salt::testing::salt_binary(), "fit"};
   argv.insert(argv.end(), args.begin(), args.end());
   return std::make_unique<BackgroundProcess>(argv, cwd, env);
 }
@@ -119,7 +119,7 @@ TEST_F(FitTest, Sigusr1SavesRequeueCheckpointAndTheRerunResumesExactly) {
 
 TEST_F(FitTest, CtrlCStopsCleanly) {
   auto args = small_gn2({"--trainer.max_epochs", "50", "-ls", "interrupted", "--data.move_files_temp", "scratch/copies"});
-  std::vector<std::string> argv{SALT_BINARY, "fit"};
+  std::vector<std::string> argv{salt::testing::salt_binary(), "fit"};
   argv.insert(argv.end(), args.begin(), args.end());
   const auto run = dir / "logs" / "GN2_cpu_interrupted";
   BackgroundProcess p(argv, dir.path(), {"OMP_NUM_THREADS=1"});

@@ -129,7 +129,7 @@ TEST_F(WildcardFit, MoveFilesTempCopiesEveryMember) {
 
 // A member removed while the run reads it: stopped in one line naming the member.
 TEST_F(WildcardFit, AMemberRemovedDuringTheRunStopsIt) {
-  std::vector<std::string> argv{SALT_BINARY, "fit"};
+  std::vector<std::string> argv{salt::testing::salt_binary(), "fit"};
   for (const auto& a : small_gn2({"--trainer.max_epochs", "200", "-ls", "removed", "--data.train_file", train_pattern()}))
     argv.push_back(a);
   BackgroundProcess p(argv, dir.path(), {"OMP_NUM_THREADS=1"});

@@ -1,0 +1,24 @@
+// Where salt finds the files it ships besides the binary (configs/base.yaml, the
+// ONNX Runtime runner script, onnxruntime-node): one folder, `<bin>/../share/salt`,
+// so the same lookup works in an install prefix (bin/salt, share/salt) and in a
+// build folder (app/salt, share/salt made of links into the source tree by CMake).
+// Nothing here is compiled with the source tree's path: a binary runs wherever it
+// is installed, and compiler caches hit across checkouts.
+#pragma once
+#include <filesystem>
+
+namespace salt {
+
+// The folder of the running executable (/proc/self/exe).
+std::filesystem::path executable_dir();
+
+// SALT_SHARE_DIR when set, else <executable_dir>/../share/salt. Throws UsageError
+// naming both when the folder does not exist.
+std::filesystem::path share_dir();
+
+// The source tree a build folder was configured from (share/salt/source, a link
+// that only build folders have): for tests and benches, which read fixtures and
+// reference scripts. Throws UsageError in an installed salt.
+std::filesystem::path build_source_dir();
+
+}  // namespace salt
