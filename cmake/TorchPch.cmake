@@ -15,7 +15,10 @@ function(salt_torch_pch name)
   target_link_libraries(${name} PUBLIC ${TORCH_LIBRARIES})
   target_compile_options(${name} PUBLIC ${SALT_TORCH_CXX_FLAGS})
   target_include_directories(${name} PUBLIC ${PROJECT_SOURCE_DIR}/lib)
-  target_precompile_headers(${name} PUBLIC ${PROJECT_SOURCE_DIR}/lib/pch/torch_pch.h)
+  # Only what nearly every torch file needs, named with <>: CMake's generated
+  # cmake_pch.hxx then holds no path of this checkout, which ccache needs to reuse
+  # another checkout's compiles (cmake/ccache_launcher.sh).
+  target_precompile_headers(${name} PUBLIC <torch/torch.h> <map> <memory> <string> <vector>)
 endfunction()
 
 # Folders quoted includes resolve against after the including file's own folder,
