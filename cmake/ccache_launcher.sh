@@ -5,11 +5,11 @@
 # header:
 # - paths under the checkout become relative to the build folder, also those ccache
 #   cannot rewrite itself (CMake's `-Xclang -include -Xclang <abs>/cmake_pch.hxx`);
-# - the precompiled header is hashed through a checksum file next to it
-#   (pch_external_checksum), written here when the header is built: the compiler,
+# - the precompiled header is built without ccache (it records this checkout's
+#   absolute paths, so another checkout's copy would not load) and hashed through
+#   a checksum file next to it (pch_external_checksum), written here: the compiler,
 #   the flags and the content of every file the header read, with the checkout's
-#   path taken out. Hashing the 120 MB header itself would miss across checkouts,
-#   since it records absolute paths.
+#   path taken out. Hashing the 120 MB header itself would miss across checkouts.
 # Usage: ccache_launcher.sh CCACHE ROOT COMPILER ARGS...
 set -euo pipefail
 ccache=$1 root=$2
@@ -31,9 +31,14 @@ for a in "$@"; do
   prev=$a
 done
 
-[ "$header" = 1 ] && rm -f "$out.sum"
-"$ccache" "${args[@]}"
-[ "$header" = 1 ] && [ -n "$depfile" ] && [ -f "$depfile" ] || exit 0
+if [ "$header" = 0 ]; then exec "$ccache" "${args[@]}"; fi
+
+# The precompiled header itself is built without ccache: it records the absolute
+# paths of this checkout, so one cached from another checkout would not load here
+# (in depend mode ccache would cache it).
+rm -f "$out.sum"
+"${args[@]}"
+[ -n "$depfile" ] && [ -f "$depfile" ] || exit 0
 
 # The files the header read, from the make-style depfile ("out: a b \" lines).
 mapfile -t deps < <(sed -e 's/^[^:]*://' -e 's/\\$//' "$depfile" | tr -s ' \t' '\n' | sed '/^$/d')

@@ -50,5 +50,7 @@ for t in "${targets[@]}"; do
     echo "fuzz.sh: $t FOUND A PROBLEM (inputs in $findings):"; tail -30 "$log"; status=1
   fi
   grep -E "stat::number_of_executed_units|stat::peak_rss_mb" "$log" | sed "s/^/fuzz.sh: $t /" || true
+  units=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -n 1)
+  [ -z "$units" ] || echo "fuzz.sh: $t $units inputs in ${seconds}s: $((units / seconds)) executions per second"
 done
 exit $status

@@ -16,7 +16,7 @@
 // resuming (the checkpoint's batch size stays).
 #include <spdlog/spdlog.h>
 
-#include "callbacks/registry.h"
+#include "training/callback_registry.h"
 #include "core/errors.h"
 
 namespace salt::callbacks {

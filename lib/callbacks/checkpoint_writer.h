@@ -5,7 +5,7 @@
 #pragma once
 #include <filesystem>
 
-#include "callbacks/callback.h"
+#include "training/callback.h"
 
 namespace salt::callbacks {
 

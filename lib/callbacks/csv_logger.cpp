@@ -1,6 +1,6 @@
 // Lightning's CSVLogger: accepted with one warning line, since it is built in
 // (metrics always go to <run>/metrics.csv). The other loggers: tensorboard_logger.cpp.
-#include "callbacks/registry.h"
+#include "training/callback_registry.h"
 
 namespace salt::callbacks {
 namespace {

@@ -10,7 +10,7 @@
 #include <optional>
 #include <sstream>
 
-#include "callbacks/registry.h"
+#include "training/callback_registry.h"
 #include "training/cuda_runtime.h"
 
 namespace salt::callbacks {

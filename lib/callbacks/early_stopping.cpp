@@ -13,7 +13,7 @@
 #include <optional>
 
 #include "callbacks/monitor.h"
-#include "callbacks/registry.h"
+#include "training/callback_registry.h"
 #include "core/errors.h"
 
 namespace salt::callbacks {

@@ -7,7 +7,7 @@
 // before the callback first acts).
 #include <map>
 
-#include "callbacks/registry.h"
+#include "training/callback_registry.h"
 #include "core/errors.h"
 
 namespace salt::callbacks {

@@ -16,7 +16,7 @@
 #include <algorithm>
 #include <cmath>
 
-#include "callbacks/registry.h"
+#include "training/callback_registry.h"
 #include "core/atomic_file.h"
 #include "core/errors.h"
 #include "data/h5_file.h"

@@ -19,7 +19,7 @@
 #include <optional>
 
 #include "callbacks/monitor.h"
-#include "callbacks/registry.h"
+#include "training/callback_registry.h"
 #include "core/atomic_file.h"
 #include "core/errors.h"
 #include "plot/figure.h"

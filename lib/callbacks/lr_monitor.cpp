@@ -5,7 +5,7 @@
 // of each epoch carries them.
 #include <optional>
 
-#include "callbacks/registry.h"
+#include "training/callback_registry.h"
 
 namespace salt::callbacks {
 namespace {

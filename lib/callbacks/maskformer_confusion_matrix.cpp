@@ -8,7 +8,7 @@
 
 #include <cstdio>
 
-#include "callbacks/registry.h"
+#include "training/callback_registry.h"
 #include "core/atomic_file.h"
 #include "core/errors.h"
 #include "models/object_targets.h"

@@ -4,7 +4,7 @@
 // as val/<metric> with the losses (metrics.csv, the loggers). salt logs each
 // batch's value and Lightning averages them over batches; salt-cpp counts over the
 // whole epoch, so every object weighs the same.
-#include "callbacks/registry.h"
+#include "training/callback_registry.h"
 #include "core/errors.h"
 #include "models/maskformer_metrics.h"
 #include "models/object_targets.h"

@@ -1,7 +1,7 @@
 // The metrics logger every run has: train interval means and validation losses
 // into <run>/metrics.csv (rank 0, not under fast_dev_run), rewritten after each
 // validation so a killed run keeps what it logged.
-#include "callbacks/registry.h"
+#include "training/callback_registry.h"
 #include "training/metrics_log.h"
 
 namespace salt::callbacks {

@@ -15,7 +15,7 @@
 
 #include "callbacks/checkpoint_writer.h"
 #include "callbacks/monitor.h"
-#include "callbacks/registry.h"
+#include "training/callback_registry.h"
 #include "core/errors.h"
 
 namespace salt::callbacks {

@@ -3,7 +3,7 @@
 // max_depth 1 when the config has none and enable_model_summary is not false.
 #include <cstdio>
 
-#include "callbacks/registry.h"
+#include "training/callback_registry.h"
 #include "models/summary.h"
 
 namespace salt::callbacks {

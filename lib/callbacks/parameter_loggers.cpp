@@ -9,7 +9,7 @@
 // Beyond salt, each parameter's values also go to the TensorBoard logger as a
 // histogram (weights/<param>, gradients/<param>). Rank 0 only; nothing under
 // fast_dev_run, as in salt.
-#include "callbacks/registry.h"
+#include "training/callback_registry.h"
 
 namespace salt::callbacks {
 namespace {

@@ -14,7 +14,7 @@
 #include <optional>
 #include <sys/time.h>
 
-#include "callbacks/registry.h"
+#include "training/callback_registry.h"
 #include "core/atomic_file.h"
 #include "core/errors.h"
 

@@ -1,7 +1,7 @@
 // salt.callbacks.PredictionWriter as a callback of `salt test`: the prediction
 // file (see prediction_writer.h) at TestState::output, finished (renamed into
 // place) only when the whole test set went through.
-#include "callbacks/registry.h"
+#include "training/callback_registry.h"
 
 namespace salt::callbacks {
 namespace {

@@ -5,7 +5,7 @@
 #include <cstdio>
 #include <map>
 
-#include "callbacks/registry.h"
+#include "training/callback_registry.h"
 #include "core/errors.h"
 #include "models/host_read.h"
 #include "training/progress.h"

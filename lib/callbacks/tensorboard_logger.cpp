@@ -11,7 +11,7 @@
 #include <optional>
 #include <sstream>
 
-#include "callbacks/registry.h"
+#include "training/callback_registry.h"
 #include "core/path_join.h"
 #include "tensorboard/event_writer.h"
 

@@ -10,7 +10,7 @@
 #include <optional>
 
 #include "callbacks/monitor.h"
-#include "callbacks/registry.h"
+#include "training/callback_registry.h"
 
 namespace salt::callbacks {
 namespace {

@@ -1,5 +1,7 @@
 #include "deploy/check.h"
 
+#include "data/batch.h"
+
 #include <ATen/CPUGeneratorImpl.h>
 
 #include <spdlog/spdlog.h>

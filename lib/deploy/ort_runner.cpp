@@ -6,7 +6,7 @@
 
 #include "core/errors.h"
 #include "core/install_paths.h"
-#include "submit/process.h"
+#include "core/run_command.h"
 
 namespace salt::deploy {
 namespace fs = std::filesystem;
@@ -21,14 +21,14 @@ OrtRunner find_ort_runner() {
   if (!fs::exists(r.script, ec)) r.missing = r.script.string() + " is missing";
   else if (!fs::exists(dir / "node_modules" / "onnxruntime-node", ec))
     r.missing = "onnxruntime-node is not installed in " + dir.string() + " (run scripts/bootstrap.sh)";
-  else if (submit::run_command({"node", "--version"}).exit_code != 0)
+  else if (run_command({"node", "--version"}).exit_code != 0)
     r.missing = "node (Node.js) is not on PATH";
   return r;
 }
 
 YAML::Node run_ort(const OrtRunner& runner, const fs::path& model, const fs::path& inputs_json,
                    const fs::path& outputs_json, int threads, int repeat) {
-  auto result = submit::run_command({"node", runner.script.string(), model.string(), inputs_json.string(),
+  auto result = run_command({"node", runner.script.string(), model.string(), inputs_json.string(),
                                      outputs_json.string(), "--threads", std::to_string(threads), "--repeat",
                                      std::to_string(repeat)});
   if (result.exit_code != 0) {

@@ -41,11 +41,6 @@ ModelOutput SaltWrapperImpl::forward(const TensorMap& inputs, const TensorMap& p
   return out;
 }
 
-ModelOutput SaltWrapperImpl::forward(const Batch& batch, bool with_labels) {
-  const bool use = with_labels && !batch.labels.empty();
-  return forward(batch.inputs, batch.pad_masks, use ? &batch.labels : nullptr);
-}
-
 torch::Tensor SaltWrapperImpl::total_loss(const std::map<std::string, torch::Tensor>& losses) const {
   if (losses.empty()) return {};
   torch::Tensor total;

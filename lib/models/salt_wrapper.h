@@ -9,7 +9,6 @@
 #include <map>
 #include <string>
 
-#include "data/batch.h"
 #include "models/edge_features.h"
 #include "models/input_norm.h"
 #include "models/salt_model.h"
@@ -36,8 +35,6 @@ class SaltWrapperImpl : public torch::nn::Module {
 
   // Raw (un-normalised) inputs as the loader gives them.
   ModelOutput forward(const TensorMap& inputs, const TensorMap& pad_masks, const Labels* labels = nullptr);
-  // Uses batch.labels when with_labels and the batch has any.
-  ModelOutput forward(const Batch& batch, bool with_labels = true);
 
   torch::Tensor total_loss(const std::map<std::string, torch::Tensor>& losses) const;
 

@@ -9,7 +9,7 @@
 #include "core/atomic_file.h"
 #include "core/errors.h"
 #include "submit/option_checks.h"
-#include "submit/process.h"
+#include "core/run_command.h"
 #include "submit/shell_quote.h"
 
 namespace salt::submit {

@@ -7,7 +7,7 @@
 
 #include "core/atomic_file.h"
 #include "core/errors.h"
-#include "submit/process.h"
+#include "core/run_command.h"
 #include "submit/shell_quote.h"
 #include "submit/sweep.h"
 #include "training/run_dir.h"

@@ -9,7 +9,7 @@
 #include <limits>
 #include <regex>
 
-#include "callbacks/registry.h"
+#include "training/callback_registry.h"
 #include "core/errors.h"
 #include "core/signals.h"
 #include "core/torch_compat.h"
@@ -17,6 +17,7 @@
 #include "models/classification_task.h"
 #include "plot/run_plots.h"
 #include "training/batch_device.h"
+#include "training/forward_batch.h"
 #include "training/progress.h"
 #include "training/checkpoint.h"
 #include "training/device.h"
@@ -200,7 +201,7 @@ EvaluateResult evaluate(const YAML::Node& resolved) {
     auto batch = loader.next();
     if (!batch) break;
     Batch on_device = batch_to_device(*batch, device);
-    auto out = setup.model->forward(on_device, false);
+    auto out = forward_batch(*setup.model, on_device, false);
     progress.update(b, out.loss.defined() ? out.loss.item<double>() : NAN, batch->size);
     if (flavours.task) flavours.add(out.preds.at(flavours.task->input_name()).at(flavours.task->name()), *batch);
     if (test.wants_predictions)

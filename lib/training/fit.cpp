@@ -22,11 +22,12 @@
 #include "data/loader.h"
 #include "data/temp_copy.h"
 #include "dist/session.h"
-#include "callbacks/registry.h"
+#include "training/callback_registry.h"
 #include "models/attention_kernels.h"
 #include "models/host_read.h"
 #include "models/summary.h"
 #include "training/batch_device.h"
+#include "training/forward_batch.h"
 #include "training/checkpoint.h"
 #include "training/cuda_runtime.h"
 #include "training/device.h"
@@ -641,7 +642,7 @@ class FitRun {
       std::optional<compat::AutocastGuard> guard;
       if (autocast_.enabled) guard.emplace(device_.type(), autocast_.dtype);
       const auto timed = profile("[Strategy].training_step");
-      out = setup_.model->forward(on_device, true);
+      out = forward_batch(*setup_.model, on_device, true);
     }
     if (grad_sync_) grad_sync_->begin_backward(boundary);
     auto loss = out.loss / static_cast<double>(accumulate);

@@ -7,6 +7,7 @@
 #include "core/torch_compat.h"
 #include "models/host_read.h"
 #include "training/batch_device.h"
+#include "training/forward_batch.h"
 
 namespace salt::training {
 
@@ -59,7 +60,7 @@ LossTotals validation_pass(models::SaltWrapper& model, data::Loader& loader, int
     auto on_device = batch_to_device(std::move(*batch), device);
     std::optional<compat::AutocastGuard> guard;
     if (autocast.enabled) guard.emplace(device.type(), autocast.dtype);
-    auto out = model->forward(on_device, true);
+    auto out = forward_batch(*model, on_device, true);
     totals.add(out, on_device.size);
     if (on_batch) on_batch(b, out, on_device);
   }

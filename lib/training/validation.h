@@ -9,6 +9,7 @@
 #include <optional>
 #include <string>
 
+#include "data/batch.h"
 #include "data/loader.h"
 #include "models/salt_wrapper.h"
 

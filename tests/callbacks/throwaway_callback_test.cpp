@@ -4,7 +4,7 @@
 // whose hooks it counts.
 #include <gtest/gtest.h>
 
-#include "callbacks/registry.h"
+#include "training/callback_registry.h"
 #include "core/errors.h"
 #include "support/in_process.h"
 #include "training/fit.h"

@@ -4,6 +4,7 @@
 
 #include "support/one_line_error.h"
 
+#include "data/batch.h"
 #include "models/model_factory.h"
 #include "model_test_helpers.h"
 
@@ -60,9 +61,9 @@ TEST(MergeDict, TasksReadTheMergedInputAndPredictionsGoBackToTheMembers) {
   b.labels["electrons"]["origin"] = torch::tensor({1, 0, 0, 0}).view({2, 2});
   merged->eval();
   plain->eval();
-  const auto out = merged->forward(b, true);
+  const auto out = merged->forward(b.inputs, b.pad_masks, &b.labels);
   // Attention and pooling do not depend on the order of the tokens.
-  EXPECT_TRUE(torch::allclose(out.global_rep, plain->forward(b, false).global_rep, 1e-5, 1e-6));
+  EXPECT_TRUE(torch::allclose(out.global_rep, plain->forward(b.inputs, b.pad_masks).global_rep, 1e-5, 1e-6));
   // The merged task: 3 + 2 slots; its loss is CE over the valid merged slots.
   const auto& logits = out.preds.at("constituents").at("o");
   ASSERT_EQ(logits.sizes(), (std::vector<int64_t>{2, 5, 3}));

@@ -77,7 +77,7 @@ namespace {
 // Names the binary's build: a rebuilt salt may write other toy data.
 std::string binary_stamp() {
   const auto binary = salt_binary();
-  const auto time = fs::last_write_time(binary).time_since_epoch().count();
+  const auto time = static_cast<unsigned long long>(fs::last_write_time(binary).time_since_epoch().count());
   return std::to_string(fs::file_size(binary)) + "-" + std::to_string(time);
 }
 }  // namespace
@@ -91,8 +91,12 @@ void write_toy_data(const fs::path& out, int train, int val, int test) {
     const int lock = ::open((cache / ".lock").c_str(), O_CREAT | O_RDWR, 0644);
     if (lock < 0 || flock(lock, LOCK_EX) != 0) throw std::runtime_error("cannot lock " + cache.string());
     if (!fs::exists(made)) {
-      for (const auto& e : fs::directory_iterator(cache))  // made by an earlier build of salt
-        if (e.path().filename().string()[0] != '.') salt::remove_tree(e.path());
+      const auto stamp = "-" + binary_stamp();
+      for (const auto& e : fs::directory_iterator(cache)) {  // made by an earlier build of salt
+        const auto name = e.path().filename().string();
+        if (name[0] != '.' && (name.size() < stamp.size() || name.compare(name.size() - stamp.size(), stamp.size(), stamp) != 0))
+          salt::remove_tree(e.path());
+      }
       const auto partial = cache / (".partial-" + std::to_string(getpid()));
       salt::remove_tree(partial);
       auto r = run_salt({"toydata", "-o", partial.string(), "--num_train", std::to_string(train), "--num_val",

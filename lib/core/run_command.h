@@ -1,10 +1,10 @@
-// Running the batch system's submit command (sbatch, condor_submit) and keeping
-// what it printed: the job id is in there.
+// Running a helper program and keeping what it printed: the batch system's submit
+// commands (sbatch, condor_submit: the job id is in there), Node for ONNX Runtime.
 #pragma once
 #include <string>
 #include <vector>
 
-namespace salt::submit {
+namespace salt {
 
 struct CommandOutput {
   int exit_code = -1;  // 127: not found on PATH
@@ -14,4 +14,4 @@ struct CommandOutput {
 // Runs argv (looked up on PATH) and waits for it.
 CommandOutput run_command(const std::vector<std::string>& argv);
 
-}  // namespace salt::submit
+}  // namespace salt

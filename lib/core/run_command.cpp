@@ -1,4 +1,4 @@
-#include "submit/process.h"
+#include "core/run_command.h"
 
 #include <sys/wait.h>
 #include <unistd.h>
@@ -7,7 +7,7 @@
 
 #include "core/errors.h"
 
-namespace salt::submit {
+namespace salt {
 
 CommandOutput run_command(const std::vector<std::string>& argv) {
   int fds[2];
@@ -39,4 +39,4 @@ CommandOutput run_command(const std::vector<std::string>& argv) {
   return result;
 }
 
-}  // namespace salt::submit
+}  // namespace salt

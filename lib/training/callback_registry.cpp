@@ -1,4 +1,4 @@
-#include "callbacks/registry.h"
+#include "training/callback_registry.h"
 
 #include <map>
 #include <set>

@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "callbacks/prediction_writer.h"
+#include "training/prediction_writer.h"
 #include "models/salt_wrapper.h"
 #include "serialize/py_value.h"
 #include "training/checkpoint.h"

@@ -10,7 +10,7 @@
 #include <memory>
 #include <vector>
 
-#include "callbacks/callback.h"
+#include "training/callback.h"
 #include "config/bind.h"
 #include "config/schema.h"
 #include "training/trainer_config.h"

@@ -1,4 +1,4 @@
-#include "callbacks/prediction_writer.h"
+#include "training/prediction_writer.h"
 
 #include <cstring>
 #include <set>
