@@ -133,7 +133,7 @@ std::map<std::string, double> validate_checkpoint(const YAML::Node& resolved) {
   loader_options.set_num_workers(D.num_workers).set_prefetch_factor(D.prefetch_factor);
   data::Loader loader(reader, data::SamplerOptions::evaluation(reader->num_rows(), D.batch_size), loader_options);
   const int64_t batches = setup.trainer.limit_val.apply(loader.batches_per_epoch());
-  auto means = validation_pass(setup.model, loader, 0, batches, device, Autocast{}, {}, true).means("val");
+  auto means = validation_pass(setup.model, loader, 0, batches, device, autocast_for(setup.trainer.precision, device), {}, true).means("val");
   for (const auto& [k, v] : means) std::printf("%-40s %.6f\n", k.c_str(), v);
   return means;
 }
@@ -171,6 +171,7 @@ EvaluateResult evaluate(const YAML::Node& resolved) {
   auto reader = open_reader(setup, D.test_file, D.num_test, "num_test", /*test_stage=*/true);
   refuse_empty(*reader, D.test_file, D.num_test, "num_test", "nothing to test, no predictions would be written");
   const auto device = select_device(T);
+  const auto autocast = autocast_for(T.precision, device);
   setup.model->to(device);
   setup.model->eval();
 
@@ -201,7 +202,10 @@ EvaluateResult evaluate(const YAML::Node& resolved) {
     auto batch = loader.next();
     if (!batch) break;
     Batch on_device = batch_to_device(*batch, device);
+    std::optional<compat::AutocastGuard> guard;
+    if (autocast.enabled) guard.emplace(device.type(), autocast.dtype);
     auto out = forward_batch(*setup.model, on_device, false);
+    guard.reset();
     progress.update(b, out.loss.defined() ? out.loss.item<double>() : NAN, batch->size);
     if (flavours.task) flavours.add(out.preds.at(flavours.task->input_name()).at(flavours.task->name()), *batch);
     if (test.wants_predictions)

@@ -425,8 +425,7 @@ class FitRun {
   }
 
   void choose_precision() {
-    autocast_.enabled = T.precision != Precision::kFloat32;
-    autocast_.dtype = device_.is_cuda() && T.precision == Precision::kFloat16Mixed ? torch::kFloat16 : torch::kBFloat16;
+    autocast_ = autocast_for(T.precision, device_);
   }
   bool needs_loss_scaling() const { return autocast_.enabled && autocast_.dtype == torch::kFloat16; }
 

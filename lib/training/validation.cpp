@@ -11,6 +11,13 @@
 
 namespace salt::training {
 
+Autocast autocast_for(config::Precision precision, const torch::Device& device) {
+  Autocast a;
+  a.enabled = precision != config::Precision::kFloat32;
+  a.dtype = device.is_cuda() && precision == config::Precision::kFloat16Mixed ? torch::kFloat16 : torch::kBFloat16;
+  return a;
+}
+
 void LossTotals::add(const models::ModelOutput& out, int64_t jets_in_batch) {
   const double w = static_cast<double>(jets_in_batch);
   // float -> double, times w, summed in double: the same arithmetic as reading each

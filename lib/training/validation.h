@@ -9,6 +9,7 @@
 #include <optional>
 #include <string>
 
+#include "config/trainer_config.h"
 #include "data/batch.h"
 #include "data/loader.h"
 #include "models/salt_wrapper.h"
@@ -41,6 +42,12 @@ struct Autocast {
   bool enabled = false;
   torch::ScalarType dtype = torch::kBFloat16;
 };
+
+// trainer.precision on `device`, for every stage alike (fit, validate, test), as
+// Lightning's precision plugin wraps training, validation and test steps: float32
+// runs plain; 16-mixed is float16 on CUDA and bfloat16 on the CPU (as in salt);
+// bf16-mixed is bfloat16.
+Autocast autocast_for(config::Precision precision, const torch::Device& device);
 
 // Told the seconds each batch was waited for (the loader falling behind).
 using DataWait = std::function<void(double seconds)>;
