@@ -77,7 +77,7 @@ double model_only_jets_per_s(const YAML::Node& config, int64_t jets) {
   training::Optimization opt(setup.model->named_parameters(), kind, lrs, static_cast<int64_t>(batches.size()) + 1);
   setup.model->train();
   auto step = [&](const Batch& b) {
-    auto out = salt::training::forward_batch(*setup.model, b, true);
+    auto out = salt::training::forward_batch(*setup.model, b, true, {}, torch::kCPU);
     opt.zero_grad();
     out.loss.backward();
     opt.step();

@@ -202,10 +202,7 @@ EvaluateResult evaluate(const YAML::Node& resolved) {
     auto batch = loader.next();
     if (!batch) break;
     Batch on_device = batch_to_device(*batch, device);
-    std::optional<compat::AutocastGuard> guard;
-    if (autocast.enabled) guard.emplace(device.type(), autocast.dtype);
-    auto out = forward_batch(*setup.model, on_device, false);
-    guard.reset();
+    auto out = forward_batch(*setup.model, on_device, false, autocast, device);
     progress.update(b, out.loss.defined() ? out.loss.item<double>() : NAN, batch->size);
     if (flavours.task) flavours.add(out.preds.at(flavours.task->input_name()).at(flavours.task->name()), *batch);
     if (test.wants_predictions)

@@ -638,10 +638,8 @@ class FitRun {
   models::ModelOutput forward_backward(const Batch& on_device, int64_t accumulate, bool boundary, GradScaler* scaler) {
     models::ModelOutput out;
     {
-      std::optional<compat::AutocastGuard> guard;
-      if (autocast_.enabled) guard.emplace(device_.type(), autocast_.dtype);
       const auto timed = profile("[Strategy].training_step");
-      out = forward_batch(*setup_.model, on_device, true);
+      out = forward_batch(*setup_.model, on_device, true, autocast_, device_);
     }
     if (grad_sync_) grad_sync_->begin_backward(boundary);
     auto loss = out.loss / static_cast<double>(accumulate);

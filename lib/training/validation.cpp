@@ -11,12 +11,6 @@
 
 namespace salt::training {
 
-Autocast autocast_for(config::Precision precision, const torch::Device& device) {
-  Autocast a;
-  a.enabled = precision != config::Precision::kFloat32;
-  a.dtype = device.is_cuda() && precision == config::Precision::kFloat16Mixed ? torch::kFloat16 : torch::kBFloat16;
-  return a;
-}
 
 void LossTotals::add(const models::ModelOutput& out, int64_t jets_in_batch) {
   const double w = static_cast<double>(jets_in_batch);
@@ -65,9 +59,7 @@ LossTotals validation_pass(models::SaltWrapper& model, data::Loader& loader, int
     if (on_wait) on_wait(std::chrono::duration<double>(std::chrono::steady_clock::now() - asked).count());
     if (!batch) break;
     auto on_device = batch_to_device(std::move(*batch), device);
-    std::optional<compat::AutocastGuard> guard;
-    if (autocast.enabled) guard.emplace(device.type(), autocast.dtype);
-    auto out = forward_batch(*model, on_device, true);
+    auto out = forward_batch(*model, on_device, true, autocast, device);
     totals.add(out, on_device.size);
     if (on_batch) on_batch(b, out, on_device);
   }

@@ -9,10 +9,10 @@
 #include <optional>
 #include <string>
 
-#include "config/trainer_config.h"
 #include "data/batch.h"
 #include "data/loader.h"
 #include "models/salt_wrapper.h"
+#include "training/forward_batch.h"
 
 namespace salt::training {
 
@@ -37,17 +37,7 @@ struct LossTotals {
   std::map<std::string, torch::Tensor> pending_;  // float64 on the device
 };
 
-// Mixed precision of the forward pass: none, or autocast to this dtype.
-struct Autocast {
-  bool enabled = false;
-  torch::ScalarType dtype = torch::kBFloat16;
-};
 
-// trainer.precision on `device`, for every stage alike (fit, validate, test), as
-// Lightning's precision plugin wraps training, validation and test steps: float32
-// runs plain; 16-mixed is float16 on CUDA and bfloat16 on the CPU (as in salt);
-// bf16-mixed is bfloat16.
-Autocast autocast_for(config::Precision precision, const torch::Device& device);
 
 // Told the seconds each batch was waited for (the loader falling behind).
 using DataWait = std::function<void(double seconds)>;

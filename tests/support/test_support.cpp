@@ -85,29 +85,28 @@ std::string binary_stamp() {
 void write_toy_data(const fs::path& out, int train, int val, int test) {
   const auto cache = salt::executable_dir() / "toy_cache";
   fs::create_directories(cache);
-  const auto sizes = std::to_string(train) + "_" + std::to_string(val) + "_" + std::to_string(test);
-  const auto made = cache / (sizes + "-" + binary_stamp());
+  const auto stamp = "-" + binary_stamp();
+  const auto made =
+      cache / (std::to_string(train) + "_" + std::to_string(val) + "_" + std::to_string(test) + stamp);
   {
-    const int lock = ::open((cache / ".lock").c_str(), O_CREAT | O_RDWR, 0644);
-    if (lock < 0 || flock(lock, LOCK_EX) != 0) throw std::runtime_error("cannot lock " + cache.string());
+    struct Lock {  // released on every way out, exceptions included
+      int fd;
+      ~Lock() { if (fd >= 0) ::close(fd); }
+    } lock{::open((cache / ".lock").c_str(), O_CREAT | O_RDWR, 0644)};
+    if (lock.fd < 0 || flock(lock.fd, LOCK_EX) != 0) throw std::runtime_error("cannot lock " + cache.string());
     if (!fs::exists(made)) {
-      const auto stamp = "-" + binary_stamp();
       for (const auto& e : fs::directory_iterator(cache)) {  // made by an earlier build of salt
         const auto name = e.path().filename().string();
-        if (name[0] != '.' && (name.size() < stamp.size() || name.compare(name.size() - stamp.size(), stamp.size(), stamp) != 0))
-          salt::remove_tree(e.path());
+        const bool current = name.size() >= stamp.size() && name.compare(name.size() - stamp.size(), stamp.size(), stamp) == 0;
+        if (name[0] != '.' && !current) salt::remove_tree(e.path());
       }
       const auto partial = cache / (".partial-" + std::to_string(getpid()));
       salt::remove_tree(partial);
       auto r = run_salt({"toydata", "-o", partial.string(), "--num_train", std::to_string(train), "--num_val",
                          std::to_string(val), "--num_test", std::to_string(test)});
-      if (r.exit_code != 0) {
-        ::close(lock);
-        throw std::runtime_error("salt toydata failed: " + r.err);
-      }
+      if (r.exit_code != 0) throw std::runtime_error("salt toydata failed: " + r.err);
       fs::rename(partial, made);
     }
-    ::close(lock);
   }
   fs::create_directories(out);
   fs::copy(made, out, fs::copy_options::recursive | fs::copy_options::overwrite_existing);
