@@ -136,7 +136,7 @@ int64_t gn2_full_parameters(const fs::path& data) {
                                 "--data.norm_dict=" + (data / "norm_dict.yaml").string(),
                                 "--data.class_dict=" + (data / "class_dict.yaml").string()};
   auto run = config::parse_run_args("fit", args);
-  auto setup = training::prepare_run(config::resolve(config::find_base_config(), run.ops).config, training::Stage::kFit);
+  auto setup = training::prepare_run(config::resolve(config::find_base_config(), run.ops), training::Stage::kFit);
   return models::count_parameters(*setup.model).trainable;
 }
 

@@ -39,7 +39,7 @@ struct Case {
   int64_t jets;  // training jets for this case
 };
 
-YAML::Node resolve(const Case& c, const fs::path& data_dir, const fs::path& logs) {
+config::ResolvedConfig resolve(const Case& c, const fs::path& data_dir, const fs::path& logs) {
   std::vector<std::string> args;
   for (const auto& f : c.configs) {
     args.push_back("-c");
@@ -61,19 +61,19 @@ YAML::Node resolve(const Case& c, const fs::path& data_dir, const fs::path& logs
                                  "--force=true"};
   args.insert(args.end(), extra.begin(), extra.end());
   auto run = config::parse_run_args("fit", args);
-  return config::resolve(config::find_base_config(), run.ops).config;
+  return config::resolve(config::find_base_config(), run.ops);
 }
 
 // Forward + backward + optimizer step (model.optimizer, AdamW by default) on batches
 // read beforehand: the model alone.
-double model_only_jets_per_s(const YAML::Node& config, int64_t jets) {
+double model_only_jets_per_s(const config::ResolvedConfig& config, int64_t jets) {
   auto setup = training::prepare_run(config, training::Stage::kFit);
-  auto reader = training::open_reader(setup, setup.data.train_file, jets, "num_train");
+  auto reader = training::open_reader(setup, setup.run.data.train_file, jets, "num_train");
   std::vector<Batch> batches;
-  for (int64_t start = 0; start + setup.data.batch_size <= reader->num_rows(); start += setup.data.batch_size)
-    batches.push_back(reader->read(start, setup.data.batch_size));
+  for (int64_t start = 0; start + setup.run.data.batch_size <= reader->num_rows(); start += setup.run.data.batch_size)
+    batches.push_back(reader->read(start, setup.run.data.batch_size));
   training::LrsConfig lrs{1e-5, 1e-4, 1e-5, 0.1, 1e-5, -1};
-  const auto kind = training::optimizer_kind(config::read_run_config(setup.config).model.optimizer);
+  const auto kind = training::optimizer_kind(setup.run.model.optimizer);
   training::Optimization opt(setup.model->named_parameters(), kind, lrs, static_cast<int64_t>(batches.size()) + 1);
   setup.model->train();
   auto step = [&](const Batch& b) {

@@ -59,14 +59,12 @@ int main(int argc, char** argv) {
   auto exported = deploy::to_onnx(o);
 
   const auto resolved = config::resolve(config::find_base_config(), {{config::ConfigOp::Kind::kMergeFile, config.string(), "", ""}});
-  auto setup = training::prepare_run(resolved.config, training::Stage::kTest);
+  auto setup = training::prepare_run(resolved, training::Stage::kTest);
   training::load_module_state(*setup.model, training::load_checkpoint(ckpt).state_dict, ckpt.string());
   setup.model->eval();
   Batch batch = deploy::read_check_jets(setup, jets);
-  const int64_t n = batch.inputs.at(setup.data.global_object).size(0) - 3;  // the test jets only
-  std::vector<std::string> inputs;
-  for (const auto& kv : setup.config["data"]["variables"]) inputs.push_back(kv.first.as<std::string>());
-  const auto features = deploy::default_feature_map("r22default", inputs, setup.data.global_object);
+  const int64_t n = batch.inputs.at(setup.run.data.global_object).size(0) - 3;  // the test jets only
+  const auto features = deploy::default_feature_map("r22default", setup.run.data.input_order, setup.run.data.global_object);
 
   // ONNX Runtime, one session.run per jet, one thread.
   const fs::path in = model.string() + ".in.json", out = model.string() + ".out.json";

@@ -57,7 +57,7 @@ class BatchSizeFinder : public Callback {
   }
 
   void on_setup(FitState& s) override {
-    const auto& t = s.setup->trainer;
+    const auto& t = s.setup->run.trainer;
     if (t.num_devices * t.num_nodes > 1)
       throw UsageError("The Batch size finder is not supported with distributed strategies.");
   }
@@ -68,11 +68,11 @@ class BatchSizeFinder : public Callback {
       return spdlog::info("BatchSizeFinder: skipped, the run resumes from {} with its batch size",
                           s.resumed_from.string());
     state_ = &s;
-    size_ = s.setup->data.batch_size;
+    size_ = s.setup->run.data.batch_size;
     adjust(o_.init_val);
     int64_t found = o_.mode == "power" ? power_scaling() : binsearch_scaling();
     found = std::max<int64_t>(found, 1);
-    s.setup->data.batch_size = found;
+    s.setup->run.data.batch_size = found;
     s.setup->config["data"]["batch_size"] = found;
     spdlog::info("Finished batch size finder, will continue with full run using batch size {}", found);
     state_ = nullptr;

@@ -42,7 +42,7 @@ class Checkpoint : public Callback {
   // Lightning formats a metric it has not logged as 0 (salt's nan_regression.yaml
   // relies on that), so an unknown monitor_loss is a warning, not an error.
   void on_setup(FitState& s) override {
-    const auto& t = s.setup->trainer;
+    const auto& t = s.setup->run.trainer;
     at_epoch_end_ = t.check_val_every_n_epoch == 1 && validates_once_per_epoch(t);
     std::vector<std::string> known{"val/loss"};
     for (const auto& task : s.setup->model->model->task_list()) known.push_back("val/" + task->name() + "_loss");
@@ -69,7 +69,7 @@ class Checkpoint : public Callback {
 
  private:
   void save(FitState& s) {
-    if (s.dev_run || !s.main_rank || !s.setup->trainer.enable_checkpointing) return;
+    if (s.dev_run || !s.main_rank || !s.setup->run.trainer.enable_checkpointing) return;
     const auto path = s.run_dir / "ckpts" / checkpoint_name(s.epoch, o_.fname_string, monitored(s));
     write_checkpoint(s, path);
     s.checkpoint_saved(path);

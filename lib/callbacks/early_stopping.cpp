@@ -92,7 +92,7 @@ class EarlyStopping : public Callback {
   void on_setup(FitState& s) override {
     patience_ = o_.patience;
     // Lightning: after each validation when validation runs more or less often than once per epoch.
-    const auto& t = s.setup->trainer;
+    const auto& t = s.setup->run.trainer;
     on_epoch_end_ = o_.check_on_train_epoch_end.value_or(t.check_val_every_n_epoch == 1 && validates_once_per_epoch(t));
   }
 

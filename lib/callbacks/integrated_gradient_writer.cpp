@@ -112,10 +112,10 @@ class IntegratedGradientWriter : public Callback {
     if (fs::exists(output_) && !o_.overwrite)
       throw UsageError("IntegratedGradientWriter: " + output_.string() + " exists; set overwrite: true to replace it");
     for (const auto& n : attributed_)
-      if (!s.setup->data.variables.count(n))
+      if (!s.setup->run.data.variables.count(n))
         throw UsageError("IntegratedGradientWriter: input_keys.inputs names '" + n + "', which is not a model input");
     wanted_ = o_.n_jets >= 0 ? o_.n_jets : s.num_rows / 2;
-    batch_size_ = o_.internal_batch_size > 0 ? o_.internal_batch_size : s.setup->data.batch_size;
+    batch_size_ = o_.internal_batch_size > 0 ? o_.internal_batch_size : s.setup->run.data.batch_size;
     s.wants_predictions = true;  // to see the batches
     spdlog::info("IntegratedGradientWriter: attributions of up to {} jets to {}", wanted_, output_.string());
   }
@@ -242,7 +242,7 @@ class IntegratedGradientWriter : public Callback {
       for (const auto& [k, v] : r.attributions) {
         write_tensor(attr.get(), k, v);
         h5::Id set(H5Dopen2(attr.get(), k.c_str(), H5P_DEFAULT), H5Dclose);
-        h5::write_attr(set.get(), "variables", s.setup->data.variables.at(k));
+        h5::write_attr(set.get(), "variables", s.setup->run.data.variables.at(k));
       }
       write_tensor(attr.get(), "convergence_delta", delta);
       write_tensor(attr.get(), "output_difference", r.difference);

@@ -94,7 +94,7 @@ class LearningRateFinder : public Callback {
     sweep();
     const auto result = s.run_trial(trial_spec(s));
     if (result.out_of_memory)
-      throw UsageError("LearningRateFinder: out of memory at data.batch_size " + std::to_string(s.setup->data.batch_size) +
+      throw UsageError("LearningRateFinder: out of memory at data.batch_size " + std::to_string(s.setup->run.data.batch_size) +
                        " (step " + std::to_string(result.steps_run + 1) + ")");
     if (lrs_.size() != static_cast<std::size_t>(o_.num_training_steps))
       spdlog::info("LR finder stopped early after {} steps due to diverging loss.", lrs_.size());
@@ -119,7 +119,7 @@ class LearningRateFinder : public Callback {
   TrialSpec trial_spec(const FitState& s) {
     const training::LrSweep sweep{o_.min_lr, o_.max_lr, o_.num_training_steps, o_.mode == "exponential"};
     TrialSpec spec;
-    spec.batch_size = s.setup->data.batch_size;
+    spec.batch_size = s.setup->run.data.batch_size;
     spec.steps = o_.num_training_steps;
     spec.lr_at = [this, sweep](int64_t step) {
       lrs_.push_back(sweep.lr_at(step));
@@ -134,7 +134,7 @@ class LearningRateFinder : public Callback {
 
   // salt's model.lrs_config takes the suggestion, and config.yaml records it.
   void apply(FitState& s, double lr) {
-    *lr_field(s.setup->lrs, o_.attr_name) = lr;
+    *lr_field(s.setup->run.model.lrs, o_.attr_name) = lr;
     const auto key = o_.attr_name.substr(o_.attr_name.find('.') + 1);
     s.setup->config["model"]["lrs_config"][key] = yaml_float(lr);
     spdlog::info("Learning rate set to {} (model.{})", python_float_repr(lr), o_.attr_name);

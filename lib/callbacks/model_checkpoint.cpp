@@ -173,11 +173,11 @@ class ModelCheckpoint : public Callback {
   }
 
   void on_setup(FitState& s) override {
-    if (!s.setup->trainer.enable_checkpointing)
+    if (!s.setup->run.trainer.enable_checkpointing)
       throw UsageError("trainer.enable_checkpointing is false but trainer.callbacks has a ModelCheckpoint; "
                        "remove one of them");
     format_name({{"epoch", {0.0, true}}, {"step", {0.0, true}}});  // a bad format spec fails before training
-    const auto& t = s.setup->trainer;
+    const auto& t = s.setup->run.trainer;
     on_epoch_end_ = o_.save_on_train_epoch_end.value_or(t.check_val_every_n_epoch == 1 && validates_once_per_epoch(t));
   }
 

@@ -34,7 +34,7 @@ class PredictionWriterCallback : public Callback {
   explicit PredictionWriterCallback(PredictionWriterSettings o) : o_(std::move(o)) {}
 
   void on_test_start(TestState& s) override {
-    const auto& d = s.setup->data;
+    const auto& d = s.setup->run.data;
     PredictionWriterOptions options;
     options.test_file = s.test_file;
     options.output = s.output;

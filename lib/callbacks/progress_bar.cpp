@@ -47,7 +47,7 @@ class ProgressBar : public Callback {
 
   // Lightning supports one progress bar (salt's base.yaml already lists TQDMProgressBar).
   void on_setup(FitState& s) override {
-    const auto& t = s.setup->trainer;
+    const auto& t = s.setup->run.trainer;
     if (count_configured(t, kTqdm) + count_configured(t, kRich) > 1)
       throw UsageError("trainer.callbacks has " + std::to_string(count_configured(t, kTqdm) + count_configured(t, kRich)) +
                        " progress bars (TQDMProgressBar, RichProgressBar); Lightning supports one: configs/base.yaml "
@@ -55,7 +55,7 @@ class ProgressBar : public Callback {
   }
 
   void on_fit_start(FitState& s) override {
-    progress_ = std::make_unique<training::Progress>(s.setup->trainer.enable_progress_bar && s.main_rank,
+    progress_ = std::make_unique<training::Progress>(s.setup->run.trainer.enable_progress_bar && s.main_rank,
                                                      static_cast<int>(o_.refresh_rate));
   }
   void on_epoch_start(FitState& s, const std::string& stage, int64_t batches) override {

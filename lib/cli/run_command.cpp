@@ -73,7 +73,7 @@ int run_config_command(const std::string& command, const std::vector<std::string
     return 0;
   }
   if (command == "mup") {
-    training::write_mup_shapes(resolved.config);
+    training::write_mup_shapes(resolved);
     return 0;
   }
   if (auto code = launch_local_workers(command, args, resolved.run.trainer)) return *code;
@@ -90,7 +90,7 @@ int run_config_command(const std::string& command, const std::vector<std::string
       git.logs_root = run_dir.parent_path();
       return check_git_and_tag(run_dir, git);
     };
-    auto result = training::fit(resolved.config, hooks);
+    auto result = training::fit(resolved, hooks);
     if (result.requeued && !result.requeue_submitted) {
       // Saved mid-epoch, not finished, and nobody will restart it: the exit code and
       // line of any other stop signal (the warning before says how to resume).
@@ -105,11 +105,11 @@ int run_config_command(const std::string& command, const std::vector<std::string
   }
   if (command != "fit") default_checkpoint_beside_config(run, resolved);
   if (command == "test" || command == "predict") {
-    training::evaluate(resolved.config);
+    training::evaluate(resolved);
     return 0;
   }
   if (command == "validate") {
-    training::validate_checkpoint(resolved.config);
+    training::validate_checkpoint(resolved);
     return 0;
   }
   throw UsageError("unknown command 'salt " + command + "'");

@@ -64,7 +64,7 @@ void add_toydata_command(CLI::App& app) {
       std::vector<config::ConfigOp> ops;
       for (const auto& c : *configs) ops.push_back({config::ConfigOp::Kind::kMergeFile, c, "", "--config " + c});
       const auto resolved = config::resolve(config::find_base_config(), ops);
-      const auto schema = data::toy_schema_from_config(resolved.config["model"]["model"], resolved.run.data, *slots);
+      const auto schema = data::toy_schema_from_config(resolved.run.model.model, resolved.run.data, *slots);
       files = data::write_schema_toy_data(schema, *options);
     }
     spdlog::info("wrote {}, {}, {}, {}, {}", files.train.string(), files.val.string(), files.test.string(),

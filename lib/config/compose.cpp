@@ -155,4 +155,23 @@ std::string to_yaml(const YAML::Node& config) {
   return std::string(out.c_str()) + "\n";
 }
 
+Setting setting(const ResolvedConfig& r, const std::string& section, const std::string& key) {
+  Setting s;
+  const auto node = r.config[section][key];
+  s.origin = origin_of(r.origins, section + "." + key);
+  if (node.IsSequence()) {
+    s.value = static_cast<int>(node.size());
+    YAML::Emitter e;
+    e << YAML::Flow << node;
+    s.text = e.c_str();
+  } else {
+    s.text = node.Scalar();
+    try {
+      s.value = std::stoi(s.text);
+    } catch (...) {
+    }
+  }
+  return s;
+}
+
 }  // namespace salt::config

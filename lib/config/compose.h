@@ -38,6 +38,16 @@ struct ResolvedConfig {
   std::vector<std::string> warnings;
 };
 
+// What the config says about one setting, for the submit helpers' agreement
+// checks and messages: its text as written ('auto', a flow-style list), where it
+// was set, and as a count (an int, or a list's length; nullopt for 'auto').
+struct Setting {
+  std::optional<int> value;
+  std::string text;
+  std::string origin;
+};
+Setting setting(const ResolvedConfig& resolved, const std::string& section, const std::string& key);
+
 // compose + validate + links + typed settings.
 ResolvedConfig resolve(const std::string& base_file, const std::vector<ConfigOp>& ops);
 

@@ -1,5 +1,7 @@
 #include "config/mup_config.h"
 
+#include "config/compose.h"
+#include "config/run_config.h"
 #include "config/yaml_load.h"
 #include "core/errors.h"
 
@@ -98,6 +100,13 @@ YAML::Node mup_proxy_config(const YAML::Node& resolved, const MupConfig& config,
     }
   }
   out["model"].remove("mup_config");
+  return out;
+}
+
+ResolvedConfig mup_proxy(const ResolvedConfig& resolved, const MupConfig& config, bool base) {
+  ResolvedConfig out = resolved;
+  out.config = mup_proxy_config(resolved.config, config, base);
+  out.run = read_run_config(out.config);
   return out;
 }
 

@@ -40,4 +40,8 @@ std::filesystem::path mup_shapes_file(const MupConfig& config);
 // mup_config is emptied in the result. UsageError when a key is not found.
 YAML::Node mup_proxy_config(const YAML::Node& resolved, const MupConfig& config, bool base);
 
+// The same as a resolved config (its YAML and its typed settings read from it).
+struct ResolvedConfig;
+ResolvedConfig mup_proxy(const ResolvedConfig& resolved, const MupConfig& config, bool base);
+
 }  // namespace salt::config

@@ -98,14 +98,14 @@ std::string ort_inputs_json(const Batch& b, const std::vector<Feature>& features
 }
 
 Batch read_check_jets(training::RunSetup& setup, int64_t num_jets) {
-  auto reader = training::open_reader(setup, setup.data.test_file, -1, "num_test", /*test_stage=*/true);
+  auto reader = training::open_reader(setup, setup.run.data.test_file, -1, "num_test", /*test_stage=*/true);
   Batch batch = reader->read(0, std::min<int64_t>(num_jets, reader->num_rows()));
   append_edge_jets(batch);
   return batch;
 }
 
 Batch random_check_jets(const training::RunSetup& setup, int64_t num_jets) {
-  const auto& D = setup.data;
+  const auto& D = setup.run.data;
   auto gen = at::detail::createCPUGenerator(/*seed_in=*/20240101);
   Batch b;
   for (const auto& name : D.input_order) {

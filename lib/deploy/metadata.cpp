@@ -56,7 +56,7 @@ std::string gnn_config_json(const training::RunSetup& setup, const fs::path& con
   for (const auto& f : plan.features) {
     YAML::Node in;
     in["name"] = json_str(f.athena_in);
-    in["variables"] = variables_of(setup.data.variables.at(f.salt_name), f.is_global);
+    in["variables"] = variables_of(setup.run.data.variables.at(f.salt_name), f.is_global);
     m[f.is_global ? "inputs" : "input_sequences"].push_back(in);
   }
   if (!plan.parameters.empty()) {

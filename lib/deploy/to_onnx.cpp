@@ -107,16 +107,12 @@ std::pair<std::string, std::string> parse_parameter(const std::string& p) {
 }
 
 // Each --parameter becomes data.parameters.NAME.test: the value the export fixes and
-// the check's `salt test` forward uses. `config`: the resolved config without them.
-void add_parameter_ops(const ExportOptions& o, const YAML::Node& config, std::vector<config::ConfigOp>& ops) {
-  const auto listed = config["data"]["variables"]["parameters"];
-  std::vector<std::string> names;
+// the check's `salt test` forward uses. `data`: the resolved config's, without them.
+void add_parameter_ops(const ExportOptions& o, const config::DataConfig& data, std::vector<config::ConfigOp>& ops) {
+  const auto listed = data.variables.find("parameters");
+  const auto names = listed == data.variables.end() ? std::vector<std::string>{} : listed->second;
   std::string known;
-  if (listed && listed.IsSequence())
-    for (const auto& n : listed) {
-      names.push_back(n.as<std::string>());
-      known += (known.empty() ? "" : ", ") + names.back();
-    }
+  for (const auto& n : names) known += (known.empty() ? "" : ", ") + n;
   for (const auto& p : o.parameters) {
     const auto [name, value] = parse_parameter(p);
     if (std::find(names.begin(), names.end(), name) == names.end())
@@ -156,17 +152,15 @@ ExportPlan build_graph(ox::Graph& g, training::RunSetup& setup, const ExportOpti
   ExportPlan plan;
   plan.model_name = name;
   plan.global_object = model.global_object();
-  std::vector<std::string> inputs;  // data.variables' keys in the config's order
-  for (const auto& kv : setup.config["data"]["variables"]) inputs.push_back(kv.first.as<std::string>());
-  plan.features = default_feature_map(o.track_selection, inputs, plan.global_object);
+  plan.features = default_feature_map(o.track_selection, setup.run.data.input_order, plan.global_object);
 
   models::OnnxModelInput in;
   in.model_name = name;
   in.tasks = tasks;
   in.object_name = o.object_name.value_or("");
-  in.global_variables = setup.data.variables.at(plan.global_object);
+  in.global_variables = setup.run.data.variables.at(plan.global_object);
   for (const auto& f : plan.features) {
-    const auto width = static_cast<int64_t>(setup.data.variables.at(f.salt_name).size());
+    const auto width = static_cast<int64_t>(setup.run.data.variables.at(f.salt_name).size());
     auto raw = f.is_global ? g.input(f.athena_out, ox::DType::kFloat, {1, width})
                            : g.input(f.athena_out, ox::DType::kFloat, {f.num_name, width});
     if (f.is_global) in.raw_global = raw;
@@ -175,7 +169,7 @@ ExportPlan build_graph(ox::Graph& g, training::RunSetup& setup, const ExportOpti
     if (const auto& edges = wrapper.edge_constructor(); edges && edges->config().input_name == f.salt_name)
       in.inputs[config::edge_input_name(f.salt_name)] = edges->to_onnx(g, raw);
   }
-  if (auto it = setup.data.variables.find("global"); it != setup.data.variables.end()) {
+  if (auto it = setup.run.data.variables.find("global"); it != setup.run.data.variables.end()) {
     // salt's exporter reads the `global` inputs from the global object's input.
     std::vector<int64_t> cols;
     for (const auto& v : it->second) {
@@ -189,11 +183,11 @@ ExportPlan build_graph(ox::Graph& g, training::RunSetup& setup, const ExportOpti
     in.inputs["global"] = wrapper.norm->to_onnx(g, "global", gathered);
   }
 
-  if (!setup.data.parameters.empty()) {
+  if (!setup.run.data.parameters.empty()) {
     // A parameterised tagger is exported at fixed parameter values (Athena passes no
     // parameters): the values `salt test` uses, so the check compares like with like.
     std::vector<float> values;
-    for (const auto& p : setup.data.parameters) {
+    for (const auto& p : setup.run.data.parameters) {
       values.push_back(static_cast<float>(p.test));
       plan.parameters.emplace_back(p.name, p.test);
     }
@@ -255,7 +249,7 @@ ExportPlan build_graph(ox::Graph& g, training::RunSetup& setup, const ExportOpti
 // config's data.test_file, unless that file is not there (a config from another
 // machine, salt's base.yaml with its /eos path). An explicit --test_file must exist.
 CheckJets check_source(const training::RunSetup& setup, const ExportOptions& o) {
-  const auto& file = setup.data.test_file;
+  const auto& file = setup.run.data.test_file;
   if (o.test_file || file.find_first_of("*?[") != std::string::npos) return CheckJets::kTestFile;
   std::error_code ec;
   if (!file.empty() && std::filesystem::exists(file, ec)) return CheckJets::kTestFile;
@@ -286,15 +280,15 @@ ExportResult to_onnx(const ExportOptions& o) {
   if (o.test_file) ops.push_back({config::ConfigOp::Kind::kSet, "data.test_file", *o.test_file, "--test_file " + *o.test_file});
   auto resolved = config::resolve(config::find_base_config(), ops);
   if (!o.parameters.empty()) {  // names checked first, so an unknown one gets its own line
-    add_parameter_ops(o, resolved.config, ops);
+    add_parameter_ops(o, resolved.run.data, ops);
     resolved = config::resolve(config::find_base_config(), ops);
   }
-  auto setup = training::prepare_run(resolved.config, training::Stage::kTest);
+  auto setup = training::prepare_run(resolved, training::Stage::kTest);
   training::load_module_state(*setup.model, training::load_checkpoint(o.ckpt_path).state_dict, o.ckpt_path.string());
   setup.model->eval();
   float32_on_cpu(*setup.model);
 
-  const auto name = model_name(o, setup.name);
+  const auto name = model_name(o, setup.run.name);
   const auto tasks = chosen_tasks(o, *setup.model->model);
   ox::Graph graph("salt_" + name);
   const auto plan = build_graph(graph, setup, o, name, tasks);

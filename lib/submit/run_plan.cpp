@@ -30,31 +30,8 @@ std::string with_origin(const std::string& key, const std::string& value, const 
   return key + "=" + value + (origin.empty() ? "" : " (" + origin + ")");
 }
 
-// What the config says about one resource, and where it says it.
-struct Setting {
-  std::optional<int> value;  // nullopt: 'auto' devices
-  std::string text;
-  std::string origin;
-};
-
-Setting setting(const config::ResolvedConfig& r, const std::string& section, const std::string& key) {
-  Setting s;
-  const auto node = r.config[section][key];
-  s.origin = config::origin_of(r.origins, section + "." + key);
-  if (node.IsSequence()) {
-    s.value = static_cast<int>(node.size());
-    YAML::Emitter e;
-    e << YAML::Flow << node;
-    s.text = e.c_str();
-  } else {
-    s.text = node.Scalar();
-    try {
-      s.value = std::stoi(s.text);
-    } catch (...) {
-    }
-  }
-  return s;
-}
+using config::Setting;
+using config::setting;
 
 // One agreement rule: the explicit option wins over a config file (with a note),
 // contradicts a command-line value (error), and is taken from the config when absent.
@@ -207,12 +184,12 @@ Plan make_plan(const PlanInput& in) {
       auto args = plan.common_args;
       args.insert(args.end(), run.args.begin(), run.args.end());
       auto resolved = resolve_args(args);
-      auto setup = training::prepare_run(resolved.config, training::Stage::kFit);
-      if (setup.log_suffix) {
+      auto setup = training::prepare_run(resolved, training::Stage::kFit);
+      if (setup.run.log_suffix) {
         run.run_dir =
-            fs::absolute(training::run_directory(setup.trainer.default_root_dir, setup.name, *setup.log_suffix, ""))
+            fs::absolute(training::run_directory(setup.run.trainer.default_root_dir, setup.run.name, *setup.run.log_suffix, ""))
                 .lexically_normal();
-        if (fs::exists(run.run_dir / "config.yaml") && !setup.overwrite_config)
+        if (fs::exists(run.run_dir / "config.yaml") && !setup.run.overwrite_config)
           throw UsageError((run.run_dir / "config.yaml").string() +
                            " already exists: the job would fail at start; use another --salt_log_suffix or --tag");
       }

@@ -122,7 +122,7 @@ class Callback {
   // The data are open and the model is placed; the batches per epoch and the
   // one-cycle schedule are not planned yet. Tuners (BatchSizeFinder,
   // LearningRateFinder) run trials here (FitState::run_trial) and may change
-  // setup->data.batch_size or setup->lrs, which the run then plans with.
+  // setup->run.data.batch_size or setup->run.model.lrs, which the run then plans with.
   virtual void tune(FitState&) {}
   // The run directory and any resume are decided, run files written, nothing
   // trained yet.

@@ -114,26 +114,26 @@ struct FlavourCollector {
 namespace {
 
 std::filesystem::path chosen_checkpoint(const RunSetup& setup) {
-  return setup.ckpt_path ? fs::path(*setup.ckpt_path) : best_checkpoint(fs::path(setup.trainer.default_root_dir) / "ckpts");
+  return setup.run.ckpt_path ? fs::path(*setup.run.ckpt_path) : best_checkpoint(fs::path(setup.run.trainer.default_root_dir) / "ckpts");
 }
 
 }  // namespace
 
-std::map<std::string, double> validate_checkpoint(const YAML::Node& resolved) {
+std::map<std::string, double> validate_checkpoint(const config::ResolvedConfig& resolved) {
   auto setup = prepare_run(resolved, Stage::kFit);
-  const auto& D = setup.data;
+  const auto& D = setup.run.data;
   const auto checkpoint = chosen_checkpoint(setup);
   spdlog::info("validating checkpoint {}", checkpoint.string());
   load_module_state(*setup.model, load_checkpoint(checkpoint).state_dict, checkpoint.string());
   auto reader = open_reader(setup, D.val_file, D.num_val, "num_val");
   refuse_empty(*reader, D.val_file, D.num_val, "num_val", "nothing to validate");
-  const auto device = select_device(setup.trainer);
+  const auto device = select_device(setup.run.trainer);
   setup.model->to(device);
   data::LoaderOptions loader_options;
   loader_options.set_num_workers(D.num_workers).set_prefetch_factor(D.prefetch_factor);
   data::Loader loader(reader, data::SamplerOptions::evaluation(reader->num_rows(), D.batch_size), loader_options);
-  const int64_t batches = setup.trainer.limit_val.apply(loader.batches_per_epoch());
-  auto means = validation_pass(setup.model, loader, 0, batches, device, autocast_for(setup.trainer.precision, device), {}, true).means("val");
+  const int64_t batches = setup.run.trainer.limit_val.apply(loader.batches_per_epoch());
+  auto means = validation_pass(setup.model, loader, 0, batches, device, autocast_for(setup.run.trainer.precision, device), {}, true).means("val");
   for (const auto& [k, v] : means) std::printf("%-40s %.6f\n", k.c_str(), v);
   return means;
 }
@@ -158,10 +158,10 @@ std::vector<std::filesystem::path> draw_plots(const EvaluateResult& result) {
   return written;
 }
 
-EvaluateResult evaluate(const YAML::Node& resolved) {
+EvaluateResult evaluate(const config::ResolvedConfig& resolved) {
   auto setup = prepare_run(resolved, Stage::kTest);
-  const auto& T = setup.trainer;
-  const auto& D = setup.data;
+  const auto& T = setup.run.trainer;
+  const auto& D = setup.run.data;
   EvaluateResult result;
   result.checkpoint = chosen_checkpoint(setup);
   spdlog::info("testing checkpoint {}", result.checkpoint.string());
@@ -218,7 +218,7 @@ EvaluateResult evaluate(const YAML::Node& resolved) {
   }
   if (flavours.task) {
     result.performance = btag_performance(flavours.pb, flavours.pc, flavours.pu, flavours.truth);
-    std::cout << format_performance(*result.performance, setup.name);
+    std::cout << format_performance(*result.performance, setup.run.name);
   }
   result.plots = draw_plots(result);
   return result;

@@ -3,6 +3,8 @@
 #pragma once
 #include <yaml-cpp/yaml.h>
 
+#include "config/compose.h"
+
 #include <filesystem>
 #include <optional>
 #include <vector>
@@ -18,11 +20,11 @@ struct EvaluateResult {
   std::vector<std::filesystem::path> plots;  // rejection curves next to `output`, loss curves in the run
 };
 
-EvaluateResult evaluate(const YAML::Node& resolved_config);
+EvaluateResult evaluate(const config::ResolvedConfig& resolved);
 
 // `salt validate`: the validation losses of a checkpoint on data.val_file
 // (num_val rows, limit_val_batches), printed and returned as val/<...> metrics.
-std::map<std::string, double> validate_checkpoint(const YAML::Node& resolved_config);
+std::map<std::string, double> validate_checkpoint(const config::ResolvedConfig& resolved);
 
 // The checkpoint with the lowest `loss=` value in `ckpt_dir` (salt's rule).
 std::filesystem::path best_checkpoint(const std::filesystem::path& ckpt_dir);

@@ -41,6 +41,7 @@
 #include "training/run_dir.h"
 #include "training/run_files.h"
 #include "training/run_setup.h"
+#include "training/fit_plan.h"
 #include "training/fit_support.h"
 #include "training/grad_scaler.h"
 #include "training/grad_clip.h"
@@ -66,8 +67,8 @@ std::string class_name(const callbacks::Callback& c) {
 // validation + checkpoint, then finish. Callbacks see it through `state_`.
 class FitRun {
  public:
-  FitRun(const YAML::Node& config, const FitHooks& hooks)
-      : setup_(prepare_run(config, Stage::kFit)), hooks_(hooks), T(setup_.trainer), D(setup_.data) {
+  FitRun(const config::ResolvedConfig& resolved, const FitHooks& hooks)
+      : setup_(prepare_run(resolved, Stage::kFit)), hooks_(hooks), T(setup_.run.trainer), D(setup_.run.data) {
     dev_run_ = T.fast_dev_run > 0;
   }
 
@@ -84,7 +85,7 @@ class FitRun {
 
  private:
   void train_epochs() {
-    for (int64_t epoch = start_epoch_; (max_epochs_ < 0 || epoch < max_epochs_) && !stop_; ++epoch) {
+    for (int64_t epoch = plan_.start_epoch; (plan_.max_epochs < 0 || epoch < plan_.max_epochs) && !stop_; ++epoch) {
       // A callback may have asked to stop before this epoch (a Timer already spent at the start).
       if (stop_requested(epoch)) break;
       state_.epoch = epoch;
@@ -98,8 +99,6 @@ class FitRun {
       if (stop_requested(epoch + 1)) stop_ = true;
     }
   }
-
-  bool overfitting() const { return !dev_run_ && T.overfit_batches.kind != BatchLimit::Kind::kAll; }
 
   // Calls a callback hook on every callback; under trainer.profiler each one's
   // time is recorded as [Callback]<class>.<hook>.
@@ -226,8 +225,8 @@ class FitRun {
     if (!dev_run_) {
       // Claimed (created or locked) before anything else can fail: a start that
       // fails from here on removes a directory it created.
-      claim_ = std::make_unique<RunDirClaim>(T.default_root_dir, setup_.name, setup_.log_suffix, timestamp_now(),
-                                             setup_.overwrite_config);
+      claim_ = std::make_unique<RunDirClaim>(T.default_root_dir, setup_.run.name, setup_.run.log_suffix, timestamp_now(),
+                                             setup_.run.overwrite_config);
       run_dir_ = claim_->dir();
       if (claim_->created()) cleanup_ = std::make_unique<RunDirCleanup>(run_dir_, claim_->created_parents());
       if (const int n = claim_->created() ? 0 : remove_dead_temp_files(run_dir_))
@@ -235,7 +234,7 @@ class FitRun {
     }
     // Resume: an explicit --ckpt_path, else a requeue checkpoint left in this run directory.
     same_dir_resume_ = !dev_run_ && fs::exists(run_dir_ / "ckpts" / kRequeueCheckpoint);
-    if (setup_.ckpt_path) resume_source_ = *setup_.ckpt_path;
+    if (setup_.run.ckpt_path) resume_source_ = *setup_.run.ckpt_path;
     else if (same_dir_resume_) resume_source_ = (run_dir_ / "ckpts" / kRequeueCheckpoint).string();
     load_resume();
     return run_dir_.string() + "\n" + resume_source_ + "\n" + (same_dir_resume_ ? "1" : "0");
@@ -255,90 +254,37 @@ class FitRun {
     grad_sync_ = session_->gradient_sync(setup_.model->parameters());
   }
 
-  // Batches per epoch and the one-cycle schedule's length; each rank takes every
-  // world-th batch of the same seeded order (see data.md).
+  // Batches per epoch, the one-cycle schedule's length and where a resumed run
+  // starts (training/fit_plan.h); each rank takes every world-th batch of the same
+  // seeded order (see data.md).
   void plan_steps() {
     train_sampler_ =
         data::SamplerOptions::training(train_reader_->num_rows(), D.batch_size, setup_.seed).set_shard(rank_, world_);
-    const int64_t available = data::BatchSampler(train_sampler_).batches_per_epoch();
-    train_batches_ = dev_run_ ? std::min(T.fast_dev_run, available) : T.limit_train.apply(available);
-    if (overfitting()) {  // Lightning: the same first batches every epoch, no shuffling
-      train_sampler_.shuffle = false;
-      train_batches_ = T.overfit_batches.apply(available);
+    TrainCounts counts{data::BatchSampler(train_sampler_).batches_per_epoch(), train_reader_->num_rows(),
+                       D.batch_size, world_};
+    std::optional<ResumePoint> resume;
+    if (resume_)
+      resume = ResumePoint{resume_->epoch, resume_->global_step, resume_->batch_in_epoch,
+                           resume_->scheduler_total_steps, resume_->scheduler_last_epoch,
+                           saved_world_size(resume_->config_yaml)};
+    plan_ = plan_training(T, counts, resume, setup_.run.model.lrs.last_epoch);
+    train_sampler_.shuffle = plan_.shuffle;
+    if (!plan_.shuffle)
       spdlog::info("overfit_batches: training on the first {} batches in file order every epoch, unshuffled",
-                   train_batches_);
-    }
-    if (train_batches_ <= 0)
-      throw UsageError("no training batches: " + std::to_string(train_reader_->num_rows()) +
-                       " training jets with batch_size " + std::to_string(D.batch_size) +
-                       (world_ > 1 ? " over " + std::to_string(world_) + " processes" : "") +
-                       " (the partial last batch is dropped)");
-    // Steps per epoch are per rank: the global batch is batch_size x world size.
-    const int64_t steps_per_epoch = (train_batches_ + T.accumulate_grad_batches - 1) / T.accumulate_grad_batches;
-    max_epochs_ = dev_run_ ? 1 : T.max_epochs;
-    total_steps_ = max_epochs_ > 0 ? steps_per_epoch * max_epochs_ : T.max_steps;
-    if (T.max_steps > 0 && !dev_run_) total_steps_ = std::min(total_steps_, T.max_steps);
-    if (resume_ && resume_->scheduler_total_steps > 0) keep_resumed_schedule(steps_per_epoch);
-  }
-
-  // The optimizer steps a resumed run will take, counted at this run's steps per
-  // epoch, which may differ from the checkpoint's (another batch_size, num_train,
-  // limit or world size): the rest of a mid-epoch checkpoint's epoch, the epochs
-  // after it, capped by max_steps.
-  int64_t steps_this_run(int64_t steps_per_epoch) const {
-    const bool mid_epoch = resume_->batch_in_epoch >= 0;
-    const int64_t first_epoch = mid_epoch ? resume_->epoch : resume_->epoch + 1;
-    const int64_t accumulate = T.accumulate_grad_batches;
-    int64_t steps = T.max_steps > 0 ? T.max_steps - resume_->global_step : 0;
-    if (max_epochs_ > 0) {
-      int64_t by_epochs = std::max<int64_t>(0, max_epochs_ - first_epoch) * steps_per_epoch;
-      if (mid_epoch) by_epochs -= std::min(steps_per_epoch, (resumed_skip_batches() + accumulate - 1) / accumulate);
-      steps = T.max_steps > 0 ? std::min(steps, by_epochs) : by_epochs;
-    }
-    return std::max<int64_t>(0, steps);
-  }
-
-  // batch_in_epoch counts the saving run's per-rank batches; with another world size
-  // the same share of the epoch is skipped (the batches themselves differ a little).
-  int64_t resumed_skip_batches() const {
-    if (!resume_ || resume_->batch_in_epoch < 0) return 0;
-    return resume_->batch_in_epoch * saved_world_size(resume_->config_yaml) / world_;
-  }
-
-  // The schedule continues where it was when the steps left fit its plan. torch
-  // would fail stepping past it, possibly hours in, so a longer run is refused up
-  // front, unless lrs_config.last_epoch is set: then, as salt's training guide
-  // intends, a new one-cycle schedule over this run's steps starts at last_epoch + 1.
-  void keep_resumed_schedule(int64_t steps_per_epoch) {
-    const int64_t wanted = total_steps_, planned = resume_->scheduler_total_steps;
-    const int64_t position = resume_->scheduler_last_epoch >= 0 ? resume_->scheduler_last_epoch
-                                                                : resume_->global_step + setup_.lrs.last_epoch + 1;
-    const int64_t steps_left = steps_this_run(steps_per_epoch);
-    if (position + steps_left <= planned) {
-      total_steps_ = planned;
-      schedule_position_ = position;
-      return;
-    }
-    if (setup_.lrs.last_epoch >= 0) {
-      schedule_position_ = setup_.lrs.last_epoch + 1;
+                   plan_.train_batches);
+    if (plan_.new_schedule)
       spdlog::info("model.lrs_config.last_epoch {}: a new one-cycle schedule of {} steps starts at step {} "
                    "(the checkpoint's planned {})",
-                   setup_.lrs.last_epoch, wanted, schedule_position_, planned);
-      return;
-    }
-    throw UsageError("this run would take " + std::to_string(steps_left) + " more optimizer steps but the " +
-                     "checkpoint's one-cycle schedule has " + std::to_string(std::max<int64_t>(0, planned - position)) +
-                     " left (trainer.max_epochs/max_steps larger than the original run's); keep the original " +
-                     "max_epochs, or add --model.lrs_config.last_epoch 0 to start a new schedule over this run's " +
-                     std::to_string(wanted) + " steps (salt's training guide)");
+                   setup_.run.model.lrs.last_epoch, plan_.total_steps, plan_.schedule_position, resume_->scheduler_total_steps);
+    skip_batches_ = plan_.skip_batches;
   }
 
   void make_optimization() {
-    const auto kind = optimizer_kind(setup_.optimizer);
-    optimization_ = std::make_unique<Optimization>(setup_.model->named_parameters(), kind, setup_.lrs, total_steps_,
+    const auto kind = optimizer_kind(setup_.run.model.optimizer);
+    optimization_ = std::make_unique<Optimization>(setup_.model->named_parameters(), kind, setup_.run.model.lrs, plan_.total_steps,
                                                    resume_ ? resume_->global_step : 0, setup_.model->mup_width_mults);
     if (!resume_) return;
-    if (schedule_position_ >= 0) optimization_->set_schedule_index(schedule_position_);
+    if (plan_.schedule_position >= 0) optimization_->set_schedule_index(plan_.schedule_position);
     load_adam_state(*optimization_, resume_->adam_state, resume_source_);
     if (resume_->cpu_rng_state.defined()) set_cpu_rng_state(resume_->cpu_rng_state);
   }
@@ -415,10 +361,7 @@ class FitRun {
   void make_loaders() {
     train_loader_ = std::make_unique<data::Loader>(train_reader_, train_sampler_, loader_options());
     val_loader_ = std::make_unique<data::Loader>(val_reader_, val_sampler(D.batch_size), loader_options());
-    const int64_t available = val_loader_->batches_per_epoch();
-    val_batches_ = dev_run_ ? std::min(T.fast_dev_run, available) : T.limit_val.apply(available);
-    if (overfitting()) val_batches_ = T.overfit_batches.apply(available);
-    plan_validation();
+    val_plan_ = plan_validation(T, val_loader_->batches_per_epoch(), plan_);
     // float16 gradients need loss scaling (Lightning's 16-mixed: torch's GradScaler).
     if (needs_loss_scaling())
       scaler_.emplace(resume_ && resume_->amp_scaling ? *resume_->amp_scaling : GradScalerState{});
@@ -475,7 +418,7 @@ class FitRun {
 
   void trial_steps(const callbacks::TrialSpec& spec, const data::SamplerOptions& sampler,
                    callbacks::TrialResult& result) {
-    Optimization optimization(setup_.model->named_parameters(), optimizer_kind(setup_.optimizer), setup_.lrs,
+    Optimization optimization(setup_.model->named_parameters(), optimizer_kind(setup_.run.model.optimizer), setup_.run.model.lrs,
                               std::max<int64_t>(spec.steps, 1), 0, setup_.model->mup_width_mults);
     const double beta1 = optimization.current_beta1();  // the momentum the schedule starts at, held
     std::optional<GradScaler> scaler;
@@ -518,18 +461,18 @@ class FitRun {
     state_.optimization = optimization_.get();
     state_.optimizer_name = optimization_->class_name();  // Lightning logs lr-<class name>
     state_.same_dir_resume = same_dir_resume_;
-    state_.max_epochs = max_epochs_;
-    state_.train_batches = train_batches_;
+    state_.max_epochs = plan_.max_epochs;
+    state_.train_batches = plan_.train_batches;
     state_.cuda_device = device_.is_cuda() ? device_.index() : -1;
-    state_.val_batches = val_batches_;
-    state_.schedule = RunSchedule{max_epochs_, T.max_steps, T.accumulate_grad_batches, train_batches_, val_batches_,
+    state_.val_batches = val_plan_.val_batches;
+    state_.schedule = RunSchedule{plan_.max_epochs, T.max_steps, T.accumulate_grad_batches, plan_.train_batches, val_plan_.val_batches,
                                   T.check_val_every_n_epoch};
-    state_.weight_decay = setup_.lrs.weight_decay;
+    state_.weight_decay = setup_.run.model.lrs.weight_decay;
     state_.capture = [this] {
-      auto state = capture_state(setup_, *optimization_, state_.epoch, state_.global_step, total_steps_);
+      auto state = capture_state(setup_, *optimization_, state_.epoch, state_.global_step, plan_.total_steps);
       if (scaler_) state.amp_scaling = scaler_->state();
       state.run_config_yaml = run_config_yaml_;
-      state.loop_shape = {train_batches_, val_batches_, setup_.trainer.accumulate_grad_batches};
+      state.loop_shape = {plan_.train_batches, val_plan_.val_batches, setup_.run.trainer.accumulate_grad_batches};
       state.batch_in_epoch = state_.batch_in_epoch;
       for (const auto& callback : callbacks_.all())
         if (auto key = callback->state_key(); !key.empty()) state.callback_states.emplace_back(key, callback->state_dict());
@@ -550,17 +493,13 @@ class FitRun {
     };
   }
 
-  // A mid-epoch (requeue) checkpoint continues its epoch after the batches it had done.
   void resume_position() {
-    const bool mid_epoch = resume_ && resume_->batch_in_epoch >= 0;
-    start_epoch_ = resume_ ? (mid_epoch ? resume_->epoch : resume_->epoch + 1) : 0;
-    skip_batches_ = resumed_skip_batches();
     state_.global_step = optimization_->steps_done();
-    if (!mid_epoch) return;
+    if (!resume_ || resume_->batch_in_epoch < 0) return;
     const int saved_world = saved_world_size(resume_->config_yaml);
     if (saved_world == world_) return;
     spdlog::warn("resuming mid-epoch with {} processes from a run with {}: skipping {} batches per process", world_,
-                 saved_world, skip_batches_);
+                 saved_world, plan_.skip_batches);
   }
 
   // ---- one training epoch ----
@@ -572,11 +511,11 @@ class FitRun {
     meter_.start("train", epoch);
     train_loader_->start_epoch(epoch);
     state_.accumulate_grad_batches = T.accumulate_grad_batches;
-    hook("on_epoch_start", &callbacks::Callback::on_epoch_start, state_, std::string("train"), train_batches_);
+    hook("on_epoch_start", &callbacks::Callback::on_epoch_start, state_, std::string("train"), plan_.train_batches);
     interval_ = LossTotals{};
     optimization_->zero_grad();
     nan_pending_ = false;
-    for (int64_t b = 0; b < train_batches_; ++b) {
+    for (int64_t b = 0; b < plan_.train_batches; ++b) {
       if (!session_) check_stop();  // several ranks agree on stopping at step boundaries instead
       const auto asked = std::chrono::steady_clock::now();
       auto batch = [&] {
@@ -590,7 +529,7 @@ class FitRun {
       train_batch(std::move(*batch), b);
       if (stop_requested(epoch)) stop_ = true;
       if (stop_) break;
-      if (b + 1 < train_batches_ && val_check_after(epoch, b)) validate_mid_epoch(epoch);
+      if (b + 1 < plan_.train_batches && val_plan_.after_batch(epoch, b)) validate_mid_epoch(epoch);
       if (stop_) break;
     }
     train_loader_->stop();
@@ -617,7 +556,7 @@ class FitRun {
     host_reads_.step_start();
     auto on_device = batch_to_device(std::move(batch), device_);
     const int64_t accumulate = state_.accumulate_grad_batches;
-    const bool boundary = (b + 1) % accumulate == 0 || b + 1 == train_batches_;
+    const bool boundary = (b + 1) % accumulate == 0 || b + 1 == plan_.train_batches;
     const auto out = forward_backward(on_device, accumulate, boundary, scaler_ ? &*scaler_ : nullptr);
     watch_finite(out.loss);
     interval_.add(out, on_device.size);
@@ -734,23 +673,9 @@ class FitRun {
   // limit_val_batches=0 turns validation (and so checkpointing) off, as in Lightning.
   // A run that stops validates once more, unless it just did.
   bool validation_due(int64_t epoch) const {
-    if (val_batches_ <= 0) return false;
+    if (val_plan_.val_batches <= 0) return false;
     if (stop_) return !validated_last_batch_;
-    if (validates_at_epoch_end()) return (epoch + 1) % T.check_val_every_n_epoch == 0 || epoch + 1 == max_epochs_;
-    return val_check_after(epoch, train_batches_ - 1);
-  }
-
-  bool validates_at_epoch_end() const { return val_check_batch_ == train_batches_ && T.check_val_every_n_epoch > 0; }
-
-  // Lightning's val_check_interval: validation after every val_check_batch-th
-  // training batch of the epochs check_val_every_n_epoch picks (null: counted
-  // across epochs).
-  bool val_check_after(int64_t epoch, int64_t b) const {
-    if (val_batches_ <= 0 || validates_at_epoch_end()) return false;
-    const int64_t every = T.check_val_every_n_epoch;
-    if (every > 0 && (epoch + 1) % every != 0) return false;
-    const int64_t iteration = every > 0 ? b : epoch * train_batches_ + b;
-    return (iteration + 1) % val_check_batch_ == 0;
+    return val_plan_.at_epoch_end(epoch);
   }
 
   // A validation within the epoch: its checkpoints record the batches done, so a
@@ -764,32 +689,17 @@ class FitRun {
     }
   }
 
-  void plan_validation() {
-    const auto& v = T.val_check_interval;
-    val_check_batch_ = train_batches_;
-    if (dev_run_ || v.kind == BatchLimit::Kind::kAll) return;
-    if (v.kind == BatchLimit::Kind::kFraction) {
-      val_check_batch_ = std::max<int64_t>(1, static_cast<int64_t>(static_cast<double>(train_batches_) * v.value));
-      return;
-    }
-    val_check_batch_ = static_cast<int64_t>(v.value);
-    if (T.check_val_every_n_epoch > 0 && val_check_batch_ > train_batches_)
-      throw UsageError("'trainer.val_check_interval' (" + std::to_string(val_check_batch_) +
-                       ") must not exceed the training batches per epoch (" + std::to_string(train_batches_) +
-                       "); set 'trainer.check_val_every_n_epoch' to null to count batches across epochs");
-  }
-
   // Returns false when the run ends here (fast_dev_run).
   bool validate(int64_t epoch, bool mid_epoch = false) {
     check_inputs();  // the epoch just trained read unchanged files
-    hook("on_epoch_start", &callbacks::Callback::on_epoch_start, state_, std::string("val"), val_batches_);
+    hook("on_epoch_start", &callbacks::Callback::on_epoch_start, state_, std::string("val"), val_plan_.val_batches);
     const auto on_batch = [this](int64_t b, const models::ModelOutput& out, const Batch& batch) {
       hook("on_validation_batch", &callbacks::Callback::on_validation_batch, state_, out, batch);
       hook("on_batch_end", &callbacks::Callback::on_batch_end, state_, std::string("val"), b, out.loss.detach(), batch.size);
     };
     const auto timed = profile("run_validation");
     if (!mid_epoch) meter_.start("val", epoch);  // a mid-epoch one counts in the train stage's figures
-    auto val = validation_pass(setup_.model, *val_loader_, epoch, val_batches_, device_, autocast_, on_batch, !session_,
+    auto val = validation_pass(setup_.model, *val_loader_, epoch, val_plan_.val_batches, device_, autocast_, on_batch, !session_,
                                [this](double seconds) { meter_.add_data_wait(seconds); });
     if (!mid_epoch) record_resources(meter_.finish());
     if (session_) sum_over_ranks(val);
@@ -879,7 +789,6 @@ class FitRun {
   std::unique_ptr<data::TempCopies> temp_;
   data::SamplerOptions train_sampler_;
   std::unique_ptr<data::Loader> train_loader_, val_loader_;
-  int64_t train_batches_ = 0, val_batches_ = 0;
   std::string run_config_yaml_;  // config.yaml as written (rank 0): checkpoints' hyper_parameters
   // run directory and resume
   fs::path run_dir_;
@@ -893,10 +802,10 @@ class FitRun {
   std::unique_ptr<RunDirCleanup> cleanup_;
   // schedule and loop position
   std::unique_ptr<Optimization> optimization_;
-  int64_t max_epochs_ = 0, total_steps_ = 0, start_epoch_ = 0, skip_batches_ = 0;
-  int64_t schedule_position_ = -1;  // resuming: the schedule step the first step uses
+  TrainPlan plan_;
+  ValPlan val_plan_;
+  int64_t skip_batches_ = 0;  // of the first epoch trained: done before a mid-epoch checkpoint
   bool stop_ = false, nan_pending_ = false;
-  int64_t val_check_batch_ = 0;        // validate after every this many training batches (see val_check_after)
   bool validated_last_batch_ = false;  // a mid-epoch validation saw the last trained batch
   LossTotals interval_;
   Autocast autocast_;
@@ -914,6 +823,6 @@ class FitRun {
 
 }  // namespace
 
-FitResult fit(const YAML::Node& resolved_config, const FitHooks& hooks) { return FitRun(resolved_config, hooks).run(); }
+FitResult fit(const config::ResolvedConfig& resolved, const FitHooks& hooks) { return FitRun(resolved, hooks).run(); }
 
 }  // namespace salt::training

@@ -7,6 +7,8 @@
 #pragma once
 #include <yaml-cpp/yaml.h>
 
+#include "config/compose.h"
+
 #include <filesystem>
 #include <functional>
 #include <string>
@@ -42,7 +44,7 @@ struct FitHooks {
   std::function<YAML::Node(const std::filesystem::path& run_dir)> before_start;
 };
 
-FitResult fit(const YAML::Node& resolved_config, const FitHooks& hooks = {});
+FitResult fit(const config::ResolvedConfig& resolved, const FitHooks& hooks = {});
 
 // The mid-epoch checkpoint written on SIGUSR1 (a batch system's pre-timeout
 // warning); a fit started in the same run directory resumes from it by itself.

@@ -2,20 +2,21 @@
 
 #include <spdlog/spdlog.h>
 
-#include "config/run_config.h"
+#include "config/compose.h"
+#include "config/mup_config.h"
 #include "core/errors.h"
 #include "models/mup.h"
 #include "training/run_setup.h"
 
 namespace salt::training {
 
-std::filesystem::path write_mup_shapes(const YAML::Node& resolved) {
-  const auto run = config::read_run_config(resolved);
+std::filesystem::path write_mup_shapes(const config::ResolvedConfig& resolved) {
+  const auto& run = resolved.run;
   if (!run.model.mup_config)
     throw UsageError("salt mup: the config has no model.mup_config (the widths and where to write their base shapes)");
   const auto& mup = *run.model.mup_config;
   auto params_of = [&](bool base) {
-    auto setup = prepare_run(config::mup_proxy_config(resolved, mup, base), Stage::kFit);
+    auto setup = prepare_run(config::mup_proxy(resolved, mup, base), Stage::kFit);
     return setup.model->model->named_parameters();
   };
   const auto shapes = models::make_base_shapes(params_of(true), params_of(false));

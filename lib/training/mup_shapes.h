@@ -3,14 +3,14 @@
 // parameter_delta) and writes their base shapes to <shape_path>/storeshapes, which
 // `salt fit` on the same config reads (models/mup.h).
 #pragma once
-#include <yaml-cpp/yaml.h>
-
 #include <filesystem>
+
+#include "config/compose.h"
 
 namespace salt::training {
 
-// `resolved`: a resolved config. Returns the file written. UsageError without
+// `resolved`: config::resolve's output. Returns the file written. UsageError without
 // model.mup_config or when a width is not found in the model's arguments.
-std::filesystem::path write_mup_shapes(const YAML::Node& resolved);
+std::filesystem::path write_mup_shapes(const config::ResolvedConfig& resolved);
 
 }  // namespace salt::training

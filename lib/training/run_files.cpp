@@ -66,12 +66,12 @@ YAML::Node write_run_files(const fs::path& run_dir, const RunSetup& setup, const
 
   // Copies of the dicts, and the config pointing at them (as salt does).
   auto norm_copy = run_dir / "norm_dict.yaml";
-  write_file_atomic(norm_copy, read_text(setup.data.norm_dict));
+  write_file_atomic(norm_copy, read_text(setup.run.data.norm_dict));
   config["data"]["norm_dict"] = norm_copy.string();
   config["model"]["norm_config"]["norm_dict"] = norm_copy.string();
-  if (!setup.data.class_dict.empty()) {
+  if (!setup.run.data.class_dict.empty()) {
     auto class_copy = run_dir / "class_dict.yaml";
-    write_file_atomic(class_copy, read_text(setup.data.class_dict));
+    write_file_atomic(class_copy, read_text(setup.run.data.class_dict));
     config["data"]["class_dict"] = class_copy.string();
   }
   // salt records the run directory as the root; resuming from this config strips it again.
@@ -82,13 +82,13 @@ YAML::Node write_run_files(const fs::path& run_dir, const RunSetup& setup, const
   meta["val_file"] = info.val->path().string();
   meta["num_train"] = info.train->num_rows();
   meta["num_val"] = info.val->num_rows();
-  meta["batch_size"] = setup.data.batch_size;
+  meta["batch_size"] = setup.run.data.batch_size;
   meta["trainable_params"] = info.trainable_params;
   meta["num_gpus"] = info.num_gpus;
   YAML::Node ids(YAML::NodeType::Sequence);
   for (int id : info.gpu_ids) ids.push_back(id);
   meta["gpu_ids"] = ids;
-  meta["num_workers"] = setup.data.num_workers;
+  meta["num_workers"] = setup.run.data.num_workers;
   meta["available_train"] = info.train->available_rows();
   meta["available_val"] = info.val->available_rows();
   auto train_attrs = info.train->file_attributes();

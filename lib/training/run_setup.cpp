@@ -73,71 +73,65 @@ void bake_into_config(RunSetup& s) {
   config::bake_class_weights(s.config, [&s](const std::string& input, const std::string& label) {
     std::optional<std::vector<double>> out;
     if (!s.class_dict) return out;
-    auto w = data::class_weights(*s.class_dict, s.data.dataset_of(input), label);
+    auto w = data::class_weights(*s.class_dict, s.run.data.dataset_of(input), label);
     out.emplace(w.begin(), w.end());
     return out;
   });
-  config::bake_variables(s.config, s.data);
+  config::bake_variables(s.config, s.run.data);
 }
 
 }  // namespace
 
 void seed_everything(uint64_t seed) { torch::manual_seed(seed); }
 
-RunSetup prepare_run(const YAML::Node& resolved, Stage stage) {
+RunSetup prepare_run(const config::ResolvedConfig& resolved, Stage stage) {
   RunSetup s;
-  s.config = config::copy_tree(resolved);
-  const auto run = config::read_run_config(s.config);
-  s.trainer = run.trainer;
-  s.data = run.data;
-  if (s.data.variables.empty()) throw UsageError("'data.variables' is empty: the model config must list its input variables");
-  if (!s.data.variables.count(s.data.global_object))
-    throw UsageError("'data.variables' has no '" + s.data.global_object + "' (data.global_object)");
-  if (s.data.num_workers > data::kMaxLoaderWorkers)
+  s.run = resolved.run;
+  s.config = config::copy_tree(resolved.config);
+  const auto& run = s.run;
+  const auto& d = s.run.data;
+  if (d.variables.empty()) throw UsageError("'data.variables' is empty: the model config must list its input variables");
+  if (!d.variables.count(d.global_object))
+    throw UsageError("'data.variables' has no '" + d.global_object + "' (data.global_object)");
+  if (d.num_workers > data::kMaxLoaderWorkers)
     throw UsageError(fmt::format("data.num_workers {} is more loader threads than salt-cpp starts ({}; this machine has "
                                  "{} cores, and a worker per core is plenty)",
-                                 s.data.num_workers, data::kMaxLoaderWorkers, std::thread::hardware_concurrency()));
+                                 d.num_workers, data::kMaxLoaderWorkers, std::thread::hardware_concurrency()));
   s.seed = resolve_seed(run, s.config);
-  s.name = run.name;
-  s.log_suffix = run.log_suffix;
-  s.ckpt_path = run.ckpt_path;
-  s.overwrite_config = run.overwrite_config;
-  s.lrs = run.model.lrs;
-  s.optimizer = run.model.optimizer;
 
-  const auto& model_file = stage == Stage::kFit ? s.data.train_file : s.data.test_file;
+  const auto& model_file = stage == Stage::kFit ? d.train_file : d.test_file;
   if (model_file.empty()) throw UsageError("'data.test_file' is not set: salt test needs a file to evaluate");
 
-  s.norm_dict = data::read_norm_dict(s.data.norm_dict);
+  s.norm_dict = data::read_norm_dict(d.norm_dict);
   models::ModelContext ctx;
-  ctx.variables = s.data.variables;
-  ctx.global_object = s.data.global_object;
-  for (const auto& [input, params] : data::norm_params_for(s.norm_dict, s.data.variables, s.data.input_map))
+  ctx.variables = d.variables;
+  ctx.global_object = d.global_object;
+  for (const auto& [input, params] : data::norm_params_for(s.norm_dict, d.variables, d.input_map))
     ctx.norm[input] = models::NormStats{params.mean, params.std};
-  if (!s.data.class_dict.empty()) s.class_dict = data::read_class_dict(s.data.class_dict);
-  ctx.class_weights = [&s](const std::string& input, const std::string& label) -> std::optional<std::vector<float>> {
+  if (!d.class_dict.empty()) s.class_dict = data::read_class_dict(d.class_dict);
+  ctx.class_weights = [&s, &d](const std::string& input, const std::string& label) -> std::optional<std::vector<float>> {
     if (!s.class_dict) return std::nullopt;
-    auto w = data::class_weights(*s.class_dict, s.data.dataset_of(input), label);
+    auto w = data::class_weights(*s.class_dict, d.dataset_of(input), label);
     return std::vector<float>(w.begin(), w.end());
   };
-  const auto relabelled = labeller_classes(s.data);
-  ctx.class_names = [&s, &model_file, relabelled](const std::string& input, const std::string& label) {
+  const auto relabelled = labeller_classes(d);
+  ctx.class_names = [&d, &model_file, relabelled](const std::string& input, const std::string& label) {
     // With the labeller, flavour_label's classes are the labeller's, not the file's.
-    if (!relabelled.empty() && input == s.data.global_object && label == "flavour_label")
+    if (!relabelled.empty() && input == d.global_object && label == "flavour_label")
       return std::optional<std::vector<std::string>>(relabelled);
-    return file_class_names(s.data, model_file, input, label);
+    return file_class_names(d, model_file, input, label);
   };
   ctx.loss_mode = run.model.loss_mode;
-  ctx.mf_config = s.data.mf_config;
-  ctx.edge_constructors = s.data.edge_constructors;
-  ctx.name = s.name;
+  ctx.mf_config = d.mf_config;
+  ctx.edge_constructors = d.edge_constructors;
+  ctx.name = s.run.name;
 
   seed_everything(s.seed);  // weight initialisation draws from it
   // trainer.deterministic: LibTorch's deterministic algorithms (bitwise-repeatable
   // GPU runs; an op without a deterministic kernel then fails with LibTorch's error).
   // "warn" only warns about such ops, as in Lightning.
-  if (s.trainer.deterministic) {
-    at::globalContext().setDeterministicAlgorithms(true, s.trainer.deterministic_warn_only);
+  if (s.run.trainer.deterministic) {
+    at::globalContext().setDeterministicAlgorithms(true, s.run.trainer.deterministic_warn_only);
   }
   s.model = models::build_model(run.model.model, ctx);
   if (run.model.mup_config) {
@@ -148,25 +142,25 @@ RunSetup prepare_run(const YAML::Node& resolved, Stage stage) {
   }
 
   auto labels = s.model->required_labels();
-  for (const auto& [input, extra] : s.data.labels)
+  for (const auto& [input, extra] : d.labels)
     for (const auto& l : extra) {
       auto& list = labels[input];
       if (std::find(list.begin(), list.end(), l) == list.end()) list.push_back(l);
     }
-  s.reader_options.set_variables(s.data.variables)
+  s.reader_options.set_variables(d.variables)
       .set_labels(labels)
-      .set_input_map(s.data.input_map)
-      .set_num_inputs(s.data.num_inputs)
-      .set_selections(s.data.selections)
-      .set_multi_targets(s.data.multi_target)
-      .set_parameters(s.data.parameters, static_cast<uint64_t>(s.seed))
-      .set_noise(s.data.noise)
+      .set_input_map(d.input_map)
+      .set_num_inputs(d.num_inputs)
+      .set_selections(d.selections)
+      .set_multi_targets(d.multi_target)
+      .set_parameters(d.parameters, static_cast<uint64_t>(s.seed))
+      .set_noise(d.noise)
       .set_sample_weights(sample_weight_keys(*s.model->model))
-      .set_labeller(relabelled, s.data.labeller_config.require_labels)
-      .set_global_object(s.data.global_object)
-      .set_non_finite_to_num(s.data.non_finite_to_num)
-      .set_ignore_finite_checks(s.data.ignore_finite_checks);
-  for (const auto& n : s.data.noise)
+      .set_labeller(relabelled, d.labeller_config.require_labels)
+      .set_global_object(d.global_object)
+      .set_non_finite_to_num(d.non_finite_to_num)
+      .set_ignore_finite_checks(d.ignore_finite_checks);
+  for (const auto& n : d.noise)
     if (n.mean == 0)
       spdlog::warn("data.transforms: GaussianNoise multiplies {}.{} by N(0, {}), as salt's code does, so its values "
                    "shrink towards 0; mean 1 adds noise around the value",
@@ -189,7 +183,7 @@ std::shared_ptr<data::H5Reader> open_reader(const RunSetup& setup, const std::st
                                             const std::string& num_key, bool test_stage) {
   auto options = setup.reader_options;
   options.set_test_stage(test_stage);
-  return std::make_shared<data::H5Reader>(input_file(setup.data, path), std::move(options), num, num_key);
+  return std::make_shared<data::H5Reader>(input_file(setup.run.data, path), std::move(options), num, num_key);
 }
 
 void refuse_empty(const data::H5Reader& reader, const std::string& path, int64_t num, const std::string& num_key,

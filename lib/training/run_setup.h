@@ -17,33 +17,30 @@
 #include "models/salt_wrapper.h"
 #include "training/one_cycle.h"
 #include "training/trainer_config.h"
+#include "config/compose.h"
 
 namespace salt::training {
 
 enum class Stage { kFit, kTest };
 
 struct RunSetup {
+  // The typed settings (config::resolve's, read once in lib/config): the trainer,
+  // data and model sections and the top-level keys. Tuners may change a few
+  // (data.batch_size, model.lrs_config) before the run plans with them.
+  config::RunConfig run;
   // The resolved config with what salt bakes in at the start of a run: the seed
   // actually used, class weights of use_class_dict tasks, the init nets' variables,
   // model.norm_config. This is what config.yaml records.
   YAML::Node config;
-  data::DataConfig data;
-  TrainerConfig trainer;
   data::NormDict norm_dict;
   std::optional<data::ClassDict> class_dict;
   models::SaltWrapper model{nullptr};
   data::ReaderOptions reader_options;
-  uint64_t seed = 42;
-  // Top-level settings and model.lrs_config.
-  std::string name = "salt";
-  std::optional<std::string> log_suffix, ckpt_path;
-  bool overwrite_config = false;
-  LrsConfig lrs;
-  std::string optimizer = "AdamW";  // model.optimizer
+  uint64_t seed = 42;  // the seed used: seed_everything's, or the one drawn
 };
 
-// `config` is a resolved config (config::resolve); it is copied, not modified.
-RunSetup prepare_run(const YAML::Node& config, Stage stage);
+// `resolved` is config::resolve's output; it is copied, not modified.
+RunSetup prepare_run(const config::ResolvedConfig& resolved, Stage stage);
 
 // The file to open for a data file key's value: itself, or for a wildcard the virtual
 // file over its matches, built or reused (data/virtual_file.h) at the key's *_vds_path.

@@ -17,7 +17,7 @@ inline training::FitResult fit(const std::string& suffix, std::vector<std::strin
                                 "--data.num_workers", "0", "--trainer.enable_progress_bar", "false",
                                 "--trainer.enable_model_summary", "false", "-ls", suffix};
   args.insert(args.end(), extra.begin(), extra.end());
-  return training::fit(InProcessRun::resolve(args).config);
+  return training::fit(InProcessRun::resolve(args));
 }
 
 // Whether two checkpoints hold bitwise the same weights.

@@ -107,7 +107,7 @@ TEST(ThrowawayCallback, SeesEveryHookOfAFit) {
   auto r = InProcessRun::resolve({"-c", InProcessRun::repo_config("DL1.yaml"), "--data.batch_size", "250",
                                   "--data.num_workers", "0", "--trainer.max_epochs", "2", "--trainer.log_every_n_steps",
                                   "2", "--trainer.enable_progress_bar", "false", kAppend});
-  auto result = training::fit(r.config);
+  auto result = training::fit(r);
   // weight 2: every hook counts twice. 1000 jets / 250 = 4 batches per epoch, 2 epochs.
   EXPECT_EQ(counts.setup, 2);
   EXPECT_EQ(counts.fit_start, 2);

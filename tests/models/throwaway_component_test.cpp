@@ -119,7 +119,7 @@ TEST(ThrowawayComponent, TrainsInAFit) {
                                   "--data.batch_size", "250", "--data.num_workers", "0", "--trainer.max_epochs", "1",
                                   "--trainer.enable_progress_bar", "false"});
   forward_calls = 0;
-  auto result = training::fit(r.config);
+  auto result = training::fit(r);
   EXPECT_EQ(result.global_step, 4);
   EXPECT_GE(forward_calls, 4 + 2);  // 4 training batches and 2 validation batches at least
   ASSERT_EQ(result.checkpoints.size(), 1u);

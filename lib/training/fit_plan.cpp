@@ -1,0 +1,134 @@
+#include "training/fit_plan.h"
+
+#include <algorithm>
+#include <string>
+
+#include "core/errors.h"
+
+namespace salt::training {
+namespace {
+
+using config::BatchLimit;
+
+bool dev_run(const config::TrainerConfig& t) { return t.fast_dev_run > 0; }
+bool overfitting(const config::TrainerConfig& t) {
+  return !dev_run(t) && t.overfit_batches.kind != BatchLimit::Kind::kAll;
+}
+
+// batch_in_epoch counts the saving run's per-rank batches; with another world size
+// the same share of the epoch is skipped (the batches themselves differ a little).
+int64_t skip_batches(const std::optional<ResumePoint>& resume, int world) {
+  if (!resume || resume->batch_in_epoch < 0) return 0;
+  return resume->batch_in_epoch * resume->saved_world / world;
+}
+
+// The optimizer steps a resumed run will take, counted at this run's steps per
+// epoch, which may differ from the checkpoint's (another batch_size, num_train,
+// limit or world size): the rest of a mid-epoch checkpoint's epoch, the epochs
+// after it, capped by max_steps.
+int64_t steps_this_run(const config::TrainerConfig& t, const TrainPlan& p, const ResumePoint& r, int world) {
+  const bool mid_epoch = r.batch_in_epoch >= 0;
+  const int64_t first_epoch = mid_epoch ? r.epoch : r.epoch + 1;
+  const int64_t accumulate = t.accumulate_grad_batches;
+  int64_t steps = t.max_steps > 0 ? t.max_steps - r.global_step : 0;
+  if (p.max_epochs > 0) {
+    int64_t by_epochs = std::max<int64_t>(0, p.max_epochs - first_epoch) * p.steps_per_epoch;
+    if (mid_epoch) by_epochs -= std::min(p.steps_per_epoch, (skip_batches(r, world) + accumulate - 1) / accumulate);
+    steps = t.max_steps > 0 ? std::min(steps, by_epochs) : by_epochs;
+  }
+  return std::max<int64_t>(0, steps);
+}
+
+// The schedule continues where it was when the steps left fit its plan. torch
+// would fail stepping past it, possibly hours in, so a longer run is refused up
+// front, unless lrs_config.last_epoch is set: then, as salt's training guide
+// intends, a new one-cycle schedule over this run's steps starts at last_epoch + 1.
+void keep_resumed_schedule(const config::TrainerConfig& t, TrainPlan& p, const ResumePoint& r, int world,
+                           int64_t lrs_last_epoch) {
+  const int64_t wanted = p.total_steps, planned = r.scheduler_total_steps;
+  const int64_t position =
+      r.scheduler_last_epoch >= 0 ? r.scheduler_last_epoch : r.global_step + lrs_last_epoch + 1;
+  const int64_t steps_left = steps_this_run(t, p, r, world);
+  if (position + steps_left <= planned) {
+    p.total_steps = planned;
+    p.schedule_position = position;
+    return;
+  }
+  if (lrs_last_epoch >= 0) {
+    p.schedule_position = lrs_last_epoch + 1;
+    p.new_schedule = true;
+    return;
+  }
+  throw UsageError("this run would take " + std::to_string(steps_left) + " more optimizer steps but the " +
+                   "checkpoint's one-cycle schedule has " + std::to_string(std::max<int64_t>(0, planned - position)) +
+                   " left (trainer.max_epochs/max_steps larger than the original run's); keep the original " +
+                   "max_epochs, or add --model.lrs_config.last_epoch 0 to start a new schedule over this run's " +
+                   std::to_string(wanted) + " steps (salt's training guide)");
+}
+
+}  // namespace
+
+TrainPlan plan_training(const config::TrainerConfig& t, const TrainCounts& c, const std::optional<ResumePoint>& resume,
+                        int64_t lrs_last_epoch) {
+  TrainPlan p;
+  const int64_t available = c.available_batches;
+  p.train_batches = dev_run(t) ? std::min(t.fast_dev_run, available) : t.limit_train.apply(available);
+  if (overfitting(t)) {
+    p.shuffle = false;
+    p.train_batches = t.overfit_batches.apply(available);
+  }
+  if (p.train_batches <= 0)
+    throw UsageError("no training batches: " + std::to_string(c.rows) + " training jets with batch_size " +
+                     std::to_string(c.batch_size) +
+                     (c.world > 1 ? " over " + std::to_string(c.world) + " processes" : "") +
+                     " (the partial last batch is dropped)");
+  // Steps per epoch are per rank: the global batch is batch_size x world size.
+  p.steps_per_epoch = (p.train_batches + t.accumulate_grad_batches - 1) / t.accumulate_grad_batches;
+  p.max_epochs = dev_run(t) ? 1 : t.max_epochs;
+  p.total_steps = p.max_epochs > 0 ? p.steps_per_epoch * p.max_epochs : t.max_steps;
+  if (t.max_steps > 0 && !dev_run(t)) p.total_steps = std::min(p.total_steps, t.max_steps);
+  if (resume && resume->scheduler_total_steps > 0) keep_resumed_schedule(t, p, *resume, c.world, lrs_last_epoch);
+  // A mid-epoch (requeue) checkpoint continues its epoch after the batches it had done.
+  if (resume) p.start_epoch = resume->batch_in_epoch >= 0 ? resume->epoch : resume->epoch + 1;
+  p.skip_batches = skip_batches(resume, c.world);
+  return p;
+}
+
+ValPlan plan_validation(const config::TrainerConfig& t, int64_t available, const TrainPlan& train) {
+  ValPlan v;
+  v.val_batches = dev_run(t) ? std::min(t.fast_dev_run, available) : t.limit_val.apply(available);
+  if (overfitting(t)) v.val_batches = t.overfit_batches.apply(available);
+  v.train_batches = train.train_batches;
+  v.every_n_epoch = t.check_val_every_n_epoch;
+  v.max_epochs = train.max_epochs;
+  v.check_batch = train.train_batches;
+  const auto& interval = t.val_check_interval;
+  if (dev_run(t) || interval.kind == BatchLimit::Kind::kAll) return v;
+  if (interval.kind == BatchLimit::Kind::kFraction) {
+    v.check_batch = std::max<int64_t>(1, static_cast<int64_t>(static_cast<double>(train.train_batches) * interval.value));
+    return v;
+  }
+  v.check_batch = static_cast<int64_t>(interval.value);
+  if (v.every_n_epoch > 0 && v.check_batch > train.train_batches)
+    throw UsageError("'trainer.val_check_interval' (" + std::to_string(v.check_batch) +
+                     ") must not exceed the training batches per epoch (" + std::to_string(train.train_batches) +
+                     "); set 'trainer.check_val_every_n_epoch' to null to count batches across epochs");
+  return v;
+}
+
+// Lightning's val_check_interval: validation after every check_batch-th training
+// batch of the epochs every_n_epoch picks (0: counted across epochs).
+bool ValPlan::after_batch(int64_t epoch, int64_t b) const {
+  if (val_batches <= 0 || at_epoch_end_only()) return false;
+  if (every_n_epoch > 0 && (epoch + 1) % every_n_epoch != 0) return false;
+  const int64_t iteration = every_n_epoch > 0 ? b : epoch * train_batches + b;
+  return (iteration + 1) % check_batch == 0;
+}
+
+bool ValPlan::at_epoch_end(int64_t epoch) const {
+  if (val_batches <= 0) return false;
+  if (at_epoch_end_only()) return (epoch + 1) % every_n_epoch == 0 || epoch + 1 == max_epochs;
+  return after_batch(epoch, train_batches - 1);
+}
+
+}  // namespace salt::training
