@@ -44,6 +44,7 @@
 #include "core/install_paths.h"
 #include "config/yaml_load.h"
 #include "core/torch_compat.h"
+#include "models/cpu_bf16.h"
 #include "models/model_factory.h"
 #include "models/summary.h"
 #include "training/foreach_adamw.h"
@@ -172,7 +173,10 @@ Result run_salt_cpp(const Size& s, int64_t length, int64_t iters, const Setup& s
     torch::Tensor loss;
     {
       std::optional<salt::compat::AutocastGuard> autocast;
-      if (setup.bf16()) autocast.emplace(setup.device.type(), torch::kBFloat16);
+      if (setup.bf16()) {
+        if (setup.device.is_cpu()) salt::models::use_cpu_bf16_matmul();  // as salt fit does
+        autocast.emplace(setup.device.type(), torch::kBFloat16);
+      }
       loss = model->forward(inputs, masks, &labels).loss;
     }
     loss.backward();

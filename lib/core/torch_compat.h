@@ -105,4 +105,35 @@ class AutocastGuard {
   c10::ScalarType previous_dtype_ = c10::ScalarType::BFloat16;
 };
 
+// The dtype CPU autocast casts to.
+inline c10::ScalarType autocast_cpu_dtype() {
+#if SALT_TORCH_AT_LEAST(2, 4)
+  return at::autocast::get_autocast_dtype(c10::DeviceType::CPU);
+#else
+  return at::autocast::get_autocast_cpu_dtype();
+#endif
+}
+
+// LibTorch's warnings (TORCH_WARN) dropped while alive, for a warning that says
+// what the caller means to do.
+class QuietWarnings {
+ public:
+  QuietWarnings() : guard_(&handler_) {}
+
+ private:
+#if SALT_TORCH_AT_LEAST(2, 0)
+  struct Handler : c10::WarningHandler {
+    void process(const c10::Warning&) override {}
+  };
+  Handler handler_;
+  c10::WarningUtils::WarningHandlerGuard guard_;
+#else
+  struct Handler : c10::WarningHandler {
+    void process(const c10::SourceLocation&, const std::string&, const bool) override {}
+  };
+  Handler handler_;
+  c10::Warning::WarningHandlerGuard guard_;
+#endif
+};
+
 }  // namespace salt::compat

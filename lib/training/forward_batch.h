@@ -6,6 +6,7 @@
 #include "config/trainer_config.h"
 #include "core/torch_compat.h"
 #include "data/batch.h"
+#include "models/cpu_bf16.h"
 #include "models/salt_wrapper.h"
 
 namespace salt::training {
@@ -32,7 +33,10 @@ inline Autocast autocast_for(config::Precision precision, const torch::Device& d
 inline models::ModelOutput forward_batch(models::SaltWrapperImpl& model, const Batch& batch, bool with_labels,
                                          const Autocast& autocast, const torch::Device& device) {
   std::optional<compat::AutocastGuard> guard;
-  if (autocast.enabled) guard.emplace(device.type(), autocast.dtype);
+  if (autocast.enabled) {
+    if (device.is_cpu() && autocast.dtype == torch::kBFloat16) models::use_cpu_bf16_matmul();
+    guard.emplace(device.type(), autocast.dtype);
+  }
   const bool use = with_labels && !batch.labels.empty();
   return model.forward(batch.inputs, batch.pad_masks, use ? &batch.labels : nullptr);
 }

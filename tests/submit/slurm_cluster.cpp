@@ -24,7 +24,7 @@ bool have(const std::string& tool) {
 }
 
 bool have_slurm() {
-  for (const auto* t : {"slurmctld", "slurmd", "sbatch", "scontrol", "sinfo", "squeue", "srun"})
+  for (const auto* t : {"slurmctld", "slurmd", "sbatch", "scontrol", "scancel", "sinfo", "squeue", "srun"})
     if (!have(t)) return false;
   return true;
 }
