@@ -81,7 +81,7 @@ at::Tensor addbmm(const at::Tensor& s, const at::Tensor& a, const at::Tensor& b,
 std::unique_ptr<torch::Library> register_kernels() {
   compat::QuietWarnings quiet;  // LibTorch warns that each kernel replaces autocast's: that is the point
   auto lib = std::make_unique<torch::Library>(torch::Library::IMPL, "aten",
-                                              c10::make_optional(c10::DispatchKey::AutocastCPU), __FILE__, __LINE__);
+                                              c10::DispatchKey::AutocastCPU, __FILE__, __LINE__);
   lib->impl("linear", TORCH_FN(linear));
   lib->impl("matmul", TORCH_FN(matmul));
   lib->impl("mm", TORCH_FN(mm));
