@@ -50,5 +50,18 @@ TEST(Refusals, OnnxMetadataOfAFileThatIsNotOnnx) {
   expect_one_line(run_salt({"get_onnx_metadata", (dir / "absent.onnx").string()}), 1, "cannot read");
 }
 
+// No launcher (srun, torchrun-style variables) around a multi-node fit: refused
+// before anything is read or written, since this process cannot start the others.
+TEST(Refusals, SeveralNodesNeedALauncher) {
+  TempDir dir;
+  const auto configs = source_dir() / "configs";
+  expect_one_line(run_salt({"fit", "-c", (configs / "GN2.yaml").string(), "-c", (configs / "GN2_cpu.yaml").string(),
+                            "--trainer.num_nodes", "2", "--trainer.devices", "1", "--trainer.default_root_dir",
+                            (dir / "logs").string(), "--force"},
+                           dir.path()),
+                  2, "trainer.num_nodes=2 needs a launcher that starts the processes on every node");
+  EXPECT_FALSE(fs::exists(dir / "logs"));
+}
+
 }  // namespace
 }  // namespace salt::testing
