@@ -58,13 +58,15 @@ int main(int argc, char** argv) {
   o.force = o.overwrite = o.require_check = true;
   auto exported = deploy::to_onnx(o);
 
-  const auto resolved = config::resolve(config::find_base_config(), {{config::ConfigOp::Kind::kMergeFile, config.string(), "", ""}});
+  const auto resolved =
+      config::resolve(config::find_base_config(), {{config::ConfigOp::Kind::kMergeFile, config.string(), "", ""}});
   auto setup = training::prepare_run(resolved, training::Stage::kTest);
   training::load_module_state(*setup.model, training::load_checkpoint(ckpt).state_dict, ckpt.string());
   setup.model->eval();
   Batch batch = deploy::read_check_jets(setup, jets);
   const int64_t n = batch.inputs.at(setup.run.data.global_object).size(0) - 3;  // the test jets only
-  const auto features = deploy::default_feature_map("r22default", setup.run.data.input_order, setup.run.data.global_object);
+  const auto features =
+      deploy::default_feature_map("r22default", setup.run.data.input_order, setup.run.data.global_object);
 
   // ONNX Runtime, one session.run per jet, one thread.
   const fs::path in = model.string() + ".in.json", out = model.string() + ".out.json";
@@ -108,8 +110,8 @@ int main(int argc, char** argv) {
   std::printf("exported %s: %lld test jets, %lld passes, 1 CPU thread, ONNX Runtime %s\n", ckpt.filename().c_str(),
               static_cast<long long>(n), static_cast<long long>(repeat), ort["ort_version"].as<std::string>().c_str());
   std::printf("%-44s %10.0f jets/s\n", "ONNX Runtime, one jet per call (Node)", ort_rate);
-  std::printf("%-44s %10.0f jets/s   (baseline; ratio ORT/salt-cpp %.2f)\n", "salt-cpp forward, one jet per call", salt_rate,
-              ort_rate / salt_rate);
+  std::printf("%-44s %10.0f jets/s   (baseline; ratio ORT/salt-cpp %.2f)\n", "salt-cpp forward, one jet per call",
+              salt_rate, ort_rate / salt_rate);
   std::printf("%-44s %10.0f jets/s\n", "salt-cpp forward, all jets in one batch", batched_rate);
   fs::remove(model);
   fs::remove(in);

@@ -33,7 +33,8 @@ class GradientAccumulationScheduler : public Callback {
 
   void on_setup(FitState& s) override {
     if (s.setup->run.trainer.accumulate_grad_batches != 1)
-      throw UsageError("trainer.accumulate_grad_batches is " + std::to_string(s.setup->run.trainer.accumulate_grad_batches) +
+      throw UsageError("trainer.accumulate_grad_batches is " +
+                       std::to_string(s.setup->run.trainer.accumulate_grad_batches) +
                        " and trainer.callbacks has a GradientAccumulationScheduler; remove one of them");
   }
 

@@ -94,8 +94,9 @@ class LearningRateFinder : public Callback {
     sweep();
     const auto result = s.run_trial(trial_spec(s));
     if (result.out_of_memory)
-      throw UsageError("LearningRateFinder: out of memory at data.batch_size " + std::to_string(s.setup->run.data.batch_size) +
-                       " (step " + std::to_string(result.steps_run + 1) + ")");
+      throw UsageError("LearningRateFinder: out of memory at data.batch_size " +
+                       std::to_string(s.setup->run.data.batch_size) + " (step " + std::to_string(result.steps_run + 1) +
+                       ")");
     if (lrs_.size() != static_cast<std::size_t>(o_.num_training_steps))
       spdlog::info("LR finder stopped early after {} steps due to diverging loss.", lrs_.size());
     const auto best = training::lr_suggestion_index(lrs_, losses_);

@@ -77,7 +77,8 @@ Agreed agree_resources(const config::ResolvedConfig& user, const ResourceRequest
     if (accel_gpu) {
       const auto opt = req.cpu ? std::string("--cpu") : gpus_opt + " 0";
       if (from_command_line(accel.origin))
-        throw UsageError(opt + " contradicts " + with_origin("trainer.accelerator", accel.text, accel.origin) + run_label);
+        throw UsageError(opt + " contradicts " + with_origin("trainer.accelerator", accel.text, accel.origin) +
+                         run_label);
       a.notes.push_back(opt + " replaces " + with_origin("trainer.accelerator", accel.text, accel.origin));
     }
     // One process per node on CPU; salt's CPU training uses one device.
@@ -103,8 +104,10 @@ Agreed agree_resources(const config::ResolvedConfig& user, const ResourceRequest
   if (res.nodes < 1)
     throw UsageError("trainer.num_nodes must be at least 1, got " + std::to_string(res.nodes) + run_label);
   if (res.nodes > 1 && !req.multi_node)
-    throw UsageError("trainer.num_nodes=" + std::to_string(res.nodes) + ": this batch system runs a job on one machine");
-  if (nodes.text != std::to_string(res.nodes)) a.salt_flags.push_back("--trainer.num_nodes=" + std::to_string(res.nodes));
+    throw UsageError("trainer.num_nodes=" + std::to_string(res.nodes) +
+                     ": this batch system runs a job on one machine");
+  if (nodes.text != std::to_string(res.nodes))
+    a.salt_flags.push_back("--trainer.num_nodes=" + std::to_string(res.nodes));
 
   const auto workers = setting(user, "data", "num_workers");
   const int num_workers =
@@ -166,7 +169,8 @@ Plan make_plan(const PlanInput& in) {
     }
     PlannedRun run;
     run.args = own;
-    if (!in.sweep.empty()) run.args.push_back("--log_suffix=" + in.log_suffix.value_or(in.tag) + "_" + std::to_string(i));
+    if (!in.sweep.empty())
+      run.args.push_back("--log_suffix=" + in.log_suffix.value_or(in.tag) + "_" + std::to_string(i));
     plan.runs.push_back(std::move(run));
   }
 
@@ -186,9 +190,9 @@ Plan make_plan(const PlanInput& in) {
       auto resolved = resolve_args(args);
       auto setup = training::prepare_run(resolved, training::Stage::kFit);
       if (setup.run.log_suffix) {
-        run.run_dir =
-            fs::absolute(training::run_directory(setup.run.trainer.default_root_dir, setup.run.name, *setup.run.log_suffix, ""))
-                .lexically_normal();
+        run.run_dir = fs::absolute(training::run_directory(setup.run.trainer.default_root_dir, setup.run.name,
+                                                           *setup.run.log_suffix, ""))
+                          .lexically_normal();
         if (fs::exists(run.run_dir / "config.yaml") && !setup.run.overwrite_config)
           throw UsageError((run.run_dir / "config.yaml").string() +
                            " already exists: the job would fail at start; use another --salt_log_suffix or --tag");

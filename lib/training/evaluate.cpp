@@ -114,7 +114,8 @@ struct FlavourCollector {
 namespace {
 
 std::filesystem::path chosen_checkpoint(const RunSetup& setup) {
-  return setup.run.ckpt_path ? fs::path(*setup.run.ckpt_path) : best_checkpoint(fs::path(setup.run.trainer.default_root_dir) / "ckpts");
+  return setup.run.ckpt_path ? fs::path(*setup.run.ckpt_path)
+                             : best_checkpoint(fs::path(setup.run.trainer.default_root_dir) / "ckpts");
 }
 
 }  // namespace
@@ -133,7 +134,9 @@ std::map<std::string, double> validate_checkpoint(const config::ResolvedConfig& 
   loader_options.set_num_workers(D.num_workers).set_prefetch_factor(D.prefetch_factor);
   data::Loader loader(reader, data::SamplerOptions::evaluation(reader->num_rows(), D.batch_size), loader_options);
   const int64_t batches = setup.run.trainer.limit_val.apply(loader.batches_per_epoch());
-  auto means = validation_pass(setup.model, loader, 0, batches, device, autocast_for(setup.run.trainer.precision, device), {}, true).means("val");
+  auto means = validation_pass(setup.model, loader, 0, batches, device,
+                               autocast_for(setup.run.trainer.precision, device), {}, true)
+                   .means("val");
   for (const auto& [k, v] : means) std::printf("%-40s %.6f\n", k.c_str(), v);
   return means;
 }

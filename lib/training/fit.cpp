@@ -225,8 +225,8 @@ class FitRun {
     if (!dev_run_) {
       // Claimed (created or locked) before anything else can fail: a start that
       // fails from here on removes a directory it created.
-      claim_ = std::make_unique<RunDirClaim>(T.default_root_dir, setup_.run.name, setup_.run.log_suffix, timestamp_now(),
-                                             setup_.run.overwrite_config);
+      claim_ = std::make_unique<RunDirClaim>(T.default_root_dir, setup_.run.name, setup_.run.log_suffix,
+                                             timestamp_now(), setup_.run.overwrite_config);
       run_dir_ = claim_->dir();
       if (claim_->created()) cleanup_ = std::make_unique<RunDirCleanup>(run_dir_, claim_->created_parents());
       if (const int n = claim_->created() ? 0 : remove_dead_temp_files(run_dir_))
@@ -273,16 +273,18 @@ class FitRun {
       spdlog::info("overfit_batches: training on the first {} batches in file order every epoch, unshuffled",
                    plan_.train_batches);
     if (plan_.new_schedule)
-      spdlog::info("model.lrs_config.last_epoch {}: a new one-cycle schedule of {} steps starts at step {} "
-                   "(the checkpoint's planned {})",
-                   setup_.run.model.lrs.last_epoch, plan_.total_steps, plan_.schedule_position, resume_->scheduler_total_steps);
+      spdlog::info(
+          "model.lrs_config.last_epoch {}: a new one-cycle schedule of {} steps starts at step {} "
+          "(the checkpoint's planned {})",
+          setup_.run.model.lrs.last_epoch, plan_.total_steps, plan_.schedule_position, resume_->scheduler_total_steps);
     skip_batches_ = plan_.skip_batches;
   }
 
   void make_optimization() {
     const auto kind = optimizer_kind(setup_.run.model.optimizer);
-    optimization_ = std::make_unique<Optimization>(setup_.model->named_parameters(), kind, setup_.run.model.lrs, plan_.total_steps,
-                                                   resume_ ? resume_->global_step : 0, setup_.model->mup_width_mults);
+    optimization_ =
+        std::make_unique<Optimization>(setup_.model->named_parameters(), kind, setup_.run.model.lrs, plan_.total_steps,
+                                       resume_ ? resume_->global_step : 0, setup_.model->mup_width_mults);
     if (!resume_) return;
     if (plan_.schedule_position >= 0) optimization_->set_schedule_index(plan_.schedule_position);
     load_adam_state(*optimization_, resume_->adam_state, resume_source_);
@@ -418,8 +420,8 @@ class FitRun {
 
   void trial_steps(const callbacks::TrialSpec& spec, const data::SamplerOptions& sampler,
                    callbacks::TrialResult& result) {
-    Optimization optimization(setup_.model->named_parameters(), optimizer_kind(setup_.run.model.optimizer), setup_.run.model.lrs,
-                              std::max<int64_t>(spec.steps, 1), 0, setup_.model->mup_width_mults);
+    Optimization optimization(setup_.model->named_parameters(), optimizer_kind(setup_.run.model.optimizer),
+                              setup_.run.model.lrs, std::max<int64_t>(spec.steps, 1), 0, setup_.model->mup_width_mults);
     const double beta1 = optimization.current_beta1();  // the momentum the schedule starts at, held
     std::optional<GradScaler> scaler;
     if (needs_loss_scaling()) scaler.emplace();
@@ -465,8 +467,8 @@ class FitRun {
     state_.train_batches = plan_.train_batches;
     state_.cuda_device = device_.is_cuda() ? device_.index() : -1;
     state_.val_batches = val_plan_.val_batches;
-    state_.schedule = RunSchedule{plan_.max_epochs, T.max_steps, T.accumulate_grad_batches, plan_.train_batches, val_plan_.val_batches,
-                                  T.check_val_every_n_epoch};
+    state_.schedule = RunSchedule{plan_.max_epochs,    T.max_steps,           T.accumulate_grad_batches,
+                                  plan_.train_batches, val_plan_.val_batches, T.check_val_every_n_epoch};
     state_.weight_decay = setup_.run.model.lrs.weight_decay;
     state_.capture = [this] {
       auto state = capture_state(setup_, *optimization_, state_.epoch, state_.global_step, plan_.total_steps);
@@ -475,7 +477,8 @@ class FitRun {
       state.loop_shape = {plan_.train_batches, val_plan_.val_batches, setup_.run.trainer.accumulate_grad_batches};
       state.batch_in_epoch = state_.batch_in_epoch;
       for (const auto& callback : callbacks_.all())
-        if (auto key = callback->state_key(); !key.empty()) state.callback_states.emplace_back(key, callback->state_dict());
+        if (auto key = callback->state_key(); !key.empty())
+          state.callback_states.emplace_back(key, callback->state_dict());
       return state;
     };
     state_.checkpoint_saved = [this](const fs::path& path) {
@@ -695,12 +698,13 @@ class FitRun {
     hook("on_epoch_start", &callbacks::Callback::on_epoch_start, state_, std::string("val"), val_plan_.val_batches);
     const auto on_batch = [this](int64_t b, const models::ModelOutput& out, const Batch& batch) {
       hook("on_validation_batch", &callbacks::Callback::on_validation_batch, state_, out, batch);
-      hook("on_batch_end", &callbacks::Callback::on_batch_end, state_, std::string("val"), b, out.loss.detach(), batch.size);
+      hook("on_batch_end", &callbacks::Callback::on_batch_end, state_, std::string("val"), b, out.loss.detach(),
+           batch.size);
     };
     const auto timed = profile("run_validation");
     if (!mid_epoch) meter_.start("val", epoch);  // a mid-epoch one counts in the train stage's figures
-    auto val = validation_pass(setup_.model, *val_loader_, epoch, val_plan_.val_batches, device_, autocast_, on_batch, !session_,
-                               [this](double seconds) { meter_.add_data_wait(seconds); });
+    auto val = validation_pass(setup_.model, *val_loader_, epoch, val_plan_.val_batches, device_, autocast_, on_batch,
+                               !session_, [this](double seconds) { meter_.add_data_wait(seconds); });
     if (!mid_epoch) record_resources(meter_.finish());
     if (session_) sum_over_ranks(val);
     auto metrics = val.means("val");
@@ -766,9 +770,10 @@ class FitRun {
                    world_);
     if (grad_sync_ && grad_sync_->stats().steps > 0) {
       const auto& st = grad_sync_->stats();
-      spdlog::info("gradient sync: {} bucket(s), {} started during backward and {} after it, {:.2f} ms waiting per step",
-                   grad_sync_->num_buckets(), st.buckets_launched_in_backward, st.buckets_launched_after,
-                   1000 * st.wait_seconds / static_cast<double>(st.steps));
+      spdlog::info(
+          "gradient sync: {} bucket(s), {} started during backward and {} after it, {:.2f} ms waiting per step",
+          grad_sync_->num_buckets(), st.buckets_launched_in_backward, st.buckets_launched_after,
+          1000 * st.wait_seconds / static_cast<double>(st.steps));
     }
   }
 

@@ -105,7 +105,8 @@ ValPlan plan_validation(const config::TrainerConfig& t, int64_t available, const
   const auto& interval = t.val_check_interval;
   if (dev_run(t) || interval.kind == BatchLimit::Kind::kAll) return v;
   if (interval.kind == BatchLimit::Kind::kFraction) {
-    v.check_batch = std::max<int64_t>(1, static_cast<int64_t>(static_cast<double>(train.train_batches) * interval.value));
+    v.check_batch =
+        std::max<int64_t>(1, static_cast<int64_t>(static_cast<double>(train.train_batches) * interval.value));
     return v;
   }
   v.check_batch = static_cast<int64_t>(interval.value);

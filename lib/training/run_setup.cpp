@@ -42,7 +42,8 @@ std::optional<std::vector<std::string>> file_class_names(const data::DataConfig&
   auto h5 = data::h5::File::open_read(input_file(data, file));
   const auto dataset = data.dataset_of(input);
   // Said here, or the user would only hear that class_names are unknown.
-  if (!h5.has_dataset(dataset)) throw InputError(file + ": no dataset '" + dataset + "' (the jets, data.global_object)");
+  if (!h5.has_dataset(dataset))
+    throw InputError(file + ": no dataset '" + dataset + "' (the jets, data.global_object)");
   auto attrs = h5.dataset(dataset).attributes();
   auto names = attrs[label];
   if (!names || !names.IsSequence()) return std::nullopt;
@@ -90,13 +91,15 @@ RunSetup prepare_run(const config::ResolvedConfig& resolved, Stage stage) {
   s.config = config::copy_tree(resolved.config);
   const auto& run = s.run;
   const auto& d = s.run.data;
-  if (d.variables.empty()) throw UsageError("'data.variables' is empty: the model config must list its input variables");
+  if (d.variables.empty())
+    throw UsageError("'data.variables' is empty: the model config must list its input variables");
   if (!d.variables.count(d.global_object))
     throw UsageError("'data.variables' has no '" + d.global_object + "' (data.global_object)");
   if (d.num_workers > data::kMaxLoaderWorkers)
-    throw UsageError(fmt::format("data.num_workers {} is more loader threads than salt-cpp starts ({}; this machine has "
-                                 "{} cores, and a worker per core is plenty)",
-                                 d.num_workers, data::kMaxLoaderWorkers, std::thread::hardware_concurrency()));
+    throw UsageError(
+        fmt::format("data.num_workers {} is more loader threads than salt-cpp starts ({}; this machine has "
+                    "{} cores, and a worker per core is plenty)",
+                    d.num_workers, data::kMaxLoaderWorkers, std::thread::hardware_concurrency()));
   s.seed = resolve_seed(run, s.config);
 
   const auto& model_file = stage == Stage::kFit ? d.train_file : d.test_file;
@@ -109,7 +112,8 @@ RunSetup prepare_run(const config::ResolvedConfig& resolved, Stage stage) {
   for (const auto& [input, params] : data::norm_params_for(s.norm_dict, d.variables, d.input_map))
     ctx.norm[input] = models::NormStats{params.mean, params.std};
   if (!d.class_dict.empty()) s.class_dict = data::read_class_dict(d.class_dict);
-  ctx.class_weights = [&s, &d](const std::string& input, const std::string& label) -> std::optional<std::vector<float>> {
+  ctx.class_weights = [&s, &d](const std::string& input,
+                               const std::string& label) -> std::optional<std::vector<float>> {
     if (!s.class_dict) return std::nullopt;
     auto w = data::class_weights(*s.class_dict, d.dataset_of(input), label);
     return std::vector<float>(w.begin(), w.end());
@@ -136,7 +140,8 @@ RunSetup prepare_run(const config::ResolvedConfig& resolved, Stage stage) {
   s.model = models::build_model(run.model.model, ctx);
   if (run.model.mup_config) {
     if (run.model.optimizer != "AdamW")
-      throw UsageError("model.mup_config: muP needs model.optimizer AdamW (salt's MuAdamW), not " + run.model.optimizer);
+      throw UsageError("model.mup_config: muP needs model.optimizer AdamW (salt's MuAdamW), not " +
+                       run.model.optimizer);
     const auto file = config::mup_shapes_file(*run.model.mup_config);
     models::apply_base_shapes(*s.model, models::read_base_shapes(file), file.string());
   }
@@ -189,7 +194,8 @@ std::shared_ptr<data::H5Reader> open_reader(const RunSetup& setup, const std::st
 void refuse_empty(const data::H5Reader& reader, const std::string& path, int64_t num, const std::string& num_key,
                   const std::string& consequence) {
   if (reader.num_rows() > 0) return;
-  if (num == 0) throw UsageError("data." + num_key + " is 0: " + consequence + " (give a positive count, or -1 for all)");
+  if (num == 0)
+    throw UsageError("data." + num_key + " is 0: " + consequence + " (give a positive count, or -1 for all)");
   throw InputError(path + " holds no jets: " + consequence);
 }
 

@@ -1,5 +1,6 @@
 // submit/submit_slurm against a real single-node Slurm (slurm_cluster.h): a CPU
-// fit, a fit requeued by the requeue signal that resumes from its checkpoint, a 3-run sweep as a job array, and a typo that submits nothing.
+// fit, a fit requeued by the requeue signal that resumes from its checkpoint, a 3-run sweep as a job array, and a typo
+// that submits nothing.
 #include <algorithm>
 #include <chrono>
 #include <regex>
@@ -46,7 +47,8 @@ class SlurmTest : public ::testing::Test {
   std::string job_log(const std::string& stem) {
     std::string text;
     for (const auto* ext : {".out", ".err"})
-      if (fs::exists(dir / "slurm" / "batch_logs" / (stem + ext))) text += read_file(dir / "slurm" / "batch_logs" / (stem + ext));
+      if (fs::exists(dir / "slurm" / "batch_logs" / (stem + ext)))
+        text += read_file(dir / "slurm" / "batch_logs" / (stem + ext));
     return text;
   }
 
@@ -68,7 +70,8 @@ TEST_F(SlurmTest, ACpuFitRunsToCompletion) {
   ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
   auto id = job_id(r);
   ASSERT_FALSE(id.empty()) << r.out;
-  EXPECT_NE(r.out.find("logs: " + (dir / ("slurm/batch_logs/slurm-" + id + ".out")).string()), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("logs: " + (dir / ("slurm/batch_logs/slurm-" + id + ".out")).string()), std::string::npos)
+      << r.out;
   ASSERT_TRUE(wait_for_job(id, 120)) << job_log("slurm-" + id);
   auto info = job_info(id);
   EXPECT_EQ(info["JobState"], "COMPLETED") << job_log("slurm-" + id) << cluster().logs();
