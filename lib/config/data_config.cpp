@@ -242,6 +242,14 @@ Binding<D> make_binding() {
       .ignored("salt-cpp loads with threads, not processes")
       .arg("non_finite_to_num", SALT_FIELD(non_finite_to_num), "Replace NaN/inf inputs by finite numbers instead of failing.")
       .arg("ignore_finite_checks", SALT_FIELD(ignore_finite_checks), "Skip the check for non-finite inputs.")
+      .arg("warn_input_sigma", SALT_FIELD(warn_input_sigma),
+           "salt-cpp: warn (once per input, naming file, dataset and row) about a value this many norm-dict "
+           "standard deviations from its mean: a sign of a damaged chunk, which LZF has no checksum to catch "
+           "(0: off).",
+           at_least(t_float(), 0))
+      .arg("max_input_sigma", SALT_FIELD(max_input_sigma),
+           "salt-cpp: stop with an error at a value this many norm-dict standard deviations from its mean (0: off).",
+           at_least(t_float(), 0))
       .custom(field_null("labels", t_optional(t_dict(t_list(t_str()))), "Extra label variables to load per input type."),
               unless_null(SALT_FIELD(labels)))
       .optional_struct("labeller_config", SALT_FIELD(labeller_config), labeller_binding(),

@@ -337,13 +337,20 @@ bool Dataset::direct_chunks_supported() const {
     Id dcpl = plist_id(H5Dget_create_plist(id()));
     H5Pfill_value_defined(dcpl.get(), &fill);
   }
-  if (info.chunked && fill != H5D_FILL_VALUE_USER_DEFINED && fixed_size && !shape_.empty() && shape_.size() <= 2 && info.filters.size() <= 1) {
+  std::vector<H5Z_filter_t> filters = info.filters;
+  if (!filters.empty() && filters.back() == H5Z_FILTER_FLETCHER32) {  // applied last on writing: checked first
+    d->fletcher32 = true;
+    d->fletcher32_bit = static_cast<unsigned>(filters.size() - 1);
+    filters.pop_back();
+  }
+  if (info.chunked && fill != H5D_FILL_VALUE_USER_DEFINED && fixed_size && !shape_.empty() && shape_.size() <= 2 &&
+      filters.size() <= 1) {
     d->chunk_rows = info.chunk[0];
     d->chunk_cols = shape_.size() > 1 ? info.chunk[1] : 1;
-    if (info.filters.empty()) {
+    if (filters.empty()) {
       d->supported = true;
-    } else if (info.filters[0] == kLzfFilter || info.filters[0] == H5Z_FILTER_DEFLATE) {
-      d->filter = info.filters[0];
+    } else if (filters[0] == kLzfFilter || filters[0] == H5Z_FILTER_DEFLATE) {
+      d->filter = filters[0];
       d->supported = true;
     }
   }
@@ -414,23 +421,30 @@ void Dataset::decode_chunks(const RawChunks& raw, void* out_ptr) const {
   for (const auto& chunk : raw.chunks) {
     const uint8_t* data = nullptr;
     const bool filtered = d.filter >= 0 && !(chunk.filter_mask & 1u);
+    size_t stored = chunk.bytes.size();  // the chunk's bytes before its checksum
+    if (!chunk.missing && d.fletcher32 && !(chunk.filter_mask & (1u << d.fletcher32_bit))) {
+      if (!fletcher32_matches(chunk.bytes.data(), stored))
+        throw InputError(fmt::format("Damaged chunk at row {} of {}: its Fletcher32 checksum does not match",
+                                     chunk.row, where()));
+      stored -= 4;
+    }
     if (chunk.missing) {
       scratch.assign(chunk_bytes, 0);
       data = scratch.data();
     } else if (!filtered) {
-      if (chunk.bytes.size() < chunk_bytes)
+      if (stored < chunk_bytes)
         throw InputError(fmt::format("Corrupt chunk at row {} of {}: {} bytes, expected {}", chunk.row, where(),
-                                     chunk.bytes.size(), chunk_bytes));
+                                     stored, chunk_bytes));
       data = chunk.bytes.data();
     } else {
       scratch.resize(chunk_bytes);
       bool ok = false;
       if (d.filter == kLzfFilter) {
-        ok = lzf_decompress(chunk.bytes.data(), static_cast<unsigned>(chunk.bytes.size()), scratch.data(),
+        ok = lzf_decompress(chunk.bytes.data(), static_cast<unsigned>(stored), scratch.data(),
                             static_cast<unsigned>(chunk_bytes)) == chunk_bytes;
       } else {
         uLongf len = static_cast<uLongf>(chunk_bytes);
-        ok = uncompress(scratch.data(), &len, chunk.bytes.data(), static_cast<uLong>(chunk.bytes.size())) == Z_OK &&
+        ok = uncompress(scratch.data(), &len, chunk.bytes.data(), static_cast<uLong>(stored)) == Z_OK &&
              len == chunk_bytes;
       }
       if (!ok)
@@ -493,7 +507,7 @@ Dataset create_dataset(const File& file, const std::string& name, hid_t type, co
   Guard guard;
   Id dcpl = plist_id(H5Pcreate(H5P_DATASET_CREATE));
   H5Pset_obj_track_times(dcpl.get(), 0);  // h5py's default; also keeps files reproducible
-  bool chunked = spec.compression != Compression::None || !spec.chunk.empty() || spec.resizable;
+  bool chunked = spec.compression != Compression::None || !spec.chunk.empty() || spec.resizable || spec.fletcher32;
   if (chunked) {
     auto guess_shape = spec.shape;
     if (spec.resizable && !guess_shape.empty()) guess_shape[0] = 0;  // h5py guesses 1024 for an unlimited axis
@@ -512,6 +526,8 @@ Dataset create_dataset(const File& file, const std::string& name, hid_t type, co
     if (H5Pset_filter(dcpl.get(), kLzfFilter, H5Z_FLAG_OPTIONAL, 0, nullptr) < 0)
       fail(fmt::format("Cannot enable LZF for dataset '{}' in {}", name, file.path().string()));
   }
+  if (spec.fletcher32 && H5Pset_fletcher32(dcpl.get()) < 0)
+    fail(fmt::format("Cannot add a Fletcher32 checksum to dataset '{}' in {}", name, file.path().string()));
   auto max_shape = spec.shape;
   if (spec.resizable && !max_shape.empty()) max_shape[0] = H5S_UNLIMITED;
   Id space = space_id(H5Screate_simple(static_cast<int>(spec.shape.size()), spec.shape.data(), max_shape.data()));

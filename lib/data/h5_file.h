@@ -258,6 +258,10 @@ class Dataset {
     hsize_t chunk_rows = 1, chunk_cols = 1;
     size_t record_size = 0;
     H5Z_filter_t filter = -1;  // -1: no filter
+    // HDF5's Fletcher32 filter after it (the last in the pipeline): each stored chunk
+    // ends in a checksum of the bytes before it, verified before decompressing.
+    bool fletcher32 = false;
+    unsigned fletcher32_bit = 0;  // its bit in a chunk's filter mask
   };
   mutable std::unique_ptr<Direct> direct_;  // set once by direct_chunks_supported()
 };
@@ -270,12 +274,21 @@ struct DatasetSpec {
   // maxshape (None, ...): rows can be appended later (h5py then guesses the chunk
   // of a 0-row dataset, so the chunk does not depend on the rows written).
   bool resizable = false;
+  // HDF5's Fletcher32 checksum of every stored chunk (after compression, as h5py's
+  // fletcher32=True), verified on every read: LZF itself has none.
+  bool fletcher32 = false;
 };
 // Creates a compound dataset like h5py's create_dataset(..., chunks=, compression=).
 Dataset create_dataset(const File& file, const std::string& name, hid_t type, const DatasetSpec& spec,
                        size_t type_size);
 // h5py's guess_chunk for a fixed shape (used when DatasetSpec::chunk is empty).
 std::vector<hsize_t> guess_chunk(const std::vector<hsize_t>& shape, size_t type_size);
+
+// HDF5's Fletcher32 checksum (H5_checksum_fletcher32), and whether `stored` (the
+// chunk's last 4 bytes, little-endian) matches it for the bytes before them; HDF5
+// also accepts the byte-swapped form files of HDF5 < 1.6.3 carry.
+uint32_t fletcher32(const uint8_t* data, size_t len);
+bool fletcher32_matches(const uint8_t* chunk, size_t bytes);
 
 // float16 <-> float32 (IEEE half, round-to-nearest-even on the way down).
 float half_to_float(uint16_t h);

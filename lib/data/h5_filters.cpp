@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 #include <liblzf/lzf.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdlib>
 
@@ -62,6 +63,43 @@ bool filter_available(H5Z_filter_t id) {
   unsigned config = 0;
   if (H5Zget_filter_info(id, &config) < 0) return false;
   return (config & H5Z_FILTER_CONFIG_DECODE_ENABLED) != 0;
+}
+
+// H5_checksum_fletcher32 (HDF5's H5checksum.c): 16-bit big-endian words, sums folded
+// every 360 words so they cannot overflow; an odd last byte is the high byte of a word.
+uint32_t fletcher32(const uint8_t* data, size_t len) {
+  uint32_t sum1 = 0, sum2 = 0;
+  for (size_t words = len / 2; words > 0;) {
+    size_t block = std::min<size_t>(words, 360);
+    words -= block;
+    for (; block > 0; --block, data += 2) {
+      sum1 += (static_cast<uint32_t>(data[0]) << 8) | data[1];
+      sum2 += sum1;
+    }
+    sum1 = (sum1 & 0xffff) + (sum1 >> 16);
+    sum2 = (sum2 & 0xffff) + (sum2 >> 16);
+  }
+  if (len % 2) {
+    sum1 += static_cast<uint32_t>(*data) << 8;
+    sum2 += sum1;
+    sum1 = (sum1 & 0xffff) + (sum1 >> 16);
+    sum2 = (sum2 & 0xffff) + (sum2 >> 16);
+  }
+  sum1 = (sum1 & 0xffff) + (sum1 >> 16);
+  sum2 = (sum2 & 0xffff) + (sum2 >> 16);
+  return (sum2 << 16) | sum1;
+}
+
+bool fletcher32_matches(const uint8_t* chunk, size_t bytes) {
+  if (bytes < 4) return false;
+  const uint8_t* tail = chunk + bytes - 4;
+  const uint32_t stored = static_cast<uint32_t>(tail[0]) | static_cast<uint32_t>(tail[1]) << 8 |
+                          static_cast<uint32_t>(tail[2]) << 16 | static_cast<uint32_t>(tail[3]) << 24;
+  const uint32_t sum = fletcher32(chunk, bytes - 4);
+  // H5Z_filter_fletcher32 also accepts the sum with the bytes of each half swapped
+  // (written so by HDF5 before 1.6.3 on little-endian machines).
+  const uint32_t swapped = ((sum & 0x00ff00ffu) << 8) | ((sum >> 8) & 0x00ff00ffu);
+  return stored == sum || stored == swapped;
 }
 
 namespace {

@@ -155,11 +155,50 @@ struct H5Reader::Stream {
   std::vector<std::vector<CutCol>> classes;
   std::vector<std::string> class_names;
   bool require_labels = true;
+  // ReaderOptions::norm of this input, per column of `inputs` (empty: not checked).
+  std::vector<double> mean, inv_std;
+  double limit = 0;  // the smaller of warn_sigma and max_sigma that is set
+  mutable std::atomic<bool> warned_implausible{false};
 };
 
 namespace {
 
 using Stream = H5Reader::Stream;
+
+void set_plausibility(Stream& s, const ReaderOptions& o) {
+  auto it = o.norm.find(s.input);
+  const double limit = o.warn_sigma > 0 && o.max_sigma > 0 ? std::min(o.warn_sigma, o.max_sigma)
+                                                           : std::max(o.warn_sigma, o.max_sigma);
+  if (it == o.norm.end() || limit <= 0 || it->second.mean.size() != s.inputs.size()) return;
+  for (size_t f = 0; f < s.inputs.size(); ++f) {
+    s.mean.push_back(it->second.mean[f]);
+    s.inv_std.push_back(1.0 / it->second.std[f]);  // norm_params refuses std 0
+  }
+  s.limit = limit;
+}
+
+// The value of a batch furthest from its norm dict mean, beyond Stream::limit.
+struct Implausible {
+  int64_t record = -1;  // index into the batch's B x cols records
+  int64_t col = 0;
+  float value = 0;
+  double sigmas = 0;
+};
+
+void report_implausible(const Stream& s, const ReaderOptions& o, const fs::path& path, int64_t start,
+                        const Implausible& w) {
+  const bool error = o.max_sigma > 0 && w.sigmas > o.max_sigma;
+  if (!error && (o.warn_sigma <= 0 || w.sigmas <= o.warn_sigma || s.warned_implausible.exchange(true))) return;
+  const auto col = static_cast<size_t>(w.col);
+  const std::string what = fmt::format(
+      "{}.{} = {:g} in row {}{} of dataset '{}' in {} lies {:.3g} standard deviations from the norm dict's mean "
+      "({:g} +- {:g}): a damaged chunk (LZF has no checksum), or a norm dict made for other data?",
+      s.input, s.inputs[col].name, w.value, w.record / s.cols + start,
+      s.sequence ? fmt::format(" (slot {})", w.record % s.cols) : std::string(), s.dataset, path.string(), w.sigmas,
+      s.mean[col], 1.0 / s.inv_std[col]);
+  if (error) throw InputError(fmt::format("{} (data.max_input_sigma is {:g})", what, o.max_sigma));
+  spdlog::warn("{} (said once per input; data.max_input_sigma makes it an error)", what);
+}
 
 Stream::Col cut_field(const Stream& s, const std::string& key, const std::string& text, const std::string& name) {
   const h5::Field* f = s.ds->layout().find(name);
@@ -376,6 +415,7 @@ H5Reader::H5Reader(const fs::path& path, ReaderOptions options, int64_t num, con
       s->valid = column("valid", "Field");
       s->has_valid = true;
     }
+    set_plausibility(*s, options_);
     s->ds->check_filters();
     s->direct = options_.direct_chunks && s->ds->direct_chunks_supported();
     note_members(*s, input == global);
@@ -482,6 +522,8 @@ Batch H5Reader::convert(RawBatch&& raw, bool pin_memory) const {
       float* out = x.data_ptr<float>();
       bool non_finite = false;
       const bool to_num = options_.non_finite_to_num;
+      const bool plausible = !s.mean.empty();
+      Implausible worst;
       for (int64_t n = 0; n < n_records; ++n, out += F) {
         if (mask_ptr && mask_ptr[n]) {
           std::fill(out, out + F, 0.0f);  // padded slots are zero, whatever the file holds
@@ -494,6 +536,10 @@ Batch H5Reader::convert(RawBatch&& raw, bool pin_memory) const {
           if (is_float(col.code) && !std::isfinite(v)) {
             non_finite = true;
             if (to_num) v = 0.0f;
+          }
+          if (plausible) {
+            const double sigmas = std::abs((v - s.mean[static_cast<size_t>(f)]) * s.inv_std[static_cast<size_t>(f)]);
+            if (sigmas > s.limit && sigmas > worst.sigmas && std::isfinite(v)) worst = Implausible{n, f, v, sigmas};
           }
           out[f] = v;
         }
@@ -510,6 +556,7 @@ Batch H5Reader::convert(RawBatch&& raw, bool pin_memory) const {
           spdlog::warn("Non-finite inputs for '{}' in {}, kept because ignore_finite_checks is set", s.input,
                        path_.string());
       }
+      if (worst.record >= 0) report_implausible(s, options_, path_, raw.start, worst);
       if (!options_.noise.empty()) apply_noise(s, x, raw.epoch, raw.start);
       if (s.input == "parameters") assign_parameters(x, options_.parameters, options_.test_stage, options_.seed, raw.epoch, raw.start);
       batch.inputs[s.input] = std::move(x);

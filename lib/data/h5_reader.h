@@ -22,6 +22,7 @@
 #include "config/data_config.h"
 #include "data/batch.h"
 #include "data/h5_file.h"
+#include "data/norm_dict.h"
 #include "data/virtual_file.h"
 
 namespace salt::data {
@@ -58,6 +59,14 @@ struct ReaderOptions {
   bool non_finite_to_num = false;     // NaN/inf in valid slots -> 0 (salt's choice, see docs/data.md)
   bool ignore_finite_checks = false;  // keep non-finite values, warn once
   bool direct_chunks = true;          // false: always H5Dread (decompress under the lock)
+  // Plausibility of the inputs against the norm dict (input -> mean/std in
+  // data.variables order): LZF has no checksum, so a damaged chunk can decode to
+  // garbage that only its size betrays. A valid slot's value more than warn_sigma
+  // standard deviations from the mean is a warning naming file, dataset and row
+  // (once per input); more than max_sigma, an error. 0 turns either off.
+  std::map<std::string, NormParams> norm;
+  double warn_sigma = 0;
+  double max_sigma = 0;
 
   ReaderOptions& set_variables(VarMap v) { variables = std::move(v); return *this; }
   ReaderOptions& set_labels(VarMap v) { labels = std::move(v); return *this; }
@@ -85,6 +94,12 @@ struct ReaderOptions {
   ReaderOptions& set_non_finite_to_num(bool b) { non_finite_to_num = b; return *this; }
   ReaderOptions& set_ignore_finite_checks(bool b) { ignore_finite_checks = b; return *this; }
   ReaderOptions& set_direct_chunks(bool b) { direct_chunks = b; return *this; }
+  ReaderOptions& set_plausibility(std::map<std::string, NormParams> n, double warn, double max) {
+    norm = std::move(n);
+    warn_sigma = warn;
+    max_sigma = max;
+    return *this;
+  }
 };
 
 // One batch as read from the file, per input (indexed like the reader's streams):

@@ -109,8 +109,8 @@ RunSetup prepare_run(const config::ResolvedConfig& resolved, Stage stage) {
   models::ModelContext ctx;
   ctx.variables = d.variables;
   ctx.global_object = d.global_object;
-  for (const auto& [input, params] : data::norm_params_for(s.norm_dict, d.variables, d.input_map))
-    ctx.norm[input] = models::NormStats{params.mean, params.std};
+  const auto norm = data::norm_params_for(s.norm_dict, d.variables, d.input_map);
+  for (const auto& [input, params] : norm) ctx.norm[input] = models::NormStats{params.mean, params.std};
   if (!d.class_dict.empty()) s.class_dict = data::read_class_dict(d.class_dict);
   ctx.class_weights = [&s, &d](const std::string& input,
                                const std::string& label) -> std::optional<std::vector<float>> {
@@ -164,7 +164,8 @@ RunSetup prepare_run(const config::ResolvedConfig& resolved, Stage stage) {
       .set_labeller(relabelled, d.labeller_config.require_labels)
       .set_global_object(d.global_object)
       .set_non_finite_to_num(d.non_finite_to_num)
-      .set_ignore_finite_checks(d.ignore_finite_checks);
+      .set_ignore_finite_checks(d.ignore_finite_checks)
+      .set_plausibility(norm, d.warn_input_sigma, d.max_input_sigma);
   for (const auto& n : d.noise)
     if (n.mean == 0)
       spdlog::warn("data.transforms: GaussianNoise multiplies {}.{} by N(0, {}), as salt's code does, so its values "

@@ -1,5 +1,6 @@
 #include "training/salt_cli_config.h"
 
+#include "config/data_config.h"
 #include "config/yaml_load.h"
 
 namespace salt::training {
@@ -73,6 +74,19 @@ void fix_mask_decoder(YAML::Node& model_args) {
   args["loss_config"].remove("class_weights");
 }
 
+// salt-cpp's own data keys, which salt's SaltDataModule does not take: left out
+// while at their defaults (set, they stay, and salt refuses them by name).
+void drop_salt_cpp_defaults(YAML::Node data) {
+  const config::DataConfig defaults;
+  auto drop_if = [&data](const char* key, double value) {
+    const auto n = at(data, key);
+    double v = 0;
+    if (n && n.IsScalar() && YAML::convert<double>::decode(n, v) && v == value) data.remove(key);
+  };
+  drop_if("warn_input_sigma", defaults.warn_input_sigma);
+  drop_if("max_input_sigma", defaults.max_input_sigma);
+}
+
 }  // namespace
 
 void make_salt_readable(YAML::Node& config, const std::vector<std::string>& flavour_labels) {
@@ -85,6 +99,7 @@ void make_salt_readable(YAML::Node& config, const std::vector<std::string>& flav
     fix_encoder(model_args);
     fix_mask_decoder(model_args);
   }
+  drop_salt_cpp_defaults(config["data"]);
   config["model"].remove("name");  // link targets: salt's config.yaml leaves them out
   config["model"].remove("global_object");
 }

@@ -50,7 +50,8 @@ inline void pack(double v, h5::FieldType t, uint8_t* p) {
 // Writes dataset `name` with `rows` rows and `slots` columns (0 = 1-D).
 inline void write_dataset(const h5::File& file, const std::string& name, const std::vector<FieldSpec>& fields,
                           int64_t rows, int64_t slots, const ValueFn& value,
-                          h5::Compression compression = h5::Compression::None, std::vector<hsize_t> chunk = {}) {
+                          h5::Compression compression = h5::Compression::None, std::vector<hsize_t> chunk = {},
+                          bool fletcher32 = false) {
   h5::CompoundBuilder b;
   for (const auto& f : fields) b.add(f.name, f.type);
   h5::Id type = b.build();
@@ -60,6 +61,7 @@ inline void write_dataset(const h5::File& file, const std::string& name, const s
                          : std::vector<hsize_t>{static_cast<hsize_t>(rows)};
   spec.compression = compression;
   spec.chunk = std::move(chunk);
+  spec.fletcher32 = fletcher32;
   h5::Dataset ds = h5::create_dataset(file, name, type.get(), spec, layout.record_size);
   const int64_t L = slots > 0 ? slots : 1;
   std::vector<uint8_t> buf(static_cast<size_t>(rows * L) * layout.record_size, 0);

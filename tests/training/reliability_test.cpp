@@ -203,6 +203,31 @@ TEST_F(Reliability, UnclearErrorsNameTheirCause) {
   EXPECT_NE(r.err.find("is too small"), std::string::npos) << r.err;
 }
 
+// Before: bytes flipped in an LZF chunk trained silently (LZF has no checksum). What
+// such garbage looks like to the reader: values far from the norm dict's range, made
+// here by a norm dict for other data (tests/data/damaged_data_test.cpp damages chunks).
+TEST_F(Reliability, InputsFarOutsideTheNormDictAreNamedByFileDatasetAndRow) {
+  auto norm = read_file(dir / "data" / "toy" / "norm_dict.yaml");
+  const auto at = norm.find("mean:", norm.find("d0:"));
+  ASSERT_NE(at, std::string::npos) << norm;
+  norm.replace(at, norm.find('\n', at) - at, "mean: 1.0e+5");
+  write_file(dir / "far_mean.yaml", norm);
+  const auto train = (dir / "data" / "toy" / "pp_output_train.h5").string();
+  auto r = salt("fit", small_gn2(tiny({"--data.norm_dict", (dir / "far_mean.yaml").string(), "--data.max_input_sigma",
+                                       "1e5"})));
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  EXPECT_EQ(error_lines(r.err), 1) << r.err;
+  EXPECT_NE(r.err.find("tracks.d0 = "), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find(" of dataset 'tracks' in " + train + " lies "), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("(data.max_input_sigma is 100000)"), std::string::npos) << r.err;
+  // By default a warning, once, and the run goes on with the data as they are.
+  r = salt("fit", small_gn2(tiny({"--data.norm_dict", (dir / "far_mean.yaml").string(), "-ls", "warned"})));
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  const auto warning = r.err.find("of dataset 'tracks' in " + train + " lies ");
+  EXPECT_NE(warning, std::string::npos) << r.err;
+  EXPECT_EQ(warning, r.err.rfind("of dataset 'tracks' in " + train + " lies ")) << "once per file: " << r.err;
+}
+
 TEST_F(Reliability, TracksWithoutValidAndNonFiniteValuesNameTheMissingField) {
   SALT_REQUIRE(have_python_module("h5py"), "python3-h5py is not installed");
   const auto file = dir / "no_valid.h5";

@@ -192,6 +192,7 @@ for where, model in (("config.yaml", config["model"]), ("hyper_parameters", hp))
     jet = next(t for t in args["tasks"]["init_args"]["modules"] if t["init_args"]["name"] == "jets_classification")
     assert jet["init_args"]["class_names"] == ["bjets", "cjets", "ujets", "taujets"], (where, jet)
 assert "name" not in config["model"] and "global_object" not in config["model"]  # link targets
+assert not {"warn_input_sigma", "max_input_sigma"} & set(config["data"]), config["data"]  # salt-cpp's own, at default
 print("ok")
 )",
                       {checkpoints(run).back().string(), (run / "config.yaml").string()});
