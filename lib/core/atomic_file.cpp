@@ -10,6 +10,7 @@
 
 #include "core/errors.h"
 #include "core/process.h"
+#include "core/remove_tree.h"
 
 namespace salt {
 
@@ -42,6 +43,27 @@ int remove_dead_temp_files(const std::filesystem::path& dir) {
   std::error_code ec;
   for (const auto& entry : std::filesystem::directory_iterator(dir, ec))
     if (entry.is_directory(ec)) removed += remove_dead_in(entry.path());
+  return removed;
+}
+
+int remove_dead_leftovers_of(const std::filesystem::path& target) {
+  // .<name>.tmp.<pid>.<n> (a file) or .<name>.<work>.<pid> (a directory)
+  static const std::regex leftover(R"(\.tmp\.([0-9]{1,9})\.[0-9]+|\.[a-z]+\.([0-9]{1,9}))");
+  const std::string prefix = "." + target.filename().string();
+  const auto dir = target.parent_path().empty() ? std::filesystem::path(".") : target.parent_path();
+  int removed = 0;
+  std::error_code ec;
+  for (const auto& entry : std::filesystem::directory_iterator(dir, ec)) {
+    const auto name = entry.path().filename().string();
+    std::smatch m;
+    if (name.compare(0, prefix.size(), prefix) != 0) continue;
+    const std::string rest = name.substr(prefix.size());
+    if (!std::regex_match(rest, m, leftover)) continue;
+    const bool file = m[1].matched;
+    if (file ? !entry.is_regular_file(ec) : !entry.is_directory(ec)) continue;
+    if (entry.is_symlink(ec) || process_alive(std::stol(file ? m[1].str() : m[2].str()))) continue;
+    if (file ? std::filesystem::remove(entry.path(), ec) : remove_tree(entry.path(), ec)) ++removed;
+  }
   return removed;
 }
 

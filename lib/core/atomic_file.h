@@ -39,4 +39,11 @@ std::filesystem::path temp_name_for(const std::filesystem::path& path);
 // callers hold the directory (a run's locked directory), so no other host writes there.
 int remove_dead_temp_files(const std::filesystem::path& dir);
 
+// What killed writers of `target` left next to it: its temp files (temp_name_for's)
+// and work directories named .<name>.<work>.<pid> (salt shuffle's buckets), whose
+// process is gone. Removes them and returns how many. For outputs written outside a
+// run directory (toydata, shuffle): a SIGKILL gives no chance to clean up, and a
+// shuffle's buckets are as large as its data.
+int remove_dead_leftovers_of(const std::filesystem::path& target);
+
 }  // namespace salt

@@ -262,6 +262,11 @@ ShuffleResult shuffle_files(const ShuffleOptions& o) {
 
   if (!fs::path(o.output).parent_path().empty())
     create_directories_or_fail(o.output.parent_path(), "output directory of salt shuffle");
+  // A shuffle killed before it could clean up (SIGKILL) left its temp output and its
+  // buckets (as large as the data) next to the output.
+  if (const int n = remove_dead_leftovers_of(o.output))
+    spdlog::info("removed {} temp file(s) and bucket folder(s) left next to {} by killed processes", n,
+                 o.output.string());
   if (!h5::ensure_lzf_for_writing()) throw InputError("salt shuffle: the LZF filter is not available for writing");
   // glibc raises its mmap threshold after large frees, and then buffers of a few MiB
   // come from the heap and stay resident after they are freed: a fixed threshold

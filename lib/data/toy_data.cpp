@@ -1,6 +1,7 @@
 #include "data/toy_data.h"
 
 #include <fmt/format.h>
+#include <spdlog/spdlog.h>
 
 #include <algorithm>
 #include <cmath>
@@ -530,6 +531,11 @@ ToyDataFiles toy_output_files(const ToyDataOptions& o) {
 ToyDataFiles write_toy_data(const ToyDataOptions& o) {
   const ToyDataFiles files = toy_output_files(o);
   std::error_code ec;
+  int leftovers = 0;  // of a toydata killed before it could clean up (SIGKILL, a crash)
+  for (const auto& f : {files.train, files.val, files.test, files.norm_dict, files.class_dict})
+    leftovers += remove_dead_leftovers_of(f);
+  if (leftovers > 0)
+    spdlog::info("removed {} temp file(s) left in {} by killed processes", leftovers, o.out_dir.string());
 
   // A file this run writes none of, left from an earlier data set (another seed, other
   // sizes), would be read with the new ones as one set: refused, nothing replaced.
