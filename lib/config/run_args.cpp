@@ -78,6 +78,12 @@ std::vector<std::string> flag_names() {
 }  // namespace
 
 RunArgs parse_run_args(const std::string& command, const std::vector<std::string>& args) {
+  // Each setting is merged into the tree by a walk of yaml-cpp's mappings (linear in
+  // their keys): many thousands would take minutes. No real command line comes near.
+  constexpr std::size_t kMaxArgs = 2'000;
+  if (args.size() > kMaxArgs)
+    throw UsageError("the command line has " + std::to_string(args.size()) + " arguments; salt-cpp takes at most " +
+                     std::to_string(kMaxArgs) + " (put the settings in a config file)");
   RunArgs run;
   run.command = command;
   for (std::size_t i = 0; i < args.size(); ++i) {

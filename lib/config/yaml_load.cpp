@@ -23,10 +23,14 @@ void record_key_line(const YAML::Node& key, const std::string& path, const std::
 
 // Aliases make a YAML document a graph: `a: &x [*x]` is a cycle, and a few lines of
 // nested aliases (the "billion laughs") expand to billions of nodes. Copying stops
-// at limits no real config comes near.
+// at limits no real config comes near (salt's and the zoo's largest: 491 nodes, 23
+// keys in one mapping). yaml-cpp finds a key by walking its mapping, so everything
+// that reads a mapping of n keys costs n^2: 300,000 keys took minutes before the
+// node limit was reached, 1,000 take milliseconds.
 struct CopyBudget {
   static constexpr int kMaxDepth = 256;
-  static constexpr std::size_t kMaxNodes = 200'000;
+  static constexpr std::size_t kMaxNodes = 50'000;
+  static constexpr std::size_t kMaxKeys = 1'000;
   std::size_t nodes = 0;
 };
 
@@ -44,7 +48,10 @@ YAML::Node copy_impl(const YAML::Node& node, const std::string& path, const std:
                      CopyBudget& budget, int depth) {
   if (depth > CopyBudget::kMaxDepth || ++budget.nodes > CopyBudget::kMaxNodes)
     throw UsageError((file.empty() ? std::string("<yaml>") : file) + ":" + std::to_string(node.Mark().line + 1) +
-                     ": the document is " + (depth > CopyBudget::kMaxDepth ? "nested too deeply" : "too large") +
+                     ": the document is " +
+                     (depth > CopyBudget::kMaxDepth ? "nested too deeply"
+                                                    : "too large (over " + std::to_string(CopyBudget::kMaxNodes) +
+                                                          " values)") +
                      " (a recursive or exponentially repeated alias?)");
   if (origins && !file.empty() && !path.empty())
     (*origins)[path] = file + ":" + std::to_string(node.Mark().line + 1);
@@ -58,6 +65,11 @@ YAML::Node copy_impl(const YAML::Node& node, const std::string& path, const std:
       return out;
     }
     case YAML::NodeType::Map: {
+      if (node.size() > CopyBudget::kMaxKeys)
+        throw UsageError((file.empty() ? std::string("<yaml>") : file) + ":" + std::to_string(node.Mark().line + 1) +
+                         ": a mapping of " + std::to_string(node.size()) + " keys" +
+                         (path.empty() ? std::string() : " ('" + path + "')") + "; salt-cpp reads at most " +
+                         std::to_string(CopyBudget::kMaxKeys) + " keys in one mapping (no config comes near)");
       YAML::Node out(YAML::NodeType::Map);
       YAML::Node merge_source;
       bool has_merge = false;
@@ -134,6 +146,10 @@ LoadedYaml load_yaml_file(const std::string& path) {
   if (!std::filesystem::exists(path, ec)) throw UsageError(path + ": no such config file");
   if (std::filesystem::is_directory(path, ec)) throw UsageError(path + ": is a directory, not a config file");
   if (!std::filesystem::is_regular_file(path, ec)) throw UsageError(path + ": not a regular file, not a config file");
+  // Parsing alone takes about half a second per MiB; salt's largest config is 6 KiB.
+  constexpr std::uintmax_t kMaxBytes = 1 << 20;
+  if (const auto bytes = std::filesystem::file_size(path, ec); !ec && bytes > kMaxBytes)
+    throw UsageError(path + ": a config file of " + std::to_string(bytes) + " bytes; salt-cpp reads at most 1 MiB");
   std::ifstream in(path);
   if (!in) throw UsageError(path + ": cannot read config file");
   std::stringstream ss;

@@ -75,6 +75,13 @@ void PrintTo(const ErrorCase& c, std::ostream* os) { *os << c.name; }
 
 class ConfigError : public ::testing::TestWithParam<ErrorCase> {};
 
+// data.labels with n keys (a mapping yaml-cpp searches key by key).
+std::string many_keys(int n) {
+  std::string text = "data:\n  labels:\n";
+  for (int i = 0; i < n; ++i) text += "    k" + std::to_string(i) + ": [a]\n";
+  return text;
+}
+
 TEST_P(ConfigError, OneLineNamingKeyAndPlace) {
   const auto& c = GetParam();
   TempDir dir;
@@ -158,7 +165,15 @@ INSTANTIATE_TEST_SUITE_P(
                   "e: &e [*d, *d, *d, *d, *d, *d, *d, *d, *d, *d]\nf: &f [*e, *e, *e, *e, *e, *e, *e, *e, *e, *e]\n"
                   "g: &g [*f, *f, *f, *f, *f, *f, *f, *f, *f, *f]\n",
                   {}, {"{bad}:", "too large", "alias"}},
-        ErrorCase{"ConfigIsNotARegularFile", "", {"-c", "/dev/null"}, {"/dev/null: not a regular file"}}),
+        ErrorCase{"ConfigIsNotARegularFile", "", {"-c", "/dev/null"}, {"/dev/null: not a regular file"}},
+        // Sizes no config comes near, refused before their cost grows (300,000 keys took
+        // minutes): the largest of salt's and the zoo's configs has 23 keys in a mapping.
+        ErrorCase{"MappingWithTooManyKeys", many_keys(1001), {},
+                  {"{bad}:3: a mapping of 1001 keys ('data.labels'); salt-cpp reads at most 1000 keys"}},
+        ErrorCase{"ConfigFileOverOneMiB", "# " + std::string(1 << 20, 'x') + "\n", {},
+                  {"{bad}: a config file of 1048579 bytes; salt-cpp reads at most 1 MiB"}},
+        ErrorCase{"TooManyArguments", "", std::vector<std::string>(2001, "--trainer.max_epochs=2"),
+                  {"the command line has 200", "arguments; salt-cpp takes at most 2000"}}),
     [](const ::testing::TestParamInfo<ErrorCase>& info) { return info.param.name; });
 
 TEST(Validation, MissingRequiredKeyNamesIt) {
