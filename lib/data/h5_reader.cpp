@@ -159,6 +159,13 @@ struct H5Reader::Stream {
   std::vector<double> mean, inv_std;
   double limit = 0;  // the smaller of warn_sigma and max_sigma that is set
   mutable std::atomic<bool> warned_implausible{false};
+  // ReaderOptions::label_values of this input: label -> the values it may hold.
+  struct LabelCheck {
+    ReaderOptions::LabelValues spec;
+    std::set<int64_t> values;
+    mutable std::atomic<bool> warned{false};
+  };
+  std::map<std::string, LabelCheck> label_checks;
 };
 
 namespace {
@@ -175,6 +182,44 @@ void set_plausibility(Stream& s, const ReaderOptions& o) {
     s.inv_std.push_back(1.0 / it->second.std[f]);  // norm_params refuses std 0
   }
   s.limit = limit;
+}
+
+void set_label_checks(Stream& s, const ReaderOptions& o) {
+  for (const auto& spec : o.label_values) {
+    if (spec.input != s.input) continue;
+    auto& check = s.label_checks[spec.label];
+    check.spec = spec;
+    check.values.insert(spec.values.begin(), spec.values.end());
+  }
+}
+
+void warn_label_value(const Stream& s, const std::string& label, const Stream::LabelCheck& check, int64_t value,
+                      int64_t n, const fs::path& path, int64_t start) {
+  std::vector<std::string> listed;
+  for (int64_t v : check.spec.values) listed.push_back(std::to_string(v));
+  spdlog::warn("{}.{} = {} in row {}{} of dataset '{}' in {} is none of the values {} lists ({}): {} (said once "
+               "per file)",
+               s.dataset, label, value, n / s.cols + start,
+               s.sequence ? fmt::format(" (slot {})", n % s.cols) : std::string(), s.dataset, path.string(),
+               check.spec.listed_in, join(listed), check.spec.consequence);
+}
+
+// Warns once per file about the first valid slot whose label holds an unlisted value.
+void check_label_values(const Stream& s, const std::map<std::string, torch::Tensor>& labels, const bool* padded,
+                        const fs::path& path, int64_t start) {
+  for (const auto& [label, check] : s.label_checks) {
+    auto it = labels.find(label);
+    if (check.warned.load() || it == labels.end() || it->second.scalar_type() != torch::kInt64) continue;
+    const int64_t* values = it->second.data_ptr<int64_t>();
+    const int64_t* ids = nullptr;
+    if (auto id = labels.find(check.spec.unless_label); id != labels.end() && id->second.scalar_type() == torch::kInt64)
+      ids = id->second.data_ptr<int64_t>();
+    for (int64_t n = 0; n < it->second.numel(); ++n) {
+      if ((padded && padded[n]) || (ids && ids[n] == -1) || check.values.count(values[n])) continue;
+      if (!check.warned.exchange(true)) warn_label_value(s, label, check, values[n], n, path, start);
+      break;
+    }
+  }
 }
 
 // The value of a batch furthest from its norm dict mean, beyond Stream::limit.
@@ -376,6 +421,10 @@ H5Reader::H5Reader(const fs::path& path, ReaderOptions options, int64_t num, con
         throw InputError(fmt::format("The constituents {} must be 2-D (N, L), but has {} dimensions", where, shape.size()));
       s->sequence = true;
       s->cols = s->ds->cols();
+      // (N, 0): no constituent could ever be read, and the models index slot 0.
+      if (s->cols == 0)
+        throw InputError(fmt::format("The constituents {} have 0 slots per jet (shape ({}, 0)): '{}' needs at least one",
+                                     where, s->ds->rows(), input));
       if (auto it = options_.num_inputs.find(input); it != options_.num_inputs.end()) {
         if (it->second > s->cols)
           throw InputError(fmt::format("data.num_inputs.{} = {} exceeds the {} slots of {}", input, it->second, s->cols,
@@ -416,6 +465,7 @@ H5Reader::H5Reader(const fs::path& path, ReaderOptions options, int64_t num, con
       s->has_valid = true;
     }
     set_plausibility(*s, options_);
+    set_label_checks(*s, options_);
     s->ds->check_filters();
     s->direct = options_.direct_chunks && s->ds->direct_chunks_supported();
     note_members(*s, input == global);
@@ -583,6 +633,7 @@ Batch H5Reader::convert(RawBatch&& raw, bool pin_memory) const {
       }
     }
     if (!s.classes.empty()) batch.labels[s.input]["flavour_label"] = relabel(s, base, B, raw.start, opts);
+    if (!s.label_checks.empty()) check_label_values(s, batch.labels[s.input], mask_ptr, path_, raw.start);
   }
   apply_multi_targets(batch, options_.multi_targets);
   return batch;

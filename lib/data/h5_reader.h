@@ -67,6 +67,16 @@ struct ReaderOptions {
   std::map<std::string, NormParams> norm;
   double warn_sigma = 0;
   double max_sigma = 0;
+  // Integer labels whose valid slots should hold only listed values (MaskFormer's
+  // object classes): another value gets one warning per file naming it and where.
+  struct LabelValues {
+    std::string input, label;
+    std::vector<int64_t> values;
+    std::string listed_in;    // the config key that lists them
+    std::string consequence;  // what happens to the others
+    std::string unless_label;  // slots where this label is -1 hold nothing (MaskFormer's id_label)
+  };
+  std::vector<LabelValues> label_values;
 
   ReaderOptions& set_variables(VarMap v) { variables = std::move(v); return *this; }
   ReaderOptions& set_labels(VarMap v) { labels = std::move(v); return *this; }
@@ -94,6 +104,7 @@ struct ReaderOptions {
   ReaderOptions& set_non_finite_to_num(bool b) { non_finite_to_num = b; return *this; }
   ReaderOptions& set_ignore_finite_checks(bool b) { ignore_finite_checks = b; return *this; }
   ReaderOptions& set_direct_chunks(bool b) { direct_chunks = b; return *this; }
+  ReaderOptions& set_label_values(std::vector<LabelValues> v) { label_values = std::move(v); return *this; }
   ReaderOptions& set_plausibility(std::map<std::string, NormParams> n, double warn, double max) {
     norm = std::move(n);
     warn_sigma = warn;

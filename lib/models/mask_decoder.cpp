@@ -251,7 +251,7 @@ MaskDecoderOutput MaskDecoderImpl::forward(const torch::Tensor& x_in, const torc
     const auto valid = real.unsqueeze(-1).expand_as(pred) & torch::isfinite(target);
     torch::Tensor loss;
     if (host_read<int64_t>(valid.sum()) == 0) {
-      loss = pred.sum() * 0.0;
+      loss = pred.index({valid}).sum();  // 0 over no values, in the graph (never 0 * a non-finite output)
     } else {
       loss = task->loss->elementwise(pred.index({valid}), target.index({valid})).mean() * task->weight();
     }

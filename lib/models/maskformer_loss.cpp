@@ -57,8 +57,10 @@ std::map<std::string, torch::Tensor> maskformer_losses(const torch::Tensor& clas
   const auto pred = mask_logits.index({valid});
   const auto truth = target_masks.index({valid}).to(pred.scalar_type());
   if (pred.size(0) == 0) {  // no object in the whole batch: zero (salt would divide by zero)
+    // The sum of no logits: 0 and still in the graph. (mask_logits.sum() * 0 is NaN:
+    // padded mask logits hold the dtype's lowest value, and they sum to -inf.)
     for (const char* name : {"mask_dice", "mask_focal", "mask_ce"})
-      if (weight_of(name) != 0) losses[name + suffix] = mask_logits.sum() * 0.0;
+      if (weight_of(name) != 0) losses[name + suffix] = pred.sum();
     return losses;
   }
   if (weight_of("mask_dice") != 0) losses["mask_dice" + suffix] = mask_dice_loss(pred, truth) * weight_of("mask_dice");

@@ -69,6 +69,21 @@ std::map<std::string, std::map<std::string, std::string>> sample_weight_keys(con
   return out;
 }
 
+// MaskFormer's object classes: a raw class value none of them lists is taken as the
+// null class; the reader names the first such value of each file.
+std::vector<data::ReaderOptions::LabelValues> object_class_values(const data::DataConfig& d) {
+  if (!d.mf_config || !d.mf_config->object.class_label || d.mf_config->object.object_classes.empty()) return {};
+  const auto& o = d.mf_config->object;
+  data::ReaderOptions::LabelValues v;
+  v.input = "objects";
+  v.label = *o.class_label;
+  v.listed_in = "data.mf_config.object.object_classes";
+  v.consequence = "such objects are taken as the null class '" + o.object_classes.back().name + "'";
+  v.unless_label = o.id_label;
+  for (const auto& c : o.object_classes) v.values.insert(v.values.end(), c.raw.begin(), c.raw.end());
+  return {v};
+}
+
 void bake_into_config(RunSetup& s) {
   // Class weights of use_class_dict tasks, so config.yaml says what was trained with.
   config::bake_class_weights(s.config, [&s](const std::string& input, const std::string& label) {
@@ -165,7 +180,8 @@ RunSetup prepare_run(const config::ResolvedConfig& resolved, Stage stage) {
       .set_global_object(d.global_object)
       .set_non_finite_to_num(d.non_finite_to_num)
       .set_ignore_finite_checks(d.ignore_finite_checks)
-      .set_plausibility(norm, d.warn_input_sigma, d.max_input_sigma);
+      .set_plausibility(norm, d.warn_input_sigma, d.max_input_sigma)
+      .set_label_values(object_class_values(d));
   for (const auto& n : d.noise)
     if (n.mean == 0)
       spdlog::warn("data.transforms: GaussianNoise multiplies {}.{} by N(0, {}), as salt's code does, so its values "

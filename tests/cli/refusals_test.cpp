@@ -63,5 +63,85 @@ TEST(Refusals, SeveralNodesNeedALauncher) {
   EXPECT_FALSE(fs::exists(dir / "logs"));
 }
 
+TEST(Refusals, ToydataCompressionMustBeOneItWrites) {
+  TempDir dir;
+  expect_one_line(run_salt({"toydata", "-o", (dir / "toy").string(), "--num_train", "10", "--compression", "zstd"}), 2,
+                  "--compression: zstd not in {lzf,gzip,none}");
+  EXPECT_FALSE(fs::exists(dir / "toy"));
+}
+
+TEST(Refusals, ShuffleOfAFileWhoseDatasetsDisagreeInRows) {
+  SALT_REQUIRE(have_python_module("h5py"), "python3-h5py is not installed");
+  TempDir dir;
+  const auto file = dir / "ragged.h5";
+  auto py = run_python(R"(
+import sys, h5py, numpy as np
+with h5py.File(sys.argv[1], "w") as f:
+    f["jets"] = np.zeros(10, dtype=[("pt", "f4")])
+    f["tracks"] = np.zeros((9, 4), dtype=[("d0", "f4"), ("valid", "?")])
+)",
+                       {file.string()});
+  ASSERT_EQ(py.exit_code, 0) << py.err;
+  const auto out = dir / "shuffled.h5";
+  expect_one_line(run_salt({"shuffle", file.string(), "-o", out.string()}), 1,
+                  file.string() + ": dataset 'tracks' has 9 rows but 'jets' has 10; salt shuffle moves a jet's rows of "
+                                  "every dataset together");
+  EXPECT_EQ(std::distance(fs::directory_iterator(dir.path()), fs::directory_iterator()), 1);  // nothing but the input
+}
+
+TEST(Refusals, ToOnnxTrackSelectionMustBeAthenas) {
+  TempDir dir;
+  expect_one_line(run_salt({"to_onnx", "--ckpt_path", (dir / "none.ckpt").string(), "--track_selection", "tight"}), 2,
+                  "--track_selection: tight not in {all,ip3d,");
+}
+
+// The commands below read the shipped GN2 config over toy data in their folder.
+std::vector<std::string> with_gn2(std::vector<std::string> args) {
+  const auto configs = source_dir() / "configs";
+  for (const auto& c : {configs / "GN2.yaml", configs / "GN2_cpu.yaml"}) {
+    args.push_back("-c");
+    args.push_back(c.string());
+  }
+  return args;
+}
+
+TEST(Refusals, TestWithoutATestFile) {
+  TempDir dir;
+  write_toy_data(dir / "data" / "toy", 200, 50, 0);
+  expect_one_line(run_salt(with_gn2({"test", "--data.test_file", "null", "--ckpt_path", "model.ckpt"}), dir.path()), 2,
+                  "'data.test_file' is not set: salt test needs a file to evaluate");
+}
+
+TEST(Refusals, SubmitOptionsThatCannotMakeAJob) {
+  TempDir dir;
+  write_toy_data(dir / "data" / "toy", 200, 50, 50);
+  const std::vector<std::pair<std::vector<std::string>, std::string>> cases = {
+      {{"--bind", "/data:/inputs"}, "--bind is only allowed with --environment singularity"},
+      {{"-e", "singularity"}, "--environment singularity needs --image"},
+      {{"--tag", "a/b"}, "--tag 'a/b': must be a non-empty name without '/'"},
+      {{"--tag", ""}, "--tag '': must be a non-empty name without '/'"},
+  };
+  for (const auto& [extra, says] : cases) {
+    auto args = with_gn2({"submit_slurm", "--dry-run"});
+    args.insert(args.end(), extra.begin(), extra.end());
+    expect_one_line(run_salt(args, dir.path()), 2, says);
+  }
+  const auto missing = (dir / "absent.yaml").string();
+  expect_one_line(run_salt({"submit_slurm", "--config", missing, "--dry-run"}, dir.path()), 2,
+                  "--config '" + missing + "': no such file");
+  EXPECT_FALSE(fs::exists(dir / "slurm"));
+}
+
+TEST(Refusals, CondorSubmitMissingKeepsTheJobFilesAndNamesThem) {
+  TempDir dir;
+  write_toy_data(dir / "data" / "toy", 200, 50, 50);
+  fs::create_directories(dir / "empty_path");
+  const auto r =
+      run_salt(with_gn2({"submit_htcondor", "--force"}), dir.path(), {"PATH=" + (dir / "empty_path").string()});
+  expect_one_line(r, 1, "condor_submit not found on PATH; the job file is " +
+                            (dir / "condor" / "batch" / "batch_salt_job.job").string());
+  EXPECT_TRUE(fs::exists(dir / "condor" / "batch" / "batch_salt_job.sh"));
+}
+
 }  // namespace
 }  // namespace salt::testing

@@ -17,10 +17,11 @@ using data::testfiles::write_dataset;
 
 // jets with n_tracks and {tagger}_pb/pc/pu (float32 unless `type` says otherwise).
 void write_predictions(const std::filesystem::path& path, const std::string& tagger,
-                       const std::function<double(int64_t, const std::string&)>& value, h5::FieldType type = h5::kF4) {
+                       const std::function<double(int64_t, const std::string&)>& value, h5::FieldType type = h5::kF4,
+                       int64_t rows = 10, const std::string& dataset = "jets") {
   auto file = h5::File::create(path);
-  write_dataset(file, "jets",
-                {{"n_tracks", h5::kI4}, {tagger + "_pb", type}, {tagger + "_pc", type}, {tagger + "_pu", type}}, 10, 0,
+  write_dataset(file, dataset,
+                {{"n_tracks", h5::kI4}, {tagger + "_pb", type}, {tagger + "_pc", type}, {tagger + "_pu", type}}, rows, 0,
                 [&](int64_t row, int64_t, const std::string& f) { return value(row, f); });
   file.close();
 }
@@ -84,6 +85,15 @@ TEST(CompareModels, BadInputsAreOneLine) {
   o.file_b = dir / "a.h5";
   o.tagger_b = "GN3";
   EXPECT_NE(testing::one_line_error_of<InputError>([&] { compare_models(o, out); }).find("no field 'GN3_pb'"), std::string::npos);
+  o.tagger_b.reset();
+  write_predictions(dir / "fewer.h5", "GN2", base, h5::kF4, 8);  // 8 jets, all within the cut; 9 of a.h5's 10
+  o.file_b = dir / "fewer.h5";
+  EXPECT_EQ(testing::one_line_error_of<InputError>([&] { compare_models(o, out); }),
+            "compare_models: 9 jets in " + o.file_a.string() + " but 8 in " + o.file_b->string() + " (after cuts)");
+  write_predictions(dir / "no_jets.h5", "GN2", base, h5::kF4, 10, "hadrons");
+  o.file_b = dir / "no_jets.h5";
+  EXPECT_EQ(testing::one_line_error_of<InputError>([&] { compare_models(o, out); }),
+            "compare_models: no 'jets' dataset in " + o.file_b->string());
 }
 
 // "Agreement" over no jets would pass any two taggers: refused, as is a jet count

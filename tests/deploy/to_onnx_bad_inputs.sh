@@ -56,4 +56,23 @@ expect_one_line "the checkpoint as --output" "is the checkpoint being exported" 
 expect_one_line "the config as --output" "is the config being exported" --ckpt_path "$ckpt" --output "$run/config.yaml" --overwrite
 [ "$(md5sum <"$ckpt")" = "$before" ] || { echo "FAIL the checkpoint changed"; exit 1; }
 expect_one_line "missing checkpoint" "does not exist" --ckpt_path "$work/none.ckpt"
+expect_one_line "missing config" "--config .*none.yaml does not exist" --ckpt_path "$ckpt" --config "$work/none.yaml"
+# --require_check where ONNX Runtime is missing: refused, and the unchecked file removed.
+mkdir -p "$work/no_ort"
+rc=0
+err=$(SALT_ORT_DIR="$work/no_ort" "$salt" to_onnx --force --ckpt_path "$ckpt" --require_check --output "$work/unchecked.onnx" \
+      2>&1 >/dev/null) || rc=$?
+if [ "$rc" -ne 2 ] || [ "$(printf '%s\n' "$err" | grep -vc '^info:')" -ne 1 ] ||
+   ! printf '%s' "$err" | grep -q "^salt: error: to_onnx: cannot check the export in ONNX Runtime: onnxruntime-node is not installed"; then
+  echo "FAIL --require_check without ONNX Runtime (exit $rc):"; printf '%s\n' "$err"; exit 1
+fi
+[ -z "$(find "$work" -maxdepth 1 -name '*unchecked.onnx*')" ] || { echo "FAIL the unchecked export was left"; exit 1; }
+echo "ok   --require_check without ONNX Runtime: $(printf '%s\n' "$err" | grep '^salt: error')"
+# get_onnx_metadata -k of a key the model lacks (on a good export).
+"$salt" to_onnx --force --ckpt_path "$ckpt" --output "$work/good.onnx" >/dev/null 2>&1
+rc=0
+err=$("$salt" get_onnx_metadata "$work/good.onnx" -k no_such_key 2>&1 >/dev/null) || rc=$?
+[ "$rc" -eq 1 ] && [ "$err" = "salt: error: $work/good.onnx: no metadata key 'no_such_key'" ] ||
+  { echo "FAIL get_onnx_metadata -k no_such_key (exit $rc): $err"; exit 1; }
+echo "ok   get_onnx_metadata of a missing key: $err"
 echo "to_onnx: every bad input refused in one line, nothing written"

@@ -127,5 +127,16 @@ TEST(RunPlots, SaltPlotOnADirectoryThatIsNoRunIsOneLine) {
   EXPECT_NE(r.err.find(dir.path().string() + ": not a run directory (no metrics.csv)"), std::string::npos) << r.err;
 }
 
+// A run that has just started: metrics.csv holds its header and no loss yet.
+TEST(RunPlots, SaltPlotOfARunThatLoggedNoLossYetIsOneLine) {
+  TempDir dir;
+  write_file(dir / "metrics.csv", "epoch,step,train/lr\n0,0,1e-07\n");
+  auto r = run_salt({"plot", dir.path().string()});
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  EXPECT_EQ(error_lines(r.err), 1) << r.err;
+  EXPECT_NE(r.err.find((dir / "metrics.csv").string() + ": no loss was logged yet"), std::string::npos) << r.err;
+  EXPECT_FALSE(fs::exists(dir / "loss_curves.png"));
+}
+
 }  // namespace
 }  // namespace salt::testing

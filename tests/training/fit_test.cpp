@@ -90,6 +90,16 @@ TEST_F(FitTest, ShortRunFillsTheRunDirectoryLikeSalt) {
   // no temp files anywhere in the run directory
   for (const auto& e : fs::recursive_directory_iterator(run))
     EXPECT_EQ(e.path().filename().string().find(".tmp."), std::string::npos) << e.path();
+
+  // salt test whose PredictionWriter asks for a field the test file lacks: one line, no prediction file.
+  auto bad = salt("test", {"-c", (run / "config.yaml").string(), "--trainer.callbacks.1.init_args.extra_vars",
+                           "{jets: [no_such_field]}"});
+  EXPECT_EQ(bad.exit_code, 1) << bad.err;
+  EXPECT_EQ(error_lines(bad.err), 1) << bad.err;
+  EXPECT_NE(bad.err.find("PredictionWriter extra_vars: 'no_such_field' is not a field of"), std::string::npos)
+      << bad.err;
+  for (const auto& e : fs::recursive_directory_iterator(run))
+    EXPECT_EQ(e.path().filename().string().find("__test_"), std::string::npos) << e.path();
 }
 
 TEST_F(FitTest, ResumingContinuesExactlyLikeAnUninterruptedRun) {

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <sstream>
 
 #include "training/fit_support.h"
 
@@ -259,6 +260,78 @@ TEST_F(MaskFormerFit, BadInputsAreOneLineAndLeaveNothing) {
     EXPECT_NE(r.err.find(c.says), std::string::npos) << r.err;
     EXPECT_TRUE(runs().empty()) << c.says << ": a run directory was left behind";
   }
+}
+
+// Object data as real files can have it, written by h5py from the toy training file:
+// no object in any jet (a light-jet-only sample), a class no object_classes entry
+// lists, and an objects dataset with no slots.
+const char* kObjectVariants = R"(
+import sys, h5py, numpy as np
+src, out, kind = sys.argv[1], sys.argv[2], sys.argv[3]
+with h5py.File(src) as f, h5py.File(out, "w") as g:
+    g.attrs.update(f.attrs)
+    for name, ds in f.items():
+        data = ds[:]
+        if name == "truth_hadrons":
+            if kind == "none":
+                data["valid"], data["barcode"], data["flavour"] = False, -1, -1
+            elif kind == "unlisted":
+                row, slot = np.argwhere(data["valid"] & (data["barcode"] != -1))[3]
+                data["flavour"][row, slot] = 15
+                print(row, slot)
+            elif kind == "no_slots":
+                data = data[:, :0]
+        g.create_dataset(name, data=data, compression="lzf").attrs.update(ds.attrs)
+)";
+
+TEST_F(MaskFormerFit, ObjectDataWithNoObjectsAnUnlistedClassOrNoSlots) {
+  const auto train = dir / "data" / "toy" / "pp_output_train.h5";
+  auto variant = [&](const std::string& kind) {
+    const auto file = dir / (kind + ".h5");
+    auto py = run_python(kObjectVariants, {train.string(), file.string(), kind});
+    EXPECT_EQ(py.exit_code, 0) << py.err;
+    return std::make_pair(file.string(), py.out);
+  };
+  auto one_epoch = [&](const std::string& file, const std::string& suffix) {
+    return salt("fit", small({"--trainer.max_epochs", "1", "--data.num_train", "1000", "--data.num_val", "500",
+                              "--trainer.log_every_n_steps", "1", "--data.train_file", file, "-ls", suffix}));
+  };
+  // Before: 'train/loss is not finite' at step 0 (0 x the padded logits' -inf).
+  const auto [none, unused] = variant("none");
+  auto r = one_epoch(none, "none");
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  const auto rows = read_metrics(dir / "logs" / "MaskFormer_none" / "metrics.csv");
+  bool logged = false;
+  for (const auto& row : rows)
+    if (row.count("train/mask_ce_loss")) {
+      EXPECT_EQ(row.at("train/mask_ce_loss"), 0.0);
+      logged = true;
+    }
+  EXPECT_TRUE(logged) << "no train/mask_ce_loss in metrics.csv";
+
+  // Before: trained silently with the object as the null class.
+  const auto [unlisted, where] = variant("unlisted");
+  r = one_epoch(unlisted, "unlisted");
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  std::istringstream at(where);
+  int64_t row = -1, slot = -1;
+  at >> row >> slot;
+  const std::string warning = "warning: truth_hadrons.flavour = 15 in row " + std::to_string(row) + " (slot " +
+                              std::to_string(slot) + ") of dataset 'truth_hadrons' in " + unlisted +
+                              " is none of the values data.mf_config.object.object_classes lists (5, 4, -1): such "
+                              "objects are taken as the null class 'null' (said once per file)";
+  EXPECT_NE(r.err.find(warning), std::string::npos) << r.err;
+  EXPECT_EQ(r.err.find("is none of the values"), r.err.rfind("is none of the values")) << r.err;
+
+  // Before: 'index 0 is out of bounds for dimension 1 with size 0', naming nothing.
+  const auto [no_slots, unused2] = variant("no_slots");
+  r = one_epoch(no_slots, "no_slots");
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  EXPECT_EQ(error_lines(r.err), 1) << r.err;
+  EXPECT_NE(r.err.find("The constituents dataset 'truth_hadrons' in " + no_slots +
+                       " have 0 slots per jet (shape (8000, 0)): 'objects' needs at least one"),
+            std::string::npos)
+      << r.err;
 }
 
 }  // namespace

@@ -118,6 +118,21 @@ TEST_F(MupFit, AMismatchedOrMissingShapesFileIsOneLineAndLeavesNothing) {
   EXPECT_EQ(error_lines(r.err), 1) << r.err;
   EXPECT_NE(r.err.find("'width' in model.model.init_args.encoder: key not found"), std::string::npos) << r.err;
   EXPECT_FALSE(std::filesystem::exists(dir / "other"));
+
+  // a malformed mup_config: usage errors before anything is built or written
+  r = salt("mup", mup_args({"--model.mup_config.shape_path", "other", "--model.mup_config.embed_dim.parameter_delta",
+                            "64"}));
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_EQ(error_lines(r.err), 1) << r.err;
+  EXPECT_NE(r.err.find("parameter_base and parameter_delta must differ (their difference marks the width)"),
+            std::string::npos)
+      << r.err;
+  r = salt("mup", mup_args({"--model.mup_config.shape_path", "other", "--model.mup_config.embed_dim.parameter_name",
+                            "[output_size]"}));
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_EQ(error_lines(r.err), 1) << r.err;
+  EXPECT_NE(r.err.find("give one parameter_name per apply_to entry (2"), std::string::npos) << r.err;
+  EXPECT_FALSE(std::filesystem::exists(dir / "other"));
 }
 
 }  // namespace
