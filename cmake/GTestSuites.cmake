@@ -7,7 +7,8 @@
 # salt_gtest_suites(<target> [PER_CASE <suite>...] [PER_CASE_ALL] [LABELS <label>...]
 #                   [UNIT <suite>...] PROPERTIES <ctest properties>)
 # UNIT: suites of a slow executable that are quick (no fit, no process): they also
-# get the label `unit`, so `ctest -L unit` runs them.
+# get the label `unit`, so `ctest -L unit` runs them. SALT_EXTRA_LABELS_FILE (set
+# before the call): labels for named suites and cases (tests/extra_labels.txt).
 #
 # The suites are read from the executable itself (--gtest_list_tests) when ctest
 # starts, as gtest_discover_tests(DISCOVERY_MODE PRE_TEST) does, and cached until the
@@ -32,13 +33,15 @@ function(salt_gtest_suites target)
   file(GENERATE OUTPUT "${include_file}" CONTENT
 "set(exe [==[$<TARGET_FILE:${target}>]==])
 set(tests_file [==[${tests_file}]==])
-if(NOT EXISTS \"\${tests_file}\" OR \"\${exe}\" IS_NEWER_THAN \"\${tests_file}\")
+if(NOT EXISTS \"\${tests_file}\" OR \"\${exe}\" IS_NEWER_THAN \"\${tests_file}\"
+   OR [==[${SALT_EXTRA_LABELS_FILE}]==] IS_NEWER_THAN \"\${tests_file}\")
   set(per_case [==[${per_case}]==])
   set(labels [==[${ARG_LABELS}]==])
   set(unit [==[${ARG_UNIT}]==])
   set(work_dir [==[${CMAKE_CURRENT_BINARY_DIR}]==])
   include([==[${_salt_gtest_suites_script}]==])
-  salt_write_gtest_suites(\"\${exe}\" \"\${tests_file}\" \"\${per_case}\" \"\${labels}\" \"\${unit}\" \"\${work_dir}\" [===[${props}]===])
+  salt_write_gtest_suites(\"\${exe}\" \"\${tests_file}\" \"\${per_case}\" \"\${labels}\" \"\${unit}\" \"\${work_dir}\" [===[${props}]===]
+                          [==[${SALT_EXTRA_LABELS_FILE}]==])
 endif()
 include(\"\${tests_file}\")
 ")

@@ -3,7 +3,37 @@
 # ("*": all but the `unit` suites). Labels: `labels`, plus `unit` for the suites in `unit`. `props`: more
 # set_tests_properties arguments, already quoted.
 
-function(salt_write_gtest_suites exe tests_file per_case labels unit work_dir props)
+# extra_labels_file: lines `label: name...` (tests/extra_labels.txt); a name is a
+# suite, Suite.Case, or (for script tests) a prefix. Sets `extra` to the labels of
+# ctest test `name` (a grouped suite: also those of any listed case of it).
+function(salt_extra_labels extra_labels_file bare_suite case out)
+  set(result "")
+  if(extra_labels_file AND EXISTS "${extra_labels_file}")
+    file(STRINGS "${extra_labels_file}" label_lines REGEX "^[a-z]+:")
+    foreach(label_line IN LISTS label_lines)
+      string(REGEX REPLACE ":.*" "" label "${label_line}")
+      string(REGEX REPLACE "^[a-z]+:" "" names "${label_line}")
+      separate_arguments(names)
+      set(hit FALSE)
+      foreach(n IN LISTS names)
+        if(n STREQUAL bare_suite OR (case AND n STREQUAL "${bare_suite}.${case}"))
+          set(hit TRUE)
+        elseif(NOT case)
+          string(FIND "${n}" "${bare_suite}." at)
+          if(at EQUAL 0)
+            set(hit TRUE)
+          endif()
+        endif()
+      endforeach()
+      if(hit)
+        list(APPEND result "${label}")
+      endif()
+    endforeach()
+  endif()
+  set(${out} "${result}" PARENT_SCOPE)
+endfunction()
+
+function(salt_write_gtest_suites exe tests_file per_case labels unit work_dir props extra_labels_file)
   execute_process(COMMAND "${exe}" --gtest_list_tests
                   WORKING_DIRECTORY "${work_dir}"
                   TIMEOUT 60
@@ -41,8 +71,10 @@ function(salt_write_gtest_suites exe tests_file per_case labels unit work_dir pr
         set(split TRUE)
       endif()
       if(NOT split AND NOT bare MATCHES "^DISABLED_")
+        salt_extra_labels("${extra_labels_file}" "${bare}" "" extra)
+        set(grouped_labels ${suite_labels} ${extra})
         string(APPEND out "add_test([==[${suite}]==] [==[${exe}]==] [==[--gtest_filter=${suite}.*]==])\n"
-                          "set_tests_properties([==[${suite}]==] PROPERTIES WORKING_DIRECTORY [==[${work_dir}]==] LABELS [==[${suite_labels}]==]${props})\n")
+                          "set_tests_properties([==[${suite}]==] PROPERTIES WORKING_DIRECTORY [==[${work_dir}]==] LABELS [==[${grouped_labels}]==]${props})\n")
       endif()
       continue()
     endif()
@@ -51,10 +83,12 @@ function(salt_write_gtest_suites exe tests_file per_case labels unit work_dir pr
       continue()
     endif()
     set(name "${suite}.${case}")
+    salt_extra_labels("${extra_labels_file}" "${bare}" "${case}" extra)
+    set(case_labels ${suite_labels} ${extra})
     # GoogleTest prints "[  SKIPPED ]" for GTEST_SKIP: ctest reports the case skipped.
     string(APPEND out "add_test([==[${name}]==] [==[${exe}]==] [==[--gtest_filter=${name}]==])\n"
                       "set_tests_properties([==[${name}]==] PROPERTIES WORKING_DIRECTORY [==[${work_dir}]==] "
-                      "LABELS [==[${suite_labels}]==] SKIP_REGULAR_EXPRESSION [==[\\[  SKIPPED \\]]==]${props})\n")
+                      "LABELS [==[${case_labels}]==] SKIP_REGULAR_EXPRESSION [==[\\[  SKIPPED \\]]==]${props})\n")
   endforeach()
   file(WRITE "${tests_file}.tmp" "${out}")
   file(RENAME "${tests_file}.tmp" "${tests_file}")
