@@ -6,6 +6,7 @@
 
 #include <CLI/CLI.hpp>
 #include <cstring>
+#include <filesystem>
 #include <iostream>
 
 #include "cli/commands.h"
@@ -114,6 +115,13 @@ int main(int argc, char** argv) {
     return 128 + s.signal;
   } catch (const c10::Error& e) {
     std::cerr << "salt: error: " << one_line(e.what_without_backtrace()) << "\n";
+    return 1;
+  } catch (const std::filesystem::filesystem_error& e) {
+    // The OS refused a path (a name too long, no permission, ...): the path and why,
+    // not the library's "filesystem error: status: ..." as an internal error.
+    std::string paths = e.path1().string();
+    if (!e.path2().empty()) paths += " -> " + e.path2().string();
+    std::cerr << "salt: error: " << one_line(paths + ": " + e.code().message()) << "\n";
     return 1;
   } catch (const std::exception& e) {
     std::cerr << "salt: internal error: " << one_line(e.what()) << "\n";

@@ -143,5 +143,23 @@ TEST(Refusals, CondorSubmitMissingKeepsTheJobFilesAndNamesThem) {
   EXPECT_TRUE(fs::exists(dir / "condor" / "batch" / "batch_salt_job.sh"));
 }
 
+// Before: "salt: internal error: filesystem error: status: File name too long [...]".
+TEST(Refusals, OverLongNamesAreOneLineNamingThePath) {
+  TempDir dir;
+  write_toy_data(dir / "toy", 200, 50, 0);
+  const auto long_name = (dir / std::string(300, 'a')).string();  // NAME_MAX is 255
+  const std::vector<std::vector<std::string>> commands = {
+      {"toydata", "-o", long_name, "--num_train", "10"},
+      {"shuffle", (dir / "toy" / "pp_output_train.h5").string(), "-o", long_name + ".h5"},
+      {"to_onnx", "--ckpt_path", long_name + ".ckpt"},
+  };
+  for (const auto& args : commands) {
+    const auto r = run_salt(args, dir.path());
+    expect_one_line(r, 1, "salt: error: " + long_name);
+    EXPECT_NE(r.err.find(": File name too long"), std::string::npos) << r.err;
+    EXPECT_EQ(r.err.find("internal error"), std::string::npos) << r.err;
+  }
+}
+
 }  // namespace
 }  // namespace salt::testing
