@@ -36,6 +36,55 @@ TEST(SampleName, SaltsRule) {
   EXPECT_EQ(training::sample_name("a_b_c_d_e.h5"), "a_b_c_d_e");
 }
 
+// A checkpoint without -c: the run's config.yaml above ckpts/, or, for a checkpoint
+// on its own, the config it carries (before: base.yaml's "missing required key 'model'").
+TEST_F(FitTest, TestAndValidateOfACheckpointWithoutConfigFindTheirConfig) {
+  auto fit = salt("fit", small_gn2({"--trainer.max_epochs", "1", "-ls", "run"}));
+  ASSERT_EQ(fit.exit_code, 0) << fit.err;
+  const auto run = dir / "logs" / "GN2_cpu_run";
+  const auto ckpt = checkpoints(run).back();
+  auto r = salt("validate", {"--ckpt_path", ckpt.string()});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.err.find("no --config: the run's " + (run / "config.yaml").string()), std::string::npos) << r.err;
+
+  fs::create_directories(dir / "lone");
+  const auto lone = dir / "lone" / "m.ckpt";
+  fs::copy_file(ckpt, lone);
+  r = salt("test", {"--ckpt_path", lone.string()});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.err.find("the config " + lone.string() + " carries"), std::string::npos) << r.err;
+  EXPECT_TRUE(fs::exists(dir / "lone" / "m__test_ttbar.h5"));
+  const auto with_config = salt("test", {"-c", (run / "config.yaml").string(), "--ckpt_path", ckpt.string()});
+  ASSERT_EQ(with_config.exit_code, 0) << with_config.err;
+  auto jets_bytes = [](const fs::path& file) {
+    const auto f = data::h5::File::open_read(file);
+    const auto jets = f.dataset("jets");
+    std::vector<uint8_t> bytes(static_cast<size_t>(jets.rows()) * jets.layout().record_size);
+    jets.read_records(0, jets.rows(), 1, bytes.data());
+    return bytes;
+  };
+  EXPECT_EQ(jets_bytes(dir / "lone" / "m__test_ttbar.h5"),
+            jets_bytes(run / "ckpts" / (ckpt.stem().string() + "__test_ttbar.h5")))
+      << "the lone checkpoint's predictions differ from the run's";
+
+  // The same checkpoint as salt writes it (LightningCLI's hyper_parameters, no
+  // salt-cpp config): the model comes from them, the data and trainer from the
+  // defaults (base.yaml's precision, so the values may differ in the last bits).
+  const auto theirs = dir / "lone" / "theirs.ckpt";
+  auto py = run_python(read_file(source_dir() / "tests" / "zoo" / "as_salt_writes_it.py"),
+                       {ckpt.string(), theirs.string(), "2"});
+  ASSERT_EQ(py.exit_code, 0) << py.err;
+  r = salt("test", {"--ckpt_path", theirs.string()});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(jets_bytes(dir / "lone" / "theirs__test_ttbar.h5").size(), jets_bytes(dir / "lone" / "m__test_ttbar.h5").size());
+
+  write_file(dir / "lone" / "junk.ckpt", "not a checkpoint");
+  r = salt("test", {"--ckpt_path", (dir / "lone" / "junk.ckpt").string()});
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  EXPECT_EQ(error_lines(r.err), 1) << r.err;
+  EXPECT_NE(r.err.find("junk.ckpt: not a checkpoint"), std::string::npos) << r.err;
+}
+
 TEST_F(FitTest, TestWritesSaltsPredictionFile) {
   auto fit = salt("fit", small_gn2({"--trainer.max_epochs", "2", "-ls", "run"}));
   ASSERT_EQ(fit.exit_code, 0) << fit.err;
