@@ -7,6 +7,7 @@
 #include <CLI/CLI.hpp>
 #include <cstring>
 #include <filesystem>
+#include <new>
 #include <iostream>
 
 #include "cli/commands.h"
@@ -115,6 +116,10 @@ int main(int argc, char** argv) {
     return 128 + s.signal;
   } catch (const c10::Error& e) {
     std::cerr << "salt: error: " << one_line(e.what_without_backtrace()) << "\n";
+    return 1;
+  } catch (const std::bad_alloc&) {
+    std::cerr << "salt: error: out of memory: a size in the config or on the command line (a batch, a model "
+                 "width, a memory budget) asks for more than this machine has\n";
     return 1;
   } catch (const std::filesystem::filesystem_error& e) {
     // The OS refused a path (a name too long, no permission, ...): the path and why,

@@ -3,6 +3,7 @@
 
 #include <CLI/CLI.hpp>
 #include <cmath>
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <memory>
@@ -66,6 +67,10 @@ void add_to_onnx(CLI::App& app) {
 }
 
 std::string read_bytes(const std::string& path) {
+  std::error_code ec;
+  const auto status = std::filesystem::status(path, ec);
+  if (std::filesystem::exists(status) && !std::filesystem::is_regular_file(status))  // /dev/zero would never end
+    throw InputError(path + ": not a regular file, not an ONNX model");
   std::ifstream in(path, std::ios::binary);
   if (!in) throw InputError("cannot read " + path);
   std::stringstream s;

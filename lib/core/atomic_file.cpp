@@ -110,8 +110,13 @@ void write_file_atomic(const std::filesystem::path& path, const std::string& con
 
 void refuse_directory_target(const std::filesystem::path& path) {
   std::error_code ec;
-  if (std::filesystem::is_directory(path, ec))
+  const auto status = std::filesystem::status(path, ec);
+  if (std::filesystem::is_directory(status))
     throw InputError(path.string() + " is a directory: give the name of the file to write");
+  // Renaming over /dev/null or a FIFO would replace the node itself (as root, a device).
+  if (std::filesystem::exists(status) && !std::filesystem::is_regular_file(status))
+    throw InputError(path.string() + " is not a regular file (a device, FIFO or socket): give the name of a file "
+                                     "to write");
 }
 
 void write_via_temp(const std::filesystem::path& path, const std::function<void(const std::filesystem::path&)>& write) {

@@ -23,6 +23,7 @@ void install_stop_handlers() {
   sigemptyset(&sa.sa_mask);
   sigaction(SIGINT, &sa, nullptr);
   sigaction(SIGTERM, &sa, nullptr);
+  sigaction(SIGHUP, &sa, nullptr);  // the terminal or ssh session closed: stop as cleanly
   struct sigaction usr {};
   usr.sa_handler = on_usr1;
   sigemptyset(&usr.sa_mask);

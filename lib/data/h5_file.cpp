@@ -154,6 +154,10 @@ File File::open_read(const fs::path& path) {
   std::error_code ec;
   if (!fs::exists(path, ec)) throw InputError(fmt::format("File not found: {}", path.string()));
   if (fs::is_directory(path, ec)) throw InputError(fmt::format("Expected an HDF5 file but found a directory: {}", path.string()));
+  // A FIFO would block the open forever (no signal ends it), a device read without end.
+  if (!fs::is_regular_file(path, ec))
+    throw InputError(fmt::format("Expected an HDF5 file but {} is not a regular file (a device, FIFO or socket)",
+                                 path.string()));
   if (H5Fis_hdf5(path.c_str()) <= 0) {
     H5Eclear2(H5E_DEFAULT);
     throw InputError(fmt::format("Not an HDF5 file: {}", path.string()));

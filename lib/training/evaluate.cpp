@@ -185,7 +185,12 @@ EvaluateResult evaluate(const config::ResolvedConfig& resolved) {
   test.test_file = reader->path();  // for a wildcard, its virtual file (salt names the sample after it too)
   test.num_rows = reader->num_rows();
   auto name = result.checkpoint.stem().string() + "__test_" + sample_name(reader->path());
-  if (D.test_suff) name += "_" + *D.test_suff;
+  if (D.test_suff) {
+    if (D.test_suff->find('/') != std::string::npos || *D.test_suff == "..")
+      throw UsageError("data.test_suff '" + *D.test_suff + "' must not contain '/': it becomes part of the prediction "
+                       "file's name");
+    name += "_" + *D.test_suff;
+  }
   test.output = result.checkpoint.parent_path() / (name + ".h5");
   callbacks.call(&callbacks::Callback::on_test_start, test);
 

@@ -1,6 +1,7 @@
 // Refusals docs/refusals.md listed without a test: each is one line on stderr, the
 // documented exit code, and nothing written.
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 
 #include <filesystem>
 
@@ -141,6 +142,28 @@ TEST(Refusals, CondorSubmitMissingKeepsTheJobFilesAndNamesThem) {
   expect_one_line(r, 1, "condor_submit not found on PATH; the job file is " +
                             (dir / "condor" / "batch" / "batch_salt_job.job").string());
   EXPECT_TRUE(fs::exists(dir / "condor" / "batch" / "batch_salt_job.sh"));
+}
+
+// Before: a FIFO as input hung in open() (SIGTERM could not end it), /dev/zero was read
+// without end, `shuffle --overwrite` renamed its output over a FIFO (as root, over
+// /dev/null), and an impossible memory budget was "internal error: std::bad_alloc".
+TEST(Refusals, PathsThatAreNotRegularFilesAndImpossibleSizes) {
+  TempDir dir;
+  write_toy_data(dir / "toy", 200, 50, 0);
+  const auto fifo = dir / "fifo";
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0644), 0);
+  const auto val = (dir / "toy" / "pp_output_val.h5").string();
+  expect_one_line(run_salt({"shuffle", fifo.string(), "-o", (dir / "out.h5").string()}), 1,
+                  "Expected an HDF5 file but " + fifo.string() + " is not a regular file (a device, FIFO or socket)");
+  expect_one_line(run_salt({"compare_models", "--file_a", fifo.string(), "--tagger_a", "a", "--tagger_b", "b"}), 1,
+                  fifo.string() + " is not a regular file");
+  expect_one_line(run_salt({"shuffle", val, "-o", fifo.string(), "--overwrite"}), 1,
+                  fifo.string() + " is not a regular file (a device, FIFO or socket): give the name of a file to write");
+  EXPECT_TRUE(fs::is_fifo(fifo)) << "the FIFO was replaced";
+  expect_one_line(run_salt({"get_onnx_metadata", "/dev/zero"}), 1, "/dev/zero: not a regular file, not an ONNX model");
+  expect_one_line(run_salt({"shuffle", val, "-o", (dir / "out.h5").string(), "--memory_mb", "999999999999"}), 1,
+                  "out of memory: a size in the config or on the command line");
+  EXPECT_FALSE(fs::exists(dir / "out.h5"));
 }
 
 // Before: "salt: internal error: filesystem error: status: File name too long [...]".

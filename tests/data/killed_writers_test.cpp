@@ -59,6 +59,22 @@ TEST(KilledWriters, ToydataRunAgainRemovesWhatAKilledToydataLeft) {
                                                          "pp_output_val.h5"}));
 }
 
+// A closed terminal or ssh session (SIGHUP) stops as SIGINT and SIGTERM do: before,
+// it killed toydata with its 64 MB temp file left behind.
+TEST(KilledWriters, SighupStopsToydataCleanly) {
+  TempDir dir;
+  fs::create_directories(dir / "d");
+  BackgroundProcess big({salt_binary(), "toydata", "-o", "d", "--num_train", "2000000", "--num_val", "0",
+                         "--num_test", "0"},
+                        dir.path());
+  ASSERT_TRUE(appears(dir / "d", R"(\.pp_output_train\.h5\.tmp\.[0-9]+\.[0-9]+)"));
+  big.signal(SIGHUP);
+  const auto r = big.wait();
+  EXPECT_EQ(r.exit_code, 128 + SIGHUP) << r.err;
+  EXPECT_NE(r.err.find("salt: stopped by signal 1"), std::string::npos) << r.err;
+  EXPECT_TRUE(names_in(dir / "d").empty()) << "left: " << *names_in(dir / "d").begin();
+}
+
 TEST(KilledWriters, ShuffleRunAgainRemovesTheKilledShufflesTempFileAndBuckets) {
   TempDir dir;
   auto r = run_salt({"toydata", "-o", "d", "--num_train", "100000", "--num_val", "0", "--num_test", "0"}, dir.path());

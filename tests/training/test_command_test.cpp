@@ -78,6 +78,12 @@ TEST_F(FitTest, TestAndValidateOfACheckpointWithoutConfigFindTheirConfig) {
   EXPECT_EQ(r.exit_code, 0) << r.err;
   EXPECT_EQ(jets_bytes(dir / "lone" / "theirs__test_ttbar.h5").size(), jets_bytes(dir / "lone" / "m__test_ttbar.h5").size());
 
+  // A suffix that would put the prediction file elsewhere (before: ckpts/x.h5 beside a new folder).
+  r = salt("test", {"--ckpt_path", lone.string(), "--data.test_suff", "../../x"});
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_EQ(error_lines(r.err), 1) << r.err;
+  EXPECT_NE(r.err.find("data.test_suff '../../x' must not contain '/'"), std::string::npos) << r.err;
+
   write_file(dir / "lone" / "junk.ckpt", "not a checkpoint");
   r = salt("test", {"--ckpt_path", (dir / "lone" / "junk.ckpt").string()});
   EXPECT_EQ(r.exit_code, 1) << r.err;
