@@ -14,6 +14,8 @@ namespace {
 
 YAML::Node load_yaml(const std::filesystem::path& path, const char* what) {
   std::error_code ec;
+  if (std::filesystem::is_directory(path, ec))
+    throw InputError(fmt::format("{} {} is a directory, not a {} file", what, path.string(), what));
   if (!std::filesystem::is_regular_file(path, ec)) throw InputError(fmt::format("{} not found: {}", what, path.string()));
   try {
     return YAML::LoadFile(path.string());

@@ -59,6 +59,8 @@ std::string model_name(const ExportOptions& o, const std::string& config_name) {
     for (char c : config_name)
       if (c != '_' && c != '-') name += c;
   if (name.empty()) throw UsageError("to_onnx: --name must not be empty");
+  for (unsigned char c : name)  // the name becomes the ONNX outputs' names, which Athena reads
+    if (c < 0x20 || c == 0x7f) throw UsageError("to_onnx: --name must not hold control characters (a newline, a tab)");
   if (name.find_first_of("_-") != std::string::npos)
     throw UsageError("to_onnx: --name '" + name + "' must not contain '_' or '-' (Athena splits output names at '_')");
   return name;
@@ -81,6 +83,7 @@ std::vector<std::string> chosen_tasks(const ExportOptions& o, const models::Salt
 }
 
 fs::path output_path(const ExportOptions& o) {
+  if (o.output && o.output->empty()) throw UsageError("to_onnx: --output must not be empty");
   const auto path = o.output ? *o.output : fs::absolute(o.ckpt_path).parent_path().parent_path() / "network.onnx";
   // Never one of the command's own inputs, --overwrite or not.
   std::error_code ec;

@@ -52,6 +52,9 @@ TEST(NormDict, ErrorsNameVariableAndFile) {
   const auto path = dir / "norm.yaml";
   salt::testing::write_file(path, kNorm);
   NormDict d = read_norm_dict(path);
+  // a directory given for the file: said so, not "not found"
+  EXPECT_EQ(error_of([&] { read_norm_dict(dir.path()); }),
+            "norm_dict " + dir.path().string() + " is a directory, not a norm_dict file");
   std::string msg = error_of([&] { norm_params(d, "flows", {"x"}); });
   EXPECT_CONTAINS(msg, "Missing input type 'flows'");
   EXPECT_CONTAINS(msg, path.string());

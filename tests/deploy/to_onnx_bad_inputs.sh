@@ -44,6 +44,8 @@ expect_one_line "--combine_outputs of an unknown output" "no output 'pq'" --ckpt
 expect_one_line "malformed --parameter" "'mass' is not NAME=NUMBER" --ckpt_path "$ckpt" --parameter mass
 expect_one_line "--parameter of a model without parameters" "'mass' is not a parameter of the model .*none" --ckpt_path "$ckpt" --parameter mass=16
 expect_one_line "bad --name" "must not contain" --ckpt_path "$ckpt" --name GN2_x
+expect_one_line "--name with a newline" "must not hold control characters" --ckpt_path "$ckpt" --name "$(printf 'a\nb')"
+expect_one_line "empty --output" "--output must not be empty" --ckpt_path "$ckpt" --output ""
 expect_one_line "--object_name without a MaskFormer" "object_name needs a MaskFormer model" --ckpt_path "$ckpt" -mf hadron
 expect_one_line "empty --object_name" "object_name must not be empty" --ckpt_path "$ckpt" --object_name ""
 expect_one_line "unwritable output" "/proc/net.onnx.*cannot write" --ckpt_path "$ckpt" --output /proc/net.onnx
