@@ -2,11 +2,13 @@
 
 #include <CLI/CLI.hpp>
 #include <cstdio>
+#include <filesystem>
 #include <memory>
 
 #include "cli/commands.h"
 #include "cli/count_checks.h"
 #include "core/clean_logs.h"
+#include "core/errors.h"
 #include "core/signals.h"
 #include "config/compose.h"
 #include "core/memory.h"
@@ -18,6 +20,25 @@
 namespace salt::cli {
 
 namespace {
+
+// A data set made earlier in the same folder (another seed, other sizes, a user's own
+// norm dict) is replaced only when asked.
+void refuse_existing_toy_files(const data::ToyDataOptions& o, bool overwrite) {
+  if (overwrite) return;
+  const auto dir = std::filesystem::path(o.out_dir);
+  std::vector<std::string> found;
+  std::vector<std::filesystem::path> written = {dir / "pp_output_train.h5", dir / "norm_dict.yaml", dir / "class_dict.yaml"};
+  if (o.num_val > 0) written.push_back(dir / "pp_output_val.h5");
+  if (o.num_test > 0) written.push_back(dir / "pp_output_test_ttbar.h5");
+  std::error_code ec;
+  for (const auto& f : written)
+    if (std::filesystem::exists(std::filesystem::symlink_status(f, ec))) found.push_back(f.filename().string());
+  if (found.empty()) return;
+  std::string list;
+  for (const auto& f : found) list += (list.empty() ? "" : ", ") + f;
+  throw UsageError("salt toydata: " + dir.string() + " already holds " + list +
+                   " (pass --overwrite to replace them, or choose another --output_dir)");
+}
 
 // `salt toydata`: the learnable toy data set in the preprocessing's format.
 void add_toydata_command(CLI::App& app) {
@@ -49,11 +70,17 @@ void add_toydata_command(CLI::App& app) {
   sub->add_option("-c,--config", *configs,
                   "Write what this config reads instead of the GN2 toy set: its datasets, variables and task labels "
                   "(repeatable: overlays compose left to right on configs/base.yaml, as in salt fit).");
-  sub->add_option("--slots", *slots, "With --config: slots per constituent type where data.num_inputs sets none.")
-      ->check(positive_count())
-      ->capture_default_str();
-  sub->callback([options, compression, configs, slots] {
+  auto* slots_option =
+      sub->add_option("--slots", *slots, "With --config: slots per constituent type where data.num_inputs sets none.")
+          ->check(positive_count())
+          ->capture_default_str();
+  auto overwrite = std::make_shared<bool>(false);
+  sub->add_flag("--overwrite", *overwrite, "Replace the files of an earlier toy data set in --output_dir.");
+  sub->callback([options, compression, configs, slots, slots_option, overwrite] {
     options->compression = data::h5::parse_compression(*compression);
+    if (configs->empty() && slots_option->count() > 0)
+      spdlog::warn("--slots has no effect without --config (the GN2 toy set has its own 40 track slots)");
+    refuse_existing_toy_files(*options, *overwrite);
     // SIGINT/SIGTERM stop between blocks: temp files removed, main() prints one line
     // and exits 128 + signal, as `salt fit` does.
     install_stop_handlers();
@@ -67,8 +94,10 @@ void add_toydata_command(CLI::App& app) {
       const auto schema = data::toy_schema_from_config(resolved.run.model.model, resolved.run.data, *slots);
       files = data::write_schema_toy_data(schema, *options);
     }
-    spdlog::info("wrote {}, {}, {}, {}, {}", files.train.string(), files.val.string(), files.test.string(),
-                 files.norm_dict.string(), files.class_dict.string());
+    std::string written = files.train.string();
+    if (options->num_val > 0) written += ", " + files.val.string();
+    if (options->num_test > 0) written += ", " + files.test.string();
+    spdlog::info("wrote {}, {}, {}", written, files.norm_dict.string(), files.class_dict.string());
   });
 }
 

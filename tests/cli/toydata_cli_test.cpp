@@ -26,6 +26,32 @@ std::vector<std::string> entries(const fs::path& dir) {
   return out;
 }
 
+// Before: a second toydata into the same folder replaced the earlier set (a user's
+// own norm dict included) without a word.
+TEST(ToyDataCli, AnEarlierDataSetIsReplacedOnlyWithOverwrite) {
+  TempDir dir;
+  const auto out = dir / "toy";
+  auto r = run_salt({"toydata", "-o", out.string(), "--num_train", "100", "--num_val", "0", "--num_test", "0"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.err.find("wrote " + (out / "pp_output_train.h5").string() + ", " + (out / "norm_dict.yaml").string()),
+            std::string::npos)
+      << "names only the files it wrote: " << r.err;
+  write_file(out / "norm_dict.yaml", "precious\n");
+  r = run_salt({"toydata", "-o", out.string(), "--num_train", "100", "--num_val", "0", "--num_test", "0", "--seed", "7"});
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_EQ(stderr_lines(r.err), 1) << r.err;
+  EXPECT_NE(r.err.find("salt toydata: " + out.string() + " already holds pp_output_train.h5, norm_dict.yaml, "
+                       "class_dict.yaml (pass --overwrite to replace them"),
+            std::string::npos)
+      << r.err;
+  EXPECT_EQ(read_file(out / "norm_dict.yaml"), "precious\n");
+  r = run_salt({"toydata", "-o", out.string(), "--num_train", "100", "--num_val", "0", "--num_test", "0", "--seed", "7",
+                "--overwrite", "--slots", "5"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(read_file(out / "norm_dict.yaml"), "precious\n");
+  EXPECT_NE(r.err.find("warning: --slots has no effect without --config"), std::string::npos) << r.err;
+}
+
 TEST(ToyDataCli, BadCountsAreUsageErrors) {
   TempDir dir;
   for (auto flag : {"--num_train", "--num_val", "--num_test"}) {
