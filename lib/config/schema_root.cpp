@@ -13,10 +13,12 @@ namespace {
 const Binding<LrsConfig>& lrs_binding() {
   static const auto b =
       Binding<LrsConfig>({})
-          .required("initial", SALT_FIELD(initial), "Learning rate at the start of the one-cycle schedule.")
-          .required("max", SALT_FIELD(max), "Peak learning rate.")
-          .required("end", SALT_FIELD(end), "Learning rate at the end.")
-          .required("pct_start", SALT_FIELD(pct_start), "Fraction of the steps spent increasing the learning rate.")
+          .required("initial", SALT_FIELD(initial), "Learning rate at the start of the one-cycle schedule.",
+                    at_least(t_float(), 0))
+          .required("max", SALT_FIELD(max), "Peak learning rate.", at_least(t_float(), 0))
+          .required("end", SALT_FIELD(end), "Learning rate at the end.", at_least(t_float(), 0))
+          .required("pct_start", SALT_FIELD(pct_start), "Fraction of the steps spent increasing the learning rate.",
+                    at_least(t_float(), 0))
           .arg("weight_decay", SALT_FIELD(weight_decay), "AdamW weight decay (applied to all parameters).",
                at_least(t_float(), 0))
           .arg("last_epoch", SALT_FIELD(last_epoch), "OneCycleLR's last_epoch, for resuming past the planned total.");

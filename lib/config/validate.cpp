@@ -208,6 +208,16 @@ class Validator {
   };
 
   void check_min(const Type& type, double value, const YAML::Node& node, const std::string& path) const {
+    // A bounded number is a rate, a size or a probability: .inf would pass the bound
+    // and end the run later as a non-finite loss naming no key.
+    if (type.min && std::isinf(value)) {
+      try {
+        fail(path, "must be a finite number " + type.describe().substr(type.describe().find(">=")) + ", got " +
+                       show(node));
+      } catch (const UsageError& e) {
+        throw RangeError(e.what());
+      }
+    }
     if (!type.min || value >= *type.min) return;
     try {
       fail(path, "must be " + type.describe().substr(type.describe().find(">=")) + ", got " + show(node));

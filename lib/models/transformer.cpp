@@ -24,7 +24,8 @@ const config::Binding<TransformerOptions>& transformer_binding() {
         .arg("num_registers", SALT_MEMBER(num_registers), "Learnable register tokens appended to every sequence (at least 1).")
         .arg("drop_registers", SALT_MEMBER(drop_registers), "Drop the registers from the encoder output.")
         .arg("ls_init", SALT_MEMBER(ls_init), "LayerScale init value (null: no LayerScale).")
-        .arg("drop_path", SALT_MEMBER(drop_path), "Stochastic depth rate (a residual branch dropped per jet).")
+        .arg("drop_path", SALT_MEMBER(drop_path), "Stochastic depth rate (a residual branch dropped per jet).",
+             at_least(t_float(), 0))
         .unbound(field("depth", t_int(), 1, "Layer depth (LayerScale/drop-path scaling)."))
         .ignored("salt-cpp's layers do not use it")
         .optional_struct("dense_kwargs", SALT_MEMBER(dense_kwargs), glu_binding(), "Arguments of each layer's GLU.")

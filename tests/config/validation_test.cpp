@@ -158,6 +158,11 @@ INSTANTIATE_TEST_SUITE_P(
                   {"'trainer.gradient_clip_val'", "must be >= 0, got '-0.5'"}},
         ErrorCase{"ZeroNodes", "", {"--trainer.num_nodes=0"}, {"'trainer.num_nodes'", "must be >= 1"}},
         ErrorCase{"NumTrainBelowAll", "", {"--data.num_train=-5"}, {"'data.num_train'", "must be >= -1"}},
+        // Before: accepted, then 'val/loss is not finite' at the end of the first epoch.
+        ErrorCase{"InfiniteLearningRate", "", {"--model.lrs_config.max=.inf"},
+                  {"'model.lrs_config.max'", "must be a finite number >= 0, got '.inf'"}},
+        ErrorCase{"NanDropPath", "", {"--model.model.init_args.encoder.init_args.drop_path=.nan"},
+                  {"'model.model.init_args.encoder.init_args.drop_path'", "must be >= 0, got '.nan'"}},
         ErrorCase{"RecursiveAlias", "x: &a\n  - *a\n", {}, {"{bad}:", "nested too deeply", "alias"}},
         ErrorCase{"AliasBomb",
                   "a: &a [1, 1, 1, 1, 1, 1, 1, 1, 1, 1]\nb: &b [*a, *a, *a, *a, *a, *a, *a, *a, *a, *a]\n"
