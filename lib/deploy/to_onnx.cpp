@@ -17,6 +17,7 @@
 #include "deploy/metadata.h"
 #include "deploy/ort_runner.h"
 #include "export/graph.h"
+#include "data/h5_file.h"
 #include "training/checkpoint.h"
 #include "training/run_setup.h"
 
@@ -282,6 +283,8 @@ ExportResult to_onnx(const ExportOptions& o) {
   std::vector<config::ConfigOp> ops{{config::ConfigOp::Kind::kMergeFile, cfg_path.string(), "", "--config " + cfg_path.string()}};
   if (o.test_file) ops.push_back({config::ConfigOp::Kind::kSet, "data.test_file", *o.test_file, "--test_file " + *o.test_file});
   auto resolved = config::resolve(config::find_base_config(), ops);
+  // An explicit --test_file is checked up front, also when no ONNX Runtime will read it.
+  if (o.test_file && o.test_file->find_first_of("*?[") == std::string::npos) data::h5::File::open_read(*o.test_file);
   if (!o.parameters.empty()) {  // names checked first, so an unknown one gets its own line
     add_parameter_ops(o, resolved.run.data, ops);
     resolved = config::resolve(config::find_base_config(), ops);

@@ -70,6 +70,16 @@ if [ "$rc" -ne 2 ] || [ "$(printf '%s\n' "$err" | grep -vc '^info:')" -ne 1 ] ||
 fi
 [ -z "$(find "$work" -maxdepth 1 -name '*unchecked.onnx*')" ] || { echo "FAIL the unchecked export was left"; exit 1; }
 echo "ok   --require_check without ONNX Runtime: $(printf '%s\n' "$err" | grep '^salt: error')"
+# An explicit --test_file that is no HDF5 file: refused up front, also without ONNX Runtime to read it.
+echo "not hdf5" > "$work/text.h5"
+rc=0
+err=$(SALT_ORT_DIR="$work/no_ort" "$salt" to_onnx --force --ckpt_path "$ckpt" --test_file "$work/text.h5" \
+      --output "$work/text_checked.onnx" 2>&1 >/dev/null) || rc=$?
+if [ "$rc" -ne 1 ] || ! printf '%s' "$err" | grep -q "^salt: error: Not an HDF5 file: $work/text.h5"; then
+  echo "FAIL --test_file that is not HDF5 (exit $rc):"; printf '%s\n' "$err"; exit 1
+fi
+[ ! -e "$work/text_checked.onnx" ] || { echo "FAIL an export was written"; exit 1; }
+echo "ok   --test_file that is not HDF5: $(printf '%s\n' "$err" | grep '^salt: error')"
 # get_onnx_metadata -k of a key the model lacks (on a good export).
 "$salt" to_onnx --force --ckpt_path "$ckpt" --output "$work/good.onnx" >/dev/null 2>&1
 rc=0
