@@ -36,15 +36,20 @@ bool appears(const fs::path& dir, const std::string& pattern) {
   return false;
 }
 
-TEST(KilledWriters, ToydataRunAgainRemovesWhatAKilledToydataLeft) {
-  TempDir dir;
+// A toydata of 2M jets into <dir>/d, sent `sig` once its training file is being written.
+ProcessResult toydata_stopped_mid_write(const fs::path& dir, int sig) {
   fs::create_directories(dir / "d");
   BackgroundProcess big({salt_binary(), "toydata", "-o", "d", "--num_train", "2000000", "--num_val", "0",
                          "--num_test", "0"},
-                        dir.path());
-  ASSERT_TRUE(appears(dir / "d", R"(\.pp_output_train\.h5\.tmp\.[0-9]+\.[0-9]+)"));
-  big.signal(SIGKILL);
-  EXPECT_EQ(big.wait().exit_code, 128 + SIGKILL);
+                        dir);
+  EXPECT_TRUE(appears(dir / "d", R"(\.pp_output_train\.h5\.tmp\.[0-9]+\.[0-9]+)"));
+  big.signal(sig);
+  return big.wait();
+}
+
+TEST(KilledWriters, ToydataRunAgainRemovesWhatAKilledToydataLeft) {
+  TempDir dir;
+  EXPECT_EQ(toydata_stopped_mid_write(dir.path(), SIGKILL).exit_code, 128 + SIGKILL);
   const auto left = names_in(dir / "d");
   ASSERT_EQ(left.size(), 1u);  // the killed run's temp file, and nothing under an output's name
   // A live writer's temp file (this test's pid) must survive.
@@ -63,13 +68,7 @@ TEST(KilledWriters, ToydataRunAgainRemovesWhatAKilledToydataLeft) {
 // it killed toydata with its 64 MB temp file left behind.
 TEST(KilledWriters, SighupStopsToydataCleanly) {
   TempDir dir;
-  fs::create_directories(dir / "d");
-  BackgroundProcess big({salt_binary(), "toydata", "-o", "d", "--num_train", "2000000", "--num_val", "0",
-                         "--num_test", "0"},
-                        dir.path());
-  ASSERT_TRUE(appears(dir / "d", R"(\.pp_output_train\.h5\.tmp\.[0-9]+\.[0-9]+)"));
-  big.signal(SIGHUP);
-  const auto r = big.wait();
+  const auto r = toydata_stopped_mid_write(dir.path(), SIGHUP);
   EXPECT_EQ(r.exit_code, 128 + SIGHUP) << r.err;
   EXPECT_NE(r.err.find("salt: stopped by signal 1"), std::string::npos) << r.err;
   EXPECT_TRUE(names_in(dir / "d").empty()) << "left: " << *names_in(dir / "d").begin();
