@@ -186,7 +186,34 @@ class GatherRows : public torch::autograd::Function<GatherRows> {
   }
 };
 
+// index_select's gradient as a segment sum over rows grouped by their source. The
+// groups travel as a plain argument: autograd takes every tensor argument for an
+// input, and an undefined `order` has no device to record.
+class GatherGroupedRows : public torch::autograd::Function<GatherGroupedRows> {
+ public:
+  static torch::Tensor forward(torch::autograd::AutogradContext* ctx, const torch::Tensor& x,
+                               const torch::Tensor& index, const RowGroups& groups) {
+    ctx->saved_data["counts"] = groups.counts;
+    if (groups.order.defined()) ctx->saved_data["order"] = groups.order;
+    return x.index_select(0, index);
+  }
+  static torch::autograd::variable_list backward(torch::autograd::AutogradContext* ctx,
+                                                 torch::autograd::variable_list grads) {
+    auto g = grads[0];
+    if (ctx->saved_data.count("order")) g = g.index_select(0, ctx->saved_data["order"].toTensor());
+    // unsafe: no check that the counts add up to the rows (it would wait on the device).
+    auto sum = at::segment_reduce(g.to(torch::kFloat), "sum", ctx->saved_data["counts"].toTensor(), {}, {}, 0,
+                                  /*unsafe=*/true);
+    return {sum.to(grads[0].scalar_type()), torch::Tensor(), torch::Tensor()};  // one per argument
+  }
+};
+
 }  // namespace
+
+torch::Tensor gather_rows(const torch::Tensor& x, const torch::Tensor& index, const RowGroups& groups) {
+  if (!x.requires_grad() || !torch::GradMode::is_enabled()) return x.index_select(0, index);
+  return GatherGroupedRows::apply(x, index, groups);
+}
 
 torch::Tensor gather_rows(const torch::Tensor& x, const torch::Tensor& index) {
   const bool half = x.scalar_type() == torch::kBFloat16 || x.scalar_type() == torch::kHalf;

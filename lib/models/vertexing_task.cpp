@@ -44,25 +44,42 @@ TaskOutput VertexingTaskImpl::forward(const torch::Tensor& x, const torch::Tenso
 TaskOutput VertexingTaskImpl::forward_packed(const torch::Tensor& rows, const TokenIndex& idx,
                                              const torch::Tensor& pad_mask, const torch::Tensor& context,
                                              const Labels* labels) {
-  const int64_t b = idx.batch, n = idx.length;
-  auto adjacency = edge_adjacency(pad_mask, b, n);
-  // nonzero() walks (jet, i, j) in row-major order, the order salt's boolean indexing gives.
-  auto e = adjacency.nonzero();
-  auto jet = e.select(1, 0);
-  auto slot_i = jet * n + e.select(1, 1), slot_j = jet * n + e.select(1, 2);
-  // Padded slot -> packed row.
-  auto row_of = torch::full({b * n}, -1, idx.flat.options()).index_copy_(0, idx.flat, torch::arange(idx.size(), idx.flat.options()));
-
+  auto adjacency = edge_adjacency(pad_mask, idx.batch, idx.length);
   TaskOutput out;
-  out.preds = edge_logits(rows, idx, context, row_of.index_select(0, slot_i), row_of.index_select(0, slot_j), jet);
+  out.preds = edge_logits(rows, idx, context, edges_of(adjacency, idx));
   if (labels)
     out.loss = edge_loss(out.preds, label(*labels, label_), label(*labels, origin_label()), adjacency) * weight();
   return out;
 }
 
+VertexingTaskImpl::Edges VertexingTaskImpl::edges_of(const torch::Tensor& adjacency, const TokenIndex& idx) {
+  const int64_t n = idx.length;
+  // nonzero() walks (jet, i, j) in row-major order, the order salt's boolean indexing gives.
+  auto e = adjacency.nonzero();
+  auto i = e.select(1, 1), j = e.select(1, 2);
+  Edges edges;
+  edges.jet = e.select(1, 0);
+  auto slot_i = edges.jet * n + i, slot_j = edges.jet * n + j;
+  // Padded slot -> packed row.
+  const auto& flat = idx.flat;
+  auto row_of = torch::full({idx.batch * n}, -1, flat.options()).index_copy_(0, flat, torch::arange(idx.size(), flat.options()));
+  edges.row_i = row_of.index_select(0, slot_i);
+  edges.row_j = row_of.index_select(0, slot_j);
+  // Packed rows run in (jet, slot) order (TokenIndex::from_mask), so row_i does not
+  // decrease; each track sends and receives as many edges as its adjacency row holds.
+  auto counts = adjacency.sum(-1).reshape({-1}).index_select(0, flat);
+  edges.senders = {counts, torch::Tensor()};
+  // The adjacency is symmetric: the edges (jet, j, i), in the order of their (jet, i, j),
+  // list every edge receiver by receiver.
+  auto position = torch::full({idx.batch * n * n}, -1, flat.options())
+                      .index_copy_(0, slot_i * n + j, torch::arange(e.size(0), flat.options()));
+  edges.receivers = {counts, position.index_select(0, slot_j * n + i)};
+  return edges;
+}
+
 torch::Tensor VertexingTaskImpl::edge_logits(const torch::Tensor& rows, const TokenIndex& idx,
-                                             const torch::Tensor& context, const torch::Tensor& row_i,
-                                             const torch::Tensor& row_j, const torch::Tensor& jet) {
+                                             const torch::Tensor& context, const Edges& edges) {
+  const auto &row_i = edges.row_i, &row_j = edges.row_j, &jet = edges.jet;
   const int64_t c = net->context_size(), d = rows.size(1);
   if (c > 0 && !context.defined()) throw UsageError("Dense: expected a context vector, none given");
   if (net->input_size() != 2 * d)
@@ -84,8 +101,8 @@ torch::Tensor VertexingTaskImpl::edge_logits(const torch::Tensor& rows, const To
     p_i = p_i + gather_rows(torch::nn::functional::linear(context, w.narrow(1, 0, c), first->bias), idx.jet);
   else if (first->bias.defined())
     p_i = p_i + first->bias;
-  auto h = gather_rows(p_i, row_i);
-  h.add_(gather_rows(p_j, row_j));
+  auto h = gather_rows(p_i, row_i, edges.senders);
+  h.add_(gather_rows(p_j, row_j, edges.receivers));
   return net->forward_after_first(h);
 }
 

@@ -38,9 +38,16 @@ class VertexingTaskImpl : public TaskImpl {
                           const torch::Tensor& adjacency);
 
  private:
-  // Edge logits [E, 1] for the edges (row_i, row_j) between packed rows of jet `jet`.
+  // The edges (row_i[e], row_j[e]) between packed rows of jet jet[e]; `senders` and
+  // `receivers` group them by row_i and row_j (gather_rows).
+  struct Edges {
+    torch::Tensor row_i, row_j, jet;
+    RowGroups senders, receivers;
+  };
+  static Edges edges_of(const torch::Tensor& adjacency, const TokenIndex& idx);
+  // Edge logits [E, 1].
   torch::Tensor edge_logits(const torch::Tensor& rows, const TokenIndex& idx, const torch::Tensor& context,
-                            const torch::Tensor& row_i, const torch::Tensor& row_j, const torch::Tensor& jet);
+                            const Edges& edges);
   std::string label_;
 };
 

@@ -218,6 +218,29 @@ TEST(Packed, GatherRowsSumsTheGradientInFloat32) {
   EXPECT_TRUE(torch::allclose(y.grad(), y2.grad()));
 }
 
+// gather_rows with RowGroups: index_select's values, and its gradient as segment sums
+// in float32, for an index taken in a given order, a row no entry names, float32 and bf16.
+TEST(Packed, GatherRowsByGroupsSumsEachRowsSegment) {
+  torch::manual_seed(3);
+  // Rows 0..3; row 2 is never gathered. index[order] = [0, 0, 1, 3, 3, 3].
+  auto index = torch::tensor({3, 0, 1, 3, 0, 3}, torch::kLong);
+  RowGroups groups{torch::tensor({2, 1, 0, 3}, torch::kLong), torch::tensor({1, 4, 2, 0, 3, 5}, torch::kLong)};
+  auto x = torch::randn({4, 3}, torch::requires_grad());
+  auto w = torch::randn({6, 3});
+  auto rows = gather_rows(x, index, groups);
+  EXPECT_TRUE(torch::equal(rows, x.detach().index_select(0, index)));
+  (rows * w).sum().backward();
+  // By hand: row r's gradient is the sum of w over the entries that name r.
+  auto expected = torch::stack({w[1] + w[4], w[2], torch::zeros({3}), w[0] + w[3] + w[5]});
+  EXPECT_TRUE(torch::allclose(x.grad(), expected, 1e-6, 1e-6)) << x.grad() << expected;
+  // bf16: 300 entries of row 0 sum to 300 exactly (bf16 atomics stall at 256).
+  auto xb = torch::ones({2, 2}, torch::kBFloat16).requires_grad_(true);
+  auto many = torch::cat({torch::zeros({300}, torch::kLong), torch::ones({2}, torch::kLong)});
+  gather_rows(xb, many, RowGroups{torch::tensor({300, 2}, torch::kLong), torch::Tensor()}).sum().backward();
+  ASSERT_EQ(xb.grad().scalar_type(), torch::kBFloat16);
+  EXPECT_TRUE(torch::equal(xb.grad().to(torch::kFloat), torch::tensor({300.f, 300.f, 2.f, 2.f}).view({2, 2})));
+}
+
 TEST(Packed, FusedAttentionOnTheCompactLayoutEqualsExplicit) {
   if (!salt::compat::kHasFusedAttention) GTEST_SKIP() << "LibTorch " << salt::compat::torch_version() << " has no fused SDPA";
   // do_qk_norm keeps the packed path off the varlen kernel: q, k, v go to the compact
