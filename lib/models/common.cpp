@@ -210,9 +210,13 @@ class GatherGroupedRows : public torch::autograd::Function<GatherGroupedRows> {
 
 }  // namespace
 
-torch::Tensor gather_rows(const torch::Tensor& x, const torch::Tensor& index, const RowGroups& groups) {
+torch::Tensor gather_rows_by_segments(const torch::Tensor& x, const torch::Tensor& index, const RowGroups& groups) {
   if (!x.requires_grad() || !torch::GradMode::is_enabled()) return x.index_select(0, index);
   return GatherGroupedRows::apply(x, index, groups);
+}
+
+torch::Tensor gather_rows(const torch::Tensor& x, const torch::Tensor& index, const RowGroups& groups) {
+  return x.is_cuda() ? gather_rows_by_segments(x, index, groups) : gather_rows(x, index);
 }
 
 torch::Tensor gather_rows(const torch::Tensor& x, const torch::Tensor& index) {

@@ -120,6 +120,9 @@ struct RowGroups {
 // x.index_select(0, index), whose backward is a segment sum in float32 (any dtype).
 // The edge gathers of a vertexing task (a million edges onto ~60k tracks at GN2's
 // batch 4000) spent 1.9 ms of a 26.7 ms step in float atomic adds (H200, dc6d22a).
+torch::Tensor gather_rows_by_segments(const torch::Tensor& x, const torch::Tensor& index, const RowGroups& groups);
+// gather_rows_by_segments on a GPU; on the CPU gather_rows(x, index), whose serial
+// index_add made GN2's step 3-4 % faster there (bench_model --no-python, 4f33bcc).
 torch::Tensor gather_rows(const torch::Tensor& x, const torch::Tensor& index, const RowGroups& groups);
 
 // Softmax along `dim` that ignores masked (true) entries and returns 0 for them;

@@ -37,14 +37,16 @@ class VertexingTaskImpl : public TaskImpl {
   torch::Tensor edge_loss(const torch::Tensor& logits, const torch::Tensor& vertex, const torch::Tensor& origin,
                           const torch::Tensor& adjacency);
 
- private:
-  // The edges (row_i[e], row_j[e]) between packed rows of jet jet[e]; `senders` and
-  // `receivers` group them by row_i and row_j (gather_rows).
+  // The edges (row_i[e], row_j[e]) between packed rows of jet jet[e], (jet, i, j)-ordered
+  // as salt's boolean indexing; `senders` and `receivers` group them by row_i and
+  // row_j (gather_rows). Exposed for tests.
   struct Edges {
     torch::Tensor row_i, row_j, jet;
     RowGroups senders, receivers;
   };
   static Edges edges_of(const torch::Tensor& adjacency, const TokenIndex& idx);
+
+ private:
   // Edge logits [E, 1].
   torch::Tensor edge_logits(const torch::Tensor& rows, const TokenIndex& idx, const torch::Tensor& context,
                             const Edges& edges);

@@ -218,7 +218,7 @@ TEST(Packed, GatherRowsSumsTheGradientInFloat32) {
   EXPECT_TRUE(torch::allclose(y.grad(), y2.grad()));
 }
 
-// gather_rows with RowGroups: index_select's values, and its gradient as segment sums
+// gather_rows_by_segments (gather_rows with RowGroups on a GPU): index_select's values, and its gradient as segment sums
 // in float32, for an index taken in a given order, a row no entry names, float32 and bf16.
 TEST(Packed, GatherRowsByGroupsSumsEachRowsSegment) {
   torch::manual_seed(3);
@@ -227,7 +227,7 @@ TEST(Packed, GatherRowsByGroupsSumsEachRowsSegment) {
   RowGroups groups{torch::tensor({2, 1, 0, 3}, torch::kLong), torch::tensor({1, 4, 2, 0, 3, 5}, torch::kLong)};
   auto x = torch::randn({4, 3}, torch::requires_grad());
   auto w = torch::randn({6, 3});
-  auto rows = gather_rows(x, index, groups);
+  auto rows = gather_rows_by_segments(x, index, groups);
   EXPECT_TRUE(torch::equal(rows, x.detach().index_select(0, index)));
   (rows * w).sum().backward();
   // By hand: row r's gradient is the sum of w over the entries that name r.
@@ -236,9 +236,37 @@ TEST(Packed, GatherRowsByGroupsSumsEachRowsSegment) {
   // bf16: 300 entries of row 0 sum to 300 exactly (bf16 atomics stall at 256).
   auto xb = torch::ones({2, 2}, torch::kBFloat16).requires_grad_(true);
   auto many = torch::cat({torch::zeros({300}, torch::kLong), torch::ones({2}, torch::kLong)});
-  gather_rows(xb, many, RowGroups{torch::tensor({300, 2}, torch::kLong), torch::Tensor()}).sum().backward();
+  gather_rows_by_segments(xb, many, RowGroups{torch::tensor({300, 2}, torch::kLong), torch::Tensor()}).sum().backward();
   ASSERT_EQ(xb.grad().scalar_type(), torch::kBFloat16);
   EXPECT_TRUE(torch::equal(xb.grad().to(torch::kFloat), torch::tensor({300.f, 300.f, 2.f, 2.f}).view({2, 2})));
+}
+
+// A vertexing task's edges and their groups, for jets of 0, 1, 4, 3 and 2 valid tracks
+// (padded slots in between): each group lists its rows in non-decreasing order and
+// counts them, and the segment sums give index_select's gradient.
+TEST(Packed, VertexingEdgesGroupBySenderAndReceiver) {
+  auto mask = torch::ones({5, 5}, torch::kBool);
+  mask[1][2] = false;
+  for (int s : {0, 1, 3, 4}) mask[2][s] = false;
+  for (int s : {0, 2, 4}) mask[3][s] = false;
+  for (int s : {1, 3}) mask[4][s] = false;
+  auto idx = TokenIndex::from_mask(mask);
+  auto edges = VertexingTaskImpl::edges_of(edge_adjacency(mask, 5, 5), idx);
+  ASSERT_EQ(edges.row_i.size(0), 0 + 0 + 4 * 3 + 3 * 2 + 2 * 1);
+  auto by_sender = edges.row_i, by_receiver = edges.row_j.index_select(0, edges.receivers.order);
+  EXPECT_TRUE(torch::equal(by_sender, std::get<0>(by_sender.sort())));
+  EXPECT_TRUE(torch::equal(by_receiver, std::get<0>(by_receiver.sort())));
+  auto expected_counts = torch::tensor({0, 3, 3, 3, 3, 2, 2, 2, 1, 1}, torch::kLong);
+  EXPECT_TRUE(torch::equal(edges.senders.counts, expected_counts)) << edges.senders.counts;
+  EXPECT_TRUE(torch::equal(torch::bincount(edges.row_j, {}, idx.size()), expected_counts));
+  auto x = torch::randn({idx.size(), 2}, torch::requires_grad());
+  auto w = torch::randn({edges.row_i.size(0), 2});
+  auto grad_of = [&](const torch::Tensor& index, const RowGroups* groups) {
+    auto rows = groups ? gather_rows_by_segments(x, index, *groups) : x.index_select(0, index);
+    return torch::autograd::grad({(rows * w).sum()}, {x})[0];
+  };
+  EXPECT_TRUE(torch::allclose(grad_of(edges.row_i, &edges.senders), grad_of(edges.row_i, nullptr), 1e-6, 1e-6));
+  EXPECT_TRUE(torch::allclose(grad_of(edges.row_j, &edges.receivers), grad_of(edges.row_j, nullptr), 1e-6, 1e-6));
 }
 
 TEST(Packed, FusedAttentionOnTheCompactLayoutEqualsExplicit) {
