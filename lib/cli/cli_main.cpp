@@ -13,6 +13,7 @@
 #include "cli/commands.h"
 #include "cli/version.h"
 #include "core/errors.h"
+#include "core/memory.h"
 #include "core/signals.h"
 
 namespace salt::cli {
@@ -45,6 +46,14 @@ std::string one_line(const std::string& text) {
     else out += static_cast<char>(c);
   }
   return out;
+}
+
+// An allocation that failed (std::bad_alloc, or LibTorch's allocator naming the size).
+int out_of_memory(const std::string& size) {
+  std::cerr << "salt: error: out of memory" << (size.empty() ? "" : " (an allocation of " + size + " failed)")
+            << ": a size in the config or on the command line (a batch, a model width or count, a memory "
+               "budget) asks for more than this machine has\n";
+  return 1;
 }
 
 // salt's to_onnx has a two-letter short flag, -mf, which CLI11 cannot name: it
@@ -115,12 +124,12 @@ int main(int argc, char** argv) {
               << "); completed outputs (checkpoints, files) are kept, temporary files removed\n";
     return 128 + s.signal;
   } catch (const c10::Error& e) {
+    std::string size;
+    if (allocation_failure(e.what_without_backtrace(), &size)) return out_of_memory(size);
     std::cerr << "salt: error: " << one_line(e.what_without_backtrace()) << "\n";
     return 1;
   } catch (const std::bad_alloc&) {
-    std::cerr << "salt: error: out of memory: a size in the config or on the command line (a batch, a model "
-                 "width, a memory budget) asks for more than this machine has\n";
-    return 1;
+    return out_of_memory("");
   } catch (const std::filesystem::filesystem_error& e) {
     // The OS refused a path (a name too long, no permission, ...): the path and why,
     // not the library's "filesystem error: status: ..." as an internal error.

@@ -204,9 +204,9 @@ class Binding {
   // input_size from data.variables): a given value overrides the member, null
   // leaves what the caller's base struct holds.
   template <class Get>
-  Binding& derived(std::string name, Get get, std::string help) {
+  Binding& derived(std::string name, Get get, std::string help, TypeP type = nullptr) {
     using T = std::decay_t<decltype(get(std::declval<S&>()))>;
-    return add(field_null(std::move(name), t_optional(Codec<T>::type()), std::move(help)),
+    return add(field_null(std::move(name), t_optional(type ? std::move(type) : Codec<T>::type()), std::move(help)),
                [get](S& s, const YAML::Node& n) {
                  if (n.IsDefined() && !n.IsNull()) assign(get(s), Codec<T>::decode(n));
                });

@@ -21,12 +21,25 @@ TypeP t_bool() { return make(Type::Kind::kBool); }
 TypeP t_int() { return make(Type::Kind::kInt); }
 TypeP t_float() { return make(Type::Kind::kFloat); }
 
-TypeP at_least(const TypeP& type, double min) {
+namespace {
+
+TypeP bounded(const TypeP& type, std::optional<double> min, std::optional<double> max) {
   auto t = std::make_shared<Type>(*type);
-  if (t->kind == Type::Kind::kInt || t->kind == Type::Kind::kFloat) t->min = min;
-  for (auto& alt : t->alternatives) alt = at_least(alt, min);
+  if (t->kind == Type::Kind::kInt || t->kind == Type::Kind::kFloat) {
+    t->min = min;
+    t->max = max;
+  }
+  for (auto& alt : t->alternatives) alt = bounded(alt, min, max);
+  if (t->kind == Type::Kind::kList) t->elem = bounded(t->elem, min, max);
   return t;
 }
+
+}  // namespace
+
+TypeP at_least(const TypeP& type, double min) { return bounded(type, min, std::nullopt); }
+TypeP between(const TypeP& type, double min, double max) { return bounded(type, min, max); }
+TypeP t_size() { return at_least(t_int(), 1); }
+TypeP t_probability() { return between(t_float(), 0, 1); }
 TypeP t_str() { return make(Type::Kind::kString); }
 TypeP t_path() { return make(Type::Kind::kPath); }
 
@@ -95,13 +108,8 @@ std::string Type::describe() const {
     case Kind::kBool: return "bool";
     case Kind::kInt:
     case Kind::kFloat: {
-      std::string s = kind == Kind::kInt ? "int" : "float";
-      if (min) {
-        std::ostringstream bound;
-        bound << *min;
-        s += " >= " + bound.str();
-      }
-      return s;
+      const std::string s = kind == Kind::kInt ? "int" : "float";
+      return min || max ? s + " " + bounds() : s;
     }
     case Kind::kString: return "str";
     case Kind::kPath: return "path";
@@ -121,6 +129,18 @@ std::string Type::describe() const {
     case Kind::kComponent: return "component(" + category + ")";
   }
   return "?";
+}
+
+std::string Type::bounds() const {
+  auto text = [](double v) {
+    std::ostringstream out;
+    out << v;
+    return out.str();
+  };
+  if (min && max) return "in [" + text(*min) + ", " + text(*max) + "]";
+  if (min) return ">= " + text(*min);
+  if (max) return "<= " + text(*max);
+  return "";
 }
 
 const Field* Type::field(const std::string& name) const {

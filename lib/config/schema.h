@@ -49,8 +49,10 @@ struct Type {
   std::string noun;                  // kChoice: what a choice is ("activation"), for error messages
   std::string category;              // kComponent: which registered components fit here
   std::optional<double> min;         // kInt, kFloat: smallest allowed value
+  std::optional<double> max;         // kInt, kFloat: largest allowed value
 
   std::string describe() const;  // "int", "list[str]", "int | list[int] | null", "component(encoder)"
+  std::string bounds() const;    // ">= 1", "in [0, 1]", or "" (kInt, kFloat)
   const Field* field(const std::string& name) const;
 };
 
@@ -70,8 +72,13 @@ TypeP t_union(std::vector<TypeP> alternatives);
 TypeP t_optional(TypeP type);  // type | null
 TypeP t_component(std::string category);
 // The same number type with a lower bound (`int >= 1`); on a union, each number
-// alternative gets it. Keeps a 0 where the code divides or loops from failing late.
+// alternative gets it, on a list each element. Keeps a 0 where the code divides or
+// loops from failing late.
 TypeP at_least(const TypeP& type, double min);
+// Both bounds, inclusive (`float in [0, 1]`): a probability.
+TypeP between(const TypeP& type, double min, double max);
+TypeP t_size();         // int >= 1: a layer width, a count of layers or heads
+TypeP t_probability();  // float in [0, 1]: a dropout rate
 
 // Field constructors: with a default, or required.
 template <class T>

@@ -136,13 +136,13 @@ class Validator {
       case Kind::kInt: {
         long long value = 0;
         if (!parse_int(node, &value)) fail(path, "expected an integer, got " + show(node));
-        check_min(type, static_cast<double>(value), node, path);
+        check_bounds(type, static_cast<double>(value), node, path);
         return YAML::Node(value);  // canonical decimal: 38_000_000 -> 38000000
       }
       case Kind::kFloat: {
         double value = 0;
         if (!parse_float(node, &value)) fail(path, "expected a number, got " + show(node));
-        check_min(type, value, node, path);
+        check_bounds(type, value, node, path);
         return float_node(node, value);
       }
       case Kind::kString:
@@ -207,20 +207,19 @@ class Validator {
     using UsageError::UsageError;
   };
 
-  void check_min(const Type& type, double value, const YAML::Node& node, const std::string& path) const {
-    // A bounded number is a rate, a size or a probability: .inf would pass the bound
-    // and end the run later as a non-finite loss naming no key.
-    if (type.min && std::isinf(value)) {
-      try {
-        fail(path, "must be a finite number " + type.describe().substr(type.describe().find(">=")) + ", got " +
-                       show(node));
-      } catch (const UsageError& e) {
-        throw RangeError(e.what());
-      }
-    }
-    if (!type.min || value >= *type.min) return;
+  // Every number in a config is finite: none of salt's or Lightning's keys means
+  // anything by .inf or .nan, which would end a run later as a non-finite loss (or a
+  // raw library message) naming no key. A bounded number must also lie in its bounds.
+  void check_bounds(const Type& type, double value, const YAML::Node& node, const std::string& path) const {
+    const auto bounds = type.bounds();
+    std::string problem;
+    if (!std::isfinite(value))
+      problem = "must be a finite number" + (bounds.empty() ? "" : " " + bounds) + ", got " + show(node);
+    else if ((type.min && value < *type.min) || (type.max && value > *type.max))
+      problem = "must be " + bounds + ", got " + show(node);
+    if (problem.empty()) return;
     try {
-      fail(path, "must be " + type.describe().substr(type.describe().find(">=")) + ", got " + show(node));
+      fail(path, problem);
     } catch (const UsageError& e) {
       throw RangeError(e.what());
     }

@@ -1,6 +1,10 @@
 #include "core/memory.h"
 
+#include <unistd.h>
+
+#include <cstdio>
 #include <fstream>
+#include <regex>
 #include <string>
 
 namespace salt {
@@ -24,6 +28,42 @@ bool reset_peak_rss() {
   out << "5";  // Linux >= 4.0: reset the peak resident set size
   out.flush();
   return static_cast<bool>(out);
+}
+
+double physical_memory_bytes() {
+  const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGE_SIZE);
+  return pages > 0 && page > 0 ? static_cast<double>(pages) * static_cast<double>(page) : 0;
+}
+
+std::string bytes_text(double bytes) {
+  static const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+  int u = 0;
+  while (bytes >= 1024 && u < 4) {
+    bytes /= 1024;
+    ++u;
+  }
+  char out[32];
+  std::snprintf(out, sizeof out, u == 0 ? "%.0f %s" : "%.1f %s", bytes, units[u]);
+  return out;
+}
+
+bool allocation_failure(const std::string& what, std::string* size) {
+  std::smatch m;
+  if (what.find("can't allocate memory") != std::string::npos) {
+    if (size) {
+      static const std::regex bytes_asked("tried to allocate ([0-9]+) bytes");
+      *size = std::regex_search(what, m, bytes_asked) ? bytes_text(std::stod(m[1].str())) : "";
+    }
+    return true;
+  }
+  if (what.find("out of memory") != std::string::npos) {
+    if (size) {
+      static const std::regex cuda_asked("Tried to allocate ([0-9.]+ [KMGT]?i?B)");
+      *size = std::regex_search(what, m, cuda_asked) ? m[1].str() : "";
+    }
+    return true;
+  }
+  return false;
 }
 
 }  // namespace salt

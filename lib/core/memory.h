@@ -2,6 +2,8 @@
 // such as `salt shuffle`'s, whose memory budget a test checks.
 #pragma once
 
+#include <string>
+
 namespace salt {
 
 // Peak resident set size so far (VmHWM), in MiB; 0 where /proc is unavailable.
@@ -11,5 +13,15 @@ double current_rss_mb();
 // Starts a new peak (VmHWM back to the current RSS, /proc/self/clear_refs); false
 // where the kernel does not allow it, and VmHWM then stays the process's peak.
 bool reset_peak_rss();
+
+// This machine's physical memory in bytes; 0 where unknown.
+double physical_memory_bytes();
+// A size for messages: "512 B", "127.0 KiB", "12.3 GiB".
+std::string bytes_text(double bytes);
+// Whether a library's message is an allocator's refusal (LibTorch's CPU "can't
+// allocate memory: you tried to allocate N bytes", CUDA's "out of memory. Tried to
+// allocate 4.88 GiB"); `size`, if given, gets the amount asked for ("238.4 GiB"), or
+// "" where the message names none.
+bool allocation_failure(const std::string& what, std::string* size = nullptr);
 
 }  // namespace salt

@@ -28,10 +28,10 @@ const config::Binding<AttentionOptions>& attention_binding() {
   using namespace config;
   static const Binding<AttentionOptions> b = [] {
     Binding<AttentionOptions> a(AttentionOptions(0));
-    a.arg("num_heads", SALT_MEMBER(num_heads), "Attention heads (must divide embed_dim).")
+    a.arg("num_heads", SALT_MEMBER(num_heads), "Attention heads (must divide embed_dim).", t_size())
         .unbound(field_null("attn_type", t_optional(t_str()), "Set from the encoder's attn_type.")
                      .ignored("the encoder's attn_type selects the kernel"))
-        .arg("dropout", SALT_MEMBER(dropout), "Attention dropout.")
+        .arg("dropout", SALT_MEMBER(dropout), "Attention dropout.", t_probability())
         .arg("bias", SALT_MEMBER(bias), "Projections have a bias.")
         .arg("do_qk_norm", SALT_MEMBER(do_qk_norm), "RMSNorm per head on queries and keys.")
         .arg("do_v_norm", SALT_MEMBER(do_v_norm), "RMSNorm per head on values.")

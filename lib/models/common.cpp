@@ -1,6 +1,8 @@
 #include "models/common.h"
 
 #include "core/errors.h"
+#include "core/memory.h"
+#include "core/signals.h"
 #include "models/host_read.h"
 
 namespace salt::models {
@@ -223,6 +225,20 @@ torch::Tensor gather_rows(const torch::Tensor& x, const torch::Tensor& index) {
   const bool half = x.scalar_type() == torch::kBFloat16 || x.scalar_type() == torch::kHalf;
   if (!half || !x.requires_grad() || !torch::GradMode::is_enabled()) return x.index_select(0, index);
   return GatherRows::apply(x, index);
+}
+
+void check_layers_fit(const torch::nn::Module& first, int64_t count, const std::string& what) {
+  double layer_bytes = 0;
+  for (const auto& p : first.parameters()) layer_bytes += static_cast<double>(p.numel()) * p.element_size();
+  const double memory = physical_memory_bytes(), need = layer_bytes * static_cast<double>(count);
+  if (memory <= 0 || need <= memory) return;
+  throw UsageError(what + " " + std::to_string(count) + ": layers of " + bytes_text(layer_bytes) +
+                   " of parameters each need " + bytes_text(need) + ", more than this machine's " +
+                   bytes_text(memory) + " of memory");
+}
+
+void poll_stop() {
+  if (int signal = stop_signal()) throw StopRequested{signal};
 }
 
 TokenLayout TokenLayout::sorted_view() const {

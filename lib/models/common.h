@@ -125,6 +125,13 @@ torch::Tensor gather_rows_by_segments(const torch::Tensor& x, const torch::Tenso
 // index_add made GN2's step 3-4 % faster there (bench_model --no-python, 4f33bcc).
 torch::Tensor gather_rows(const torch::Tensor& x, const torch::Tensor& index, const RowGroups& groups);
 
+// Before building `count` layers like `first` (built already): refuses, in one line
+// naming `what`, a stack whose parameters alone would exceed this machine's memory.
+// Such a stack filled the memory for minutes, deaf to SIGTERM, until the OOM killer
+// ended it without a word. Between layers, poll_stop() ends a long build on a signal.
+void check_layers_fit(const torch::nn::Module& first, int64_t count, const std::string& what);
+void poll_stop();
+
 // Softmax along `dim` that ignores masked (true) entries and returns 0 for them;
 // a slice with every entry masked gives all zeros, never NaN. `mask` must be
 // broadcastable to x.

@@ -11,17 +11,20 @@ const config::Binding<DenseOptions>& dense_binding() {
   using namespace config;
   static const Binding<DenseOptions> b = [] {
     Binding<DenseOptions> d(DenseOptions(0));
-    d.derived("input_size", SALT_MEMBER(input_size), "Input features (init nets: derived from data.variables when null).")
-        .arg("output_size", SALT_MEMBER(output_size), "Output features (null: input_size).")
-        .arg("hidden_layers", SALT_MEMBER(hidden_layers), "Sizes of the hidden layers (null: [input_size * hidden_dim_scale]).")
-        .arg("hidden_dim_scale", SALT_MEMBER(hidden_dim_scale), "Hidden size multiplier when hidden_layers is null.")
+    d.derived("input_size", SALT_MEMBER(input_size), "Input features (init nets: derived from data.variables when null).", t_size())
+        .arg("output_size", SALT_MEMBER(output_size), "Output features (null: input_size).",
+             t_optional(t_size()))
+        .arg("hidden_layers", SALT_MEMBER(hidden_layers), "Sizes of the hidden layers (null: [input_size * hidden_dim_scale]).",
+             t_optional(t_list(t_size())))
+        .arg("hidden_dim_scale", SALT_MEMBER(hidden_dim_scale), "Hidden size multiplier when hidden_layers is null.", t_size())
         .arg("activation", SALT_MEMBER(activation), "Activation after each hidden layer (torch.nn class name).",
              activation_type())
         .arg("final_activation", SALT_MEMBER(final_activation), "Activation after the output layer (null: none).",
              t_optional(activation_type()))
-        .arg("dropout", SALT_MEMBER(dropout), "Dropout after each hidden activation.")
+        .arg("dropout", SALT_MEMBER(dropout), "Dropout after each hidden activation.", t_probability())
         .arg("bias", SALT_MEMBER(bias), "Linear layers have a bias.")
-        .arg("context_size", SALT_MEMBER(context_size), "Size of a context vector concatenated before the input.")
+        .arg("context_size", SALT_MEMBER(context_size), "Size of a context vector concatenated before the input.",
+             at_least(t_int(), 0))
         .arg("mup", SALT_MEMBER(mup), "muP initialisation (model.mup_config): weights N(0, 1/out_features), biases 0.");
     return d;
   }();

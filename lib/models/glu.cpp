@@ -11,9 +11,9 @@ const config::Binding<GLUOptions>& glu_binding() {
   using namespace config;
   static const Binding<GLUOptions> b = [] {
     Binding<GLUOptions> g(GLUOptions(0));
-    g.arg("hidden_dim", SALT_MEMBER(hidden_dim), "GLU hidden size (null: 2 * embed_dim).")
+    g.arg("hidden_dim", SALT_MEMBER(hidden_dim), "GLU hidden size (null: 2 * embed_dim).", t_optional(t_size()))
         .arg("activation", SALT_MEMBER(activation), "GLU activation.", activation_type())
-        .arg("dropout", SALT_MEMBER(dropout), "Dropout inside the GLU.")
+        .arg("dropout", SALT_MEMBER(dropout), "Dropout inside the GLU.", t_probability())
         .arg("bias", SALT_MEMBER(bias), "GLU linear layers have a bias.")
         .arg("gated", SALT_MEMBER(gated), "Gated GLU: act(a) * b from a doubled in_proj.")
         .arg("mup", SALT_MEMBER(mup), "muP initialisation (set by the encoder's mup).");

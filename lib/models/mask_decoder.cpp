@@ -101,7 +101,11 @@ MaskDecoderImpl::MaskDecoderImpl(MaskDecoderOptions o, Dense class_net_in, Dense
   class_net = register_module("class_net", class_net_in);
   mask_net = register_module("mask_net", mask_net_in);
   layers = register_module("layers", torch::nn::ModuleList());
-  for (int64_t i = 0; i < options_.num_layers; ++i) layers->push_back(MaskDecoderLayer(options_.layer, mask_net));
+  for (int64_t i = 0; i < options_.num_layers; ++i) {
+    layers->push_back(MaskDecoderLayer(options_.layer, mask_net));
+    if (i == 0) check_layers_fit(*layers[0], options_.num_layers, "MaskDecoder: num_layers");
+    poll_stop();
+  }
   norm1 = register_module("norm1", torch::nn::LayerNorm(torch::nn::LayerNormOptions({e})));
   norm2 = register_module("norm2", torch::nn::LayerNorm(torch::nn::LayerNormOptions({e})));
 }

@@ -16,7 +16,7 @@ struct NodeQueryGAPConfig {
 
 const config::Binding<NodeQueryGAPConfig>& node_query_gap_binding() {
   static const auto b = config::Binding<NodeQueryGAPConfig>({}).required(
-      "input_size", SALT_FIELD(input_size), "Embedding size of the constituents and object queries.");
+      "input_size", SALT_FIELD(input_size), "Embedding size of the constituents and object queries.", config::t_size());
   return b;
 }
 

@@ -10,7 +10,7 @@ namespace {
 
 const config::Binding<GlobalAttentionPoolingOptions>& pooling_binding() {
   static const auto b = config::Binding<GlobalAttentionPoolingOptions>({}).required(
-      "input_size", SALT_MEMBER(input_size), "Embedding size of the constituents.");
+      "input_size", SALT_MEMBER(input_size), "Embedding size of the constituents.", config::t_size());
   return b;
 }
 

@@ -13,19 +13,21 @@ const config::Binding<TransformerOptions>& transformer_binding() {
   using namespace config;
   static const Binding<TransformerOptions> b = [&] {
     Binding<TransformerOptions> t(TransformerOptions(0, 0));
-    t.required("num_layers", SALT_MEMBER(num_layers), "Number of encoder layers.")
-        .required("embed_dim", SALT_MEMBER(embed_dim), "Token embedding size.")
-        .arg("out_dim", SALT_MEMBER(out_dim), "Output projection size (null: embed_dim).")
+    t.required("num_layers", SALT_MEMBER(num_layers), "Number of encoder layers.", at_least(t_int(), 0))
+        .required("embed_dim", SALT_MEMBER(embed_dim), "Token embedding size.", t_size())
+        .arg("out_dim", SALT_MEMBER(out_dim), "Output projection size (null: embed_dim).",
+             t_optional(t_size()))
         .arg("norm", SALT_MEMBER(norm), "Normalisation layer: LayerNorm (no affine parameters, as in salt) or RMSNorm.",
              t_choice({"LayerNorm", "RMSNorm"}))
         .arg("attn_type", SALT_MEMBER(attn_type), "Attention kernel; changes speed, never the result.",
              t_choice({"torch-math", "torch-flash", "torch-meff", "flash-varlen"}))
         .arg("do_final_norm", SALT_MEMBER(do_final_norm), "LayerNorm after the output projection.")
-        .arg("num_registers", SALT_MEMBER(num_registers), "Learnable register tokens appended to every sequence (at least 1).")
+        .arg("num_registers", SALT_MEMBER(num_registers), "Learnable register tokens appended to every sequence (at least 1).",
+             t_size())
         .arg("drop_registers", SALT_MEMBER(drop_registers), "Drop the registers from the encoder output.")
         .arg("ls_init", SALT_MEMBER(ls_init), "LayerScale init value (null: no LayerScale).")
         .arg("drop_path", SALT_MEMBER(drop_path), "Stochastic depth rate (a residual branch dropped per jet).",
-             at_least(t_float(), 0))
+             t_probability())
         .unbound(field("depth", t_int(), 1, "Layer depth (LayerScale/drop-path scaling)."))
         .ignored("salt-cpp's layers do not use it")
         .optional_struct("dense_kwargs", SALT_MEMBER(dense_kwargs), glu_binding(), "Arguments of each layer's GLU.")
@@ -34,7 +36,7 @@ const config::Binding<TransformerOptions>& transformer_binding() {
              "Residual norms: pre (x + f(norm(x))), post (norm(x + f(x))) or hybrid (GN3: q/k/v RMS norms, "
              "one norm before the dense blocks).",
              t_choice({"pre", "post", "hybrid"}))
-        .arg("num_dense", SALT_MEMBER(num_dense), "Dense (GLU) blocks per layer.")
+        .arg("num_dense", SALT_MEMBER(num_dense), "Dense (GLU) blocks per layer.", t_size())
         .arg("edge_embed_dim", SALT_MEMBER(edge_embed_dim),
              "Edge feature size (GN2XE; 0: none): EdgeAttention layers reading the edge_init_nets' output.",
              at_least(t_int(), 0))
@@ -160,6 +162,8 @@ TransformerImpl::TransformerImpl(const TransformerOptions& options) : torch::nn:
     layer_opts.edge_embed_dim(options.edge_embed_dim()).update_edges(options.update_edges());
     typed_layers_.emplace_back(layer_opts.residual(res).attn(attn_opts).dense(dense_opts));
     layers->push_back(typed_layers_.back());
+    if (i == 0) check_layers_fit(*typed_layers_.front(), options.num_layers(), "Transformer: num_layers");
+    poll_stop();
   }
   if (options.out_dim()) {
     out_proj = register_module("out_proj", torch::nn::Linear(d, *options.out_dim()));

@@ -162,7 +162,26 @@ INSTANTIATE_TEST_SUITE_P(
         ErrorCase{"InfiniteLearningRate", "", {"--model.lrs_config.max=.inf"},
                   {"'model.lrs_config.max'", "must be a finite number >= 0, got '.inf'"}},
         ErrorCase{"NanDropPath", "", {"--model.model.init_args.encoder.init_args.drop_path=.nan"},
-                  {"'model.model.init_args.encoder.init_args.drop_path'", "must be >= 0, got '.nan'"}},
+                  {"'model.model.init_args.encoder.init_args.drop_path'", "must be a finite number in [0, 1], got '.nan'"}},
+        // Model sizes and rates: before, LibTorch's own words ("from is out of bounds for
+        // float", "dropout probability has to be between 0 and 1") naming no key, or a
+        // NaN LayerScale that ended the run as a non-finite loss.
+        ErrorCase{"ZeroEmbedDim", "", {"--model.model.encoder.embed_dim=0"},
+                  {"'model.model.init_args.encoder.init_args.embed_dim'", "must be >= 1, got '0'"}},
+        ErrorCase{"NegativeOutDim", "", {"--model.model.encoder.out_dim=-3"},
+                  {"'model.model.init_args.encoder.init_args.out_dim'", "must be >= 1, got '-3'"}},
+        ErrorCase{"ZeroHiddenLayer", "", {"--model.model.init_args.init_nets.0.dense_config.hidden_layers=[64, 0]"},
+                  {"'model.model.init_args.init_nets.0.dense_config.hidden_layers", "must be >= 1, got '0'"}},
+        ErrorCase{"ZeroHeads", "", {"--model.model.encoder.attn_kwargs.num_heads=0"},
+                  {"'model.model.init_args.encoder.init_args.attn_kwargs.num_heads'", "must be >= 1"}},
+        ErrorCase{"DropoutAboveOne", "", {"--model.model.encoder.dense_kwargs.dropout=2"},
+                  {"'model.model.init_args.encoder.init_args.dense_kwargs.dropout'", "must be in [0, 1], got '2'"}},
+        ErrorCase{"NegativeDenseDropout", "", {"--model.model.init_args.init_nets.0.dense_config.dropout=-0.1"},
+                  {"dense_config.dropout'", "must be in [0, 1], got '-0.1'"}},
+        ErrorCase{"NanLayerScale", "", {"--model.model.encoder.ls_init=.nan"},
+                  {"'model.model.init_args.encoder.init_args.ls_init'", "must be a finite number, got '.nan'"}},
+        ErrorCase{"InfiniteUnboundedFloat", "", {"--model.model.init_args.tasks.init_args.modules.0.init_args.weight=-.inf"},
+                  {"weight'", "must be a finite number, got '-.inf'"}},
         ErrorCase{"RecursiveAlias", "x: &a\n  - *a\n", {}, {"{bad}:", "nested too deeply", "alias"}},
         ErrorCase{"AliasBomb",
                   "a: &a [1, 1, 1, 1, 1, 1, 1, 1, 1, 1]\nb: &b [*a, *a, *a, *a, *a, *a, *a, *a, *a, *a]\n"

@@ -203,6 +203,24 @@ TEST_F(Reliability, UnclearErrorsNameTheirCause) {
   EXPECT_NE(r.err.find("is too small"), std::string::npos) << r.err;
 }
 
+// Model sizes beyond the machine. Before: 10^8 encoder layers filled the memory for
+// minutes, deaf to SIGTERM, until the OOM killer ended the run without a word; 10^9
+// registers gave LibTorch's "[enforce fail at alloc_cpu.cpp:75] err == 0. ...".
+TEST_F(Reliability, ModelSizesBeyondTheMachineAreOneLine) {
+  auto r = salt("fit", small_gn2(tiny({"--model.model.encoder.num_layers", "100000000"})));
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_EQ(error_lines(r.err), 1) << r.err;
+  EXPECT_NE(r.err.find("Transformer: num_layers 100000000: layers of "), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("TiB, more than this machine's "), std::string::npos) << r.err;
+  r = salt("fit", small_gn2(tiny({"--model.model.encoder.num_registers", "1000000000"})));
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  EXPECT_EQ(error_lines(r.err), 1) << r.err;
+  // 10^9 registers of the small GN2's 64 floats: 2.56e11 bytes.
+  EXPECT_NE(r.err.find("salt: error: out of memory (an allocation of 238.4 GiB failed): a size in the config"),
+            std::string::npos)
+      << r.err;
+}
+
 // Before: bytes flipped in an LZF chunk trained silently (LZF has no checksum). What
 // such garbage looks like to the reader: values far from the norm dict's range, made
 // here by a norm dict for other data (tests/data/damaged_data_test.cpp damages chunks).
