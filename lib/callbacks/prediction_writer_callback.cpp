@@ -45,6 +45,13 @@ class PredictionWriterCallback : public Callback {
     options.write_objects = o_.write_objects;
     options.half_precision = o_.half_precision;
     if (!o_.extra_vars.IsNull()) options.extra_vars = o_.extra_vars;
+    if (d.mf_config) {  // salt's null_raw_value: the null class's first raw value, else -1
+      const auto& object = d.mf_config->object;
+      options.object_id_label = object.id_label;
+      options.object_class_label = object.class_label.value_or("");
+      if (!object.object_classes.empty() && !object.object_classes.back().raw.empty())
+        options.object_null_raw = object.object_classes.back().raw.front();
+    }
     writer_ = std::make_unique<PredictionWriter>(options);
     s.wants_predictions = true;
   }

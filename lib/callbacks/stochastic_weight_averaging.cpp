@@ -8,9 +8,12 @@
 // on_train_end does; salt-cpp also writes them to <run>/ckpts/swa.ckpt (Lightning
 // leaves them in the module only, which salt's own checkpoints never see). The
 // average, its count and the SWALR position are saved in every checkpoint under
-// Lightning's keys, so a resumed run averages on exactly (average_model_state holds
-// the parameters under salt-cpp's module names; scheduler_state SWALR's step count
-// and last lr plus the start lr and momentum salt-cpp needs).
+// Lightning's keys, so a resumed run averages on exactly. average_model_state is
+// what Lightning's holds, the state_dict of a copy of the module (its keys those of
+// the checkpoint's state_dict, buffers included: Lightning loads it strictly) with
+// the averaged parameters; scheduler_state is SWALR's state_dict (anneal_func
+// replaced by torch's newer _anneal_strategy) plus the start lr and momentum
+// salt-cpp needs.
 #include <ATen/ATen.h>
 #include <spdlog/spdlog.h>
 
@@ -21,6 +24,7 @@
 #include "callbacks/monitor.h"
 #include "training/callback_registry.h"
 #include "core/errors.h"
+#include "training/checkpoint.h"
 #include "training/optimization.h"
 
 namespace salt::callbacks {
@@ -88,25 +92,34 @@ class StochasticWeightAveraging : public Callback {
       auto sched = PyValue::dict();  // torch's SWALR.state_dict() fields salt-cpp needs to go on
       sched.set_item(PyValue::str("anneal_epochs"), PyValue::integer(o_.annealing_epochs));
       sched.set_item(PyValue::str("base_lrs"), PyValue::list({PyValue::real(swa_lr_)}));
+      // Lightning's SWALR counts last_epoch from max_epochs (cos) or -1 (linear), one per step.
+      sched.set_item(PyValue::str("last_epoch"),
+                     PyValue::integer((o_.annealing_strategy == "cos" ? max_epochs_ : -1) + sched_steps_));
       sched.set_item(PyValue::str("_step_count"), PyValue::integer(sched_steps_ + 1));
+      sched.set_item(PyValue::str("_get_lr_called_within_step"), PyValue::boolean(false));
       sched.set_item(PyValue::str("_last_lr"), PyValue::list({PyValue::real(lr_at(sched_steps_))}));
+      sched.set_item(PyValue::str("_anneal_strategy"), PyValue::str(o_.annealing_strategy));
       sched.set_item(PyValue::str("salt_cpp_lr0"), PyValue::real(lr0_));
       sched.set_item(PyValue::str("salt_cpp_beta1"), PyValue::real(beta1_));
       put("scheduler_state", sched);
     } else {
       put("scheduler_state", PyValue());
     }
-    if (average_.empty()) {
+    if (average_.empty() || !model_) {
       put("average_model_state", PyValue());
     } else {
+      const std::map<std::string, torch::Tensor> averaged(average_.begin(), average_.end());
       auto avg = PyValue::dict({}, "collections.OrderedDict");
-      for (const auto& [name, t] : average_) avg.set_item(PyValue::str(name), PyValue::tensor(t));
+      for (const auto& [name, t] : training::module_state(*model_)) {
+        auto it = averaged.find(name);
+        avg.set_item(PyValue::str(name), PyValue::tensor(it == averaged.end() ? t.detach() : it->second));
+      }
       put("average_model_state", avg);
     }
     return d;
   }
 
-  void load_state_dict(FitState&, const serialize::PyValue& d) override {
+  void load_state_dict(FitState& s, const serialize::PyValue& d) override {
     n_averaged_ = required_entry(d, "n_averaged").as_int();
     latest_update_epoch_ = required_entry(d, "latest_update_epoch").as_int();
     if (const auto* sched = d.find("scheduler_state"); sched && sched->is_mapping()) {
@@ -118,11 +131,23 @@ class StochasticWeightAveraging : public Callback {
       beta1_ = beta1->as_number();
     }
     average_.clear();
-    if (const auto* avg = d.find("average_model_state"); avg && avg->is_mapping())
-      for (const auto& [name, t] : avg->entries()) average_.emplace_back(name.as_str(), t.as_tensor().clone());
+    const auto* avg = d.find("average_model_state");
+    if (!avg || !avg->is_mapping() || n_averaged_ == 0) return;
+    // The parameters' averages, in the model's order (buffers and salt's aliases are
+    // the module's own, not averaged).
+    std::map<std::string, torch::Tensor> saved;
+    for (const auto& [name, t] : avg->entries()) saved.emplace(name.as_str(), t.as_tensor());
+    for (const auto& p : s.setup->model->named_parameters()) {
+      auto it = saved.find(p.key());
+      if (it == saved.end())
+        throw std::invalid_argument("StochasticWeightAveraging's average_model_state has no '" + p.key() + "'");
+      average_.emplace_back(p.key(), it->second.clone());
+    }
   }
 
   void on_fit_start(FitState& s) override {
+    model_ = s.setup->model.get();
+    max_epochs_ = s.max_epochs;
     if (s.max_epochs <= 0)
       throw UsageError("StochasticWeightAveraging needs trainer.max_epochs (its last epoch ends the averaging)");
     const int64_t start = start_fraction_ ? static_cast<int64_t>(static_cast<double>(s.max_epochs) * *start_fraction_)
@@ -206,6 +231,8 @@ class StochasticWeightAveraging : public Callback {
   }
 
   SwaOptions o_;
+  const torch::nn::Module* model_ = nullptr;  // for average_model_state's buffers and names
+  int64_t max_epochs_ = 0;
   double swa_lr_ = 0;
   int64_t start_epoch_ = 0;
   std::optional<double> start_fraction_;

@@ -2,6 +2,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <sstream>
 
 #include "config/yaml_util.h"
@@ -10,9 +11,28 @@
 namespace salt::config {
 namespace {
 
-YAML::Node copy_scalar(const YAML::Node& node) {
+std::string where_in(const std::string& file, const YAML::Node& node) {
+  return (file.empty() ? std::string("<yaml>") : file) + ":" + std::to_string(node.Mark().line + 1);
+}
+
+// Explicit tags: the core schema's say what a value is (`!!str 1` is the string "1",
+// as in PyYAML); any other (`!!python/tuple`, `!!binary`, `!custom`) would be read
+// as if it were not there, so it is refused.
+std::string checked_tag(const YAML::Node& node, const std::string& path, const std::string& file) {
+  static const std::string core = "tag:yaml.org,2002:";
+  const auto& tag = node.Tag();
+  if (tag.empty() || tag == "?" || tag == "!") return tag;
+  if (tag == core + "str") return "!";  // quoted
+  for (const char* kind : {"int", "float", "bool", "null", "seq", "map"})
+    if (tag == core + kind) return "?";
+  const auto shown = tag.rfind(core, 0) == 0 ? "!!" + tag.substr(core.size()) : tag;
+  throw UsageError(where_in(file, node) + ": " + (path.empty() ? std::string() : "'" + path + "': ") + "YAML tag '" +
+                   shown + "' is not supported: salt reads plain values (strings, numbers, lists, mappings)");
+}
+
+YAML::Node copy_scalar(const YAML::Node& node, const std::string& path, const std::string& file) {
   YAML::Node out(node.Scalar());
-  out.SetTag(node.Tag());
+  out.SetTag(checked_tag(node, path, file));
   return out;
 }
 
@@ -57,8 +77,9 @@ YAML::Node copy_impl(const YAML::Node& node, const std::string& path, const std:
     (*origins)[path] = file + ":" + std::to_string(node.Mark().line + 1);
   switch (node.Type()) {
     case YAML::NodeType::Scalar:
-      return copy_scalar(node);
+      return copy_scalar(node, path, file);
     case YAML::NodeType::Sequence: {
+      checked_tag(node, path, file);
       YAML::Node out(YAML::NodeType::Sequence);
       std::size_t i = 0;
       for (const auto& item : node) out.push_back(copy_impl(item, join_path(path, std::to_string(i++)), file, origins, budget, depth + 1));
@@ -70,9 +91,11 @@ YAML::Node copy_impl(const YAML::Node& node, const std::string& path, const std:
                          ": a mapping of " + std::to_string(node.size()) + " keys" +
                          (path.empty() ? std::string() : " ('" + path + "')") + "; salt-cpp reads at most " +
                          std::to_string(CopyBudget::kMaxKeys) + " keys in one mapping (no config comes near)");
+      checked_tag(node, path, file);
       YAML::Node out(YAML::NodeType::Map);
       YAML::Node merge_source;
       bool has_merge = false;
+      std::map<std::string, int> key_lines;
       for (const auto& kv : node) {
         const auto key = kv.first.Scalar();
         if (key == "<<" && !is_quoted(kv.first)) {
@@ -80,6 +103,12 @@ YAML::Node copy_impl(const YAML::Node& node, const std::string& path, const std:
           has_merge = true;
           continue;
         }
+        // PyYAML keeps the last of two equal keys without a word: a second `trainer:`
+        // block would replace the first whole.
+        const auto [first, fresh] = key_lines.emplace(key, kv.first.Mark().line + 1);
+        if (!fresh)
+          throw UsageError(where_in(file, kv.first) + ": '" + join_path(path, key) + "' is given twice in one mapping (first at line " +
+                           std::to_string(first->second) + "); YAML would keep the last silently: remove one");
         out[key] = copy_impl(kv.second, join_path(path, key), file, origins, budget, depth + 1);
         record_key_line(kv.first, join_path(path, key), file, origins);
       }

@@ -118,6 +118,7 @@ class CompoundBuilder {
   CompoundLayout layout() const;
 
  private:
+  void check_new(const std::string& name) const;  // InputError for a name already added
   struct Member {
     std::string name;
     FieldType t;

@@ -158,12 +158,21 @@ CompoundLayout describe_compound(hid_t type, const std::string& where) {
   return out;
 }
 
+// HDF5 refuses a second member of the same name without a word (H5Tinsert fails),
+// and the record would keep the first one's bytes unwritten.
+void CompoundBuilder::check_new(const std::string& name) const {
+  for (const auto& m : members_)
+    if (m.name == name) throw InputError("an HDF5 record would hold two fields named '" + name + "'");
+}
+
 CompoundBuilder& CompoundBuilder::add(const std::string& name, FieldType t) {
+  check_new(name);
   members_.push_back({name, t, -1, static_cast<size_t>(t.size)});
   return *this;
 }
 
 CompoundBuilder& CompoundBuilder::add(const std::string& name, hid_t type) {
+  check_new(name);
   Guard guard;
   auto owned = std::make_shared<Id>(type_id(H5Tcopy(type)));
   owned_.push_back(owned);

@@ -46,6 +46,9 @@ namespace {
 int64_t variable_count(const ModelContext& ctx, const std::string& input, const std::string& path) {
   auto it = ctx.variables.find(input);
   if (it == ctx.variables.end()) throw UsageError(path + ": input '" + input + "' has no entry in data.variables");
+  // Before: 'InitNet: input 'tracks' missing from the batch' at the first step.
+  if (it->second.empty())
+    throw UsageError(path + ": input '" + input + "' has no variables (data.variables." + input + " is empty)");
   return static_cast<int64_t>(it->second.size());
 }
 

@@ -86,6 +86,7 @@ ObjectTargets object_targets(const Labels& labels, const TensorMap& pad_masks, c
     const auto lxy = label_of(labels, "objects", o.lxy_field).gather(1, order).to(torch::kDouble);
     t.object_class.masked_fill_(keep & (lxy.abs() > *o.max_lxy_mm), o.null_index());
   }
+  t.source_slot = order.masked_fill(keep.logical_not(), -1);
   for (const auto& [name, values] : labels.at("objects")) t.labels[name] = reorder(values, order, keep);
   if (o.class_label) t.labels[*o.class_label] = t.object_class;  // salt relabels class_label too
 

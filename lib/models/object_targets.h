@@ -23,6 +23,7 @@ struct ObjectTargets {
   torch::Tensor object_class;                   // [B, M] int64, null = null_index
   torch::Tensor masks;                          // [B, M, L] bool
   std::map<std::string, torch::Tensor> labels;  // objects' labels, [B, M] in slot order
+  torch::Tensor source_slot;                    // [B, M] int64: the file's slot each slot holds, -1 empty
 };
 
 // labels: the batch's; pad_masks: true = padded ("objects" and the constituent

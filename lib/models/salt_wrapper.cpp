@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 
 #include "core/errors.h"
 #include "models/object_targets.h"
@@ -103,20 +104,27 @@ void SaltWrapperImpl::object_columns(std::map<std::string, std::map<std::string,
   // Objects predicted without labels are in query order: match them as training does.
   if (labels && !out.objects.assignment.defined())
     model->mask_decoder->match_to_targets(p, *labels, pad_masks, model->object_tasks());
-  for (const auto& task : model->object_tasks())  // the object tasks' columns in the same order
-    cols["objects"][task->name()] = task->predict(p.tasks.at(task->name()), {}, labels, name_);
+  // salt's writer: the file's fields (the writer copies them), then the object
+  // tasks' outputs in task order, the class probabilities, and the target class.
+  auto& objects = cols["objects"];
+  objects.clear();  // predictions() put the object tasks' outputs there in query order
+  char key[16];
+  int i = 0;
+  for (const auto& task : model->object_tasks()) {
+    std::snprintf(key, sizeof key, "1_%04d_", i++);
+    objects[key + task->name()] = task->predict(p.tasks.at(task->name()), {}, labels, name_);
+  }
   PredictionColumns probs;
   for (const auto& c : o.mf.object.object_classes) probs.names.push_back(name_ + "_p" + c.name);
   probs.values = p.class_probs.detach().to(torch::kFloat32);
   if (p.class_probs.size(-1) != static_cast<int64_t>(probs.names.size())) probs.names.resize(p.class_probs.size(-1));
-  cols["objects"]["object_class_probs"] = probs;
+  objects[kObjectClassProbs] = probs;
   const auto masks = p.masks.detach().to(torch::kCPU, torch::kFloat32);  // [B, M, L], in target order with labels
   torch::Tensor truth;
   if (labels) {
     const auto t = object_targets(*labels, pad_masks, o.mf, o.num_objects);
-    cols["objects"]["object_class_targets"] = PredictionColumns{{"class_label"}, t.object_class.unsqueeze(-1).to(torch::kCPU)};
-    for (const auto& [label, values] : t.labels)  // the objects' truth, in the same slot order
-      cols["objects"]["truth_" + label] = PredictionColumns{{label}, values.unsqueeze(-1).to(torch::kCPU)};
+    objects["3_class_label"] = PredictionColumns{{"class_label"}, t.object_class.unsqueeze(-1).to(torch::kCPU)};
+    objects[kObjectSourceSlots] = PredictionColumns{{}, t.source_slot.unsqueeze(-1).to(torch::kCPU)};
     truth = t.masks.to(torch::kCPU, torch::kFloat32);
   }
   // Each constituent's object: the object whose mask holds it (p > 0.5; the last

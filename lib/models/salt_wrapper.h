@@ -39,7 +39,11 @@ class SaltWrapperImpl : public torch::nn::Module {
   torch::Tensor total_loss(const std::map<std::string, torch::Tensor>& losses) const;
 
   // salt's prediction columns per input and task (see TaskImpl::predict), ready
-  // for the test output file. labels only matter for denominator-scaled regression.
+  // for the test output file, each input's in the order salt's writer puts them
+  // (the map's key order). labels matter for denominator-scaled regression and for
+  // a MaskFormer's objects: their columns come in the slot order of the truth, and
+  // under kObjectSourceSlots the file's object slot each slot holds (-1: none),
+  // which the writer reads rather than writes.
   std::map<std::string, std::map<std::string, PredictionColumns>> predictions(const ModelOutput& out,
                                                                               const TensorMap& pad_masks,
                                                                               const Labels* labels = nullptr) const;
@@ -47,6 +51,9 @@ class SaltWrapperImpl : public torch::nn::Module {
   // input name -> the label names the tasks read (for the data loader); a merged
   // input's labels are asked of its members.
   std::map<std::string, std::vector<std::string>> required_labels() const;
+
+  static constexpr const char* kObjectSourceSlots = "source_slots";
+  static constexpr const char* kObjectClassProbs = "2_object_class_probs";  // [B, M, classes]
 
   void set_attn_backend(const std::string& attn_type);
   // data.edge_constructors: edge features computed from the raw inputs before the

@@ -1,11 +1,13 @@
 #include "training/prediction_writer.h"
 
+#include <algorithm>
 #include <cstring>
 #include <set>
 
 #include "core/atomic_file.h"
 #include "core/errors.h"
 #include "data/h5_file.h"
+#include "models/salt_wrapper.h"
 
 namespace salt::callbacks {
 namespace fs = std::filesystem;
@@ -23,7 +25,15 @@ struct Output {
   std::string dataset;  // dataset name in both files
   bool sequence = false;
   bool has_mask = false;  // a `mask` field (constituents; the objects have class_label instead)
-  int64_t width = 1;  // slots per row in the test file (and the output)
+  int64_t width = 1;  // slots per row in the output
+  int64_t source_width = 1;  // slots per row in the test file
+  bool by_slot = false;      // the objects: output slot s holds the file's slot source_slots[s]
+  struct Sentinel {          // an empty object slot's field that is not 0
+    size_t offset;
+    h5::FieldType type;
+    int64_t value;
+  };
+  std::vector<Sentinel> sentinels;
   std::unique_ptr<h5::Dataset> source;
   size_t source_record = 0;
   struct Copy {
@@ -70,6 +80,25 @@ void copy_field(const Output::Copy& c, const uint8_t* src, uint8_t* dst) {
   }
 }
 
+// An integer (or float) value into a field of the output record.
+void put_number(uint8_t* dst, const h5::FieldType& type, int64_t value) {
+  if (type.kind == h5::Kind::Float) {
+    if (type.size == 2) {
+      const uint16_t h = h5::float_to_half(static_cast<float>(value));
+      std::memcpy(dst, &h, 2);
+    } else if (type.size == 4) {
+      const float f = static_cast<float>(value);
+      std::memcpy(dst, &f, 4);
+    } else {
+      const double d = static_cast<double>(value);
+      std::memcpy(dst, &d, 8);
+    }
+    return;
+  }
+  // Little-endian two's complement: the low bytes of the value.
+  std::memcpy(dst, &value, static_cast<size_t>(type.size));
+}
+
 }  // namespace
 
 struct PredictionWriter::Impl {
@@ -98,23 +127,28 @@ struct PredictionWriter::Impl {
       const bool objects = input == "objects" || input == "object_masks";
       std::map<std::string, models::PredictionColumns> tasks;
       for (const auto& [task, cols] : all_tasks)
-        if (task != "mask_index" || options.write_objects) tasks[task] = cols;
+        if ((task != "mask_index" || options.write_objects) && task != models::SaltWrapperImpl::kObjectSourceSlots)
+          tasks[task] = cols;
       const bool only_mask_index = tasks.size() == 1 && tasks.count("mask_index");
       if (objects ? !options.write_objects : sequence && !options.write_tracks && !only_mask_index) continue;
       if (tasks.empty()) continue;
       Output out;
       out.input = input;
-      out.dataset = objects ? input : dataset_of(input);  // salt names the objects' outputs after the input
+      out.dataset = input == "object_masks" ? input : dataset_of(input);
       out.sequence = sequence;
       std::vector<hsize_t> shape{static_cast<hsize_t>(options.num_rows)};
       if (input == "object_masks") {  // no source: (N, M, L) of predictions only
-        const int64_t m = columns.at("objects").at("object_class_probs").values.size(1);
+        const int64_t m = columns.at("objects").at(models::SaltWrapperImpl::kObjectClassProbs).values.size(1);
         out.width = tasks.begin()->second.values.size(1);
         shape.push_back(static_cast<hsize_t>(m));
         shape.push_back(static_cast<hsize_t>(out.width / m));
       } else {
         out.source = std::make_unique<h5::Dataset>(source_file->dataset(dataset_of(input)));
-        out.width = sequence ? out.source->cols() : 1;
+        out.source_width = out.width = sequence ? out.source->cols() : 1;
+        if (input == "objects") {  // the model's object slots, filled from the file's by the truth's order
+          out.width = tasks.at(models::SaltWrapperImpl::kObjectClassProbs).values.size(1);
+          out.by_slot = all_tasks.count(models::SaltWrapperImpl::kObjectSourceSlots) > 0;
+        }
         if (sequence) shape.push_back(static_cast<hsize_t>(out.width));
       }
       const h5::CompoundLayout no_fields;
@@ -123,9 +157,7 @@ struct PredictionWriter::Impl {
 
       std::vector<std::string> fields;
       auto extra = options.extra_vars ? options.extra_vars[input] : YAML::Node();
-      if (!out.source || input == "objects") {
-        // The objects' truth comes with the columns, in the slot order of the
-        // predictions (object_targets), not copied in the file's order.
+      if (!out.source) {
       } else if (extra && extra.IsSequence() && extra.size() > 0) {
         for (const auto& f : extra) fields.push_back(f.as<std::string>());
       } else {
@@ -165,6 +197,14 @@ struct PredictionWriter::Impl {
         for (std::size_t c = 0; c < cols.names.size(); ++c)
           out.preds.push_back({task, c, out_layout.find(cols.names[c])->offset, !cols.values.is_floating_point()});
       if (out.has_mask) out.mask_offset = out_layout.find("mask")->offset;
+      if (input == "objects" && std::find(fields.begin(), fields.end(), "valid") != fields.end()) {
+        auto sentinel = [&](const std::string& name, int64_t value) {
+          if (const auto* f = out_layout.find(name); f && std::find(fields.begin(), fields.end(), name) != fields.end())
+            out.sentinels.push_back({f->offset, f->type, value});
+        };
+        sentinel(options.object_id_label, -1);
+        if (!options.object_class_label.empty()) sentinel(options.object_class_label, options.object_null_raw);
+      }
       auto type = builder.build();
       h5::DatasetSpec spec;
       spec.shape = shape;
@@ -183,8 +223,12 @@ struct PredictionWriter::Impl {
     if (!created) create(batch, columns);
     const int64_t rows = batch.size;
     for (auto& out : outputs) {
-      std::vector<uint8_t> in(static_cast<size_t>(rows * out.width) * out.source_record);
-      if (out.source) out.source->read_records(batch.start, rows, out.width, in.data());
+      std::vector<uint8_t> in(static_cast<size_t>(rows * out.source_width) * out.source_record);
+      if (out.source) out.source->read_records(batch.start, rows, out.source_width, in.data());
+      torch::Tensor slots;  // [rows, width]: the file slot of each output slot, -1 none
+      if (out.by_slot)
+        slots = columns.at(out.input).at(models::SaltWrapperImpl::kObjectSourceSlots).values.to(torch::kInt64)
+                    .reshape({rows, -1}).contiguous();
       std::vector<uint8_t> buf(static_cast<size_t>(rows * out.width) * out.record, 0);
       const auto& tasks = columns.at(out.input);
       // Predictions as contiguous CPU arrays: [rows, L, N] (L = 1 for the global object).
@@ -199,9 +243,16 @@ struct PredictionWriter::Impl {
       if (out.has_mask) mask = batch.pad_masks.at(out.input).to(torch::kCPU).to(torch::kBool).contiguous();
       for (int64_t r = 0; r < rows; ++r) {
         for (int64_t s = 0; s < out.width; ++s) {
-          const uint8_t* src = in.data() + static_cast<size_t>(r * out.width + s) * out.source_record;
+          // Without the truth's order, the objects' slots are the file's, in its order.
+          const int64_t from = out.by_slot ? (s < slots.size(1) ? slots.data_ptr<int64_t>()[r * slots.size(1) + s] : -1)
+                                           : (s < out.source_width ? s : -1);
           uint8_t* dst = buf.data() + static_cast<size_t>(r * out.width + s) * out.record;
-          for (const auto& c : out.copies) copy_field(c, src, dst);
+          if (from >= 0) {
+            const uint8_t* src = in.data() + static_cast<size_t>(r * out.source_width + from) * out.source_record;
+            for (const auto& c : out.copies) copy_field(c, src, dst);
+          } else {
+            for (const auto& f : out.sentinels) put_number(dst + f.offset, f.type, f.value);
+          }
           for (const auto& p : out.preds) {
             const auto& v = values.at(p.task);
             const int64_t len = v.size(1), n = v.size(2);

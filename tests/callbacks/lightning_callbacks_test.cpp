@@ -451,6 +451,24 @@ TEST(StochasticWeightAveraging, AveragesTheLastEpochsUnderSwalrAndResumesExactly
   const auto& state = callback_state(last, "StochasticWeightAveraging");
   EXPECT_EQ(state.find("n_averaged")->as_int(), 3);
   EXPECT_EQ(state.find("latest_update_epoch")->as_int(), 3);
+  // Lightning loads average_model_state strictly into a copy of the module: the keys of
+  // the checkpoint's state_dict, in its order, buffers and salt's aliases included, the
+  // parameters averaged (here, after epochs 0-2: swa.ckpt's weights).
+  const auto& avg = *state.find("average_model_state");
+  ASSERT_EQ(avg.entries().size(), last.state_dict.size());
+  std::size_t i = 0;
+  for (const auto& [name, value] : avg.entries()) {
+    EXPECT_EQ(name.as_str(), last.state_dict[i].first);
+    EXPECT_TRUE(torch::equal(value.as_tensor(), averaged.state_dict[i].second)) << name.as_str();
+    ++i;
+  }
+  // SWALR's state_dict as torch writes it (anneal_func as the newer _anneal_strategy):
+  // stepped at the end of epochs 1, 2 and 3, last_epoch counted from max_epochs for cos.
+  const auto& sched = *state.find("scheduler_state");
+  EXPECT_EQ(sched.find("_step_count")->as_int(), 1 + 3);
+  EXPECT_EQ(sched.find("last_epoch")->as_int(), 4 + 3);
+  EXPECT_EQ(sched.find("_anneal_strategy")->as_str(), "cos");
+  EXPECT_EQ(sched.find("anneal_epochs")->as_int(), 2);
 }
 
 }  // namespace

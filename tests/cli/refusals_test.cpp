@@ -144,6 +144,31 @@ TEST(Refusals, CondorSubmitMissingKeepsTheJobFilesAndNamesThem) {
   EXPECT_TRUE(fs::exists(dir / "condor" / "batch" / "batch_salt_job.sh"));
 }
 
+// The batch systems' own commands missing or failing: one line naming the file that
+// was written, which stays for a submission by hand. condor_submit is not installed
+// here, so the failing one is a stand-in that fails as it does without a schedd.
+TEST(Refusals, SubmittersMissingOrFailingNameTheirFiles) {
+  TempDir dir;
+  write_toy_data(dir / "data" / "toy", 200, 50, 50);
+  fs::create_directories(dir / "empty_path");
+  auto r = run_salt(with_gn2({"submit_slurm", "--force"}), dir.path(), {"PATH=" + (dir / "empty_path").string()});
+  const auto script = dir / "slurm" / "batch" / "sbatch_salt_job.sh";
+  expect_one_line(r, 1, "sbatch not found on PATH; the job script is " + script.string() + " (submit it with sbatch)");
+  EXPECT_TRUE(fs::exists(script));
+
+  fs::create_directories(dir / "failing");
+  write_file(dir / "failing" / "condor_submit", "#!/bin/sh\necho 'ERROR: Can'\\''t find address of local schedd' >&2\nexit 3\n");
+  fs::permissions(dir / "failing" / "condor_submit", fs::perms::owner_all);
+  r = run_salt(with_gn2({"submit_htcondor", "--force"}), dir.path(),
+               {"PATH=" + (dir / "failing").string() + ":/usr/bin:/bin"});
+  const auto job = dir / "condor" / "batch" / "batch_salt_job.job";
+  expect_one_line(r, 1, "condor_submit " + job.string() + " failed (exit 3): ERROR: Can't find address of local schedd");
+  EXPECT_TRUE(fs::exists(job));
+
+  expect_one_line(run_salt(with_gn2({"submit_htcondor", "--force", "--runtime", "0"}), dir.path()), 2,
+                  "--runtime must be a positive number of seconds");
+}
+
 // Before: a FIFO as input hung in open() (SIGTERM could not end it), /dev/zero was read
 // without end, `shuffle --overwrite` renamed its output over a FIFO (as root, over
 // /dev/null), and an impossible memory budget was "internal error: std::bad_alloc".

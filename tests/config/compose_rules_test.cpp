@@ -116,6 +116,17 @@ INSTANTIATE_TEST_SUITE_P(
 // A command-line value is what the shell passed: a '#' after a space is no YAML
 // comment there, and a newline in a path is not folded away (before: `logs #1`
 // became `logs`, `#run` null, and `a<newline>b.h5` `a b.h5`, silently).
+// YAML's core tags: `!!str` makes a string of what looks like a number (as a quoted
+// value, as in PyYAML); `!!int` is what the value already is.
+TEST(YamlTags, CoreStrTagQuotesAndIntTagIsPlain) {
+  const auto loaded = config::load_yaml_string("t: {n: !!str 123, m: !!int 7, q: '8'}\n", "tags.yaml");
+  const auto t = config::get(loaded.root, "t");
+  EXPECT_TRUE(config::is_quoted(config::get(t, "n")));
+  EXPECT_EQ(config::get(t, "n").Scalar(), "123");
+  EXPECT_FALSE(config::is_quoted(config::get(t, "m")));
+  EXPECT_TRUE(config::is_quoted(config::get(t, "q")));
+}
+
 TEST(CliValue, HashAndNewlineStayInTheValue) {
   for (const std::string text : {"logs #1", "#run", "a\nb.h5", "x\r\ny", "a #b #c"}) {
     const auto node = config::parse_cli_value(text);

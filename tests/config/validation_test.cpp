@@ -182,6 +182,16 @@ INSTANTIATE_TEST_SUITE_P(
                   {"'model.model.init_args.encoder.init_args.ls_init'", "must be a finite number, got '.nan'"}},
         ErrorCase{"InfiniteUnboundedFloat", "", {"--model.model.init_args.tasks.init_args.modules.0.init_args.weight=-.inf"},
                   {"weight'", "must be a finite number, got '-.inf'"}},
+        // Before: the last of two equal keys won silently (a second `trainer:` block
+        // replaced the first whole), and unknown tags were read as if absent.
+        ErrorCase{"DuplicateKey", "trainer:\n  max_epochs: 3\n  max_epochs: 4\n", {},
+                  {"{bad}:3", "'trainer.max_epochs' is given twice in one mapping (first at line 2)", "remove one"}},
+        ErrorCase{"DuplicateBlock", "trainer:\n  max_epochs: 3\ndata:\n  batch_size: 5\ntrainer:\n  devices: 1\n", {},
+                  {"{bad}:5", "'trainer' is given twice in one mapping (first at line 1)"}},
+        ErrorCase{"PythonTag", "trainer:\n  max_epochs: !!python/int 3\n", {},
+                  {"{bad}:2", "'trainer.max_epochs': YAML tag '!!python/int' is not supported"}},
+        ErrorCase{"CustomTagOnAMapping", "trainer: !custom\n  max_epochs: 3\n", {},
+                  {"{bad}:", "'trainer': YAML tag '!custom' is not supported"}},
         ErrorCase{"RecursiveAlias", "x: &a\n  - *a\n", {}, {"{bad}:", "nested too deeply", "alias"}},
         ErrorCase{"AliasBomb",
                   "a: &a [1, 1, 1, 1, 1, 1, 1, 1, 1, 1]\nb: &b [*a, *a, *a, *a, *a, *a, *a, *a, *a, *a]\n"

@@ -139,6 +139,20 @@ INSTANTIATE_TEST_SUITE_P(Compression, ReaderLayouts,
                                   (std::get<1>(info.param) ? "_direct" : "_h5dread");
                          });
 
+// HDF5 itself refuses a second member of one name only through a return code, and
+// the record then keeps unwritten bytes (a MaskFormer's outputs written twice did).
+TEST(CompoundBuilder, ASecondFieldOfOneNameIsRefused) {
+  h5::CompoundBuilder builder;
+  builder.add("pt", h5::kF4).add("eta", h5::kF4);
+  try {
+    builder.add("pt", h5::kI8);
+    FAIL() << "no error";
+  } catch (const InputError& e) {
+    EXPECT_STREQ(e.what(), "an HDF5 record would hold two fields named 'pt'");
+  }
+  EXPECT_EQ(builder.layout().record_size, 8u);
+}
+
 TEST(DirectChunks, MatchH5DreadIncludingUnwrittenAndSkippedChunks) {
   salt::testing::TempDir dir;
   for (Compression c : {Compression::None, Compression::Lzf, Compression::Gzip}) {

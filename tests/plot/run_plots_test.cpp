@@ -18,11 +18,14 @@ namespace {
 namespace fs = std::filesystem;
 namespace h5 = data::h5;
 
-// jets with a label and one tagger's probabilities: b jets get a high pb.
-void write_predictions(const fs::path& path, bool with_truth) {
+// jets with a label and one tagger's probabilities: b jets get a high pb. Without a
+// tagger the probabilities are named as no tagger's (`GN2_b`); without b jets every
+// third jet is a c jet instead.
+void write_predictions(const fs::path& path, bool with_truth, bool with_tagger = true, bool with_b = true) {
   h5::CompoundBuilder builder;
   if (with_truth) builder.add("HadronConeExclTruthLabelID", h5::kI4);
-  builder.add("GN2_pb", h5::kF4).add("GN2_pc", h5::kF4).add("GN2_pu", h5::kF4);
+  if (with_tagger) builder.add("GN2_pb", h5::kF4).add("GN2_pc", h5::kF4).add("GN2_pu", h5::kF4);
+  else builder.add("GN2_b", h5::kF4).add("GN2_c", h5::kF4).add("GN2_u", h5::kF4);
   const auto layout = builder.layout();
   const auto type = builder.build();
   const hsize_t n = 600;
@@ -31,7 +34,7 @@ void write_predictions(const fs::path& path, bool with_truth) {
   std::uniform_real_distribution<float> u(0, 1);
   for (hsize_t i = 0; i < n; ++i) {
     uint8_t* r = records.data() + i * layout.record_size;
-    const int32_t label = i % 3 == 0 ? 5 : i % 3 == 1 ? 4 : 0;
+    const int32_t label = i % 3 == 0 ? (with_b ? 5 : 4) : i % 3 == 1 ? 4 : 0;
     float pb = u(rng), pc = u(rng), pu = u(rng);
     if (label == 5) pb += 1.0f;
     const float sum = pb + pc + pu;
@@ -77,6 +80,25 @@ TEST(RunPlots, PredictionFileWithoutTruthIsOneErrorNamingIt) {
     EXPECT_EQ(std::string(e.what()), pred.string() + ": 'jets' has no HadronConeExclTruthLabelID, so the flavours are unknown");
   }
   EXPECT_FALSE(fs::exists(dir / "p_roc.png"));
+}
+
+TEST(RunPlots, PredictionFileWithoutTaggerOrBJetsIsOneErrorNamingIt) {
+  TempDir dir;
+  const auto no_tagger = dir / "no_tagger.h5", no_b = dir / "no_b.h5";
+  write_predictions(no_tagger, true, false);
+  write_predictions(no_b, true, true, false);
+  auto error_of = [](const fs::path& f) -> std::string {
+    try {
+      plot::plot_predictions(f);
+    } catch (const InputError& e) {
+      return e.what();
+    }
+    return "no error";
+  };
+  EXPECT_EQ(error_of(no_tagger), no_tagger.string() + ": no tagger in 'jets' (no <tagger>_pb/_pc/_pu fields)");
+  EXPECT_EQ(error_of(no_b), no_b.string() + ": no b jets (HadronConeExclTruthLabelID 5) to plot against");
+  EXPECT_FALSE(fs::exists(dir / "no_tagger_roc.png"));
+  EXPECT_FALSE(fs::exists(dir / "no_b_roc.png"));
 }
 
 TEST(RunPlots, LossFigureHasTrainLinesAndValidationPoints) {

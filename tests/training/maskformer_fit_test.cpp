@@ -33,9 +33,39 @@ class MaskFormerFit : public FitTest {
 const char* kVertexCheck = R"(
 import sys, h5py, numpy as np
 f = h5py.File(sys.argv[1], "r")
-o, m, t = f["objects"], f["object_masks"], f["tracks"]
+o, m, t = f["truth_hadrons"][:], f["object_masks"], f["tracks"]
 assert o.shape == (1000, 5) and m.shape == (1000, 5, 40), (o.shape, m.shape)
 assert m.dtype.names == ("truth_mask", "mask_logits") and m.dtype["truth_mask"] == np.int64, m.dtype  # as salt's
+# salt's writer: the objects under the file's name, its fields first (floats as f4), then
+# the object tasks' outputs, the class probabilities and class_label (int64)
+with h5py.File(sys.argv[2], "r") as test:
+    source = test["truth_hadrons"][:1000]
+fields = source.dtype.names
+names = o.dtype.names
+assert names[:len(fields)] == fields, names
+assert names[-4:] == ("MaskFormer_pb", "MaskFormer_pc", "MaskFormer_pnull", "class_label"), names
+assert all(n.startswith("MaskFormer_") for n in names[len(fields):-1]) and len(names) > len(fields) + 4, names
+assert o.dtype["class_label"] == np.int64 and all(o.dtype[n] == np.float32 for n in names[len(fields):-1]), o.dtype
+
+def select_objects(batch, n_out, pv_raw, class_field, id_field, null_raw):
+    # salt's _select_objects (salt/data/datasets.py) without cuts or sort_by, transcribed
+    keep = batch["valid"].astype(bool)
+    pv = np.isin(batch[class_field], list(pv_raw)) & keep
+    out = np.zeros((batch.shape[0], n_out), dtype=batch.dtype)
+    for j in range(batch.shape[0]):
+        chosen = np.concatenate([np.where(pv[j])[0], np.where(keep[j] & ~pv[j])[0]])[:n_out]
+        out[j, :len(chosen)] = batch[j][chosen]
+    pad = ~out["valid"].astype(bool)
+    out[id_field][pad] = -1
+    out[class_field][pad] = null_raw
+    return out
+
+# pv_class 0 (salt's default) is b, raw 5: b hadrons first; the null class's raw -1
+want = select_objects(source, 5, [5], "flavour", "barcode", -1)
+for n in fields:
+    a, b = o[n], want[n].astype(o.dtype[n])
+    same = np.array_equal(a, b, equal_nan=True) if a.dtype.kind == "f" else np.array_equal(a, b)
+    assert same, (n, np.argwhere(a != b)[:5])
 probs = np.stack([o["MaskFormer_pb"], o["MaskFormer_pc"], o["MaskFormer_pnull"]], -1)
 assert np.allclose(probs.sum(-1), 1, atol=1e-5)
 pred_cls, tgt_cls = probs.argmax(-1), o["class_label"]
@@ -127,7 +157,7 @@ def get_maskformer_outputs(masks, class_probs, regression, max_null=0.5):
     return regression[:, 0], indices_from_mask(masks)
 
 with h5py.File(pred) as f:
-    o, logits = f["objects"][:N], f["object_masks"]["mask_logits"][:N]
+    o, logits = f["truth_hadrons"][:N], f["object_masks"]["mask_logits"][:N]
 probs = torch.tensor(np.stack([o["MaskFormer_pb"], o["MaskFormer_pc"], o["MaskFormer_pnull"]], -1))
 reg = torch.tensor(np.stack([o["MaskFormer_" + t] for t in targets], -1))
 names = [f"MaskFormer_leading_hadron_{t}" for t in targets]
@@ -181,7 +211,7 @@ TEST_F(MaskFormerFit, FindsVerticesBetterThanChance) {
   for (const auto& e : std::filesystem::directory_iterator(run / "ckpts"))
     if (e.path().extension() == ".h5") pred = e.path();
   ASSERT_FALSE(pred.empty());
-  const auto py = run_python(kVertexCheck, {pred.string()});
+  const auto py = run_python(kVertexCheck, {pred.string(), (dir.path() / "data" / "toy" / "pp_output_test_ttbar.h5").string()});
   ASSERT_EQ(py.exit_code, 0) << py.err;
   std::istringstream values(py.out);
   double model = 0, chance = 0, vertices = 0;

@@ -133,6 +133,15 @@ TEST_F(MupFit, AMismatchedOrMissingShapesFileIsOneLineAndLeavesNothing) {
   EXPECT_EQ(error_lines(r.err), 1) << r.err;
   EXPECT_NE(r.err.find("give one parameter_name per apply_to entry (2"), std::string::npos) << r.err;
   EXPECT_FALSE(std::filesystem::exists(dir / "other"));
+
+  // muP's learning rates are AdamW's (salt's MuAdamW): another optimizer is refused, no run made.
+  const auto before = runs().size();
+  r = salt("fit", mup_args({"--force", "--model.optimizer", "lion"}));
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_EQ(error_lines(r.err), 1) << r.err;
+  EXPECT_NE(r.err.find("model.mup_config: muP needs model.optimizer AdamW (salt's MuAdamW), not lion"), std::string::npos)
+      << r.err;
+  EXPECT_EQ(runs().size(), before);
 }
 
 }  // namespace

@@ -190,6 +190,12 @@ TEST_F(Reliability, UnclearErrorsNameTheirCause) {
   r = salt("fit", small_gn2({"--trainer.max_epochs"}));
   EXPECT_NE(r.err.find("needs a value"), std::string::npos) << r.err;
 
+  // An input with no variables: before, "InitNet: input 'tracks' missing from the batch" at the first step.
+  r = salt("fit", small_gn2(tiny({"--data.variables.tracks=[]"})));
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_EQ(error_lines(r.err), 1) << r.err;
+  EXPECT_NE(r.err.find("input 'tracks' has no variables (data.variables.tracks is empty)"), std::string::npos) << r.err;
+
   // A norm std of 1e-30 used to surface as a non-finite loss naming no variable.
   auto norm = read_file(dir / "data" / "toy" / "norm_dict.yaml");
   const auto at = norm.find("std:", norm.find("d0:"));

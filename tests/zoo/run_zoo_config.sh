@@ -65,6 +65,7 @@ c = yaml.safe_load(open(sys.argv[1]))
 m = c["model"]
 args = m["model"]["init_args"]
 assert "name" not in m and "global_object" not in m, "link targets"
+assert all(k in c and c[k] is None for k in ("optimizer", "lr_scheduler")), "LightningCLI's top-level keys"
 assert sorted(m["norm_config"]) == ["global_object", "input_map", "norm_dict", "variables"], m["norm_config"]
 enc = args.get("encoder") or {}
 if str(enc.get("class_path", "")).endswith("Transformer"):
@@ -78,7 +79,7 @@ PY
   ckpt=$(ls "$run"/ckpts/*.ckpt | head -n 1)
   theirs="$dir/salt_run"
   mkdir -p "$theirs/ckpts"
-  { cat "$run/config.yaml"; printf 'optimizer: null\nlr_scheduler: null\nweights_only: null\n'; } >"$theirs/config.yaml"
+  cp "$run/config.yaml" "$theirs/config.yaml"  # it has LightningCLI's top-level keys already
   /usr/bin/python3 "$(dirname "$0")/as_salt_writes_it.py" "$ckpt" "$theirs/ckpts/$(basename "$ckpt")" 2
   "$salt" test --config "$theirs/config.yaml" --ckpt_path "$theirs/ckpts/$(basename "$ckpt")" --data.num_workers 0 \
     --trainer.accelerator cpu --trainer.devices 1
