@@ -11,7 +11,8 @@
 #   preflight.txt  versions of torch, CUDA, NCCL, cmake, the card
 #   build.log      configure + build of only what it runs
 #   ctest.log      the `gpu`-labelled tests (tests/gpu)
-#   fit.log        salt's GN2 (batch 4000, salt's size) in 32, bf16-mixed and 16-mixed, then salt test
+#   fit.log        salt's GN2 (batch 4000, salt's size) in 32, bf16-mixed and 16-mixed, then salt test,
+#                  then scripts/lightning_checks.py on the bf16 run's checkpoints
 #   bench.txt      the model step next to the same model in the machine's PyTorch; the loader at 16 threads
 #   profile.txt    the kernels of one GN2 step by total time (ncu)
 #   summary.txt    one table: every figure with the commit and the machine
@@ -215,6 +216,15 @@ if step "salt test" 30; then
   "$salt" test -c logs/GN2_gpu_bf16-mixed/config.yaml --data.num_test -1 --trainer.accelerator \
     "$([ "$device" = cuda ] && echo gpu || echo cpu)" >>"$out/fit.log" 2>&1
   note "salt test (bf16-mixed run): exit $?; $(grep -E 'jets/s|written' "$out/fit.log" | tail -1)"
+fi
+
+# ---- what a salt user's Python does with the checkpoints: torch 2.x's weights-only
+# load, Lightning's migration and load_from_checkpoint (issue 33; Debian's torch here
+# has neither) ----
+if step "lightning" 20; then
+  "$py" scripts/lightning_checks.py logs/GN2_gpu_bf16-mixed >>"$out/fit.log" 2>&1
+  note "lightning checks (scripts/lightning_checks.py): exit $?"
+  grep "^lightning_checks:" "$out/fit.log" | tail -3 | tee -a "$summary"
 fi
 
 # ---- the loader next to the step ----

@@ -36,6 +36,13 @@ TEST_F(FitTest, ACheckpointWrittenBySaltOpensInEveryCommand) {
   ASSERT_EQ(fit.exit_code, 0) << fit.err;
   const auto ours = dir / "logs" / "GN2_cpu_ours";
   const auto our_ckpt = checkpoints(ours).front();
+  // scripts/lightning_checks.py, which the GPU check runs under torch 2.x and Lightning,
+  // here under Debian's torch: the checkpoint loads and has Lightning's keys.
+  const auto checks = run_process({"/usr/bin/python3", (source_dir() / "scripts" / "lightning_checks.py").string(),
+                                   ours.string()});
+  EXPECT_EQ(checks.exit_code, 0) << checks.out << checks.err;
+  EXPECT_NE(checks.out.find(our_ckpt.filename().string() + ": torch "), std::string::npos) << checks.out;
+  EXPECT_NE(checks.out.find("Lightning's keys present"), std::string::npos) << checks.out;
 
   // salt's run directory: the same model, its checkpoint as salt wrote it.
   const auto theirs = dir / "logs" / "GN2_salt";
