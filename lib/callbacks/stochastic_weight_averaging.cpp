@@ -13,7 +13,8 @@
 // the checkpoint's state_dict, buffers included: Lightning loads it strictly) with
 // the averaged parameters; scheduler_state is SWALR's state_dict (anneal_func
 // replaced by torch's newer _anneal_strategy) plus the start lr and momentum
-// salt-cpp needs.
+// salt-cpp needs, which a state without them (Lightning's) takes from the one-cycle
+// schedule where the averaging began.
 #include <ATen/ATen.h>
 #include <spdlog/spdlog.h>
 
@@ -126,9 +127,13 @@ class StochasticWeightAveraging : public Callback {
       restored_steps_ = required_entry(*sched, "_step_count").as_int() - 1;
       const auto* lr0 = sched->find("salt_cpp_lr0");
       const auto* beta1 = sched->find("salt_cpp_beta1");
-      if (!lr0 || !beta1) throw std::invalid_argument("StochasticWeightAveraging's scheduler_state is not salt-cpp's");
-      lr0_ = lr0->as_number();
-      beta1_ = beta1->as_number();
+      // Lightning's holds neither: they are the one-cycle schedule's values where the
+      // averaging started (start_swa finds them).
+      start_from_schedule_ = !lr0 || !beta1;
+      if (!start_from_schedule_) {
+        lr0_ = lr0->as_number();
+        beta1_ = beta1->as_number();
+      }
     }
     average_.clear();
     const auto* avg = d.find("average_model_state");
@@ -186,6 +191,12 @@ class StochasticWeightAveraging : public Callback {
     initialized_ = true;
     if (restored_steps_ >= 0) {  // resumed within SWA: its schedule where it was
       sched_steps_ = restored_steps_;
+      if (start_from_schedule_) {  // the schedule step that began epoch swa_start
+        const int64_t per_epoch = (s.train_batches + s.accumulate_grad_batches - 1) / s.accumulate_grad_batches;
+        const int64_t start = s.optimization->schedule_index() - (s.epoch - swa_start_) * per_epoch;
+        lr0_ = s.optimization->schedule_lr_at(start);
+        beta1_ = s.optimization->schedule_beta1_at(start);
+      }
     } else {
       lr0_ = s.optimization->current_lr();
       beta1_ = s.optimization->current_beta1();
@@ -240,6 +251,7 @@ class StochasticWeightAveraging : public Callback {
   bool initialized_ = false;
   int64_t n_averaged_ = 0, latest_update_epoch_ = -1;
   int64_t sched_steps_ = 0, restored_steps_ = -1;
+  bool start_from_schedule_ = false;  // a resumed state without salt-cpp's lr0 and beta1 (Lightning's)
   double lr0_ = 0, beta1_ = 0;
   std::vector<std::pair<std::string, torch::Tensor>> average_;
 };

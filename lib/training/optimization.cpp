@@ -141,14 +141,17 @@ void Optimization::step(bool update_parameters) {
   if (override_ || schedule_index() <= schedule_.total_steps()) apply_schedule();
 }
 
-double Optimization::current_lr() const {
-  if (override_) return override_->first;
-  return schedule_.lr(std::min(schedule_index(), schedule_.total_steps()));
-}
+double Optimization::current_lr() const { return override_ ? override_->first : schedule_lr_at(schedule_index()); }
 double Optimization::current_beta1() const {
   if (kind_ == OptimizerKind::kHybridMuonAdamW) return 0.0;
-  if (override_) return override_->second;
-  return schedule_.beta1(std::min(schedule_index(), schedule_.total_steps()));
+  return override_ ? override_->second : schedule_beta1_at(schedule_index());
+}
+double Optimization::schedule_lr_at(int64_t index) const {
+  return schedule_.lr(std::min(index, schedule_.total_steps()));
+}
+double Optimization::schedule_beta1_at(int64_t index) const {
+  if (kind_ == OptimizerKind::kHybridMuonAdamW) return 0.0;
+  return schedule_.beta1(std::min(index, schedule_.total_steps()));
 }
 
 }  // namespace salt::training

@@ -59,6 +59,10 @@ class Optimization {
   // HybridMuonAdamW beta1 is 0: its wrapper has no betas, Lightning logs momentum 0.
   double current_lr() const;
   double current_beta1() const;
+  // The one-cycle schedule's learning rate and beta1 at schedule step `index` (what
+  // current_lr/current_beta1 gave there, had nothing overridden them).
+  double schedule_lr_at(int64_t index) const;
+  double schedule_beta1_at(int64_t index) const;
   double weight_decay() const { return weight_decay_; }
   const OneCycleSchedule& schedule() const { return schedule_; }
 
