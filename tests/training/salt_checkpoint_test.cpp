@@ -112,9 +112,19 @@ print(all(np.array_equal(a[c], b[c]) for c in cols))
   EXPECT_FALSE(fs::exists(dir / "alone" / "missing.onnx"));
 }
 
-TEST_F(FitTest, ContinuingASaltCheckpointEqualsTheUninterruptedRun) {
+// Two epochs straight, and the same run continued after epoch 0 from its checkpoint
+// rewritten as salt writes it (Python's torch.save of Lightning's dict, the
+// optimizer's moments under salt's parameter order): the same weights, bit for bit.
+class SaltLayoutFit : public FitTest {
+ protected:
+  void continue_from_salt_layout(const std::vector<std::string>& extra);
+};
+
+void SaltLayoutFit::continue_from_salt_layout(const std::vector<std::string>& extra) {
   ASSERT_TRUE(have_python_module("yaml") && have_python_module("torch")) << "python3-torch or python3-yaml missing";
-  const std::vector<std::string> base = {"--data.num_train", "1000", "--trainer.max_epochs"};
+  std::vector<std::string> base = {"--data.num_train", "1000"};
+  base.insert(base.end(), extra.begin(), extra.end());
+  base.push_back("--trainer.max_epochs");
   auto args = [&](const std::string& epochs, const std::string& suffix) {
     auto a = small_gn2(base);
     a.insert(a.end(), {epochs, "-ls", suffix});
@@ -142,6 +152,13 @@ TEST_F(FitTest, ContinuingASaltCheckpointEqualsTheUninterruptedRun) {
   ASSERT_EQ(a.state_dict.size(), b.state_dict.size());
   for (size_t i = 0; i < a.state_dict.size(); ++i)
     EXPECT_TRUE(torch::equal(a.state_dict[i].second, b.state_dict[i].second)) << a.state_dict[i].first;
+}
+
+TEST_F(SaltLayoutFit, ContinuingASaltCheckpointEqualsTheUninterruptedRun) { continue_from_salt_layout({}); }
+
+// salt's HybridMuonAdamW: Muon's momentum buffers and AdamW's moments, two param groups.
+TEST_F(SaltLayoutFit, ContinuingASaltHybridMuonAdamWCheckpointEqualsTheUninterruptedRun) {
+  continue_from_salt_layout({"--model.optimizer", "HybridMuonAdamW"});
 }
 
 // The other direction: a salt-cpp run's checkpoint and config.yaml hold what
