@@ -123,89 +123,15 @@ struct PredictionWriter::Impl {
     // ftag's H5Writer marks its files with its version; salt pins atlas-ftag-tools 0.3.3.
     h5::write_attr(target_file->id(), "writer_version", std::string(kFtagWriterVersion));
     for (const auto& [input, all_tasks] : columns) {
-      const bool sequence = input != options.global_object;
-      const bool objects = input == "objects" || input == "object_masks";
-      std::map<std::string, models::PredictionColumns> tasks;
-      for (const auto& [task, cols] : all_tasks)
-        if ((task != "mask_index" || options.write_objects) && task != models::SaltWrapperImpl::kObjectSourceSlots)
-          tasks[task] = cols;
-      const bool only_mask_index = tasks.size() == 1 && tasks.count("mask_index");
-      if (objects ? !options.write_objects : sequence && !options.write_tracks && !only_mask_index) continue;
+      auto tasks = written_tasks(input, all_tasks);
       if (tasks.empty()) continue;
       Output out;
       out.input = input;
       out.dataset = input == "object_masks" ? input : dataset_of(input);
-      out.sequence = sequence;
-      std::vector<hsize_t> shape{static_cast<hsize_t>(options.num_rows)};
-      if (input == "object_masks") {  // no source: (N, M, L) of predictions only
-        const int64_t m = columns.at("objects").at(models::SaltWrapperImpl::kObjectClassProbs).values.size(1);
-        out.width = tasks.begin()->second.values.size(1);
-        shape.push_back(static_cast<hsize_t>(m));
-        shape.push_back(static_cast<hsize_t>(out.width / m));
-      } else {
-        out.source = std::make_unique<h5::Dataset>(source_file->dataset(dataset_of(input)));
-        out.source_width = out.width = sequence ? out.source->cols() : 1;
-        if (input == "objects") {  // the model's object slots, filled from the file's by the truth's order
-          out.width = tasks.at(models::SaltWrapperImpl::kObjectClassProbs).values.size(1);
-          out.by_slot = all_tasks.count(models::SaltWrapperImpl::kObjectSourceSlots) > 0;
-        }
-        if (sequence) shape.push_back(static_cast<hsize_t>(out.width));
-      }
-      const h5::CompoundLayout no_fields;
-      const auto& layout = out.source ? out.source->layout() : no_fields;
-      out.source_record = layout.record_size;
-
-      std::vector<std::string> fields;
-      auto extra = options.extra_vars ? options.extra_vars[input] : YAML::Node();
-      if (!out.source) {
-      } else if (extra && extra.IsSequence() && extra.size() > 0) {
-        for (const auto& f : extra) fields.push_back(f.as<std::string>());
-      } else {
-        fields = layout.names();
-      }
-      const auto float_type = options.half_precision ? h5::kF2 : h5::kF4;
-      h5::CompoundBuilder builder;
-      h5::Id file_type;
-      if (out.source) file_type = out.source->file_type();
-      std::vector<h5::Id> member_types;
-      for (const auto& name : fields) {
-        const auto* field = layout.find(name);
-        if (!field) throw InputError("PredictionWriter extra_vars: '" + name + "' is not a field of " + out.source->where());
-        h5::Guard guard;
-        int index = H5Tget_member_index(file_type.get(), name.c_str());
-        member_types.emplace_back(H5Tget_member_type(file_type.get(), static_cast<unsigned>(index)), H5Tclose);
-        // As ftag's H5Writer: every float field in the output's precision (f4, or f2 with half_precision).
-        if (field->type.kind == h5::Kind::Float)
-          builder.add(name, float_type);
-        else
-          builder.add(name, member_types.back().get());
-      }
-      for (const auto& [task, cols] : tasks) {
-        const bool integer = !cols.values.is_floating_point();
-        for (const auto& name : cols.names) builder.add(name, integer ? h5::kI8 : float_type);
-      }
-      out.has_mask = sequence && out.source && input != "objects" && batch_has_mask(input);  // objects: class_label
-      if (out.has_mask) builder.add("mask", h5::kBool);
-      auto out_layout = builder.layout();
-      out.record = out_layout.record_size;
-      for (const auto& name : fields) {
-        const auto* from = layout.find(name);
-        const auto* to = out_layout.find(name);
-        out.copies.push_back({from->offset, to->offset, static_cast<size_t>(from->type.size), from->type, to->type});
-      }
-      for (const auto& [task, cols] : tasks)
-        for (std::size_t c = 0; c < cols.names.size(); ++c)
-          out.preds.push_back({task, c, out_layout.find(cols.names[c])->offset, !cols.values.is_floating_point()});
-      if (out.has_mask) out.mask_offset = out_layout.find("mask")->offset;
-      if (input == "objects" && std::find(fields.begin(), fields.end(), "valid") != fields.end()) {
-        auto sentinel = [&](const std::string& name, int64_t value) {
-          if (const auto* f = out_layout.find(name); f && std::find(fields.begin(), fields.end(), name) != fields.end())
-            out.sentinels.push_back({f->offset, f->type, value});
-        };
-        sentinel(options.object_id_label, -1);
-        if (!options.object_class_label.empty()) sentinel(options.object_class_label, options.object_null_raw);
-      }
-      auto type = builder.build();
+      out.sequence = input != options.global_object;
+      const auto shape = open_source(out, tasks, columns);
+      const auto fields = copied_fields(out);
+      auto type = build_record(out, fields, tasks);
       h5::DatasetSpec spec;
       spec.shape = shape;
       spec.resizable = true;  // as ftag's H5Writer: maxshape (None, ...)
@@ -217,6 +143,111 @@ struct PredictionWriter::Impl {
       outputs.push_back(std::move(out));
     }
     created = true;
+  }
+
+  // The tasks of `input` that go into the file; none when the input is not written.
+  std::map<std::string, models::PredictionColumns> written_tasks(
+      const std::string& input, const std::map<std::string, models::PredictionColumns>& all_tasks) const {
+    const bool sequence = input != options.global_object;
+    const bool objects = input == "objects" || input == "object_masks";
+    std::map<std::string, models::PredictionColumns> tasks;
+    for (const auto& [task, cols] : all_tasks)
+      if ((task != "mask_index" || options.write_objects) && task != models::SaltWrapperImpl::kObjectSourceSlots)
+        tasks[task] = cols;
+    const bool only_mask_index = tasks.size() == 1 && tasks.count("mask_index");
+    if (objects ? !options.write_objects : sequence && !options.write_tracks && !only_mask_index) return {};
+    return tasks;
+  }
+
+  // Opens the input's dataset in the test file (none for object_masks) and sets the
+  // widths; returns the output dataset's shape.
+  std::vector<hsize_t> open_source(Output& out, const std::map<std::string, models::PredictionColumns>& tasks,
+                                   const Columns& columns) {
+    std::vector<hsize_t> shape{static_cast<hsize_t>(options.num_rows)};
+    const char* probs = models::SaltWrapperImpl::kObjectClassProbs;
+    if (out.input == "object_masks") {  // no source: (N, M, L) of predictions only
+      const int64_t m = columns.at("objects").at(probs).values.size(1);
+      out.width = tasks.begin()->second.values.size(1);
+      shape.push_back(static_cast<hsize_t>(m));
+      shape.push_back(static_cast<hsize_t>(out.width / m));
+      return shape;
+    }
+    out.source = std::make_unique<h5::Dataset>(source_file->dataset(dataset_of(out.input)));
+    out.source_width = out.width = out.sequence ? out.source->cols() : 1;
+    out.source_record = out.source->layout().record_size;
+    if (out.input == "objects") {  // the model's object slots, filled from the file's by the truth's order
+      out.width = tasks.at(probs).values.size(1);
+      out.by_slot = columns.at("objects").count(models::SaltWrapperImpl::kObjectSourceSlots) > 0;
+    }
+    if (out.sequence) shape.push_back(static_cast<hsize_t>(out.width));
+    return shape;
+  }
+
+  // The test file's fields copied into the output: extra_vars, else all.
+  std::vector<std::string> copied_fields(const Output& out) const {
+    if (!out.source) return {};
+    auto extra = options.extra_vars ? options.extra_vars[out.input] : YAML::Node();
+    if (!extra || !extra.IsSequence() || extra.size() == 0) return out.source->layout().names();
+    std::vector<std::string> fields;
+    for (const auto& f : extra) fields.push_back(f.as<std::string>());
+    return fields;
+  }
+
+  // The output record: the copied fields, the predictions, then `mask`; fills the
+  // offsets in `out` and returns the HDF5 type.
+  h5::Id build_record(Output& out, const std::vector<std::string>& fields,
+                      const std::map<std::string, models::PredictionColumns>& tasks) {
+    const h5::CompoundLayout no_fields;
+    const auto& layout = out.source ? out.source->layout() : no_fields;
+    const auto float_type = options.half_precision ? h5::kF2 : h5::kF4;
+    h5::CompoundBuilder builder;
+    h5::Id file_type;
+    if (out.source) file_type = out.source->file_type();
+    std::vector<h5::Id> member_types;
+    for (const auto& name : fields) {
+      const auto* field = layout.find(name);
+      if (!field) throw InputError("PredictionWriter extra_vars: '" + name + "' is not a field of " + out.source->where());
+      h5::Guard guard;
+      int index = H5Tget_member_index(file_type.get(), name.c_str());
+      member_types.emplace_back(H5Tget_member_type(file_type.get(), static_cast<unsigned>(index)), H5Tclose);
+      // As ftag's H5Writer: every float field in the output's precision (f4, or f2 with half_precision).
+      if (field->type.kind == h5::Kind::Float)
+        builder.add(name, float_type);
+      else
+        builder.add(name, member_types.back().get());
+    }
+    for (const auto& [task, cols] : tasks) {
+      const bool integer = !cols.values.is_floating_point();
+      for (const auto& name : cols.names) builder.add(name, integer ? h5::kI8 : float_type);
+    }
+    // objects: class_label, no mask
+    out.has_mask = out.sequence && out.source && out.input != "objects" && batch_has_mask(out.input);
+    if (out.has_mask) builder.add("mask", h5::kBool);
+    auto out_layout = builder.layout();
+    out.record = out_layout.record_size;
+    for (const auto& name : fields) {
+      const auto* from = layout.find(name);
+      const auto* to = out_layout.find(name);
+      out.copies.push_back({from->offset, to->offset, static_cast<size_t>(from->type.size), from->type, to->type});
+    }
+    for (const auto& [task, cols] : tasks)
+      for (std::size_t c = 0; c < cols.names.size(); ++c)
+        out.preds.push_back({task, c, out_layout.find(cols.names[c])->offset, !cols.values.is_floating_point()});
+    if (out.has_mask) out.mask_offset = out_layout.find("mask")->offset;
+    if (out.input == "objects") add_sentinels(out, fields, out_layout);
+    return builder.build();
+  }
+
+  // salt's _select_objects marks an empty object slot, where the file has `valid`:
+  // the id label -1, the class label the null class's raw value (the rest zero).
+  void add_sentinels(Output& out, const std::vector<std::string>& fields, const h5::CompoundLayout& out_layout) const {
+    auto copied = [&](const std::string& name) { return std::find(fields.begin(), fields.end(), name) != fields.end(); };
+    if (!copied("valid")) return;
+    auto sentinel = [&](const std::string& name, int64_t value) {
+      if (const auto* f = out_layout.find(name); f && copied(name)) out.sentinels.push_back({f->offset, f->type, value});
+    };
+    sentinel(options.object_id_label, -1);
+    if (!options.object_class_label.empty()) sentinel(options.object_class_label, options.object_null_raw);
   }
 
   void write(const Batch& batch, const Columns& columns) {
