@@ -36,12 +36,9 @@ double physical_memory_bytes() {
 }
 
 std::string bytes_text(double bytes) {
-  static const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+  static const char* units[] = {"bytes", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
   int u = 0;
-  while (bytes >= 1024 && u < 4) {
-    bytes /= 1024;
-    ++u;
-  }
+  for (; bytes >= 1024 && u < 6; ++u) bytes /= 1024;
   char out[32];
   std::snprintf(out, sizeof out, u == 0 ? "%.0f %s" : "%.1f %s", bytes, units[u]);
   return out;

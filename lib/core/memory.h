@@ -16,7 +16,7 @@ bool reset_peak_rss();
 
 // This machine's physical memory in bytes; 0 where unknown.
 double physical_memory_bytes();
-// A size for messages: "512 B", "127.0 KiB", "12.3 GiB".
+// A size for messages: "512 bytes", "127.0 KiB", "12.3 GiB".
 std::string bytes_text(double bytes);
 // Whether a library's message is an allocator's refusal (LibTorch's CPU "can't
 // allocate memory: you tried to allocate N bytes", CUDA's "out of memory. Tried to

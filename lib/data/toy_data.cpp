@@ -14,6 +14,7 @@
 
 #include "core/atomic_file.h"
 #include "core/errors.h"
+#include "core/memory.h"
 #include "core/signals.h"
 #include "data/toy_support.h"
 
@@ -465,14 +466,6 @@ void write_toy_file_impl(const fs::path& tmp, const fs::path& shown, int64_t num
   file.close();  // checked, and fsync'ed
 }
 
-std::string human_bytes(double b) {
-  const char* units[] = {"bytes", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
-  int u = 0;
-  for (; b >= 1024 && u < 6; ++u) b /= 1024;
-  return u == 0 ? fmt::format("{:.0f} bytes", b) : fmt::format("{:.1f} {}", b, units[u]);
-}
-
-
 }  // namespace
 
 const std::vector<std::string>& toy_jet_variables() {
@@ -549,8 +542,8 @@ ToyDataFiles write_toy_data(const ToyDataOptions& o) {
   const fs::space_info space = fs::space(o.out_dir, ec);
   const int64_t estimate = estimated_toy_bytes(o);
   if (!ec && static_cast<uintmax_t>(estimate) > space.available)
-    throw InputError(fmt::format("the toy data set needs about {} but {} has only {} free", human_bytes(estimate),
-                                 o.out_dir.string(), human_bytes(static_cast<double>(space.available))));
+    throw InputError(fmt::format("the toy data set needs about {} but {} has only {} free", bytes_text(estimate),
+                                 o.out_dir.string(), bytes_text(static_cast<double>(space.available))));
 
   // Everything under temp names first, renamed together at the end: a failure or a
   // stop (SIGINT/SIGTERM) leaves no partial data set.

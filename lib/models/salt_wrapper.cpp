@@ -77,9 +77,12 @@ std::map<std::string, std::map<std::string, PredictionColumns>> SaltWrapperImpl:
     merged = model->merged_labels(*labels);
     labels = &merged;
   }
+  // A MaskFormer's object tasks: object_columns, in the truth's slot order.
+  const bool objects_apart = model->mask_decoder && out.objects.objects.class_probs.defined();
   for (const auto& task : model->task_list()) {
     auto in = out.preds.find(task->input_name());
     if (in == out.preds.end() || !in->second.count(task->name())) continue;
+    if (objects_apart && task->input_name() == "objects") continue;
     torch::Tensor mask;
     if (task->input_name() != model->global_object() && task->input_name() != "objects") {
       // The caller's mask, or the one the model used (all valid when none was given).
@@ -93,7 +96,7 @@ std::map<std::string, std::map<std::string, PredictionColumns>> SaltWrapperImpl:
     cols[task->input_name()][task->name()] = task->predict(in->second.at(task->name()), mask, labels, name_);
   }
   split_merged(cols, pad_masks);
-  if (model->mask_decoder && out.objects.objects.class_probs.defined()) object_columns(cols, out, pad_masks, labels);
+  if (objects_apart) object_columns(cols, out, pad_masks, labels);
   return cols;
 }
 
@@ -107,7 +110,6 @@ void SaltWrapperImpl::object_columns(std::map<std::string, std::map<std::string,
   // salt's writer: the file's fields (the writer copies them), then the object
   // tasks' outputs in task order, the class probabilities, and the target class.
   auto& objects = cols["objects"];
-  objects.clear();  // predictions() put the object tasks' outputs there in query order
   char key[16];
   int i = 0;
   for (const auto& task : model->object_tasks()) {

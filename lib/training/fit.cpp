@@ -16,6 +16,7 @@
 #include "config/compose.h"
 #include "core/atomic_file.h"
 #include "core/errors.h"
+#include "core/memory.h"
 #include "core/signals.h"
 #include "core/torch_compat.h"
 #include "data/file_pin.h"
@@ -414,8 +415,7 @@ class FitRun {
   // Lightning's is_oom_error: CUDA's allocator, or the CPU's.
   static bool is_out_of_memory(const c10::Error& e) {
     if (dynamic_cast<const c10::OutOfMemoryError*>(&e)) return true;
-    const std::string what = e.what_without_backtrace();
-    return what.find("out of memory") != std::string::npos || what.find("can't allocate memory") != std::string::npos;
+    return allocation_failure(e.what_without_backtrace());
   }
 
   void trial_steps(const callbacks::TrialSpec& spec, const data::SamplerOptions& sampler,
