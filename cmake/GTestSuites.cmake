@@ -40,8 +40,10 @@ if(NOT EXISTS \"\${exe}\")
   add_test([==[${target}_NOT_BUILT]==] [==[${target}_NOT_BUILT]==])
   set_tests_properties([==[${target}_NOT_BUILT]==] PROPERTIES LABELS [==[${ARG_LABELS}]==])
 else()
+  # ... or when this file changed (a suite moved to or from PER_CASE).
   if(NOT EXISTS \"\${tests_file}\" OR \"\${exe}\" IS_NEWER_THAN \"\${tests_file}\"
-     OR [==[${SALT_EXTRA_LABELS_FILE}]==] IS_NEWER_THAN \"\${tests_file}\")
+     OR [==[${SALT_EXTRA_LABELS_FILE}]==] IS_NEWER_THAN \"\${tests_file}\"
+     OR \"\${CMAKE_CURRENT_LIST_FILE}\" IS_NEWER_THAN \"\${tests_file}\")
     set(per_case [==[${per_case}]==])
     set(labels [==[${ARG_LABELS}]==])
     set(unit [==[${ARG_UNIT}]==])

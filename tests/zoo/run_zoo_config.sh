@@ -5,8 +5,8 @@
 # prediction file. Only data paths and CPU sizes are overridden; each config trains at
 # its own precision (16-mixed is bf16-mixed on a CPU, as in salt).
 # With SALT_ZOO_EXPORT=1 the tested checkpoint is also exported with `salt to_onnx`
-# (extra flags in SALT_ZOO_EXPORT_ARGS), checked in ONNX Runtime on 250 test jets
-# plus 0-, 1- and 12-constituent jets, and its metadata must parse as JSON. With
+# (extra flags in SALT_ZOO_EXPORT_ARGS), checked in ONNX Runtime on the test jets
+# (SALT_ZOO_NUM_TEST) plus 0-, 1- and 12-constituent jets, and its metadata must parse as JSON. With
 # SALT_ZOO_EXPORT=refuse the export must fail in one line and write nothing.
 # Usage: run_zoo_config.sh SALT_BINARY WORK_DIR CONFIG [OVERLAY...]   (paths relative to the zoo folder)
 set -euo pipefail
@@ -107,8 +107,9 @@ if [ "${SALT_ZOO_EXPORT:-0}" = refuse ]; then
 elif [ "${SALT_ZOO_EXPORT:-0}" = 1 ]; then
   ckpt=$(ls "$run"/ckpts/*.ckpt | head -n 1)
   # shellcheck disable=SC2086
-  "$salt" to_onnx --ckpt_path "$ckpt" --require_check --force --check_jets 250 ${SALT_ZOO_EXPORT_ARGS:-} 2>&1 | tee "$dir/export.log"
-  grep -q "ONNX Runtime vs salt-cpp on 253 test jets" "$dir/export.log"
+  jets=${SALT_ZOO_NUM_TEST:-60}
+  "$salt" to_onnx --ckpt_path "$ckpt" --require_check --force --check_jets "$jets" ${SALT_ZOO_EXPORT_ARGS:-} 2>&1 | tee "$dir/export.log"
+  grep -q "ONNX Runtime vs salt-cpp on $((jets + 3)) test jets" "$dir/export.log"
   "$salt" get_onnx_metadata "$run/network.onnx" >"$dir/metadata.txt"
   # SALT_ZOO_EXPECT_PARAMETERS: the parameter values the graph fixes (JSON), for parameterised models.
   tail -n +2 "$dir/metadata.txt" | /usr/bin/python3 -c 'import json, os, sys; m = json.load(sys.stdin); assert m["inputs"] and m["output_names"] and m["model_name"], m.keys(); want = json.loads(os.environ.get("SALT_ZOO_EXPECT_PARAMETERS", "null")); assert m.get("parameters") == want, (m.get("parameters"), want); print("zoo: metadata of", m["model_name"], "outputs", m["output_names"], "parameters", want)'
