@@ -60,8 +60,8 @@ class ProgressBar : public Callback {
   }
   void on_epoch_start(FitState& s, const std::string& stage, int64_t batches) override {
     sums_[stage] = {};
-    progress_->start(stage, s.epoch, s.max_epochs, batches);
-    progress_->set_run_left(training::run_left(s.schedule, stage == "val", s.epoch, s.global_step));
+    progress_->start(stage, s.epoch, s.max_epochs(), batches);
+    progress_->set_run_left(training::run_left(s.schedule(), stage == "val", s.epoch, s.global_step));
   }
   // The stage's jet-weighted loss sum stays on the device; the bar reads it only
   // when it draws (every refresh_rate batches), not at every batch.
@@ -82,7 +82,7 @@ class ProgressBar : public Callback {
     if (stage != "train") {
       progress_->finish(summary);
       // A validation within the epoch (val_check_interval): the training line goes on.
-      if (s.batch_in_epoch >= 0) progress_->start("train", s.epoch, s.max_epochs, s.train_batches);
+      if (s.batch_in_epoch >= 0) progress_->start("train", s.epoch, s.max_epochs(), s.train_batches());
       return;
     }
     char mean[64];

@@ -152,13 +152,13 @@ class StochasticWeightAveraging : public Callback {
 
   void on_fit_start(FitState& s) override {
     model_ = s.setup->model.get();
-    max_epochs_ = s.max_epochs;
-    if (s.max_epochs <= 0)
+    max_epochs_ = s.max_epochs();
+    if (s.max_epochs() <= 0)
       throw UsageError("StochasticWeightAveraging needs trainer.max_epochs (its last epoch ends the averaging)");
-    const int64_t start = start_fraction_ ? static_cast<int64_t>(static_cast<double>(s.max_epochs) * *start_fraction_)
+    const int64_t start = start_fraction_ ? static_cast<int64_t>(static_cast<double>(s.max_epochs()) * *start_fraction_)
                                           : start_epoch_;
     swa_start_ = std::max<int64_t>(start - 1, 0);
-    swa_end_ = s.max_epochs - 1;
+    swa_end_ = s.max_epochs() - 1;
   }
 
   void on_epoch_start(FitState& s, const std::string& stage, int64_t) override {
@@ -192,7 +192,7 @@ class StochasticWeightAveraging : public Callback {
     if (restored_steps_ >= 0) {  // resumed within SWA: its schedule where it was
       sched_steps_ = restored_steps_;
       if (start_from_schedule_) {  // the schedule step that began epoch swa_start
-        const int64_t per_epoch = (s.train_batches + s.accumulate_grad_batches - 1) / s.accumulate_grad_batches;
+        const int64_t per_epoch = (s.train_batches() + s.accumulate_grad_batches - 1) / s.accumulate_grad_batches;
         const int64_t start = s.optimization->schedule_index() - (s.epoch - swa_start_) * per_epoch;
         lr0_ = s.optimization->schedule_lr_at(start);
         beta1_ = s.optimization->schedule_beta1_at(start);

@@ -1,5 +1,4 @@
 #include <spdlog/spdlog.h>
-#include <unistd.h>
 
 #include <csignal>
 #include <filesystem>
@@ -10,13 +9,13 @@
 #include "cli/git_checks.h"
 #include "config/compose.h"
 #include "config/run_args.h"
-#include "core/atomic_file.h"
 #include "core/errors.h"
 #include "core/signals.h"
 #include "dist/launch_env.h"
 #include "dist/local_launch.h"
 #include "training/mup_shapes.h"
 #include "training/checkpoint.h"
+#include "training/checkpoint_config.h"
 #include "training/evaluate.h"
 #include "training/fit.h"
 #include "training/threads.h"
@@ -61,21 +60,11 @@ void default_checkpoint_beside_config(const config::RunArgs& args, config::Resol
   resolved.run.ckpt_path = best;
 }
 
-// A config written for this process from a checkpoint, removed when it ends.
-struct ConfigFromCheckpoint {
-  std::filesystem::path path;
-  ~ConfigFromCheckpoint() {
-    std::error_code ec;
-    if (!path.empty()) std::filesystem::remove(path, ec);
-  }
-};
-
-// salt test/validate/predict given --ckpt_path and no config file: the run's
-// config.yaml above ckpts/ (salt's to_onnx rule), else the config the checkpoint
-// carries: salt-cpp's whole run config, or the model section of salt's LightningCLI
-// hyper_parameters (then --data.* names the files). The config goes first, so the
-// command line still overrides it.
-void config_for_lone_checkpoint(const std::string& command, config::RunArgs& run, ConfigFromCheckpoint& written) {
+// salt test/validate/predict given --ckpt_path and no config file: the checkpoint's
+// config (training::CheckpointConfig). It goes first, so the command line still
+// overrides it.
+void config_for_lone_checkpoint(const std::string& command, config::RunArgs& run,
+                                std::optional<training::CheckpointConfig>& from_checkpoint) {
   if (command != "test" && command != "validate" && command != "predict") return;
   std::optional<std::string> ckpt;
   for (const auto& op : run.ops) {
@@ -83,22 +72,7 @@ void config_for_lone_checkpoint(const std::string& command, config::RunArgs& run
     if (op.kind == config::ConfigOp::Kind::kSet && op.target == "ckpt_path") ckpt = op.value;
   }
   if (!ckpt || ckpt->empty() || *ckpt == "null") return;
-  namespace fs = std::filesystem;
-  fs::path config = fs::absolute(*ckpt).parent_path().parent_path() / "config.yaml";
-  if (fs::is_regular_file(config)) {
-    spdlog::info("no --config: the run's {}", config.string());
-  } else {
-    const auto state = training::load_checkpoint(*ckpt);
-    const std::string& yaml = !state.config_yaml.empty() ? state.config_yaml : state.hparams_config_yaml;
-    if (yaml.empty())
-      throw UsageError("salt " + command + ": no --config, no " + config.string() + " and no config in " + *ckpt +
-                       " (neither salt-cpp's nor LightningCLI's hyper_parameters); pass --config");
-    written.path = fs::temp_directory_path() / ("salt-" + command + "-config-" + std::to_string(getpid()) + ".yaml");
-    write_file_atomic(written.path, yaml + "\n");
-    config = written.path;
-    spdlog::info("no --config and no {}: the config {} carries", (fs::absolute(*ckpt).parent_path().parent_path() /
-                                                                 "config.yaml").string(), *ckpt);
-  }
+  const auto& config = from_checkpoint.emplace(command, *ckpt).path();
   run.ops.insert(run.ops.begin(), {config::ConfigOp::Kind::kMergeFile, config.string(), "", "--config"});
 }
 
@@ -110,7 +84,7 @@ int run_config_command(const std::string& command, const std::vector<std::string
     std::cout << config::run_help(command);
     return 0;
   }
-  ConfigFromCheckpoint from_checkpoint;
+  std::optional<training::CheckpointConfig> from_checkpoint;
   config_for_lone_checkpoint(command, run, from_checkpoint);
   auto resolved = config::resolve(config::find_base_config(), run.ops);
   for (const auto& w : resolved.warnings) spdlog::warn("{}", w);

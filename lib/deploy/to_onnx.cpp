@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
+#include <optional>
 
 #include "config/compose.h"
 #include "config/edge_config.h"
@@ -19,6 +20,7 @@
 #include "export/graph.h"
 #include "data/h5_file.h"
 #include "training/checkpoint.h"
+#include "training/checkpoint_config.h"
 #include "training/run_setup.h"
 
 namespace salt::deploy {
@@ -26,32 +28,14 @@ namespace fs = std::filesystem;
 
 namespace {
 
-// A config rebuilt from a checkpoint's hyper_parameters, in a file removed on scope exit.
-struct RebuiltConfig {
-  fs::path path;
-  ~RebuiltConfig() {
-    std::error_code ec;
-    if (!path.empty()) fs::remove(path, ec);
-  }
-};
-
-// The model's config: --config, the run directory's config.yaml (salt's rule), or
-// for a checkpoint on its own the one its LightningCLI hyper_parameters give.
-fs::path config_path(const ExportOptions& o, RebuiltConfig& rebuilt) {
+// The model's config: --config, else the checkpoint's (training::CheckpointConfig:
+// the run's config.yaml, or the config the checkpoint carries).
+fs::path config_path(const ExportOptions& o, std::optional<training::CheckpointConfig>& from_checkpoint) {
   if (o.config) {
     if (!fs::is_regular_file(*o.config)) throw UsageError("to_onnx: --config " + o.config->string() + " does not exist");
     return *o.config;
   }
-  const auto guess = fs::absolute(o.ckpt_path).parent_path().parent_path() / "config.yaml";
-  if (fs::is_regular_file(guess)) return guess;
-  const auto yaml = training::load_checkpoint(o.ckpt_path).hparams_config_yaml;
-  if (yaml.empty())
-    throw UsageError("to_onnx: no config for " + o.ckpt_path.string() + " (looked for " + guess.string() +
-                     ", and the checkpoint has no LightningCLI hyper_parameters); pass --config");
-  spdlog::info("to_onnx: no {}; the model comes from the checkpoint's hyper_parameters", guess.string());
-  rebuilt.path = fs::temp_directory_path() / ("salt-to_onnx-hparams-" + std::to_string(getpid()) + ".yaml");
-  write_file_atomic(rebuilt.path, yaml + "\n");
-  return rebuilt.path;
+  return from_checkpoint.emplace("to_onnx", o.ckpt_path).path();
 }
 
 std::string model_name(const ExportOptions& o, const std::string& config_name) {
@@ -276,8 +260,8 @@ ExportResult to_onnx(const ExportOptions& o) {
   if (build_dirty() && !o.force)
     throw UsageError(std::string("to_onnx: this salt binary was built from a tree with uncommitted changes (") +
                      build_commit() + "); commit them or pass --force");
-  RebuiltConfig rebuilt;
-  const auto cfg_path = config_path(o, rebuilt);
+  std::optional<training::CheckpointConfig> from_checkpoint;
+  const auto cfg_path = config_path(o, from_checkpoint);
   const auto out_path = output_path(o);
 
   std::vector<config::ConfigOp> ops{{config::ConfigOp::Kind::kMergeFile, cfg_path.string(), "", "--config " + cfg_path.string()}};

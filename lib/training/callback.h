@@ -16,6 +16,7 @@
 #include "models/salt_wrapper.h"
 #include "serialize/py_value.h"
 #include "training/checkpoint.h"
+#include "training/fit_plan.h"
 #include "training/optimization.h"
 #include "training/progress.h"
 #include "training/run_setup.h"
@@ -56,8 +57,11 @@ struct FitState {
   int64_t train_rows = 0;         // training jets each epoch draws from (after num_train)
   bool dev_run = false;           // fast_dev_run: nothing written
   bool same_dir_resume = false;   // resumed from a requeue checkpoint in run_dir
-  int64_t epoch = 0, max_epochs = 0, global_step = 0;
-  training::RunSchedule schedule;  // for the progress bar's whole-run ETA
+  int64_t epoch = 0, global_step = 0;
+  // The run's plan (training/fit_plan.h), which fit() owns: null until it is worked
+  // out, i.e. in on_setup and tune; the accessors below then give 0.
+  const training::TrainPlan* plan = nullptr;
+  const training::ValPlan* val_plan = nullptr;
   double lr = 0, beta1 = 0, weight_decay = 0;  // what the last optimizer step used
   std::string optimizer_name = "AdamW";
   Metrics val_metrics;    // the last validation's
@@ -66,8 +70,6 @@ struct FitState {
   // checkpoint, a validation within the epoch); -1 once the epoch's batches are
   // done. Checkpoints record it, so a resume continues after those batches.
   int64_t batch_in_epoch = -1;
-  int64_t train_batches = 0;  // per epoch
-  int64_t val_batches = 0;    // per validation (0: validation is off)
   // Lightning's trainer.should_stop: a callback asks the run to end; it ends at
   // the next batch or epoch boundary once min_epochs/min_steps are met.
   bool should_stop = false;
@@ -90,6 +92,16 @@ struct FitState {
   std::function<std::vector<double>(const std::vector<double>&)> sum_over_ranks;
   // Runs a tuner's trial (see TrialSpec); only during the tune hook.
   std::function<TrialResult(const TrialSpec&)> run_trial;
+
+  int64_t max_epochs() const { return plan ? plan->max_epochs : 0; }          // -1: until max_steps
+  int64_t train_batches() const { return plan ? plan->train_batches : 0; }    // per epoch
+  int64_t val_batches() const { return val_plan ? val_plan->val_batches : 0; }  // per validation (0: off)
+  // The whole run's shape, for the progress bar's ETA.
+  training::RunSchedule schedule() const {
+    const auto& t = setup->run.trainer;
+    return {max_epochs(), t.max_steps, t.accumulate_grad_batches, train_batches(), val_batches(),
+            t.check_val_every_n_epoch};
+  }
 };
 
 // What a monitor (EarlyStopping, ModelCheckpoint) can name: the last train and

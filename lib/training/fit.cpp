@@ -463,12 +463,9 @@ class FitRun {
     state_.optimization = optimization_.get();
     state_.optimizer_name = optimization_->class_name();  // Lightning logs lr-<class name>
     state_.same_dir_resume = same_dir_resume_;
-    state_.max_epochs = plan_.max_epochs;
-    state_.train_batches = plan_.train_batches;
+    state_.plan = &plan_;
+    state_.val_plan = &val_plan_;
     state_.cuda_device = device_.is_cuda() ? device_.index() : -1;
-    state_.val_batches = val_plan_.val_batches;
-    state_.schedule = RunSchedule{plan_.max_epochs,    T.max_steps,           T.accumulate_grad_batches,
-                                  plan_.train_batches, val_plan_.val_batches, T.check_val_every_n_epoch};
     state_.weight_decay = setup_.run.model.lrs.weight_decay;
     state_.capture = [this] {
       auto state = capture_state(setup_, *optimization_, state_.epoch, state_.global_step, plan_.total_steps);

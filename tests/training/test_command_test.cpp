@@ -54,6 +54,13 @@ TEST_F(FitTest, TestAndValidateOfACheckpointWithoutConfigFindTheirConfig) {
   EXPECT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.err.find("the config " + lone.string() + " carries"), std::string::npos) << r.err;
   EXPECT_TRUE(fs::exists(dir / "lone" / "m__test_ttbar.h5"));
+  // to_onnx finds it by the same rule (training::CheckpointConfig): salt-cpp's whole
+  // run config, so the ONNX Runtime check reads the run's test file.
+  auto onnx = salt("to_onnx", {"--ckpt_path", lone.string(), "--check_jets", "10", "--force", "--output",
+                               (dir / "lone" / "m.onnx").string()});
+  EXPECT_EQ(onnx.exit_code, 0) << onnx.err;
+  EXPECT_NE(onnx.err.find("the config " + lone.string() + " carries\n"), std::string::npos) << onnx.err;
+  EXPECT_TRUE(fs::exists(dir / "lone" / "m.onnx"));
   const auto with_config = salt("test", {"-c", (run / "config.yaml").string(), "--ckpt_path", ckpt.string()});
   ASSERT_EQ(with_config.exit_code, 0) << with_config.err;
   auto jets_bytes = [](const fs::path& file) {

@@ -1,0 +1,39 @@
+#include "training/checkpoint_config.h"
+
+#include <unistd.h>
+
+#include <spdlog/spdlog.h>
+
+#include "core/atomic_file.h"
+#include "core/errors.h"
+#include "training/checkpoint.h"
+
+namespace salt::training {
+
+namespace fs = std::filesystem;
+
+CheckpointConfig::CheckpointConfig(const std::string& command, const fs::path& ckpt) {
+  const auto beside = fs::absolute(ckpt).parent_path().parent_path() / "config.yaml";
+  if (fs::is_regular_file(beside)) {
+    spdlog::info("no --config: the run's {}", beside.string());
+    path_ = beside;
+    return;
+  }
+  const auto state = load_checkpoint(ckpt);
+  const std::string& yaml = !state.config_yaml.empty() ? state.config_yaml : state.hparams_config_yaml;
+  if (yaml.empty())
+    throw UsageError(command + ": no --config, no " + beside.string() + " and no config in " + ckpt.string() +
+                     " (neither salt-cpp's nor LightningCLI's hyper_parameters); pass --config");
+  path_ = fs::temp_directory_path() / ("salt-" + command + "-config-" + std::to_string(getpid()) + ".yaml");
+  write_file_atomic(path_, yaml + "\n");
+  written_ = true;
+  spdlog::info("no --config and no {}: the config {} carries{}", beside.string(), ckpt.string(),
+               state.config_yaml.empty() ? "; the model comes from the checkpoint's hyper_parameters" : "");
+}
+
+CheckpointConfig::~CheckpointConfig() {
+  std::error_code ec;
+  if (written_) fs::remove(path_, ec);
+}
+
+}  // namespace salt::training
