@@ -131,10 +131,15 @@ void SaltWrapperImpl::object_columns(std::map<std::string, std::map<std::string,
   }
   // Each constituent's object: the object whose mask holds it (p > 0.5; the last
   // such object when several do), -2 when none does, -1 for padded constituents.
+  // As salt's indices_from_mask, the indices are then shifted so that the smallest
+  // in the whole batch is 0 (padded constituents counted, as there): a batch in which
+  // object 0 holds nothing is written from 0 all the same.
   const auto held = masks.sigmoid() > 0.5;
   const int64_t m = held.size(1);
   auto index = torch::full({held.size(0), held.size(2)}, -2, torch::kInt64);
   for (int64_t k = 0; k < m; ++k) index.masked_fill_(held.select(1, k), k);
+  const auto assigned = index >= 0;
+  if (assigned.any().item<bool>()) index.sub_(assigned.to(torch::kInt64) * index.masked_select(assigned).min());
   if (auto pm = pad_masks.find(o.constituent_name); pm != pad_masks.end())
     index.masked_fill_(pm->second.to(torch::kCPU).to(torch::kBool), -1);
   cols[o.constituent_name]["mask_index"] = PredictionColumns{{name_ + "_MaskIndex"}, index.unsqueeze(-1)};

@@ -76,6 +76,10 @@ held = 1 / (1 + np.exp(-m["mask_logits"].astype(np.float64))) > 0.5
 index = np.full(pad.shape, -2)
 for k in range(5):
     index[held[:, k]] = k
+for s in range(0, len(index), 250):  # salt's indices_from_mask: shifted by each test batch's smallest index
+    b = index[s:s + 250]
+    if (b >= 0).any():
+        b[b >= 0] -= b[b >= 0].min()
 index[pad] = -1
 assert (index == t["MaskFormer_MaskIndex"]).all()
 # the truth: each hadron's mask is its tracks (ftagTruthParentBarcode == barcode)
@@ -103,6 +107,30 @@ for _ in range(20):
     chance = (shuffled[:, None, :] == np.arange(5)[None, :, None]) & ~pad[:, None, :]
     effs.append(loose_eff(chance))
 print(loose_eff(model), np.mean(effs), int((truth.sum(-1) > 0).sum()))
+)";
+
+// salt's writer (predictionwriter.py) takes each track's MaskIndex from
+// indices_from_mask on the whole batch's masks, which shifts them so that the batch's
+// smallest index is 0. With one jet per batch the shift shows: each jet whose object 0
+// holds no track starts from 0 all the same. Prints how many jets were shifted.
+const char* kBatchShiftCheck = R"(
+import sys, h5py, numpy as np
+f = h5py.File(sys.argv[1], "r")
+m, t = f["object_masks"], f["tracks"]
+pad = t["mask"]
+held = 1 / (1 + np.exp(-m["mask_logits"].astype(np.float64))) > 0.5
+index = np.full(pad.shape, -2)
+for k in range(held.shape[1]):
+    index[held[:, k]] = k
+shifted = 0
+for j in range(len(index)):
+    ok = index[j] >= 0
+    if ok.any() and index[j][ok].min() > 0:
+        shifted += 1
+        index[j][ok] -= index[j][ok].min()
+index[pad] = -1
+assert (index == t["MaskFormer_MaskIndex"]).all(), np.argwhere(index != t["MaskFormer_MaskIndex"])[:5]
+print(shifted)
 )";
 
 // The exported MaskFormer (salt to_onnx -mf hadron) run in ONNX Runtime on the
@@ -224,6 +252,19 @@ TEST_F(MaskFormerFit, FindsVerticesBetterThanChance) {
   // Measured (commit 8c02618 + this test): trained 0.575 after 5 epochs (val 0.558), chance 0.304.
   EXPECT_GT(model, chance + 0.15);
   EXPECT_GT(last["val/query_loose_match_eff"], chance + 0.15);
+
+  auto one = salt("test", {"--config", (run / "config.yaml").string(), "--data.num_workers", "0", "--data.batch_size",
+                           "1", "--data.num_test", "100", "--data.test_suff", "b1"});
+  ASSERT_EQ(one.exit_code, 0) << one.err;
+  std::filesystem::path pred_b1;
+  for (const auto& e : std::filesystem::directory_iterator(run / "ckpts"))
+    if (e.path().extension() == ".h5" && e.path().stem().string().size() > 2 &&
+        e.path().stem().string().substr(e.path().stem().string().size() - 2) == "b1")
+      pred_b1 = e.path();
+  ASSERT_FALSE(pred_b1.empty()) << one.err;
+  const auto shift = run_python(kBatchShiftCheck, {pred_b1.string()});
+  ASSERT_EQ(shift.exit_code, 0) << shift.err;
+  EXPECT_GT(std::stoi(shift.out), 0) << "no jet of the 100 left object 0 empty: the shift went untested";
 
   // Export with salt's -mf flag: checked against salt-cpp inside to_onnx, then here
   // against salt's own post-processing of the prediction file.
