@@ -32,7 +32,7 @@ struct BatchSizeFinderOptions {
   int64_t max_val = 8192;
 };
 
-const config::Binding<BatchSizeFinderOptions>& binding() {
+const config::Binding<BatchSizeFinderOptions>& batch_size_finder_binding() {
   using namespace config;
   static const auto b =
       Binding<BatchSizeFinderOptions>({})
@@ -184,11 +184,11 @@ class BatchSizeFinder : public Callback {
   int64_t size_ = 0;  // Lightning's datamodule.batch_size during the search
 };
 
-const bool kRegistered = register_callback(
-    {{"lightning.pytorch.callbacks.BatchSizeFinder", "callback", binding().type(),
+const bool kBatchSizeFinderRegistered = register_callback(
+    {{"lightning.pytorch.callbacks.BatchSizeFinder", "callback", batch_size_finder_binding().type(),
       "Finds the largest batch size that fits before training.", config::Support::kFull, "",
       {"pytorch_lightning.callbacks.BatchSizeFinder", "lightning.pytorch.callbacks.batch_size_finder.BatchSizeFinder"}},
-     [](const YAML::Node& args) { return std::make_unique<BatchSizeFinder>(binding().read(args)); }});
+     [](const YAML::Node& args) { return std::make_unique<BatchSizeFinder>(batch_size_finder_binding().read(args)); }});
 
 }  // namespace
 }  // namespace salt::callbacks

@@ -20,7 +20,7 @@ struct CheckpointOptions {
   std::string fname_string = "val_loss";
 };
 
-const config::Binding<CheckpointOptions>& binding() {
+const config::Binding<CheckpointOptions>& checkpoint_binding() {
   static const auto b = config::Binding<CheckpointOptions>({})
                             .required("monitor_loss", SALT_FIELD(monitor_loss),
                                       "Metric in checkpoint names, e.g. val/jets_classification_loss.")
@@ -85,9 +85,9 @@ class Checkpoint : public Callback {
   bool validated_ = false;  // the epoch's validation ran; save at its end
 };
 
-const bool kRegistered = register_callback(
-    {{"salt.callbacks.Checkpoint", "callback", binding().type(), "Checkpoint after every validation into <run>/ckpts."},
-     [](const YAML::Node& args) { return std::make_unique<Checkpoint>(binding().read(args)); }});
+const bool kCheckpointRegistered = register_callback(
+    {{"salt.callbacks.Checkpoint", "callback", checkpoint_binding().type(), "Checkpoint after every validation into <run>/ckpts."},
+     [](const YAML::Node& args) { return std::make_unique<Checkpoint>(checkpoint_binding().read(args)); }});
 
 }  // namespace
 }  // namespace salt::callbacks

@@ -26,7 +26,7 @@ struct ConfusionMatrixOptions {
   YAML::Node class_names_override;  // null, a list of names or a map old -> new
 };
 
-const config::Binding<ConfusionMatrixOptions>& binding() {
+const config::Binding<ConfusionMatrixOptions>& confusion_matrix_binding() {
   using namespace config;
   static const auto b =
       Binding<ConfusionMatrixOptions>({})
@@ -122,11 +122,11 @@ class ConfusionMatrixCallback : public Callback {
   std::optional<plot::ConfusionMatrix> matrix_;
 };
 
-const bool kRegistered = register_callback(
-    {{"salt.callbacks.ConfusionMatrixCallback", "callback", binding().type(),
+const bool kConfusionMatrixRegistered = register_callback(
+    {{"salt.callbacks.ConfusionMatrixCallback", "callback", confusion_matrix_binding().type(),
       "The validation confusion matrix of a classification task, as a picture per epoch and in the logger.",
       config::Support::kFull, "", {"salt.callbacks.confusion_matrix.ConfusionMatrixCallback"}},
-     [](const YAML::Node& args) { return std::make_unique<ConfusionMatrixCallback>(binding().read(args)); }});
+     [](const YAML::Node& args) { return std::make_unique<ConfusionMatrixCallback>(confusion_matrix_binding().read(args)); }});
 
 }  // namespace
 }  // namespace salt::callbacks

@@ -18,7 +18,7 @@ bool register_loggers() {
   return true;
 }
 
-const bool kRegistered = register_loggers();
+const bool kCsvLoggerRegistered = register_loggers();
 
 }  // namespace
 }  // namespace salt::callbacks

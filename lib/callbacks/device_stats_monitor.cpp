@@ -20,7 +20,7 @@ struct DeviceStatsOptions {
   std::optional<bool> cpu_stats;
 };
 
-const config::Binding<DeviceStatsOptions>& binding() {
+const config::Binding<DeviceStatsOptions>& device_stats_monitor_binding() {
   static const auto b = config::Binding<DeviceStatsOptions>({}).arg(
       "cpu_stats", SALT_FIELD(cpu_stats), "CPU figures too (null: on a CPU run only; false: never on a CPU run).");
   return b;
@@ -81,11 +81,11 @@ class DeviceStatsMonitor : public Callback {
   double last_total_ = 0, last_idle_ = 0;
 };
 
-const bool kRegistered = register_callback(
-    {{"lightning.pytorch.callbacks.DeviceStatsMonitor", "callback", binding().type(),
+const bool kDeviceStatsMonitorRegistered = register_callback(
+    {{"lightning.pytorch.callbacks.DeviceStatsMonitor", "callback", device_stats_monitor_binding().type(),
       "Logs device figures (GPU memory, CPU load) with the train metrics.", config::Support::kFull, "",
       {"pytorch_lightning.callbacks.DeviceStatsMonitor"}},
-     [](const YAML::Node& args) { return std::make_unique<DeviceStatsMonitor>(binding().read(args)); }});
+     [](const YAML::Node& args) { return std::make_unique<DeviceStatsMonitor>(device_stats_monitor_binding().read(args)); }});
 
 }  // namespace
 }  // namespace salt::callbacks

@@ -32,7 +32,7 @@ struct EarlyStoppingOptions {
   bool log_rank_zero_only = false;
 };
 
-const config::Binding<EarlyStoppingOptions>& binding() {
+const config::Binding<EarlyStoppingOptions>& early_stopping_binding() {
   using config::t_optional;
   static const auto b =
       config::Binding<EarlyStoppingOptions>({})
@@ -178,11 +178,11 @@ class EarlyStopping : public Callback {
   bool on_epoch_end_ = false;
 };
 
-const bool kRegistered = register_callback(
-    {{"lightning.pytorch.callbacks.EarlyStopping", "callback", binding().type(),
+const bool kEarlyStoppingRegistered = register_callback(
+    {{"lightning.pytorch.callbacks.EarlyStopping", "callback", early_stopping_binding().type(),
       "Stops training when a monitored metric stops improving.", config::Support::kFull, "",
       {"pytorch_lightning.callbacks.EarlyStopping", "lightning.pytorch.callbacks.early_stopping.EarlyStopping"}},
-     [](const YAML::Node& args) { return std::make_unique<EarlyStopping>(binding().read(args)); }});
+     [](const YAML::Node& args) { return std::make_unique<EarlyStopping>(early_stopping_binding().read(args)); }});
 
 }  // namespace
 }  // namespace salt::callbacks

@@ -17,7 +17,7 @@ struct SchedulerOptions {
   std::map<int64_t, int64_t> scheduling;
 };
 
-const config::Binding<SchedulerOptions>& binding() {
+const config::Binding<SchedulerOptions>& gradient_accumulation_scheduler_binding() {
   static const auto b = config::Binding<SchedulerOptions>({}).required(
       "scheduling", SALT_FIELD(scheduling), "Epoch (from 0) -> batches per optimizer step from that epoch on.",
       config::t_dict(config::at_least(config::t_int(), 1), config::at_least(config::t_int(), 0)));
@@ -48,11 +48,11 @@ class GradientAccumulationScheduler : public Callback {
   std::map<int64_t, int64_t> scheduling_;
 };
 
-const bool kRegistered = register_callback(
-    {{"lightning.pytorch.callbacks.GradientAccumulationScheduler", "callback", binding().type(),
+const bool kGradientAccumulationSchedulerRegistered = register_callback(
+    {{"lightning.pytorch.callbacks.GradientAccumulationScheduler", "callback", gradient_accumulation_scheduler_binding().type(),
       "Changes accumulate_grad_batches by epoch.", config::Support::kFull, "",
       {"pytorch_lightning.callbacks.GradientAccumulationScheduler"}},
-     [](const YAML::Node& args) { return std::make_unique<GradientAccumulationScheduler>(binding().read(args)); }});
+     [](const YAML::Node& args) { return std::make_unique<GradientAccumulationScheduler>(gradient_accumulation_scheduler_binding().read(args)); }});
 
 }  // namespace
 }  // namespace salt::callbacks

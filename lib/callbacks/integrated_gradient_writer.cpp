@@ -39,7 +39,7 @@ struct IgOptions {
   bool normalize_deltas = true, overwrite = false;
 };
 
-const config::Binding<IgOptions>& binding() {
+const config::Binding<IgOptions>& integrated_gradient_writer_binding() {
   using namespace config;
   static const auto b =
       Binding<IgOptions>({})
@@ -276,11 +276,11 @@ class IntegratedGradientWriter : public Callback {
   Collected kept_;
 };
 
-const bool kRegistered = register_callback(
-    {{"salt.callbacks.IntegratedGradientWriter", "callback", binding().type(),
+const bool kIntegratedGradientWriterRegistered = register_callback(
+    {{"salt.callbacks.IntegratedGradientWriter", "callback", integrated_gradient_writer_binding().type(),
       "salt test: integrated-gradient attributions of a task's outputs to each input variable.",
       config::Support::kFull, "", {"salt.callbacks.integrated_gradients_writer.IntegratedGradientWriter"}},
-     [](const YAML::Node& args) { return std::make_unique<IntegratedGradientWriter>(binding().read(args)); }});
+     [](const YAML::Node& args) { return std::make_unique<IntegratedGradientWriter>(integrated_gradient_writer_binding().read(args)); }});
 
 }  // namespace
 }  // namespace salt::callbacks

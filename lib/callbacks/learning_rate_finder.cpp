@@ -38,7 +38,7 @@ struct LrFinderOptions {
   std::string attr_name;
 };
 
-const config::Binding<LrFinderOptions>& binding() {
+const config::Binding<LrFinderOptions>& learning_rate_finder_binding() {
   using namespace config;
   static const auto b =
       Binding<LrFinderOptions>({})
@@ -169,11 +169,11 @@ class LearningRateFinder : public Callback {
   std::optional<training::LossSmoother> smoother_;
 };
 
-const bool kRegistered = register_callback(
-    {{"lightning.pytorch.callbacks.LearningRateFinder", "callback", binding().type(),
+const bool kLearningRateFinderRegistered = register_callback(
+    {{"lightning.pytorch.callbacks.LearningRateFinder", "callback", learning_rate_finder_binding().type(),
       "Tries learning rates from min_lr to max_lr before training and suggests one.", config::Support::kFull, "",
       {"pytorch_lightning.callbacks.LearningRateFinder", "lightning.pytorch.callbacks.lr_finder.LearningRateFinder"}},
-     [](const YAML::Node& args) { return std::make_unique<LearningRateFinder>(binding().read(args)); }});
+     [](const YAML::Node& args) { return std::make_unique<LearningRateFinder>(learning_rate_finder_binding().read(args)); }});
 
 }  // namespace
 }  // namespace salt::callbacks

@@ -16,7 +16,7 @@ struct LrMonitorOptions {
   bool log_weight_decay = false;
 };
 
-const config::Binding<LrMonitorOptions>& binding() {
+const config::Binding<LrMonitorOptions>& lr_monitor_binding() {
   static const auto b =
       config::Binding<LrMonitorOptions>({})
           .arg("logging_interval", SALT_FIELD(logging_interval), "When to log the learning rate.",
@@ -45,11 +45,11 @@ class LrMonitor : public Callback {
   int64_t last_epoch_ = -1;
 };
 
-const bool kRegistered = register_callback(
-    {{"lightning.pytorch.callbacks.LearningRateMonitor", "callback", binding().type(),
+const bool kLrMonitorRegistered = register_callback(
+    {{"lightning.pytorch.callbacks.LearningRateMonitor", "callback", lr_monitor_binding().type(),
       "Logs the learning rate to metrics.csv.", config::Support::kFull, "",
       {"pytorch_lightning.callbacks.LearningRateMonitor"}},
-     [](const YAML::Node& args) { return std::make_unique<LrMonitor>(binding().read(args)); }});
+     [](const YAML::Node& args) { return std::make_unique<LrMonitor>(lr_monitor_binding().read(args)); }});
 
 }  // namespace
 }  // namespace salt::callbacks

@@ -23,7 +23,7 @@ struct Options {
   bool normalize = true;
 };
 
-const config::Binding<Options>& binding() {
+const config::Binding<Options>& maskformer_confusion_matrix_binding() {
   using namespace config;
   static const auto b =
       Binding<Options>({})
@@ -93,11 +93,11 @@ class MaskformerConfusionMatrix : public Callback {
   std::optional<plot::ConfusionMatrix> matrix_;
 };
 
-const bool kRegistered = register_callback(
-    {{"salt.callbacks.MaskformerConfusionMatrix", "callback", binding().type(),
+const bool kMaskformerConfusionMatrixRegistered = register_callback(
+    {{"salt.callbacks.MaskformerConfusionMatrix", "callback", maskformer_confusion_matrix_binding().type(),
       "A MaskFormer's object-class confusion matrix at validation, as a picture per epoch and in the logger.",
       config::Support::kFull, "", {"salt.callbacks.maskformer_confusion_matrix.MaskformerConfusionMatrix"}},
-     [](const YAML::Node& args) { return std::make_unique<MaskformerConfusionMatrix>(binding().read(args)); }});
+     [](const YAML::Node& args) { return std::make_unique<MaskformerConfusionMatrix>(maskformer_confusion_matrix_binding().read(args)); }});
 
 }  // namespace
 }  // namespace salt::callbacks

@@ -18,7 +18,7 @@ struct MaskformerMetricsOptions {
   std::optional<std::map<std::string, std::vector<double>>> mask_criteria;  // name -> [recall, purity]
 };
 
-const config::Binding<MaskformerMetricsOptions>& binding() {
+const config::Binding<MaskformerMetricsOptions>& maskformer_metrics_binding() {
   using namespace config;
   static const auto b =
       Binding<MaskformerMetricsOptions>({})
@@ -91,11 +91,11 @@ class MaskformerMetricsCallback : public Callback {
   std::vector<std::string> targets_;
 };
 
-const bool kRegistered = register_callback(
-    {{"salt.callbacks.MaskformerMetrics", "callback", binding().type(),
+const bool kMaskformerMetricsRegistered = register_callback(
+    {{"salt.callbacks.MaskformerMetrics", "callback", maskformer_metrics_binding().type(),
       "MaskFormer object metrics at validation: class efficiency/purity, vertex match efficiency/fake rate, MAE.",
       config::Support::kFull, "", {"salt.callbacks.maskformer_metrics.MaskformerMetrics"}},
-     [](const YAML::Node& args) { return std::make_unique<MaskformerMetricsCallback>(binding().read(args)); }});
+     [](const YAML::Node& args) { return std::make_unique<MaskformerMetricsCallback>(maskformer_metrics_binding().read(args)); }});
 
 }  // namespace
 }  // namespace salt::callbacks

@@ -37,7 +37,7 @@ struct ModelCheckpointOptions {
   bool enable_version_counter = true;
 };
 
-const config::Binding<ModelCheckpointOptions>& binding() {
+const config::Binding<ModelCheckpointOptions>& model_checkpoint_binding() {
   using namespace config;
   static const auto b =
       Binding<ModelCheckpointOptions>({})
@@ -394,12 +394,12 @@ class ModelCheckpoint : public Callback {
   std::optional<float> best_model_score_, current_score_;
 };
 
-const bool kRegistered = register_callback(
-    {{"lightning.pytorch.callbacks.ModelCheckpoint", "callback", binding().type(),
+const bool kModelCheckpointRegistered = register_callback(
+    {{"lightning.pytorch.callbacks.ModelCheckpoint", "callback", model_checkpoint_binding().type(),
       "Lightning's checkpoints: top-k by a monitored metric, every N epochs or steps, last.ckpt.",
       config::Support::kFull, "",
       {"pytorch_lightning.callbacks.ModelCheckpoint", "lightning.pytorch.callbacks.model_checkpoint.ModelCheckpoint"}},
-     [](const YAML::Node& args) { return std::make_unique<ModelCheckpoint>(binding().read(args)); }});
+     [](const YAML::Node& args) { return std::make_unique<ModelCheckpoint>(model_checkpoint_binding().read(args)); }});
 
 }  // namespace
 }  // namespace salt::callbacks

@@ -13,7 +13,7 @@ struct ModelSummaryOptions {
   int64_t max_depth = 1;
 };
 
-const config::Binding<ModelSummaryOptions>& binding() {
+const config::Binding<ModelSummaryOptions>& model_summary_binding() {
   static const auto b = config::Binding<ModelSummaryOptions>({}).arg("max_depth", SALT_FIELD(max_depth),
                                                                       "Depth of modules in the summary.");
   return b;
@@ -31,12 +31,12 @@ class ModelSummary : public Callback {
   ModelSummaryOptions o_;
 };
 
-const bool kRegistered = register_callback(
-    {{"lightning.pytorch.callbacks.ModelSummary", "callback", binding().type(),
+const bool kModelSummaryRegistered = register_callback(
+    {{"lightning.pytorch.callbacks.ModelSummary", "callback", model_summary_binding().type(),
       "Prints each component with its parameter count.", config::Support::kFull, "",
       {"pytorch_lightning.callbacks.ModelSummary", "lightning.pytorch.callbacks.RichModelSummary",
        "pytorch_lightning.callbacks.RichModelSummary"}},
-     [](const YAML::Node& args) { return std::make_unique<ModelSummary>(binding().read(args)); },
+     [](const YAML::Node& args) { return std::make_unique<ModelSummary>(model_summary_binding().read(args)); },
      [](const training::TrainerConfig& t) { return t.enable_model_summary; }});
 
 }  // namespace

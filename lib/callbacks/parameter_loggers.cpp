@@ -18,7 +18,7 @@ struct ParameterLoggerOptions {
   int64_t log_every_n_steps = 50;
 };
 
-const config::Binding<ParameterLoggerOptions>& binding() {
+const config::Binding<ParameterLoggerOptions>& parameter_loggers_binding() {
   static const auto b = config::Binding<ParameterLoggerOptions>({}).arg(
       "log_every_n_steps", SALT_FIELD(log_every_n_steps), "Log every n global steps.",
       config::at_least(config::t_int(), 1));
@@ -91,19 +91,19 @@ class ParameterLogger : public Callback {
   int64_t last_step_ = -1;  // accumulated batches share a global step: once per step
 };
 
-const bool kRegistered =
-    register_callback({{"salt.callbacks.WeightLoggerCallback", "callback", binding().type(),
+const bool kParameterLoggersRegistered =
+    register_callback({{"salt.callbacks.WeightLoggerCallback", "callback", parameter_loggers_binding().type(),
                         "Logs each parameter's mean and std (and a TensorBoard histogram) every n steps.",
                         config::Support::kFull, "", {"salt.callbacks.weight_logger.WeightLoggerCallback"}},
                        [](const YAML::Node& args) {
-                         return std::make_unique<ParameterLogger>(ParameterLogger::Kind::kWeights, binding().read(args));
+                         return std::make_unique<ParameterLogger>(ParameterLogger::Kind::kWeights, parameter_loggers_binding().read(args));
                        }}) &&
-    register_callback({{"salt.callbacks.GradientLoggerCallback", "callback", binding().type(),
+    register_callback({{"salt.callbacks.GradientLoggerCallback", "callback", parameter_loggers_binding().type(),
                         "Logs each gradient's mean and std, their total and average magnitude (and a TensorBoard "
                         "histogram) every n steps.",
                         config::Support::kFull, "", {"salt.callbacks.gradient_logger.GradientLoggerCallback"}},
                        [](const YAML::Node& args) {
-                         return std::make_unique<ParameterLogger>(ParameterLogger::Kind::kGradients, binding().read(args));
+                         return std::make_unique<ParameterLogger>(ParameterLogger::Kind::kGradients, parameter_loggers_binding().read(args));
                        }});
 
 }  // namespace

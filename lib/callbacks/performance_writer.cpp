@@ -28,7 +28,7 @@ struct PerformanceWriterOptions {
   bool std_out = false;
 };
 
-const config::Binding<PerformanceWriterOptions>& binding() {
+const config::Binding<PerformanceWriterOptions>& performance_writer_binding() {
   using namespace config;
   static const auto b =
       Binding<PerformanceWriterOptions>({})
@@ -110,11 +110,11 @@ class PerformanceWriter : public Callback {
   fs::path path_;
 };
 
-const bool kRegistered = register_callback(
-    {{"salt.callbacks.PerformanceWriter", "callback", binding().type(),
+const bool kPerformanceWriterRegistered = register_callback(
+    {{"salt.callbacks.PerformanceWriter", "callback", performance_writer_binding().type(),
       "Appends the validation figures to performance_metric.json (one JSON line per validation) for Katib.",
       config::Support::kFull, "", {"salt.callbacks.performancewriter.PerformanceWriter"}},
-     [](const YAML::Node& args) { return std::make_unique<PerformanceWriter>(binding().read(args)); }});
+     [](const YAML::Node& args) { return std::make_unique<PerformanceWriter>(performance_writer_binding().read(args)); }});
 
 }  // namespace
 }  // namespace salt::callbacks

@@ -13,7 +13,7 @@ struct PredictionWriterSettings {
   YAML::Node extra_vars{YAML::NodeType::Null};
 };
 
-const config::Binding<PredictionWriterSettings>& binding() {
+const config::Binding<PredictionWriterSettings>& prediction_writer_callback_binding() {
   using namespace config;
   static const auto b =
       Binding<PredictionWriterSettings>({})
@@ -66,9 +66,9 @@ class PredictionWriterCallback : public Callback {
   std::unique_ptr<PredictionWriter> writer_;
 };
 
-const bool kRegistered = register_callback(
-    {{"salt.callbacks.PredictionWriter", "callback", binding().type(), "Writes `salt test` predictions to HDF5."},
-     [](const YAML::Node& args) { return std::make_unique<PredictionWriterCallback>(binding().read(args)); }});
+const bool kPredictionWriterCallbackRegistered = register_callback(
+    {{"salt.callbacks.PredictionWriter", "callback", prediction_writer_callback_binding().type(), "Writes `salt test` predictions to HDF5."},
+     [](const YAML::Node& args) { return std::make_unique<PredictionWriterCallback>(prediction_writer_callback_binding().read(args)); }});
 
 }  // namespace
 }  // namespace salt::callbacks

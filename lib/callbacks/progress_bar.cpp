@@ -33,7 +33,7 @@ struct ProgressBarOptions {
   int64_t process_position = 0;
 };
 
-const config::Binding<ProgressBarOptions>& binding() {
+const config::Binding<ProgressBarOptions>& progress_bar_binding() {
   static const auto b = config::Binding<ProgressBarOptions>({})
                             .arg("refresh_rate", SALT_FIELD(refresh_rate), "Update the progress bar every N steps.")
                             .arg("process_position", SALT_FIELD(process_position), "Terminal line of the bar.")
@@ -100,11 +100,11 @@ class ProgressBar : public Callback {
   std::map<std::string, Sum> sums_;  // by stage: a validation within the epoch keeps the epoch's training sum
 };
 
-const bool kRegistered = register_callback(
-    {{kTqdm, "callback", binding().type(),
+const bool kProgressBarRegistered = register_callback(
+    {{kTqdm, "callback", progress_bar_binding().type(),
       "Progress bar on a terminal; plain lines otherwise.", config::Support::kFull, "",
       {"pytorch_lightning.callbacks.TQDMProgressBar"}},
-     [](const YAML::Node& args) { return std::make_unique<ProgressBar>(binding().read(args)); },
+     [](const YAML::Node& args) { return std::make_unique<ProgressBar>(progress_bar_binding().read(args)); },
      [](const training::TrainerConfig& t) { return t.enable_progress_bar && !configures(t, kRich); }});
 
 // lightning.pytorch.callbacks.RichProgressBar: the same progress line (salt-cpp

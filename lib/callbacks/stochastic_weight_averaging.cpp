@@ -40,7 +40,7 @@ struct SwaOptions {
   std::optional<std::string> device = std::string("cpu");
 };
 
-const config::Binding<SwaOptions>& binding() {
+const config::Binding<SwaOptions>& stochastic_weight_averaging_binding() {
   using namespace config;
   static const auto b =
       Binding<SwaOptions>({})
@@ -256,11 +256,11 @@ class StochasticWeightAveraging : public Callback {
   std::vector<std::pair<std::string, torch::Tensor>> average_;
 };
 
-const bool kRegistered = register_callback(
-    {{"lightning.pytorch.callbacks.StochasticWeightAveraging", "callback", binding().type(),
+const bool kStochasticWeightAveragingRegistered = register_callback(
+    {{"lightning.pytorch.callbacks.StochasticWeightAveraging", "callback", stochastic_weight_averaging_binding().type(),
       "Averages the weights of the last epochs (SWA) under an annealed learning rate.", config::Support::kFull, "",
       {"pytorch_lightning.callbacks.StochasticWeightAveraging"}},
-     [](const YAML::Node& args) { return std::make_unique<StochasticWeightAveraging>(binding().read(args)); }});
+     [](const YAML::Node& args) { return std::make_unique<StochasticWeightAveraging>(stochastic_weight_averaging_binding().read(args)); }});
 
 }  // namespace
 }  // namespace salt::callbacks

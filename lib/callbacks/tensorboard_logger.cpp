@@ -28,7 +28,7 @@ struct TensorBoardOptions {
   bool log_graph = false, default_hp_metric = true;
 };
 
-const config::Binding<TensorBoardOptions>& binding() {
+const config::Binding<TensorBoardOptions>& tensorboard_logger_binding() {
   using namespace config;
   static const auto b =
       Binding<TensorBoardOptions>({})
@@ -138,12 +138,12 @@ config::TypeP open_args() { return config::t_dict(config::t_any()); }
 constexpr const char* kInstead =
     "cannot be reached from salt-cpp; TensorBoard event files are written to <run>/tensorboard instead";
 
-const bool kRegistered =
-    register_callback({{"lightning.pytorch.loggers.TensorBoardLogger", "logger", binding().type(),
+const bool kTensorboardLoggerRegistered =
+    register_callback({{"lightning.pytorch.loggers.TensorBoardLogger", "logger", tensorboard_logger_binding().type(),
                         "TensorBoard event files under save_dir/name/version_N.", config::Support::kFull, "",
                         {"pytorch_lightning.loggers.TensorBoardLogger", "lightning.pytorch.loggers.tensorboard.TensorBoardLogger"}},
                        [](const YAML::Node& args) {
-                         return std::make_unique<TensorBoardLogger>(checked(binding().read(args)), "");
+                         return std::make_unique<TensorBoardLogger>(checked(tensorboard_logger_binding().read(args)), "");
                        }}) &&
     register_callback({{"lightning.pytorch.loggers.CometLogger", "logger", open_args(),
                         "Comet.ml logger.", config::Support::kSubstituted, kInstead,

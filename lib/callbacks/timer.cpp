@@ -21,7 +21,7 @@ struct TimerOptions {
   bool verbose = true;
 };
 
-const config::Binding<TimerOptions>& binding() {
+const config::Binding<TimerOptions>& timer_binding() {
   using namespace config;
   static const auto b =
       Binding<TimerOptions>({})
@@ -119,11 +119,11 @@ class Timer : public Callback {
   std::optional<double> train_start_, train_end_, validate_start_, validate_end_;
 };
 
-const bool kRegistered = register_callback(
-    {{"lightning.pytorch.callbacks.Timer", "callback", binding().type(),
+const bool kTimerRegistered = register_callback(
+    {{"lightning.pytorch.callbacks.Timer", "callback", timer_binding().type(),
       "Stops training after a set time (trainer.max_time adds one).", config::Support::kFull, "",
       {"pytorch_lightning.callbacks.Timer", "lightning.pytorch.callbacks.timer.Timer"}},
-     [](const YAML::Node& args) { return std::make_unique<Timer>(binding().read(args)); },
+     [](const YAML::Node& args) { return std::make_unique<Timer>(timer_binding().read(args)); },
      [](const training::TrainerConfig& t) { return t.max_time_seconds.has_value(); },
      [](const training::TrainerConfig& t) {
        YAML::Node args(YAML::NodeType::Map);

@@ -206,7 +206,7 @@ void read_multi_target(D& c, const YAML::Node& list) {
   }
 }
 
-Binding<D> make_binding() {
+Binding<D> make_data_binding() {
   const char* none = "not available in salt-cpp";
   Binding<D> b{D{}};
   b.custom(field_node("variables", t_dict(t_list(t_str())), YAML::Node(YAML::NodeType::Map),
@@ -310,7 +310,7 @@ std::string DataConfig::dataset_of(const std::string& input) const {
 }
 
 const Binding<DataConfig>& data_binding() {
-  static const Binding<DataConfig> b = make_binding();
+  static const Binding<DataConfig> b = make_data_binding();
   return b;
 }
 

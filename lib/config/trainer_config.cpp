@@ -137,7 +137,7 @@ Binding<T>::Reader unless_null(Get get) {
   };
 }
 
-Binding<T> make_binding() {
+Binding<T> make_trainer_binding() {
   const char* no_sanity = "salt-cpp runs no sanity-check validation before training";
   Binding<T> b{T{}};
   b.arg("accelerator", SALT_FIELD(accelerator),
@@ -287,7 +287,7 @@ int64_t BatchLimit::apply(int64_t available) const {
 }
 
 const Binding<TrainerConfig>& trainer_binding() {
-  static const Binding<TrainerConfig> b = make_binding();
+  static const Binding<TrainerConfig> b = make_trainer_binding();
   return b;
 }
 

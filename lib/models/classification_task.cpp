@@ -193,7 +193,7 @@ std::shared_ptr<TaskImpl> build_classification(const YAML::Node& init_args, cons
   return std::make_shared<ClassificationTaskImpl>(c.task, c.cls);
 }
 
-const bool kRegistered = register_model_component<std::shared_ptr<TaskImpl>>(
+const bool kClassificationTaskRegistered = register_model_component<std::shared_ptr<TaskImpl>>(
     {"salt.models.ClassificationTask", "task", classification_binding().type(), "Jet- or constituent-level classification.",
      config::Support::kFull, "", {"salt.models.task.ClassificationTask"}},
     build_classification);

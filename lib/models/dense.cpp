@@ -33,7 +33,7 @@ const config::Binding<DenseOptions>& dense_binding() {
 
 // A Dense named as a component (a MaskDecoder's class_net and mask_net); the
 // component that holds it builds it (it knows the input size).
-const bool kRegistered = config::register_component({"salt.models.Dense", "dense", dense_binding().type(),
+const bool kDenseRegistered = config::register_component({"salt.models.Dense", "dense", dense_binding().type(),
                                                      "An MLP (salt.models.Dense).", config::Support::kFull, "",
                                                      {"salt.models.dense.Dense"}});
 

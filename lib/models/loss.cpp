@@ -61,7 +61,7 @@ bool register_loss(LossKind kind, const std::string& help) {
       [binding](const YAML::Node& init_args, const BuildContext&) { return binding.read(init_args); });
 }
 
-const bool kRegistered = register_loss(LossKind::CrossEntropy, "Cross entropy on logits.") &&
+const bool kLossRegistered = register_loss(LossKind::CrossEntropy, "Cross entropy on logits.") &&
                          register_loss(LossKind::BCEWithLogits, "Binary cross entropy on logits.") &&
                          register_loss(LossKind::MSE, "Mean squared error.") &&
                          register_loss(LossKind::L1, "Mean absolute error.") &&

@@ -427,7 +427,7 @@ MaskDecoder build_mask_decoder(const YAML::Node& init_args, const BuildContext& 
   return MaskDecoder(std::move(o), class_net, mask_net);
 }
 
-const bool kRegistered = register_model_component<MaskDecoder>(
+const bool kMaskDecoderRegistered = register_model_component<MaskDecoder>(
     {"salt.models.maskformer.MaskDecoder", "mask_decoder", mask_decoder_binding().type(),
      "MaskFormer: object queries, their classes and masks over the constituents.", config::Support::kFull, "",
      {"salt.models.MaskDecoder"}},

@@ -63,7 +63,7 @@ const config::Binding<ModuleListConfig>& task_list_binding() {
 }
 
 // Both are built by build_model itself (they need the whole model's context).
-const bool kRegistered =
+const bool kModelFactoryRegistered =
     config::register_component({"salt.models.SaltModel", "model", salt_model_binding().type(),
                                 "Init nets -> encoder -> pooling -> tasks.", config::Support::kFull, "",
                                 {"salt.models.saltmodel.SaltModel"}}) &&

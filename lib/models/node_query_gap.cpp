@@ -20,7 +20,7 @@ const config::Binding<NodeQueryGAPConfig>& node_query_gap_binding() {
   return b;
 }
 
-const bool kRegistered = register_model_component<NodeQueryGAP>(
+const bool kNodeQueryGapRegistered = register_model_component<NodeQueryGAP>(
     {"salt.models.NodeQueryGAP", "pooling", node_query_gap_binding().type(),
      "Attention pooling of the constituents and of a MaskFormer decoder's object queries, concatenated (2 x input_size).",
      config::Support::kFull, "", {"salt.models.pooling.NodeQueryGAP"}},

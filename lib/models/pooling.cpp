@@ -22,7 +22,7 @@ GlobalAttentionPooling build_pooling(const YAML::Node& init_args, const BuildCon
   return GlobalAttentionPooling(size);
 }
 
-const bool kRegistered = register_model_component<GlobalAttentionPooling>(
+const bool kPoolingRegistered = register_model_component<GlobalAttentionPooling>(
     {"salt.models.GlobalAttentionPooling", "pooling", pooling_binding().type(),
      "Softmax-weighted sum over valid constituents and registers.", config::Support::kFull, "",
      {"salt.models.pooling.GlobalAttentionPooling"}},

@@ -21,7 +21,7 @@ const config::Binding<PositionalEncoderOptions>& pos_enc_binding() {
   return b;
 }
 
-const bool kRegistered = config::register_component(
+const bool kPosEncRegistered = config::register_component(
     {"salt.models.PositionalEncoder", "pos_enc", pos_enc_binding().type(),
      "Sine/cosine encodings of input variables added to an init net's output.", config::Support::kFull, "",
      {"salt.models.posenc.PositionalEncoder"}});

@@ -198,7 +198,7 @@ std::shared_ptr<TaskImpl> build_regression(const YAML::Node& init_args, const Bu
   return std::make_shared<RegressionTaskImpl>(c.task, r);
 }
 
-const bool kRegistered =
+const bool kRegressionTaskRegistered =
     register_model_component<std::shared_ptr<TaskImpl>>(
         {"salt.models.RegressionTask", "task", regression_binding().type(), "Regression of one or more targets.",
          config::Support::kFull, "", {"salt.models.task.RegressionTask"}},

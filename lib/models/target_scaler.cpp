@@ -34,7 +34,7 @@ const config::Binding<ScalerConfig>& scaler_binding() {
   return b;
 }
 
-const bool kRegistered = config::register_component(
+const bool kTargetScalerRegistered = config::register_component(
     {"salt.utils.scalers.RegressionTargetScaler", "target_scaler", scaler_binding().type(),
      "Per-target log/exp/linear scaling of regression targets, undone on the predictions."});
 

@@ -52,7 +52,7 @@ Transformer build_transformer(const YAML::Node& init_args, const BuildContext&) 
   return Transformer(transformer_binding().read(init_args));
 }
 
-const bool kRegistered =
+const bool kTransformerRegistered =
     register_model_component<Transformer>({"salt.models.Transformer", "encoder", transformer_binding().type(),
                                            "Pre-norm transformer encoder with registers.", config::Support::kFull, "",
                                            {"salt.models.transformer.Transformer"}},

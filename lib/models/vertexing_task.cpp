@@ -156,7 +156,7 @@ std::shared_ptr<TaskImpl> build_vertexing(const YAML::Node& init_args, const Bui
   return std::make_shared<VertexingTaskImpl>(c.task, c.label);
 }
 
-const bool kRegistered = register_model_component<std::shared_ptr<TaskImpl>>(
+const bool kVertexingTaskRegistered = register_model_component<std::shared_ptr<TaskImpl>>(
     {"salt.models.VertexingTask", "task", vertexing_binding().type(), "Pairwise same-vertex classification of constituents.",
      config::Support::kFull, "", {"salt.models.task.VertexingTask"}},
     build_vertexing);

@@ -75,6 +75,7 @@ class PyValue {
 
   // Mutators for the unpickler.
   void set_item(PyValue key, PyValue value) const;
+  void set_item(const std::string& key, PyValue value) const { set_item(str(key), std::move(value)); }
   void append(PyValue value) const;
 
  private:

@@ -10,18 +10,18 @@ namespace salt::submit {
 namespace {
 
 // salt's argparse short options that CLI11 cannot declare (more than one letter).
-const std::map<std::string, std::string> kAliases{
+const std::map<std::string, std::string> kSlurmAliases{
     {"-cn", "--constraint"}, {"-gt", "--gpu_type"}, {"-cpt", "--cpus_per_task"}, {"-ex", "--exclusive"},
     {"-ti", "--time"},       {"-sls", "--salt_log_suffix"}, {"-rpg", "--runs_per_gpu"}};
 
-struct Counted {
+struct SlurmCounted {
   CLI::Option* nodes = nullptr;
   CLI::Option* gpus = nullptr;
   CLI::Option* cpus = nullptr;
   int nodes_v = 1, gpus_v = 1, cpus_v = 1;
 };
 
-std::unique_ptr<CLI::App> make_app(SlurmOptions& o, Counted& c) {
+std::unique_ptr<CLI::App> make_slurm_app(SlurmOptions& o, SlurmCounted& c) {
   auto app = std::make_unique<CLI::App>(
       "Submit `salt fit` to Slurm. Every run's config is composed and validated (files opened, model built) "
       "before the job script is written to slurm/batch/sbatch_<tag>.sh; logs go to slurm/batch_logs/.\n"
@@ -67,15 +67,15 @@ std::unique_ptr<CLI::App> make_app(SlurmOptions& o, Counted& c) {
 
 SlurmOptions parse_slurm_options(const std::vector<std::string>& args) {
   SlurmOptions o;
-  auto split = split_args(args, kAliases, "slurm");
+  auto split = split_args(args, kSlurmAliases, "slurm");
   o.slurm_extra = split.batch;
   o.config_extra = split.config;
   if (wants_help(split.args)) {
     o.help = true;
     return o;
   }
-  Counted c;
-  auto app = make_app(o, c);
+  SlurmCounted c;
+  auto app = make_slurm_app(o, c);
   parse_with(*app, split.args, "submit_slurm");
   check_slurm_memory("-m/--memory", o.memory);
   if (!o.time.empty()) check_slurm_time("-ti/--time", o.time);
@@ -89,8 +89,8 @@ SlurmOptions parse_slurm_options(const std::vector<std::string>& args) {
 
 std::string slurm_help() {
   SlurmOptions o;
-  Counted c;
-  return make_app(o, c)->help();
+  SlurmCounted c;
+  return make_slurm_app(o, c)->help();
 }
 
 }  // namespace salt::submit

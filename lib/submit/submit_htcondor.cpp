@@ -17,15 +17,15 @@ namespace fs = std::filesystem;
 
 namespace {
 
-const std::map<std::string, std::string> kAliases{{"-sls", "--salt_log_suffix"}};
+const std::map<std::string, std::string> kCondorAliases{{"-sls", "--salt_log_suffix"}};
 
-struct Counted {
+struct CondorCounted {
   CLI::Option* gpus = nullptr;
   CLI::Option* cpus = nullptr;
   int gpus_v = 1, cpus_v = 1;
 };
 
-std::unique_ptr<CLI::App> make_app(CondorOptions& o, Counted& c) {
+std::unique_ptr<CLI::App> make_condor_app(CondorOptions& o, CondorCounted& c) {
   auto app = std::make_unique<CLI::App>(
       "Submit `salt fit` to HTCondor. The run's config is composed and validated before condor/batch/batch_<tag>.sh "
       "and .job are written; logs go to condor/batch_logs/.\n"
@@ -56,15 +56,15 @@ std::string condor_string(const std::string& s) { return "\"" + std::regex_repla
 
 CondorOptions parse_condor_options(const std::vector<std::string>& args) {
   CondorOptions o;
-  auto split = split_args(args, kAliases, "condor");
+  auto split = split_args(args, kCondorAliases, "condor");
   o.condor_extra = split.batch;
   o.config_extra = split.config;
   if (wants_help(split.args)) {
     o.help = true;
     return o;
   }
-  Counted c;
-  auto app = make_app(o, c);
+  CondorCounted c;
+  auto app = make_condor_app(o, c);
   parse_with(*app, split.args, "submit_htcondor");
   check_condor_memory("--memory", o.memory);
   o.request.multi_node = false;
@@ -76,8 +76,8 @@ CondorOptions parse_condor_options(const std::vector<std::string>& args) {
 
 std::string condor_help() {
   CondorOptions o;
-  Counted c;
-  return make_app(o, c)->help();
+  CondorCounted c;
+  return make_condor_app(o, c)->help();
 }
 
 CondorSubmission prepare_condor_job(const CondorOptions& o, const fs::path& workdir) {

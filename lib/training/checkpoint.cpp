@@ -165,15 +165,13 @@ using serialize::PyValue;
 PyValue S(std::string s) { return PyValue::str(std::move(s)); }
 PyValue I(int64_t i) { return PyValue::integer(i); }
 PyValue F(double f) { return PyValue::real(f); }
-void put(const PyValue& dict, const std::string& key, PyValue value) { dict.set_item(S(key), std::move(value)); }
-
 // torch's per-parameter state_dict entry: the fields the optimizer keeps.
 PyValue param_entry(const AdamParamState& s) {
   auto entry = PyValue::dict();
-  if (s.exp_avg_sq.defined()) put(entry, "step", PyValue::tensor(torch::tensor(static_cast<float>(s.step))));  // AdamW
-  if (s.exp_avg.defined()) put(entry, "exp_avg", PyValue::tensor(s.exp_avg));
-  if (s.exp_avg_sq.defined()) put(entry, "exp_avg_sq", PyValue::tensor(s.exp_avg_sq));
-  if (s.momentum_buffer.defined()) put(entry, "momentum_buffer", PyValue::tensor(s.momentum_buffer));
+  if (s.exp_avg_sq.defined()) entry.set_item("step", PyValue::tensor(torch::tensor(static_cast<float>(s.step))));  // AdamW
+  if (s.exp_avg.defined()) entry.set_item("exp_avg", PyValue::tensor(s.exp_avg));
+  if (s.exp_avg_sq.defined()) entry.set_item("exp_avg_sq", PyValue::tensor(s.exp_avg_sq));
+  if (s.momentum_buffer.defined()) entry.set_item("momentum_buffer", PyValue::tensor(s.momentum_buffer));
   return entry;
 }
 
@@ -196,19 +194,19 @@ PyValue pair(double a, double b) { return PyValue::tuple({F(a), F(b)}); }
 // A param group's schedule entries (OneCycleLR adds initial_lr, max_lr, min_lr).
 PyValue schedule_group(const Optimization& optimization, const std::vector<int64_t>& indices) {
   auto group = PyValue::dict();
-  put(group, "lr", F(optimization.current_lr()));
-  put(group, "weight_decay", F(optimization.weight_decay()));
-  put(group, "initial_lr", F(optimization.schedule().initial_lr()));
-  put(group, "max_lr", F(optimization.schedule().max_lr()));
-  put(group, "min_lr", F(optimization.schedule().min_lr()));
-  put(group, "params", index_list(indices));
+  group.set_item("lr", F(optimization.current_lr()));
+  group.set_item("weight_decay", F(optimization.weight_decay()));
+  group.set_item("initial_lr", F(optimization.schedule().initial_lr()));
+  group.set_item("max_lr", F(optimization.schedule().max_lr()));
+  group.set_item("min_lr", F(optimization.schedule().min_lr()));
+  group.set_item("params", index_list(indices));
   return group;
 }
 
 PyValue optimizer_dict(const PyValue& state, const PyValue& group) {
   auto opt = PyValue::dict();
-  put(opt, "state", state);
-  put(opt, "param_groups", PyValue::list({group}));
+  opt.set_item("state", state);
+  opt.set_item("param_groups", PyValue::list({group}));
   return opt;
 }
 
@@ -217,23 +215,23 @@ PyValue single_optimizer(const CheckpointState& state, const Optimization* optim
   std::vector<int64_t> all;
   for (std::size_t i = 0; i < state.adam_state.size(); ++i) all.push_back(static_cast<int64_t>(i));
   auto opt = PyValue::dict();
-  put(opt, "state", state_of(state.adam_state, all));
+  opt.set_item("state", state_of(state.adam_state, all));
   auto groups = PyValue::list();
   if (optimization) {
     for (std::size_t i = all.size(); i < optimization->parameters().size(); ++i) all.push_back(static_cast<int64_t>(i));
     auto group = schedule_group(*optimization, all);
     if (optimization->kind() == OptimizerKind::kLion) {
-      put(group, "betas", pair(optimization->current_beta1(), 0.99));
+      group.set_item("betas", pair(optimization->current_beta1(), 0.99));
     } else {
       const auto& options =
           static_cast<const torch::optim::AdamWOptions&>(optimization->optimizers()[0]->param_groups()[0].options());
-      put(group, "betas", pair(optimization->current_beta1(), 0.999));
-      put(group, "eps", F(options.eps()));
-      put(group, "amsgrad", PyValue::boolean(false));
+      group.set_item("betas", pair(optimization->current_beta1(), 0.999));
+      group.set_item("eps", F(options.eps()));
+      group.set_item("amsgrad", PyValue::boolean(false));
     }
     groups.append(group);
   }
-  put(opt, "param_groups", groups);
+  opt.set_item("param_groups", groups);
   return opt;
 }
 
@@ -253,25 +251,25 @@ PyValue hybrid_optimizer(const CheckpointState& state, const Optimization& optim
 
   const auto& mo = static_cast<const MuonOptions&>(muon_opt.param_groups()[0].options());
   auto muon_group = schedule_group(optimization, muon);
-  put(muon_group, "momentum", F(mo.momentum()));
-  put(muon_group, "nesterov", PyValue::boolean(mo.nesterov()));
+  muon_group.set_item("momentum", F(mo.momentum()));
+  muon_group.set_item("nesterov", PyValue::boolean(mo.nesterov()));
   const auto& abc = mo.ns_coefficients();
-  put(muon_group, "ns_coefficients", PyValue::tuple({F(abc[0]), F(abc[1]), F(abc[2])}));
-  put(muon_group, "eps", F(mo.eps()));
-  put(muon_group, "ns_steps", I(mo.ns_steps()));
-  put(muon_group, "adjust_lr_fn", S(mo.adjust_lr() == MuonLrAdjust::kOriginal ? "original" : "match_rms_adamw"));
-  put(muon_group, "use_addmm", PyValue::boolean(false));
+  muon_group.set_item("ns_coefficients", PyValue::tuple({F(abc[0]), F(abc[1]), F(abc[2])}));
+  muon_group.set_item("eps", F(mo.eps()));
+  muon_group.set_item("ns_steps", I(mo.ns_steps()));
+  muon_group.set_item("adjust_lr_fn", S(mo.adjust_lr() == MuonLrAdjust::kOriginal ? "original" : "match_rms_adamw"));
+  muon_group.set_item("use_addmm", PyValue::boolean(false));
   auto adamw_group = schedule_group(optimization, adamw);
-  put(adamw_group, "betas", pair(0.9, 0.999));
-  put(adamw_group, "eps", F(1e-8));
-  put(adamw_group, "amsgrad", PyValue::boolean(false));
+  adamw_group.set_item("betas", pair(0.9, 0.999));
+  adamw_group.set_item("eps", F(1e-8));
+  adamw_group.set_item("amsgrad", PyValue::boolean(false));
 
   auto opt = PyValue::dict();
-  put(opt, "wrapper", optimizer_dict(PyValue::dict(), schedule_group(optimization, both)));
-  put(opt, "muon", optimizer_dict(state_of(state.adam_state, muon), muon_group));
-  put(opt, "adamw", optimizer_dict(state_of(state.adam_state, adamw), adamw_group));
-  put(opt, "muon_names", muon_names);
-  put(opt, "adamw_names", adamw_names);
+  opt.set_item("wrapper", optimizer_dict(PyValue::dict(), schedule_group(optimization, both)));
+  opt.set_item("muon", optimizer_dict(state_of(state.adam_state, muon), muon_group));
+  opt.set_item("adamw", optimizer_dict(state_of(state.adam_state, adamw), adamw_group));
+  opt.set_item("muon_names", muon_names);
+  opt.set_item("adamw_names", adamw_names);
   return opt;
 }
 
@@ -399,29 +397,29 @@ CheckpointState read_checkpoint(const PyValue& root) {
 void put_training_state(const PyValue& root, const std::filesystem::path& path, const CheckpointState& state,
                         const Optimization* optimization) {
   auto callbacks = lightning_callbacks(path);
-  for (const auto& [key, value] : state.callback_states) put(callbacks, key, value);
-  put(root, "callbacks", callbacks);
+  for (const auto& [key, value] : state.callback_states) callbacks.set_item(key, value);
+  root.set_item("callbacks", callbacks);
 
   // Lightning: optimizer_states = [optimizer.state_dict()], params by index.
   const bool hybrid = optimization && optimization->kind() == OptimizerKind::kHybridMuonAdamW;
-  put(root, "optimizer_states",
+  root.set_item("optimizer_states",
       PyValue::list({hybrid ? hybrid_optimizer(state, *optimization) : single_optimizer(state, optimization)}));
 
   auto sched = PyValue::dict();
-  put(sched, "total_steps", I(state.scheduler_total_steps));
+  sched.set_item("total_steps", I(state.scheduler_total_steps));
   const int64_t last_epoch = state.scheduler_last_epoch >= 0 ? state.scheduler_last_epoch : state.global_step;
-  put(sched, "last_epoch", I(last_epoch));
-  put(sched, "_step_count", I(last_epoch + 1));
-  put(root, "lr_schedulers", PyValue::list({sched}));
+  sched.set_item("last_epoch", I(last_epoch));
+  sched.set_item("_step_count", I(last_epoch + 1));
+  root.set_item("lr_schedulers", PyValue::list({sched}));
 
   if (state.amp_scaling) {  // Lightning's MixedPrecision plugin: torch's GradScaler.state_dict()
     auto amp = PyValue::dict();
-    put(amp, "scale", F(state.amp_scaling->scale));
-    put(amp, "growth_factor", F(state.amp_scaling->growth_factor));
-    put(amp, "backoff_factor", F(state.amp_scaling->backoff_factor));
-    put(amp, "growth_interval", I(state.amp_scaling->growth_interval));
-    put(amp, "_growth_tracker", I(state.amp_scaling->growth_tracker));
-    put(root, "MixedPrecision", amp);
+    amp.set_item("scale", F(state.amp_scaling->scale));
+    amp.set_item("growth_factor", F(state.amp_scaling->growth_factor));
+    amp.set_item("backoff_factor", F(state.amp_scaling->backoff_factor));
+    amp.set_item("growth_interval", I(state.amp_scaling->growth_interval));
+    amp.set_item("_growth_tracker", I(state.amp_scaling->growth_tracker));
+    root.set_item("MixedPrecision", amp);
   }
 }
 
@@ -429,33 +427,33 @@ void put_training_state(const PyValue& root, const std::filesystem::path& path, 
 
 void save_checkpoint(const std::filesystem::path& path, const CheckpointState& state, const Optimization* optimization) {
   auto root = PyValue::dict();
-  put(root, "epoch", I(state.epoch));
-  put(root, "global_step", I(state.global_step));
+  root.set_item("epoch", I(state.epoch));
+  root.set_item("global_step", I(state.global_step));
   // A version Lightning's checkpoint migration parses (it refuses other strings)
   // and needs no migration for; salt-cpp's own version is under "salt_cpp".
-  put(root, "pytorch-lightning_version", S(kLightningVersion));
+  root.set_item("pytorch-lightning_version", S(kLightningVersion));
 
   auto weights = PyValue::dict({}, "collections.OrderedDict");  // what module.state_dict() returns
-  for (const auto& [key, tensor] : state.state_dict) put(weights, key, PyValue::tensor(tensor));
-  put(root, "state_dict", weights);
-  put(root, "loops", lightning_loops(state));
+  for (const auto& [key, tensor] : state.state_dict) weights.set_item(key, PyValue::tensor(tensor));
+  root.set_item("state_dict", weights);
+  root.set_item("loops", lightning_loops(state));
   if (!state.weights_only) put_training_state(root, path, state, optimization);
 
   auto hparams = lightning_hparams(state.run_config_yaml.empty() ? state.config_yaml : state.run_config_yaml);
   if (!hparams.is_none()) {
-    put(root, "hparams_name", S("kwargs"));
-    put(root, "hyper_parameters", hparams);
+    root.set_item("hparams_name", S("kwargs"));
+    root.set_item("hyper_parameters", hparams);
   }
 
   auto metrics = PyValue::dict();
-  for (const auto& [name, value] : state.metrics) put(metrics, name, F(value));
+  for (const auto& [name, value] : state.metrics) metrics.set_item(name, F(value));
   auto extra = PyValue::dict();
-  put(extra, "config", S(state.config_yaml));
-  put(extra, "metrics", metrics);
-  put(extra, "batch_in_epoch", I(state.batch_in_epoch));
-  put(extra, "version", S(salt_version()));
-  if (state.cpu_rng_state.defined()) put(extra, "cpu_rng_state", PyValue::tensor(state.cpu_rng_state));
-  put(root, "salt_cpp", extra);
+  extra.set_item("config", S(state.config_yaml));
+  extra.set_item("metrics", metrics);
+  extra.set_item("batch_in_epoch", I(state.batch_in_epoch));
+  extra.set_item("version", S(salt_version()));
+  if (state.cpu_rng_state.defined()) extra.set_item("cpu_rng_state", PyValue::tensor(state.cpu_rng_state));
+  root.set_item("salt_cpp", extra);
 
   write_file_atomic(path, serialize::torch_file_bytes(root));
 }
