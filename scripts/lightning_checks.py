@@ -56,6 +56,9 @@ def main(run_dir):
         print("lightning_checks: Lightning is not installed here: its loader not run")
         return
     import copy
+    import importlib.util
+
+    has_jsonargparse = importlib.util.find_spec("jsonargparse") is not None
 
     # salt's ModelWrapper's arguments, untyped: LightningCLI's instantiator (jsonargparse)
     # then passes the saved values as they are, where salt would build its modules.
@@ -70,15 +73,17 @@ def main(run_dir):
         ckpt = torch.load(path, map_location="cpu", weights_only=True)
         try:
             _pl_migrate_checkpoint(copy.deepcopy(ckpt), path)
-            try:
+            if has_jsonargparse:
                 model = AnyModel.load_from_checkpoint(path, map_location="cpu", strict=False)
                 how = "load_from_checkpoint (its loader and LightningCLI's instantiator)"
-            except ModuleNotFoundError as e:  # the instantiator needs jsonargparse, salt's dependency
-                print(f"lightning_checks: {name}: load_from_checkpoint needs {e.name}, not installed here")
+            else:
+                # LightningCLI's instantiator parses with jsonargparse (salt's dependency);
+                # without it Lightning's cli.py binds ArgumentParser to `object`, and the
+                # instantiator fails with "object() takes no arguments". Load without it.
                 from lightning.pytorch.core.saving import _load_state
                 ckpt["hyper_parameters"].pop("_instantiator", None)
                 model = _load_state(AnyModel, ckpt, strict=False)
-                how = "_load_state (the loader without the instantiator)"
+                how = "_load_state (Lightning's loader without the instantiator: no jsonargparse here)"
         except Exception as e:  # noqa: BLE001
             fail(f"{name}: Lightning {pl.__version__}: {type(e).__name__}: {e}")
         for key in ("model", "lrs_config", "global_object"):
