@@ -1,6 +1,7 @@
 #include "models/classification_task.h"
 
 #include "models/host_read.h"
+#include "models/host_twins.h"
 
 #include <algorithm>
 
@@ -59,13 +60,20 @@ torch::Tensor ClassificationTaskImpl::prepare_labels(const torch::Tensor& raw, c
   return labels.masked_fill(ignored, -1);
 }
 
+torch::Tensor ClassificationTaskImpl::host_labels(const torch::Tensor& raw, const torch::Tensor& pad_mask) const {
+  const auto host_raw = host_twin(raw), host_mask = host_twin(pad_mask);
+  if (!host_raw.defined() || (pad_mask.defined() && !host_mask.defined())) return {};
+  return prepare_labels(host_raw, host_mask);
+}
+
 TaskOutput ClassificationTaskImpl::forward(const torch::Tensor& x, const torch::Tensor& pad_mask,
                                            const torch::Tensor& context, const Labels* labels) {
   TaskOutput out;
   out.preds = net->forward(x, context);
   if (!labels) return out;
-  auto y = prepare_labels(label(*labels, options_cls_.label()), pad_mask);
-  out.loss = compute_loss(out.preds, y, sample_weights(*labels), y.numel());
+  const auto& raw = label(*labels, options_cls_.label());
+  auto y = prepare_labels(raw, pad_mask);
+  out.loss = compute_loss(out.preds, y, sample_weights(*labels), y.numel(), host_labels(raw, pad_mask));
   return out;
 }
 
@@ -77,10 +85,12 @@ TaskOutput ClassificationTaskImpl::forward_packed(const torch::Tensor& rows, con
   TaskOutput out;
   out.preds = idx.scatter(preds);
   if (labels) {
-    auto y = prepare_labels(label(*labels, options_cls_.label()), pad_mask);
+    const auto& raw = label(*labels, options_cls_.label());
+    auto y = prepare_labels(raw, pad_mask);
     auto w = sample_weights(*labels);
     if (w.defined()) w = w.reshape({-1}).index_select(0, idx.flat);
-    out.loss = compute_loss(preds, y.reshape({-1}).index_select(0, idx.flat), w, y.numel());
+    // Padded slots are -1 in the host copy: it holds the same valid labels as the rows.
+    out.loss = compute_loss(preds, y.reshape({-1}).index_select(0, idx.flat), w, y.numel(), host_labels(raw, pad_mask));
   }
   return out;
 }
@@ -102,15 +112,21 @@ std::vector<std::string> ClassificationTaskImpl::label_names() const {
 }
 
 torch::Tensor ClassificationTaskImpl::compute_loss(const torch::Tensor& preds, const torch::Tensor& y,
-                                                   const torch::Tensor& w, int64_t entries) {
+                                                   const torch::Tensor& w, int64_t entries,
+                                                   const torch::Tensor& host_y) {
   auto valid = y != -1;
   const int64_t num_classes = loss->kind() == LossKind::BCEWithLogits ? 2 : net->output_size();
-  const auto out_of_range = valid & ((y < 0) | (y >= num_classes));
-  // Both checks in one read of the device (each read waits for the GPU).
-  const auto flags = host_copy(torch::stack({out_of_range.any(), valid.any()}));
+  // The labels the checks read: the host copy, or the device's in one read (each
+  // read waits for the GPU).
+  const auto& checked = host_y.defined() ? host_y : y;
+  const auto checked_valid = checked != -1;
+  const auto out_of_range = checked_valid & ((checked < 0) | (checked >= num_classes));
+  auto flags = torch::stack({out_of_range.any(), checked_valid.any()});
+  if (!host_y.defined()) flags = host_copy(flags);
   const bool any_bad = flags[0].item<bool>(), any_valid = flags[1].item<bool>();
   if (any_bad) {
-    auto bad = host_read<int64_t>(y.masked_select(out_of_range)[0]);
+    const auto first_bad = checked.masked_select(out_of_range)[0];
+    const auto bad = host_y.defined() ? first_bad.item<int64_t>() : host_read<int64_t>(first_bad);
     throw InputError("task '" + name() + "': label '" + options_cls_.label() + "' has value " + std::to_string(bad) +
                      " outside [0, " + std::to_string(num_classes) + ") (missing label_map entry?)");
   }

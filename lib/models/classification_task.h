@@ -38,11 +38,16 @@ class ClassificationTaskImpl : public TaskImpl {
   torch::Tensor prepare_labels(const torch::Tensor& raw, const torch::Tensor& pad_mask) const;
 
  private:
+  // prepare_labels on the host copies of raw and pad_mask (host_twins.h); undefined
+  // when either has none.
+  torch::Tensor host_labels(const torch::Tensor& raw, const torch::Tensor& pad_mask) const;
   // Weighted loss of preds [N, C] (or [B, L, C]) against prepared labels [N] ([B, L]).
   // w: sample weights shaped like y (undefined: none); entries: the count salt's
   // mean divides the weighted loss by (all B or B x L entries, ignored ones too).
+  // host_y: the same labels' valid entries on the host, if known (any shape): the
+  // range check then reads them instead of waiting for the device.
   torch::Tensor compute_loss(const torch::Tensor& preds, const torch::Tensor& y, const torch::Tensor& w,
-                             int64_t entries);
+                             int64_t entries, const torch::Tensor& host_y);
   torch::Tensor per_entry_loss(const torch::Tensor& preds, const torch::Tensor& y, const torch::Tensor& valid);
   ClassificationOptions options_cls_;
 };

@@ -4,6 +4,7 @@
 #include "core/memory.h"
 #include "core/signals.h"
 #include "models/host_read.h"
+#include "models/host_twins.h"
 
 namespace salt::models {
 
@@ -61,12 +62,41 @@ torch::Tensor scatter_rows(const torch::Tensor& rows, const torch::Tensor& dest,
 }
 }  // namespace
 
+torch::Tensor nonzero_counted(const torch::Tensor& flat, int64_t count) {
+  // A stable partition: entry k goes to its rank among the true entries, or after
+  // them all to its rank among the false ones; the first `count` slots then hold
+  // the true entries' indices in order.
+  const auto k = torch::arange(flat.size(0), flat.options().dtype(torch::kLong));
+  const auto is = flat.to(torch::kLong);
+  const auto true_before = is.cumsum(0) - is;
+  const auto dest = torch::where(flat, true_before, count + (k - true_before));
+  return torch::empty_like(k).index_copy_(0, dest, k).narrow(0, 0, count);
+}
+
 TokenIndex TokenIndex::from_mask(const torch::Tensor& pad_mask) {
   TokenIndex t;
   t.batch = pad_mask.size(0);
   t.length = pad_mask.size(1);
-  t.flat = pad_mask.logical_not().reshape({-1}).nonzero().reshape({-1});
+  const auto valid = pad_mask.logical_not().reshape({-1});
+  if (const auto host = host_twin(pad_mask); host.defined() && t.batch > 0) {
+    const auto per_jet = host.logical_not().sum(1);
+    t.most = per_jet.max().item<int64_t>();  // host values: no wait for the device
+    t.flat = nonzero_counted(valid, per_jet.sum().item<int64_t>());
+  } else {
+    t.flat = valid.nonzero().reshape({-1});
+  }
   t.jet = t.length > 0 ? t.flat.div(t.length, "floor") : t.flat.clone();
+  return t;
+}
+
+TokenIndex TokenIndex::all_valid(int64_t batch, int64_t length, const torch::Device& device) {
+  TokenIndex t;
+  t.batch = batch;
+  t.length = length;
+  t.most = length;
+  t.uniform = true;
+  t.flat = torch::arange(batch * length, torch::dtype(torch::kLong).device(device));
+  t.jet = length > 0 ? t.flat.div(length, "floor") : t.flat.clone();
   return t;
 }
 
@@ -138,6 +168,21 @@ torch::Tensor PackedSequence::jet() const {
   return jets.size() == 1 ? jets.front() : torch::cat(jets, 0);
 }
 
+namespace {
+// The most tokens of one jet over all segments, when the segments' indices know it
+// from the host (TokenIndex::most): exact when at most one segment varies from jet
+// to jet (the constituents; registers are the same for every jet). -1 otherwise.
+int64_t known_length(const PackedSequence& seq) {
+  int64_t length = 0, varying = 0;
+  for (const auto& idx : seq.index) {
+    if (idx.most < 0) return -1;
+    length += idx.most;
+    varying += !idx.uniform && idx.most > 0;
+  }
+  return varying <= 1 ? length : -1;
+}
+}  // namespace
+
 TokenLayout TokenLayout::of(const PackedSequence& seq) {
   TokenLayout t;
   t.batch = seq.batch;
@@ -151,7 +196,8 @@ TokenLayout TokenLayout::of(const PackedSequence& seq) {
     positions.push_back(pos.reshape({-1}).index_select(0, seq.index[i].flat));
     count = count + valid.sum(1);
   }
-  t.length = seq.batch > 0 ? host_read<int64_t>(count.max()) : 0;
+  t.length = seq.batch > 0 ? known_length(seq) : 0;
+  if (t.length < 0) t.length = host_read<int64_t>(count.max());
   t.jet = seq.jet();
   auto pos = positions.size() == 1 ? positions.front() : torch::cat(positions, 0);
   t.dest = t.jet * t.length + pos;

@@ -44,9 +44,16 @@ struct TokenIndex {
   torch::Tensor flat;  // [N] int64
   torch::Tensor jet;   // [N] int64
   int64_t batch = 0, length = 0;
+  // The most valid slots of one jet, where known without reading the device (-1:
+  // not known), and whether every jet has that many (the encoder's registers).
+  int64_t most = -1;
+  bool uniform = false;
 
-  // pad_mask: bool [B, L], true = padded.
+  // pad_mask: bool [B, L], true = padded. With the mask's host twin (host_twins.h),
+  // no read of the device: the count comes from the host copy.
   static TokenIndex from_mask(const torch::Tensor& pad_mask);
+  // Every slot of [batch, length] valid.
+  static TokenIndex all_valid(int64_t batch, int64_t length, const torch::Device& device);
   int64_t size() const { return flat.size(0); }
   // [B, L, ...] -> [N, ...]: the valid slots.
   torch::Tensor gather(const torch::Tensor& padded) const;
@@ -102,6 +109,11 @@ struct TokenLayout {
   // [B, Lc, F] (or [B * Lc, F]) -> [N, F].
   torch::Tensor gather(const torch::Tensor& padded) const;
 };
+
+// The indices of flat's true entries, ascending: flat.nonzero() for a bool vector
+// with `count` true entries, where count comes from the host, so that the device
+// need not be read for the output's size (as nonzero() must).
+torch::Tensor nonzero_counted(const torch::Tensor& flat, int64_t count);
 
 // x.index_select(0, index), whose backward sums the gradient rows in float32 when x
 // is bf16/fp16: the many rows that share one source (a jet's tracks, a track's

@@ -200,7 +200,7 @@ PackedSequence TransformerImpl::forward_packed(const PackedSequence& in, const t
   PackedSequence out = in;
   // Registers: jet-major rows, always valid.
   auto reg_mask = register_mask.unsqueeze(0).expand({b, r});
-  auto reg_index = TokenIndex::from_mask(reg_mask);
+  auto reg_index = TokenIndex::all_valid(b, r, reg_mask.device());
   out.append(kRegisters, reg_mask, reg_index, registers.unsqueeze(0).expand({b, r, registers.size(1)}).reshape({b * r, -1}));
   if (options_.edge_embed_dim() > 0) return forward_edges(std::move(out), edges, edge_segment);
   // The layers run on rows sorted jet by jet (one permutation for the whole

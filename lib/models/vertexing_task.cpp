@@ -3,6 +3,7 @@
 #include "models/registry.h"
 
 #include "core/errors.h"
+#include "models/host_twins.h"
 #include "models/vertex_assignment.h"
 
 #include "export/layers.h"
@@ -15,6 +16,19 @@ torch::Tensor edge_adjacency(const torch::Tensor& pad_mask, int64_t batch, int64
   auto eye = torch::eye(length, torch::dtype(torch::kBool).device(valid.device()));
   return valid.unsqueeze(-1) & valid.unsqueeze(-2) & eye.logical_not().unsqueeze(0);
 }
+
+namespace {
+// The adjacency's true entries (ordered pairs of distinct valid tracks of one jet),
+// counted on the host: from the mask's host twin, or from the shape when every slot
+// is valid. -1 when only the device knows.
+int64_t pair_count(const torch::Tensor& pad_mask, const TokenIndex& idx) {
+  if (!pad_mask.defined()) return idx.batch * idx.length * std::max<int64_t>(idx.length - 1, 0);
+  const auto host = host_twin(pad_mask);
+  if (!host.defined()) return -1;
+  const auto per_jet = host.logical_not().sum(1);
+  return (per_jet * (per_jet - 1)).sum().item<int64_t>();
+}
+}  // namespace
 
 VertexingTaskImpl::VertexingTaskImpl(const TaskOptions& task, std::string label)
     : TaskImpl("VertexingTask", task), label_(std::move(label)) {
@@ -45,20 +59,25 @@ TaskOutput VertexingTaskImpl::forward_packed(const torch::Tensor& rows, const To
                                              const torch::Tensor& pad_mask, const torch::Tensor& context,
                                              const Labels* labels) {
   auto adjacency = edge_adjacency(pad_mask, idx.batch, idx.length);
+  const auto edges = edges_of(adjacency, idx, pair_count(pad_mask, idx));
   TaskOutput out;
-  out.preds = edge_logits(rows, idx, context, edges_of(adjacency, idx));
+  out.preds = edge_logits(rows, idx, context, edges);
   if (labels)
-    out.loss = edge_loss(out.preds, label(*labels, label_), label(*labels, origin_label()), adjacency) * weight();
+    out.loss = edge_loss_at(out.preds, label(*labels, label_), label(*labels, origin_label()), edges.pairs) * weight();
   return out;
 }
 
-VertexingTaskImpl::Edges VertexingTaskImpl::edges_of(const torch::Tensor& adjacency, const TokenIndex& idx) {
+VertexingTaskImpl::Edges VertexingTaskImpl::edges_of(const torch::Tensor& adjacency, const TokenIndex& idx,
+                                                     int64_t count) {
   const int64_t n = idx.length;
-  // nonzero() walks (jet, i, j) in row-major order, the order salt's boolean indexing gives.
-  auto e = adjacency.nonzero();
-  auto i = e.select(1, 1), j = e.select(1, 2);
+  // Ascending flat indices walk (jet, i, j) in row-major order, the order salt's
+  // boolean indexing gives.
+  const auto adjacent = adjacency.reshape({-1});
   Edges edges;
-  edges.jet = e.select(1, 0);
+  edges.pairs = count >= 0 ? nonzero_counted(adjacent, count) : adjacent.nonzero().reshape({-1});
+  const int64_t divisor = std::max<int64_t>(n, 1);  // no pairs at all when n == 0
+  auto i = edges.pairs.div(divisor, "floor").remainder(divisor), j = edges.pairs.remainder(divisor);
+  edges.jet = edges.pairs.div(divisor * divisor, "floor");
   auto slot_i = edges.jet * n + i, slot_j = edges.jet * n + j;
   // Padded slot -> packed row.
   const auto& flat = idx.flat;
@@ -72,7 +91,7 @@ VertexingTaskImpl::Edges VertexingTaskImpl::edges_of(const torch::Tensor& adjace
   // The adjacency is symmetric: the edges (jet, j, i), in the order of their (jet, i, j),
   // list every edge receiver by receiver.
   auto position = torch::full({idx.batch * n * n}, -1, flat.options())
-                      .index_copy_(0, slot_i * n + j, torch::arange(e.size(0), flat.options()));
+                      .index_copy_(0, edges.pairs, torch::arange(edges.pairs.size(0), flat.options()));
   edges.receivers = {counts, position.index_select(0, slot_j * n + i)};
   return edges;
 }
@@ -108,10 +127,18 @@ torch::Tensor VertexingTaskImpl::edge_logits(const torch::Tensor& rows, const To
 
 torch::Tensor VertexingTaskImpl::edge_loss(const torch::Tensor& logits, const torch::Tensor& vertex_raw,
                                            const torch::Tensor& origin_raw, const torch::Tensor& adjacency) {
+  return edge_loss_at(logits, vertex_raw, origin_raw, adjacency.reshape({-1}).nonzero().reshape({-1}));
+}
+
+// What adjacency.masked_select gives, read at the edges' flat indices (no wait for
+// the device for the output's size).
+torch::Tensor VertexingTaskImpl::edge_loss_at(const torch::Tensor& logits, const torch::Tensor& vertex_raw,
+                                              const torch::Tensor& origin_raw, const torch::Tensor& pairs) {
+  const auto at_edges = [&pairs](const torch::Tensor& square) { return square.reshape({-1}).index_select(0, pairs); };
   auto vertex = vertex_raw.to(torch::kLong);
   auto negative = vertex < 0;
   auto match = (vertex.unsqueeze(-1) == vertex.unsqueeze(-2)) & (negative.unsqueeze(-1) | negative.unsqueeze(-2)).logical_not();
-  auto target = match.masked_select(adjacency).to(logits.scalar_type());
+  auto target = at_edges(match).to(logits.scalar_type());
 
   auto per_edge = loss->forward(logits.reshape({-1}), target);
 
@@ -119,7 +146,7 @@ torch::Tensor VertexingTaskImpl::edge_loss(const torch::Tensor& logits, const to
   auto heavy = ((origin == 3) | (origin == 4) | (origin == 5)).to(torch::kLong);
   auto s = heavy - (origin == 1).to(torch::kLong);  // 1 HF, -1 fake, 0 other
   // Bitwise AND on the integers as salt does: 1&1 = 1, 1&-1 = 1, -1&-1 = -1, 0&x = 0.
-  auto edge_weight = 1 + torch::bitwise_and(s.unsqueeze(-1), s.unsqueeze(-2)).masked_select(adjacency);
+  auto edge_weight = 1 + at_edges(torch::bitwise_and(s.unsqueeze(-1), s.unsqueeze(-2)));
 
   // salt divides by the number of positive edges with no guard (inf/NaN when a
   // batch has none); we divide by at least 1 so such batches stay finite.

@@ -40,14 +40,19 @@ class VertexingTaskImpl : public TaskImpl {
   // The edges (row_i[e], row_j[e]) between packed rows of jet jet[e], (jet, i, j)-ordered
   // as salt's boolean indexing; `senders` and `receivers` group them by row_i and
   // row_j (gather_rows). Exposed for tests.
+  // pairs: each edge's flat index jet * L * L + i * L + j into the adjacency.
   struct Edges {
-    torch::Tensor row_i, row_j, jet;
+    torch::Tensor row_i, row_j, jet, pairs;
     RowGroups senders, receivers;
   };
-  static Edges edges_of(const torch::Tensor& adjacency, const TokenIndex& idx);
+  // count: the adjacency's true entries when the host knows them (no read of the
+  // device for the edges' number), else -1.
+  static Edges edges_of(const torch::Tensor& adjacency, const TokenIndex& idx, int64_t count = -1);
 
  private:
   // Edge logits [E, 1].
+  torch::Tensor edge_loss_at(const torch::Tensor& logits, const torch::Tensor& vertex, const torch::Tensor& origin,
+                             const torch::Tensor& pairs);
   torch::Tensor edge_logits(const torch::Tensor& rows, const TokenIndex& idx, const torch::Tensor& context,
                             const Edges& edges);
   std::string label_;

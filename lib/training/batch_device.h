@@ -3,17 +3,32 @@
 #include <torch/torch.h>
 
 #include "data/batch.h"
+#include "models/host_twins.h"
 
 namespace salt::training {
 
-// A no-op on the CPU; non-blocking copies from pinned memory on a GPU.
-inline Batch batch_to_device(Batch batch, const torch::Device& device) {
-  if (device.is_cpu()) return batch;
-  for (auto& [k, t] : batch.inputs) t = t.to(device, /*non_blocking=*/true);
-  for (auto& [k, t] : batch.pad_masks) t = t.to(device, true);
-  for (auto& [input, labels] : batch.labels)
-    for (auto& [k, t] : labels) t = t.to(device, true);
-  return batch;
+// A batch on the model's device, with the host tensors it was copied from: the
+// model reads its masks' token counts and its labels' range there instead of
+// waiting for the device (models/host_twins.h; forward_batch installs them).
+struct DeviceBatch : Batch {
+  HostTwins twins;
+};
+
+// Non-blocking copies from pinned memory on a GPU; on the CPU the tensors stay and
+// are their own twins, so that the model takes the same path on both.
+inline DeviceBatch batch_to_device(Batch batch, const torch::Device& device) {
+  DeviceBatch out;
+  static_cast<Batch&>(out) = std::move(batch);
+  auto move = [&](torch::Tensor& t) {
+    auto host = t;
+    if (!device.is_cpu()) t = t.to(device, /*non_blocking=*/true);
+    if (host.device().is_cpu()) out.twins.add(t, std::move(host));
+  };
+  for (auto& [k, t] : out.inputs) move(t);
+  for (auto& [k, t] : out.pad_masks) move(t);
+  for (auto& [input, labels] : out.labels)
+    for (auto& [k, t] : labels) move(t);
+  return out;
 }
 
 }  // namespace salt::training

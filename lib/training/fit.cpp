@@ -574,7 +574,7 @@ class FitRun {
   // as every training step (the run's and a tuner's trial) takes them; with
   // gradient accumulation the loss is divided by the batches per step, and the
   // ranks' gradients are reduced only at the step boundary.
-  models::ModelOutput forward_backward(const Batch& on_device, int64_t accumulate, bool boundary, GradScaler* scaler) {
+  models::ModelOutput forward_backward(const DeviceBatch& on_device, int64_t accumulate, bool boundary, GradScaler* scaler) {
     models::ModelOutput out;
     {
       const auto timed = profile("[Strategy].training_step");

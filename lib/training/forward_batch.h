@@ -7,6 +7,7 @@
 #include "core/torch_compat.h"
 #include "data/batch.h"
 #include "models/cpu_bf16.h"
+#include "training/batch_device.h"
 #include "models/salt_wrapper.h"
 
 namespace salt::training {
@@ -39,6 +40,14 @@ inline models::ModelOutput forward_batch(models::SaltWrapperImpl& model, const B
   }
   const bool use = with_labels && !batch.labels.empty();
   return model.forward(batch.inputs, batch.pad_masks, use ? &batch.labels : nullptr);
+}
+
+// The same for a batch copied to the device: the model reads the host copies of
+// its masks and labels where it needs their values (no wait for the device).
+inline models::ModelOutput forward_batch(models::SaltWrapperImpl& model, const DeviceBatch& batch, bool with_labels,
+                                         const Autocast& autocast, const torch::Device& device) {
+  HostTwinsScope twins(&batch.twins);
+  return forward_batch(model, static_cast<const Batch&>(batch), with_labels, autocast, device);
 }
 
 }  // namespace salt::training
