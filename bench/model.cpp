@@ -26,6 +26,7 @@
 #if SALT_CUDA
 #include <cuda_profiler_api.h>
 #endif
+#include "sync_probe.h"
 #include <torch/torch.h>
 #include <yaml-cpp/yaml.h>
 
@@ -36,6 +37,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <functional>
 #include <optional>
 #include <sstream>
 #include <string>
@@ -66,6 +68,7 @@ struct Size {
   // The batch's host copies are known to the model (models/host_twins.h), as in
   // salt fit: its masks' counts and labels' range need no read of the device.
   bool host_twins = true;
+  bool probe_syncs = false;  // after the timed steps, one step under bench/sync_probe.h (CUDA)
 };
 
 // Where and how the step runs; the PyTorch reference gets the same.
@@ -178,9 +181,12 @@ Result run_salt_cpp(const Size& s, int64_t length, int64_t iters, const Setup& s
   std::optional<salt::training::ForeachAdamW> optimizer;
   if (s.with_optimizer) optimizer.emplace(model->parameters(), torch::optim::AdamWOptions(1e-4));
 
-  auto step = [&] {
+  // at(phase), where given, is told as each phase of the step starts.
+  auto step = [&](const std::function<void(const char*)>& at = {}) {
+    if (at) at("zero_grad");
     model->zero_grad();
     torch::Tensor loss;
+    if (at) at("forward");
     {
       salt::HostTwinsScope known(&twins);
       std::optional<salt::compat::AutocastGuard> autocast;
@@ -190,7 +196,9 @@ Result run_salt_cpp(const Size& s, int64_t length, int64_t iters, const Setup& s
       }
       loss = model->forward(inputs, masks, &labels).loss;
     }
+    if (at) at("backward");
     loss.backward();
+    if (at) at("optimizer");
     if (optimizer) optimizer->step();
   };
   step();  // warm-up
@@ -211,6 +219,15 @@ Result run_salt_cpp(const Size& s, int64_t length, int64_t iters, const Setup& s
   std::printf("  salt-cpp: %.3f s/batch, %.1f valid tracks/jet", dt, n_valid.to(torch::kDouble).mean().item<double>());
   if (setup.device.is_cuda()) std::printf("; the host issues a step in %.3f s (%.0f%% of it)", host, 100 * host / dt);
   std::printf("\n");
+#if SALT_CUDA
+  if (s.probe_syncs && setup.device.is_cuda()) {
+    salt::bench::SyncProbe probe;
+    step([&probe](const char* phase) { probe.phase(phase); });
+    probe.phase("card");  // the host waits for the card to finish the step
+    setup.sync();
+    probe.report();
+  }
+#endif
   return {batch / dt, static_cast<long long>(count_parameters(*model).trainable), true, host};
 }
 
@@ -350,7 +367,9 @@ int run_gpu_suite(const Setup& setup, int64_t iters, int threads, int64_t batch,
               salt::compat::torch_version().c_str(), setup.device.str().c_str(), setup.precision.c_str(),
               static_cast<long long>(batch), static_cast<long long>(length), static_cast<long long>(iters), flops);
   std::printf("%s, batch %lld\n", gn2.name.c_str(), static_cast<long long>(batch));
-  auto cpp = run_salt_cpp(gn2, length, iters, setup);
+  Size probed = gn2;
+  probed.probe_syncs = true;
+  auto cpp = run_salt_cpp(probed, length, iters, setup);
   auto mfu = [&](double jets_per_s) { return flops * jets_per_s / static_cast<double>(batch) / (peak_tflops * 1e12); };
   std::printf("  salt-cpp: %.0f jets/s, MFU %.1f%% of %.0f TFLOP/s\n", cpp.jets_per_s, 100 * mfu(cpp.jets_per_s),
               peak_tflops);
@@ -384,11 +403,15 @@ int run_gpu_suite(const Setup& setup, int64_t iters, int threads, int64_t batch,
   // The same step reading its masks' counts and labels' range from the device, as
   // before host twins: what the waits for device values cost.
   if (setup.device.is_cuda()) {
+    // Timed after, and again before, the same step with twins: runs in one process
+    // differ by up to ~8 % with their order (H200, a5a1ab4 and 74fa619).
     Size reads = gn2;
     reads.host_twins = false;
     auto r = run_salt_cpp(reads, length, iters, setup);
-    std::printf("  salt-cpp reading the device for masks and labels: %.0f jets/s (with host twins %.0f, %.2fx)\n",
-                r.jets_per_s, cpp.jets_per_s, cpp.jets_per_s / r.jets_per_s);
+    auto again = run_salt_cpp(gn2, length, iters, setup);
+    std::printf("  salt-cpp reading the device for masks and labels: %.0f jets/s (with host twins %.0f before, %.0f "
+                "after: %.2fx)\n",
+                r.jets_per_s, cpp.jets_per_s, again.jets_per_s, again.jets_per_s / r.jets_per_s);
   }
   // Where the time goes: a step that grows with the batch is the device's work;
   // one that does not, the host's (issuing kernels, waiting on device values).
