@@ -497,6 +497,13 @@ int main(int argc, char** argv) {
   for (const auto& s : sizes) {
     std::printf("%s, batch %lld\n", s.name.c_str(), static_cast<long long>(s.batch));
     auto cpp = run_salt_cpp(s, length, iters, setup);
+    {  // what the host twins (models/host_twins.h) cost or save where no read waits
+      Size off = s;
+      off.host_twins = false;
+      const auto r = run_salt_cpp(off, length, iters, setup);
+      std::printf("  salt-cpp without host twins: %.0f jets/s (with: %.0f, %.2fx)\n", r.jets_per_s, cpp.jets_per_s,
+                  cpp.jets_per_s / r.jets_per_s);
+    }
     Result py;
     if (no_python.empty()) py = run_pytorch(s, length, iters, threads, setup);
     std::printf("  parameters: salt-cpp %lld", cpp.params);

@@ -3,23 +3,36 @@
 # quiet when everything is already there. Also selects OpenBLAS, since Debian's
 # LibTorch calls whatever libblas.so.3 is selected and the reference BLAS is
 # ~27x slower.
+#
+# bootstrap.sh --demo: only what scripts/demo.sh needs (build salt, train, test, plot,
+# export); the tests' extras (Python torch, scipy, Slurm, the fuzzers' runtime) are
+# left for scripts/test.sh, which runs this without --demo.
 set -euo pipefail
 
 packages=(
   g++ cmake ninja-build ccache pkg-config git
+  clang  # scripts/build.sh builds with clang when it is there: a cold build is 3x faster than with GCC
   libtorch-dev libgloo-dev libopenblas0-pthread
   libyaml-cpp-dev libcli11-dev libgit2-dev libspdlog-dev libfmt-dev
   libhdf5-dev hdf5-plugin-lzf hdf5-filter-plugin liblzf-dev
   zlib1g-dev  # CRC-32 of checkpoint entries (core/zip_check)
-  libgtest-dev libgmock-dev
+  libgtest-dev libgmock-dev  # configured with the build folder, also when only salt is built
   libonnx-dev libprotobuf-dev  # salt to_onnx builds graphs with ONNX's own protobuf types and checker
   libcairo2-dev fonts-dejavu-core  # plots (lib/plot): PNG and PDF through cairo, text in DejaVu Sans
-  protobuf-compiler python3-protobuf  # TensorBoard event records (lib/tensorboard); tests decode them in Python
+  protobuf-compiler  # TensorBoard event records (lib/tensorboard)
+)
+test_packages=(
+  python3-protobuf  # tests decode the TensorBoard records in Python
   python3-torch python3-h5py  # tests cross-check against PyTorch and h5py themselves
   python3-scipy  # bench_hungarian: scipy's linear_sum_assignment (what salt's matcher runs) as its baseline
   slurm-wlm slurmctld slurmd slurm-client munge  # tests/submit start a real single-node Slurm
-  clang libclang-rt-14-dev  # scripts/fuzz.sh: libFuzzer with ASan + UBSan
+  libclang-rt-14-dev  # scripts/fuzz.sh: libFuzzer with ASan + UBSan
 )
+case "${1:-}" in
+  --demo) ;;
+  "") packages+=("${test_packages[@]}") ;;
+  *) echo "bootstrap: unknown argument '$1' (only --demo)" >&2; exit 2 ;;
+esac
 
 missing=()
 for p in "${packages[@]}"; do

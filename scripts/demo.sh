@@ -5,7 +5,7 @@
 # rejection and loss curves, and export the tagger to ONNX (checked in ONNX Runtime).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
-"$root/scripts/bootstrap.sh"
+"$root/scripts/bootstrap.sh" --demo  # the tests' extra packages come with scripts/test.sh
 # A fresh build folder compiles the libraries as a unity build (SALT_UNITY_BUILD):
 # on a machine with nothing in ccache it takes about half the CPU time.
 if [ ! -f "${SALT_BUILD_DIR:-$root/build}/CMakeCache.txt" ]; then

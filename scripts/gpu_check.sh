@@ -210,6 +210,9 @@ fit() {  # [FIT_TAG=name] fit PRECISION EXTRA_ARGS...   (the run: logs/GN2_gpu_<
 card0="[0]"
 [ "$device" = cuda ] || card0=1
 step "fit bf16-mixed" 45 && fit bf16-mixed --trainer.devices "$card0"
+# The same fit with the model reading the device for its masks and labels (no host
+# twins, lib/training/batch_device.h): what the twins change in a real fit.
+step "fit bf16-mixed without host twins" 45 && SALT_HOST_TWINS=0 FIT_TAG=bf16-no-twins fit bf16-mixed --trainer.devices 1
 step "fit 16-mixed" 45 && fit 16-mixed --trainer.devices 1
 step "fit 32" 60 && fit 32 --trainer.devices 1
 if step "salt test" 30; then

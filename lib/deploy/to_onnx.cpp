@@ -274,7 +274,12 @@ ExportResult to_onnx(const ExportOptions& o) {
     resolved = config::resolve(config::find_base_config(), ops);
   }
   auto setup = training::prepare_run(resolved, training::Stage::kTest);
-  training::load_module_state(*setup.model, training::load_checkpoint(o.ckpt_path).state_dict, o.ckpt_path.string());
+  {
+    // A checkpoint read for its config is not read again for its weights.
+    auto state = from_checkpoint ? from_checkpoint->take_state() : nullptr;
+    if (!state) state = std::make_unique<training::CheckpointState>(training::load_checkpoint(o.ckpt_path));
+    training::load_module_state(*setup.model, state->state_dict, o.ckpt_path.string());
+  }
   setup.model->eval();
   float32_on_cpu(*setup.model);
 

@@ -2,6 +2,9 @@
 #pragma once
 #include <torch/torch.h>
 
+#include <cstdlib>
+#include <string>
+
 #include "data/batch.h"
 #include "models/host_twins.h"
 
@@ -14,15 +17,26 @@ struct DeviceBatch : Batch {
   HostTwins twins;
 };
 
+// SALT_HOST_TWINS=0 turns the twins off (the model then reads the device, as before
+// they existed): a switch for measuring what they change on a card (scripts/gpu_check.sh).
+inline bool host_twins_enabled() {
+  static const bool on = [] {
+    const char* v = std::getenv("SALT_HOST_TWINS");
+    return !v || std::string(v) != "0";
+  }();
+  return on;
+}
+
 // Non-blocking copies from pinned memory on a GPU; on the CPU the tensors stay and
 // are their own twins, so that the model takes the same path on both.
 inline DeviceBatch batch_to_device(Batch batch, const torch::Device& device) {
   DeviceBatch out;
   static_cast<Batch&>(out) = std::move(batch);
+  const bool twins = host_twins_enabled();
   auto move = [&](torch::Tensor& t) {
     auto host = t;
     if (!device.is_cpu()) t = t.to(device, /*non_blocking=*/true);
-    if (host.device().is_cpu()) out.twins.add(t, std::move(host));
+    if (twins && host.device().is_cpu()) out.twins.add(t, std::move(host));
   };
   for (auto& [k, t] : out.inputs) move(t);
   for (auto& [k, t] : out.pad_masks) move(t);

@@ -19,7 +19,8 @@ CheckpointConfig::CheckpointConfig(const std::string& command, const fs::path& c
     path_ = beside;
     return;
   }
-  const auto state = load_checkpoint(ckpt);
+  state_ = std::make_unique<CheckpointState>(load_checkpoint(ckpt));
+  const auto& state = *state_;
   const std::string& yaml = !state.config_yaml.empty() ? state.config_yaml : state.hparams_config_yaml;
   if (yaml.empty())
     throw UsageError(command + ": no --config, no " + beside.string() + " and no config in " + ckpt.string() +
@@ -30,6 +31,8 @@ CheckpointConfig::CheckpointConfig(const std::string& command, const fs::path& c
   spdlog::info("no --config and no {}: the config {} carries{}", beside.string(), ckpt.string(),
                state.config_yaml.empty() ? "; the model comes from the checkpoint's hyper_parameters" : "");
 }
+
+std::unique_ptr<CheckpointState> CheckpointConfig::take_state() { return std::move(state_); }
 
 CheckpointConfig::~CheckpointConfig() {
   std::error_code ec;

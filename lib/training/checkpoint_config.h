@@ -5,9 +5,12 @@
 // to a temporary file for as long as the object lives.
 #pragma once
 #include <filesystem>
+#include <memory>
 #include <string>
 
 namespace salt::training {
+
+struct CheckpointState;
 
 class CheckpointConfig {
  public:
@@ -19,9 +22,13 @@ class CheckpointConfig {
   CheckpointConfig& operator=(const CheckpointConfig&) = delete;
 
   const std::filesystem::path& path() const { return path_; }
+  // The checkpoint as read for its config (null when the config came from the run's
+  // config.yaml): a caller that needs its weights too need not read it again.
+  std::unique_ptr<CheckpointState> take_state();
 
  private:
   std::filesystem::path path_;
+  std::unique_ptr<CheckpointState> state_;
   bool written_ = false;  // path_ is ours to remove
 };
 
