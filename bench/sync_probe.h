@@ -48,7 +48,8 @@ class SyncProbe : public c10::WarningHandler {
   // One line per phase (host ms, syncs), then each distinct call site.
   void report() {
     close_phase();
-    std::printf("  sync probe (one step from an idle card; the host's time per phase, the syncs in it):\n");
+    std::printf("  sync probe (one step from an idle card; the host's time per phase, the syncs this thread made "
+                "in it; the autograd engine's threads print theirs as torch warnings):\n");
     for (const auto& [name, ms] : times_) {
       int n = 0;
       for (const auto& [site, count] : sites_)

@@ -114,6 +114,9 @@ struct TokenLayout {
 // with `count` true entries, where count comes from the host, so that the device
 // need not be read for the output's size (as nonzero() must).
 torch::Tensor nonzero_counted(const torch::Tensor& flat, int64_t count);
+// What nonzero_counted runs off the CPU (on the CPU it calls nonzero()): a stable
+// partition of the indices, every shape known in advance. Exposed for tests.
+torch::Tensor nonzero_by_partition(const torch::Tensor& flat, int64_t count);
 
 // x.index_select(0, index), whose backward sums the gradient rows in float32 when x
 // is bf16/fp16: the many rows that share one source (a jet's tracks, a track's

@@ -62,12 +62,14 @@ Pass run(SaltWrapper& model, const ToyBatch& batch) {
 
 }  // namespace
 
-TEST(HostTwins, NonzeroCountedEqualsNonzero) {
+// The partition the GPU runs (nonzero_counted calls nonzero() on the CPU).
+TEST(HostTwins, NonzeroByPartitionEqualsNonzero) {
   torch::manual_seed(3);
   for (double p : {0.0, 0.1, 0.5, 0.9, 1.0})
     for (int64_t n : {0, 1, 17, 1000}) {
       const auto flat = torch::rand({n}) < p;
       const auto want = flat.nonzero().reshape({-1});
+      EXPECT_TRUE(torch::equal(nonzero_by_partition(flat, want.size(0)), want)) << "p " << p << " n " << n;
       EXPECT_TRUE(torch::equal(nonzero_counted(flat, want.size(0)), want)) << "p " << p << " n " << n;
     }
 }
