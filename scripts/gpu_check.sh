@@ -11,7 +11,8 @@
 #   preflight.txt  versions of torch, CUDA, NCCL, cmake, the card
 #   build.log      configure + build of only what it runs
 #   ctest.log      the `gpu`-labelled tests (tests/gpu)
-#   fit.log        salt's GN2 (batch 4000, salt's size) in 32, bf16-mixed and 16-mixed, then salt test,
+#   fit.log        salt's GN2 (batch 4000, salt's size) in 32, bf16-mixed (with and without host
+#                  twins) and 16-mixed, then salt test,
 #                  then scripts/lightning_checks.py on the bf16 run's checkpoints
 #   bench.txt      the model step next to the same model in the machine's PyTorch; the loader at 16 threads
 #   profile.txt    the kernels of one GN2 step by total time (ncu)
