@@ -159,15 +159,15 @@ Result run_salt_cpp(const Size& s, int64_t length, int64_t iters, const Setup& s
   labels["tracks"]["ftagTruthOriginLabel"] = torch::randint(0, 8, {batch, length}, torch::kLong);
   labels["tracks"]["ftagTruthVertexIndex"] = torch::randint(-1, 4, {batch, length}, torch::kLong);
   salt::HostTwins twins;
-  auto to_device = [&](torch::Tensor& t) {
+  auto to_device = [&](torch::Tensor& t, bool twin) {  // twins for masks and labels, as batch_to_device
     auto host = t;
     t = t.to(setup.device);
-    if (s.host_twins) twins.add(t, host);
+    if (twin && s.host_twins) twins.add(t, host);
   };
-  for (auto* map : {&inputs, &masks})
-    for (auto& [name, t] : *map) to_device(t);
+  for (auto& [name, t] : inputs) to_device(t, false);
+  for (auto& [name, t] : masks) to_device(t, true);
   for (auto& [group, by_name] : labels)
-    for (auto& [name, t] : by_name) to_device(t);
+    for (auto& [name, t] : by_name) to_device(t, true);
 
   ModelContext ctx;
   ctx.variables = {{"jets", {"pt_btagJes", "eta_btagJes"}}, {"tracks", std::vector<std::string>(19, "v")}};

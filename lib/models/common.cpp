@@ -85,9 +85,9 @@ TokenIndex TokenIndex::from_mask(const torch::Tensor& pad_mask) {
   t.length = pad_mask.size(1);
   const auto valid = pad_mask.logical_not().reshape({-1});
   if (const auto host = host_twin(pad_mask); host.defined() && t.batch > 0) {
-    const auto per_jet = host.logical_not().sum(1);
-    t.most = per_jet.max().item<int64_t>();  // host values: no wait for the device
-    t.flat = nonzero_counted(valid, per_jet.sum().item<int64_t>());
+    t.host_counts = host.logical_not().sum(1);
+    t.most = t.host_counts.max().item<int64_t>();  // host values: no wait for the device
+    t.flat = nonzero_counted(valid, t.host_counts.sum().item<int64_t>());
   } else {
     t.flat = valid.nonzero().reshape({-1});
   }

@@ -48,6 +48,8 @@ struct TokenIndex {
   // not known), and whether every jet has that many (the encoder's registers).
   int64_t most = -1;
   bool uniform = false;
+  // Valid slots per jet, [B] int64 on the host, where the mask's host copy gave them.
+  torch::Tensor host_counts;
 
   // pad_mask: bool [B, L], true = padded. With the mask's host twin (host_twins.h),
   // no read of the device: the count comes from the host copy.

@@ -3,7 +3,6 @@
 #include "models/registry.h"
 
 #include "core/errors.h"
-#include "models/host_twins.h"
 #include "models/vertex_assignment.h"
 
 #include "export/layers.h"
@@ -19,14 +18,12 @@ torch::Tensor edge_adjacency(const torch::Tensor& pad_mask, int64_t batch, int64
 
 namespace {
 // The adjacency's true entries (ordered pairs of distinct valid tracks of one jet),
-// counted on the host: from the mask's host twin, or from the shape when every slot
-// is valid. -1 when only the device knows.
+// counted on the host: from the index's host counts (its mask's host copy), or from
+// the shape when every slot is valid. -1 when only the device knows.
 int64_t pair_count(const torch::Tensor& pad_mask, const TokenIndex& idx) {
   if (!pad_mask.defined()) return idx.batch * idx.length * std::max<int64_t>(idx.length - 1, 0);
-  const auto host = host_twin(pad_mask);
-  if (!host.defined()) return -1;
-  const auto per_jet = host.logical_not().sum(1);
-  return (per_jet * (per_jet - 1)).sum().item<int64_t>();
+  if (!idx.host_counts.defined()) return -1;
+  return (idx.host_counts * (idx.host_counts - 1)).sum().item<int64_t>();
 }
 }  // namespace
 

@@ -32,16 +32,18 @@ inline bool host_twins_enabled() {
 inline DeviceBatch batch_to_device(Batch batch, const torch::Device& device) {
   DeviceBatch out;
   static_cast<Batch&>(out) = std::move(batch);
+  // Only masks and labels get twins: the model never needs the inputs' values on the
+  // host, and their (large, pinned) host copies are freed as soon as copied.
   const bool twins = host_twins_enabled();
-  auto move = [&](torch::Tensor& t) {
+  auto move = [&](torch::Tensor& t, bool twin) {
     auto host = t;
     if (!device.is_cpu()) t = t.to(device, /*non_blocking=*/true);
-    if (twins && host.device().is_cpu()) out.twins.add(t, std::move(host));
+    if (twin && twins && host.device().is_cpu()) out.twins.add(t, std::move(host));
   };
-  for (auto& [k, t] : out.inputs) move(t);
-  for (auto& [k, t] : out.pad_masks) move(t);
+  for (auto& [k, t] : out.inputs) move(t, false);
+  for (auto& [k, t] : out.pad_masks) move(t, true);
   for (auto& [input, labels] : out.labels)
-    for (auto& [k, t] : labels) move(t);
+    for (auto& [k, t] : labels) move(t, true);
   return out;
 }
 
