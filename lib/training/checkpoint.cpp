@@ -220,6 +220,10 @@ PyValue single_optimizer(const CheckpointState& state, const Optimization* optim
   if (optimization) {
     for (std::size_t i = all.size(); i < optimization->parameters().size(); ++i) all.push_back(static_cast<int64_t>(i));
     auto group = schedule_group(*optimization, all);
+    // salt cycles AdamW's and Lion's beta1 (cycle_momentum=True): OneCycleLR reads
+    // these two from the group at every step, so a restored group must carry them.
+    group.set_item("max_momentum", F(optimization->schedule().max_momentum()));
+    group.set_item("base_momentum", F(optimization->schedule().base_momentum()));
     if (optimization->kind() == OptimizerKind::kLion) {
       group.set_item("betas", pair(optimization->current_beta1(), 0.99));
     } else {

@@ -26,6 +26,9 @@ class OneCycleSchedule {
   double initial_lr() const { return initial_lr_; }
   double max_lr() const { return max_lr_; }
   double min_lr() const { return min_lr_; }
+  // beta1's bounds; OneCycleLR stores them in every param group it cycles.
+  double base_momentum() const { return base_momentum_; }
+  double max_momentum() const { return max_momentum_; }
 
  private:
   struct Point {

@@ -70,7 +70,7 @@ for eff in np.arange(49, 101) / 100:
     cut = np.percentile(sig, 100 * (1 - eff))
     e = np.mean(bkg > cut)
     rej = 1 / e
-    print(repr(rej), repr(rej**2 * np.sqrt(e * (1 - e) / len(bkg))))
+    print(repr(float(rej)), repr(float(rej**2 * np.sqrt(e * (1 - e) / len(bkg)))))  # plain floats under numpy 2 too
 )",
                       {(dir / "scores.txt").string()});
   ASSERT_EQ(r.exit_code, 0) << r.err;

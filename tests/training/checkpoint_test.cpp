@@ -2,10 +2,13 @@
 // torch.load as a Lightning-style dict.
 #include <gtest/gtest.h>
 
+#include <sstream>
+
 #include "core/errors.h"
 #include "support/test_support.h"
 #include "models/mask_decoder.h"
 #include "training/checkpoint.h"
+#include "training/one_cycle.h"
 #include "training/optimization.h"
 #include "training/rng_state.h"
 
@@ -263,6 +266,48 @@ print(repr(float(ck["state_dict"]["net.weight"].sum())))
   EXPECT_EQ(line, "[0, 1] 3 [0, 1]");
   std::getline(lines, line);
   EXPECT_NEAR(std::stod(line), model->net->weight.sum().item<double>(), 1e-6);
+}
+
+// Lightning's resume (`_restore_optimizers_and_schedulers`) builds salt's AdamW and
+// OneCycleLR afresh, loads the checkpoint's optimizer state into the optimizer and
+// its scheduler state into the scheduler, and steps on: the restored param group
+// must hold every entry OneCycleLR reads while stepping (salt's `salt fit
+// --ckpt_path` on a salt-cpp checkpoint once failed with KeyError 'base_momentum').
+TEST(Checkpoint, PythonContinuesItsScheduleAsLightningRestoresIt) {
+  ASSERT_TRUE(have_python_module("torch")) << "python3-torch is not installed (scripts/bootstrap.sh installs it)";
+  TempDir dir;
+  Tiny model;
+  const config::LrsConfig lrs{1e-3, 1e-2, 1e-3, 0.3, 1e-5, -1};
+  training::Optimization opt(model->named_parameters(), training::OptimizerKind::kAdamW, lrs, 10);
+  auto state = trained_state(model, opt);
+  training::save_checkpoint(dir / "x.ckpt", state, &opt);
+  auto r = run_python(R"(
+import sys, torch
+ck = torch.load(sys.argv[1])
+net = torch.nn.Linear(3, 2)
+# salt's ModelWrapper.configure_optimizers for lrs_config {initial 1e-3, max 1e-2, end 1e-3, pct_start 0.3}
+opt = torch.optim.AdamW(net.parameters(), lr=1e-3, weight_decay=1e-5)
+sched = torch.optim.lr_scheduler.OneCycleLR(opt, max_lr=1e-2, total_steps=10, div_factor=10.0,
+                                            final_div_factor=1.0, pct_start=0.3, cycle_momentum=True)
+opt.load_state_dict(ck["optimizer_states"][0])
+sched.load_state_dict(ck["lr_schedulers"][0])
+net(torch.ones(4, 3)).pow(2).sum().backward()
+opt.step()
+sched.step()
+g = opt.param_groups[0]
+print(repr(g["lr"]), repr(g["betas"][0]), sched.last_epoch)
+)",
+                      {(dir / "x.ckpt").string()});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  std::istringstream line(r.out);
+  double lr = 0, beta1 = 0;
+  int64_t last_epoch = 0;
+  line >> lr >> beta1 >> last_epoch;
+  // after 3 steps here and 1 in Python, the 5th step (index 4) runs with these
+  const training::OneCycleSchedule schedule(lrs, 10);
+  EXPECT_EQ(last_epoch, 4);
+  EXPECT_NEAR(lr, schedule.lr(4), 1e-15);
+  EXPECT_NEAR(beta1, schedule.beta1(4), 1e-15);
 }
 
 }  // namespace

@@ -21,7 +21,7 @@ TEST(IntegratedGradients, GaussLegendreEqualsNumpys) {
     auto r = run_python(R"(
 import sys, numpy as np
 x, w = np.polynomial.legendre.leggauss(int(sys.argv[1]))
-for a, b in zip((x + 1) / 2, w / 2): print(repr(a), repr(b))
+for a, b in zip((x + 1) / 2, w / 2): print(repr(float(a)), repr(float(b)))  # numpy 2 reprs np.float64(...)
 )",
                         {std::to_string(n)});
     ASSERT_EQ(r.exit_code, 0) << r.err;
