@@ -246,6 +246,9 @@ Binding<T> make_trainer_binding() {
       .custom(field_null("default_root_dir", t_optional(t_path()), "Where run directories are created (null: logs)."),
               unless_null(SALT_FIELD(default_root_dir)))
       .unbound(field_null("model_registry", t_optional(t_str()), "Lightning model registry.")).ignored("not available in salt-cpp")
+      // Lightning >= 2.5 (salt's config.yaml from Lightning 2.6 carries it)
+      .unbound(field("enable_autolog_hparams", t_bool(), true, "Log the hyper-parameters to the logger at the start."))
+      .ignored("salt-cpp's loggers write the run's config.yaml instead")
       .finally(resolve_max_epochs)
       .finally(check_validation_schedule);
   return b;

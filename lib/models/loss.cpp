@@ -25,32 +25,50 @@ torch::Tensor reduce(const torch::Tensor& t, const std::string& r) {
 
 config::TypeP reduction() { return config::t_choice({"mean", "sum", "none"}); }
 
+// torch's _Reduction.legacy_get_string: an unset flag counts as true.
+void apply_legacy_reduction(LossOptions& o) {
+  if (!o.size_average() && !o.reduce()) return;
+  const bool size_average = o.size_average().value_or(true), reduce = o.reduce().value_or(true);
+  o.reduction(!reduce ? "none" : size_average ? "mean" : "sum");
+}
+
 // One binding per loss class: its own keys, on a LossOptions of its kind.
 config::Binding<LossOptions> loss_binding(LossKind kind) {
   using namespace config;
   Binding<LossOptions> b{LossOptions(kind)};
   const char* reduction_help = "mean, sum or none.";
+  const char* size_average_help = "Deprecated in torch: false sums instead of averaging (null: use reduction).";
+  const char* reduce_help = "Deprecated in torch: false keeps one loss per element (null: use reduction).";
   switch (kind) {
+    // torch's own argument order, as jsonargparse writes a salt run's config.yaml
     case LossKind::CrossEntropy:
       b.arg("weight", SALT_MEMBER(weight), "Class weights.")
+          .arg("size_average", SALT_MEMBER(size_average), size_average_help)
           .arg("ignore_index", SALT_MEMBER(ignore_index), "Label value to ignore (tasks set -1).")
+          .arg("reduce", SALT_MEMBER(reduce), reduce_help)
           .arg("reduction", SALT_MEMBER(reduction), reduction_help, reduction())
           .arg("label_smoothing", SALT_MEMBER(label_smoothing), "Label smoothing.");
       break;
     case LossKind::BCEWithLogits:
       b.arg("weight", SALT_MEMBER(weight), "Element weights.")
+          .arg("size_average", SALT_MEMBER(size_average), size_average_help)
+          .arg("reduce", SALT_MEMBER(reduce), reduce_help)
           .arg("reduction", SALT_MEMBER(reduction), reduction_help, reduction())
           .arg("pos_weight", SALT_MEMBER(pos_weight), "Weight of positive examples.");
       break;
     case LossKind::MSE:
-    case LossKind::L1: b.arg("reduction", SALT_MEMBER(reduction), reduction_help, reduction()); break;
+    case LossKind::L1:
+      b.arg("size_average", SALT_MEMBER(size_average), size_average_help)
+          .arg("reduce", SALT_MEMBER(reduce), reduce_help)
+          .arg("reduction", SALT_MEMBER(reduction), reduction_help, reduction());
+      break;
     case LossKind::GaussianNLL:
       b.arg("full", SALT_MEMBER(full), "Include the constant term.")
           .arg("eps", SALT_MEMBER(eps), "Variance clamp.")
           .arg("reduction", SALT_MEMBER(reduction), reduction_help, reduction());
       break;
   }
-  return b;
+  return b.finally(apply_legacy_reduction);
 }
 
 bool register_loss(LossKind kind, const std::string& help) {

@@ -19,6 +19,10 @@ struct LossOptions {
   explicit LossOptions(LossKind kind = LossKind::CrossEntropy) : kind_(kind) {}
   TORCH_ARG(LossKind, kind);
   TORCH_ARG(std::string, reduction) = "mean";                            // mean | sum | none
+  // torch's deprecated size_average / reduce (CE, BCE, MSE, L1): when either is
+  // set, they decide the reduction as torch's _Reduction.legacy_get_string does.
+  TORCH_ARG(std::optional<bool>, size_average) = std::nullopt;
+  TORCH_ARG(std::optional<bool>, reduce) = std::nullopt;
   TORCH_ARG(std::optional<std::vector<float>>, weight) = std::nullopt;      // CE: per class; BCE: per element
   TORCH_ARG(std::optional<std::vector<float>>, pos_weight) = std::nullopt;  // BCE
   TORCH_ARG(int64_t, ignore_index) = -100;                               // CE (classification tasks force -1)

@@ -6,6 +6,7 @@
 #include "core/errors.h"
 #include "model_test_helpers.h"
 #include "models/classification_task.h"
+#include "models/registry.h"
 #include "models/regression_task.h"
 #include "models/salt_wrapper.h"
 #include "models/vertex_assignment.h"
@@ -239,4 +240,23 @@ TEST(Loss, TotalLossModes) {
   labels["jets"]["y"] = torch::tensor({0.0f, -1.0f});
   auto out = gls->forward(TensorMap{{"jets", torch::randn({2, 2})}}, {}, &labels);
   EXPECT_NEAR(out.loss.item<double>(), std::sqrt(out.losses["a"].item<double>() * out.losses["b"].item<double>()), 1e-6);
+}
+
+// torch's deprecated size_average / reduce, as jsonargparse writes them into salt's
+// config.yaml (null), and as torch's _Reduction.legacy_get_string maps them when set.
+TEST(Loss, LegacySizeAverageAndReduceDecideTheReductionAsTorchDoes) {
+  auto reduction_of = [](const std::string& class_path, const std::string& init_args) {
+    salt::config::ComponentNode node;
+    node.class_path = class_path;
+    node.init_args.reset(YAML::Load(init_args));
+    return build_component<LossOptions>(node, BuildContext{}).reduction();
+  };
+  const std::string ce = "torch.nn.CrossEntropyLoss";
+  EXPECT_EQ(reduction_of(ce, "{size_average: null, reduce: null, reduction: sum}"), "sum");  // salt's config.yaml
+  EXPECT_EQ(reduction_of(ce, "{size_average: false}"), "sum");
+  EXPECT_EQ(reduction_of(ce, "{size_average: true, reduction: none}"), "mean");  // legacy wins, as in torch
+  EXPECT_EQ(reduction_of(ce, "{reduce: false, size_average: true}"), "none");
+  EXPECT_EQ(reduction_of("torch.nn.BCEWithLogitsLoss", "{reduce: true, size_average: false}"), "sum");
+  EXPECT_EQ(reduction_of("torch.nn.MSELoss", "{reduce: false}"), "none");
+  EXPECT_EQ(reduction_of("torch.nn.L1Loss", "{}"), "mean");
 }
