@@ -19,13 +19,25 @@ PyValue scalar(const YAML::Node& node) {
   return PyValue::str(text);
 }
 
+// A mapping key as yaml.safe_load types it: `{0: 0, 4: 1}` (a task's label_map)
+// has int keys, and LightningCLI re-parses the checkpoint's hyper_parameters with
+// them (salt's label_map compares labels == key). Floats stay strings, as keys.
+PyValue key(const YAML::Node& node) {
+  const auto& text = node.Scalar();
+  if (node.Tag() == "!") return PyValue::str(text);
+  if (text.empty() || text == "~" || text == "null" || text == "Null" || text == "NULL") return PyValue();
+  if (auto b = config::yaml11_bool(text)) return PyValue::boolean(*b);
+  if (auto i = config::yaml11_int(text)) return PyValue::integer(*i);
+  return PyValue::str(text);
+}
+
 }  // namespace
 
 PyValue yaml_to_py(const YAML::Node& node) {
   switch (node.Type()) {
     case YAML::NodeType::Map: {
       auto d = PyValue::dict();
-      for (const auto& kv : node) d.set_item(PyValue::str(kv.first.Scalar()), yaml_to_py(kv.second));
+      for (const auto& kv : node) d.set_item(key(kv.first), yaml_to_py(kv.second));
       return d;
     }
     case YAML::NodeType::Sequence: {

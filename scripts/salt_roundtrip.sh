@@ -1,0 +1,91 @@
+#!/usr/bin/env bash
+# Two-way check against salt itself, on any machine where salt is installed: one
+# config of the zoo (tests/fixtures/zoo) trained briefly on toy data by each
+# trainer, and each run opened by the other.
+#   salt-cpp -> salt: salt-cpp fits; salt's own `salt test` reads the run's
+#     config.yaml and checkpoint; both prediction files must agree.
+#   salt -> salt-cpp: salt fits from the same composed config; salt-cpp's `test`,
+#     `validate` and `to_onnx` open salt's run directory; the predictions must
+#     agree with salt's own `salt test`.
+# Both train in precision 32 on the CPU. salt runs without a logger and without
+# LearningRateMonitor: its fit otherwise needs Comet (its metadata writer reads
+# the Comet experiment's URL).
+#
+# Usage: SALT_PYTHON=/path/to/python3 scripts/salt_roundtrip.sh WORK_DIR CONFIG [OVERLAY...]
+#   SALT_PYTHON  a python3 where `import salt` works (salt's `salt` entry point is
+#                `python -m salt.main`)
+#   SALT_BIN     salt-cpp's binary (default build/app/salt)
+#   CONFIG...    paths relative to tests/fixtures/zoo, as in zoo.txt
+# Prints one `roundtrip:` line per check; exits non-zero at the first failure.
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+py=${SALT_PYTHON:?set SALT_PYTHON to a python3 that has salt installed}
+cpp=${SALT_BIN:-$root/build/app/salt}
+work=$1
+shift
+zoo=$root/tests/fixtures/zoo
+configs=()
+for c in "$@"; do configs+=(-c "$zoo/$c"); done
+name=$(basename "${!#}" .yaml)
+dir=$work/$name
+rm -rf "$dir"
+mkdir -p "$dir"
+data=$dir/data
+salt_py() { COMET_OFFLINE_DIRECTORY=$dir/comet "$py" -m salt.main "$@"; }
+ckpt_of() { find "$1" -name '*.ckpt' | sort | tail -n 1; }
+predictions_of() { find "$1" -name '*__test_*.h5' | head -n 1; }
+
+# toy data carrying the config's variables, at most 12 constituent slots
+"$cpp" fit "${configs[@]}" --print_config >"$dir/composed.yaml"
+inputs=$(awk '/^  num_inputs:$/ {on=1; next} on && /^    [A-Za-z_0-9]+: / {sub(":", "", $1); print $1; next} {on=0}' "$dir/composed.yaml")
+if [ -n "$inputs" ]; then
+  { echo "data:"; echo "  num_inputs:"; for i in $inputs; do echo "    $i: 12"; done; } >"$dir/sizes.yaml"
+  "$cpp" fit "${configs[@]}" -c "$dir/sizes.yaml" --print_config >"$dir/composed.yaml"
+fi
+"$cpp" toydata -c "$dir/composed.yaml" -o "$data" --num_train 400 --num_val 200 --num_test 200 --slots 12 >/dev/null
+paths=(--data.train_file "$data/pp_output_train.h5" --data.val_file "$data/pp_output_val.h5"
+       --data.test_file "$data/pp_output_test_ttbar.h5" --data.norm_dict "$data/norm_dict.yaml")
+if grep -q "^  class_dict: [^n]" "$dir/composed.yaml"; then paths+=(--data.class_dict "$data/class_dict.yaml"); fi
+cpu=(--data.batch_size 100 --data.num_workers 0 --data.num_train -1 --data.num_val -1 --data.num_test -1
+     --trainer.max_epochs 1 --trainer.accelerator cpu --trainer.devices 1 --trainer.precision 32)
+
+# --- salt-cpp -> salt ---
+"$cpp" fit -c "$dir/composed.yaml" "${paths[@]}" "${cpu[@]}" --trainer.default_root_dir "$dir/cpp" --force \
+  >"$dir/cpp_fit.log" 2>&1 || { tail -n 5 "$dir/cpp_fit.log"; exit 1; }
+run=$(dirname "$(dirname "$(ckpt_of "$dir/cpp")")")
+"$cpp" test --ckpt_path "$(ckpt_of "$run")" --force >"$dir/cpp_test.log" 2>&1 || { tail -n 5 "$dir/cpp_test.log"; exit 1; }
+cp -r "$run" "$dir/cpp_in_salt"
+rm -f "$dir"/cpp_in_salt/ckpts/*.h5
+salt_py test -c "$dir/cpp_in_salt/config.yaml" --ckpt_path "$(ckpt_of "$dir/cpp_in_salt")" \
+  >"$dir/salt_test_of_cpp.log" 2>&1 || { tail -n 15 "$dir/salt_test_of_cpp.log"; exit 1; }
+echo "roundtrip: $name: salt's 'salt test' opened salt-cpp's run"
+"$py" "$root/scripts/compare_predictions.py" "$(predictions_of "$run")" "$(predictions_of "$dir/cpp_in_salt")" |
+  sed "s/^/roundtrip: $name: salt-cpp's run, salt-cpp vs salt: /"
+
+# --- salt -> salt-cpp ---
+"$py" - "$dir/composed.yaml" "$dir/for_salt.yaml" <<'PY'
+import sys, yaml
+c = yaml.safe_load(open(sys.argv[1]))
+c["trainer"]["logger"] = False
+c["trainer"]["callbacks"] = [cb for cb in c["trainer"]["callbacks"] or [] if "LearningRateMonitor" not in cb["class_path"]]
+yaml.safe_dump(c, open(sys.argv[2], "w"), sort_keys=False)
+PY
+salt_py fit -c "$dir/for_salt.yaml" "${paths[@]}" "${cpu[@]}" --trainer.default_root_dir "$dir/salt" --force \
+  >"$dir/salt_fit.log" 2>&1 || { tail -n 15 "$dir/salt_fit.log"; exit 1; }
+theirs=$(dirname "$(dirname "$(ckpt_of "$dir/salt")")")
+cp -r "$theirs" "$dir/salt_in_cpp"
+salt_py test -c "$theirs/config.yaml" --ckpt_path "$(ckpt_of "$theirs")" \
+  >"$dir/salt_test.log" 2>&1 || { tail -n 15 "$dir/salt_test.log"; exit 1; }
+ckpt=$(ckpt_of "$dir/salt_in_cpp")
+"$cpp" test --ckpt_path "$ckpt" --force >"$dir/cpp_test_of_salt.log" 2>&1 || { tail -n 5 "$dir/cpp_test_of_salt.log"; exit 1; }
+echo "roundtrip: $name: salt-cpp's 'salt test' opened salt's run"
+"$py" "$root/scripts/compare_predictions.py" "$(predictions_of "$theirs")" "$(predictions_of "$dir/salt_in_cpp")" |
+  sed "s/^/roundtrip: $name: salt's run, salt vs salt-cpp: /"
+"$cpp" validate --ckpt_path "$ckpt" --force >"$dir/cpp_validate_of_salt.log" 2>&1 || { tail -n 5 "$dir/cpp_validate_of_salt.log"; exit 1; }
+echo "roundtrip: $name: salt-cpp's 'salt validate' of salt's checkpoint (file name $(basename "$ckpt")):" \
+  "$(grep -m1 '^val/loss ' "$dir/cpp_validate_of_salt.log" | tr -s ' ')"
+if "$cpp" to_onnx --ckpt_path "$ckpt" --force >"$dir/cpp_onnx_of_salt.log" 2>&1; then
+  echo "roundtrip: $name: salt-cpp's 'salt to_onnx' exported salt's checkpoint: $(grep -m1 'ONNX Runtime vs' "$dir/cpp_onnx_of_salt.log" || true)"
+else
+  echo "roundtrip: $name: salt-cpp's 'salt to_onnx' of salt's checkpoint: $(grep -v '^info:' "$dir/cpp_onnx_of_salt.log" | head -n 1)"
+fi
