@@ -7,6 +7,8 @@
 #
 # Usage: scripts/check_torch2.sh [ctest args...]
 #   SALT_TORCH2_DIR   scratch root (default /tmp/salt-torch2)
+#   SALT_TORCH2_PY_DIR  scratch root of trixie's Python torch (default /tmp/salt-torch2-python)
+#   SALT_TORCH2_PYTHON  the python3 the tests cross-check with (default: that one)
 #   build folder      build-torch2/ (git-ignored)
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -39,4 +41,9 @@ mixed=$("$trixie_lib/ld-linux-x86-64.so.2" --list "$build/app/salt" \
         | grep -E 'lib(torch|c10|gloo|onnx|c|stdc\+\+)[._]' | grep -v "$trixie_sys" || true)
 [ -z "$mixed" ] || { echo "check_torch2: these resolve outside $trixie_sys: $mixed" >&2; exit 1; }
 echo "check_torch2: $("$build/app/salt" --version | tr '\n' ' ')"
+# The tests' Python cross-checks run under trixie's Python torch 2.6 too (numpy 2,
+# torch.load's weights_only default), unless SALT_TORCH2_PYTHON names another python3
+# (/usr/bin/python3: Debian 12's torch 1.13).
+export SALT_TEST_PYTHON=${SALT_TORCH2_PYTHON:-$(trixie_python "${SALT_TORCH2_PY_DIR:-/tmp/salt-torch2-python}")}
+echo "check_torch2: Python cross-checks with $("$SALT_TEST_PYTHON" -c 'import sys, torch, numpy; print(f"Python {sys.version.split()[0]}, torch {torch.__version__}, numpy {numpy.__version__}")')"
 cd "$build" && ctest --output-on-failure -j"${SALT_JOBS:-2}" "$@"

@@ -75,3 +75,35 @@ trixie_check_loads() {
             | grep -E 'not found|cannot open|error while loading' || true)
   [ -z "$missing" ] || { echo "$(basename "$0"): $library cannot load: $missing" >&2; return 1; }
 }
+
+# trixie_python WORK: Debian trixie's python3 (3.13) with torch 2.6, numpy 2, h5py,
+# PyYAML, protobuf and scipy -- what the tests' Python cross-checks import -- in the
+# scratch root WORK/root; prints the path of a python3 that runs it (its loader and
+# RPATH point into the root, so it also runs as a subprocess of itself). torch 2.6's
+# torch.load defaults to weights_only=True, as the torch salt users have.
+trixie_python() {
+  local work=$1 root=$1/root
+  local lib=$root/usr/lib/x86_64-linux-gnu
+  local exe=$root/usr/bin/python3.13
+  if [ ! -e "$work/.patched" ]; then
+    command -v patchelf >/dev/null || apt-get install -y -qq patchelf >/dev/null
+    # Python is the point here: only the other runtimes are left out.
+    local trixie_unneeded='^(libamd|libhsa|libdrm|libllvm|libjs-|adduser|cdebconf|debconf|dpkg|libdebian|libnewt|libpam|libsemanage|libaudit|libselinux|libsepol|perl|tar|passwd|login$|util-linux|base-|mount|libblis|libopenblas0-openmp|libopenblas0-serial)'
+    trixie_fetch "$work" main '' python3-torch python3-h5py python3-yaml python3-protobuf python3-scipy >&2
+    local path=$lib/openblas-pthread:$lib:$root/usr/lib:$lib/openmpi/lib
+    patchelf --set-interpreter "$lib/ld-linux-x86-64.so.2" --set-rpath "$path" --force-rpath "$exe"
+    # Extension modules with a RUNPATH ($ORIGIN/lib) do not see the executable's RPATH.
+    local so
+    while IFS= read -r so; do
+      readelf -d "$so" 2>/dev/null | grep -q RUNPATH || continue
+      patchelf --set-rpath "$(patchelf --print-rpath "$so" | sed "s#\$ORIGIN#$(dirname "$so")#g"):$path" "$so"
+    done < <(find "$root/usr/lib/python3/dist-packages" -name '*.so')
+    touch "$work/.patched"
+  fi
+  cat >"$work/python3" <<SH
+#!/bin/sh
+PYTHONHOME=$root/usr PYTHONPATH=$root/usr/lib/python3/dist-packages exec $exe "\$@"
+SH
+  chmod +x "$work/python3"
+  echo "$work/python3"
+}

@@ -31,13 +31,16 @@ bool configures(const training::TrainerConfig& t, const std::string& class_path)
 struct ProgressBarOptions {
   int64_t refresh_rate = 1;
   int64_t process_position = 0;
+  bool leave = false;  // Lightning >= 2.5
 };
 
 const config::Binding<ProgressBarOptions>& progress_bar_binding() {
   static const auto b = config::Binding<ProgressBarOptions>({})
                             .arg("refresh_rate", SALT_FIELD(refresh_rate), "Update the progress bar every N steps.")
                             .arg("process_position", SALT_FIELD(process_position), "Terminal line of the bar.")
-                            .ignored("salt-cpp draws one bar, on rank 0");
+                            .ignored("salt-cpp draws one bar, on rank 0")
+                            .arg("leave", SALT_FIELD(leave), "Keep each epoch's bar.")
+                            .ignored("every epoch's line is kept");
   return b;
 }
 

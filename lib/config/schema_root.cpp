@@ -3,12 +3,22 @@
 // RunConfig. Key names, types and defaults follow salt (LightningCLI +
 // jsonargparse), so salt's own config files and the config.yaml salt writes into
 // its run directories are accepted as they are.
+#include <cmath>
+
 #include "config/run_config.h"
 #include "config/schema.h"
 #include "config/yaml_util.h"
+#include "core/errors.h"
 
 namespace salt::config {
 namespace {
+
+void read_whole_number(LrsConfig& lrs, const YAML::Node& node) {
+  const auto value = node.as<double>();
+  if (value != std::floor(value) || std::abs(value) > 1e15)
+    throw UsageError("'model.lrs_config.last_epoch': expected a whole number, got '" + node.Scalar() + "'");
+  lrs.last_epoch = static_cast<int64_t>(value);
+}
 
 const Binding<LrsConfig>& lrs_binding() {
   static const auto b =
@@ -21,7 +31,10 @@ const Binding<LrsConfig>& lrs_binding() {
                     at_least(t_float(), 0))
           .arg("weight_decay", SALT_FIELD(weight_decay), "AdamW weight decay (applied to all parameters).",
                at_least(t_float(), 0))
-          .arg("last_epoch", SALT_FIELD(last_epoch), "OneCycleLR's last_epoch, for resuming past the planned total.");
+          // salt types lrs_config as a mapping of floats, so the config.yaml salt saves
+          // holds `last_epoch: -1.0`; salt itself passes int(last_epoch) to OneCycleLR.
+          .arg("last_epoch", SALT_FIELD(last_epoch), "OneCycleLR's last_epoch, for resuming past the planned total.",
+               t_union({t_int(), t_float()}), read_whole_number);
   return b;
 }
 

@@ -5,6 +5,7 @@
 #include <filesystem>
 
 #include "config/config_test_util.h"
+#include "config/run_config.h"
 #include "config/yaml_util.h"
 #include "core/errors.h"
 
@@ -56,6 +57,24 @@ TEST(Validation, SeedEverythingIntOrBool) {
   EXPECT_EQ(resolve_args(gn2_with({"--seed_everything=true"})).config["seed_everything"].Scalar(), "true");
   EXPECT_EQ(resolve_args(gn2_with({"--seed_everything=3"})).config["seed_everything"].Scalar(), "3");
   EXPECT_NE(error_of(gn2_with({"--seed_everything=abc"})).find("expected int | bool"), std::string::npos);
+}
+
+// salt saves lrs_config as a mapping of floats (`last_epoch: -1.0` in its
+// config.yaml) and passes int(last_epoch) to OneCycleLR.
+TEST(Validation, LastEpochTakesSaltsWholeFloats) {
+  auto read = [](const std::string& value) {
+    return config::read_run_config(resolve_args(gn2_with({"--model.lrs_config.last_epoch=" + value})).config)
+        .model.lrs.last_epoch;
+  };
+  EXPECT_EQ(read("-1.0"), -1);
+  EXPECT_EQ(read("40"), 40);
+  try {
+    read("2.5");
+    ADD_FAILURE() << "2.5 was read";
+  } catch (const UsageError& e) {
+    EXPECT_NE(std::string(e.what()).find("'model.lrs_config.last_epoch': expected a whole number, got '2.5'"),
+              std::string::npos) << e.what();
+  }
 }
 
 TEST(Validation, DevicesIntListOrAuto) {
