@@ -14,8 +14,11 @@ bool is_component_meta_key(const std::string& key) {
 YAML::Node merge_maps(const YAML::Node& dst, const YAML::Node& src, const AcceptsArg& accepts) {
   YAML::Node out = copy_tree(dst);
   for (const auto& kv : src) {
-    const auto key = kv.first.Scalar();
-    out[key] = merge_values(get(dst, key), kv.second, accepts);
+    YAML::Node before;
+    for (const auto& d : dst)
+      if (kv.first.IsNull() ? d.first.IsNull() : !d.first.IsNull() && d.first.Scalar() == kv.first.Scalar())
+        before.reset(d.second);
+    set_entry(out, kv.first, merge_values(before, kv.second, accepts));
   }
   return out;
 }

@@ -179,7 +179,7 @@ class Validator {
             if (!parse_int(kv.first, &k)) fail(join_path(path, key), "expected an integer key, got '" + key + "'");
             out[YAML::Node(k)] = check(kv.second, *type.elem, join_path(path, key));
           } else {
-            out[key] = check(kv.second, *type.elem, join_path(path, key));
+            set_entry(out, kv.first, check(kv.second, *type.elem, join_path(path, key)));
           }
         }
         return out;

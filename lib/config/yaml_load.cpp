@@ -97,7 +97,9 @@ YAML::Node copy_impl(const YAML::Node& node, const std::string& path, const std:
       bool has_merge = false;
       std::map<std::string, int> key_lines;
       for (const auto& kv : node) {
-        const auto key = kv.first.Scalar();
+        // A null key (`null:` or `~:`, MaskFormer's null object class) stays a null key,
+        // not the empty string: PyYAML reads it back as None, which salt renames "null".
+        const auto key = kv.first.IsNull() ? std::string("null") : kv.first.Scalar();
         if (key == "<<" && !is_quoted(kv.first)) {
           merge_source.reset(kv.second);
           has_merge = true;
@@ -109,7 +111,8 @@ YAML::Node copy_impl(const YAML::Node& node, const std::string& path, const std:
         if (!fresh)
           throw UsageError(where_in(file, kv.first) + ": '" + join_path(path, key) + "' is given twice in one mapping (first at line " +
                            std::to_string(first->second) + "); YAML would keep the last silently: remove one");
-        out[key] = copy_impl(kv.second, join_path(path, key), file, origins, budget, depth + 1);
+        auto value = copy_impl(kv.second, join_path(path, key), file, origins, budget, depth + 1);
+        set_entry(out, kv.first, value);
         record_key_line(kv.first, join_path(path, key), file, origins);
       }
       // `<<: *a` or `<<: [*a, *b]`: keys given explicitly win, then earlier maps win.
@@ -128,7 +131,8 @@ YAML::Node copy_impl(const YAML::Node& node, const std::string& path, const std:
           for (const auto& kv : src) {
             const auto key = kv.first.Scalar();
             if (!has_key(out, key)) {
-              out[key] = copy_impl(kv.second, join_path(path, key), file, origins, budget, depth + 1);
+              auto value = copy_impl(kv.second, join_path(path, key), file, origins, budget, depth + 1);
+        set_entry(out, kv.first, value);
               record_key_line(kv.first, join_path(path, key), file, origins);
             }
           }
@@ -169,6 +173,19 @@ LoadedYaml load_text(const std::string& text, const std::string& where) {
 bool is_quoted(const YAML::Node& scalar) { return scalar.IsScalar() && scalar.Tag() == "!"; }
 
 YAML::Node copy_tree(const YAML::Node& node) { return copy_recording(node, "", "", nullptr); }
+
+void set_entry(YAML::Node& map, const YAML::Node& key, const YAML::Node& value) {
+  if (!key.IsNull()) {
+    map[key.Scalar()] = value;
+    return;
+  }
+  for (auto kv : map)
+    if (kv.first.IsNull()) {
+      kv.second = value;  // writes through: this map's own entry
+      return;
+    }
+  map[YAML::Node(YAML::NodeType::Null)] = value;
+}
 
 LoadedYaml load_yaml_file(const std::string& path) {
   std::error_code ec;

@@ -29,4 +29,9 @@ YAML::Node copy_tree(const YAML::Node& node);
 // A scalar that was quoted in the source (tag "!") is a string whatever it looks like.
 bool is_quoted(const YAML::Node& scalar);
 
+// map[key] = value, where a null key (`null:`, MaskFormer's null object class) stays
+// a null key (written back as `null:`, which PyYAML reads as None) instead of
+// becoming the string "" (written `"":`); a second null key replaces the first.
+void set_entry(YAML::Node& map, const YAML::Node& key, const YAML::Node& value);
+
 }  // namespace salt::config

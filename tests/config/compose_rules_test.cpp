@@ -118,6 +118,20 @@ INSTANTIATE_TEST_SUITE_P(
 // became `logs`, `#run` null, and `a<newline>b.h5` `a b.h5`, silently).
 // YAML's core tags: `!!str` makes a string of what looks like a number (as a quoted
 // value, as in PyYAML); `!!int` is what the value already is.
+// MaskFormer's null object class is a `null:` key; the run's config.yaml keeps it
+// `null:` (PyYAML reads None, which salt renames "null"), not `"":` (salt: "Null
+// class must be present in object_classes").
+TEST(YamlKeys, ANullKeyStaysNullInTheWrittenConfig) {
+  const auto text = config::to_yaml(resolve_args({"-c", repo_config("MaskFormer.yaml")}).config);
+  const auto classes = text.find("object_classes:", text.find("mf_config:"));
+  ASSERT_NE(classes, std::string::npos);
+  const auto block = text.substr(classes, text.find("max_objects", classes) - classes);
+  EXPECT_NE(block.find("\n        null:\n"), std::string::npos) << block;
+  EXPECT_EQ(block.find("\"\":"), std::string::npos) << block;
+  // and salt-cpp reads its own output back to the same classes
+  EXPECT_EQ(config::to_yaml(config::load_yaml_string(text, "config.yaml").root), text);
+}
+
 TEST(YamlTags, CoreStrTagQuotesAndIntTagIsPlain) {
   const auto loaded = config::load_yaml_string("t: {n: !!str 123, m: !!int 7, q: '8'}\n", "tags.yaml");
   const auto t = config::get(loaded.root, "t");

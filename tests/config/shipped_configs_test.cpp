@@ -64,8 +64,8 @@ TEST(ShippedConfigs, DipsKeepsLabelMapWithIntKeys) {
   auto task = c["model"]["model"]["init_args"]["tasks"]["init_args"]["modules"][0]["init_args"];
   EXPECT_EQ(yaml_of(task["label_map"]), "{0: 0, 4: 1, 5: 2, 15: 3}");
   EXPECT_EQ(yaml_of(task["loss"]), yaml_of(config::parse_cli_value(
-                                       "{class_path: torch.nn.CrossEntropyLoss, init_args: {weight: null, "
-                                       "ignore_index: -100, reduction: mean, label_smoothing: 0.0}}")));
+                                       "{class_path: torch.nn.CrossEntropyLoss, init_args: {weight: null, size_average: "
+                                       "null, ignore_index: -100, reduce: null, reduction: mean, label_smoothing: 0.0}}")));
   EXPECT_TRUE(c["model"]["model"]["init_args"]["encoder"].IsNull());
 }
 
