@@ -70,6 +70,13 @@ import sys, yaml
 c = yaml.safe_load(open(sys.argv[1]))
 c["trainer"]["logger"] = False
 c["trainer"]["callbacks"] = [cb for cb in c["trainer"]["callbacks"] or [] if "LearningRateMonitor" not in cb["class_path"]]
+# salt's fresh fit computes use_class_dict's loss weights itself and refuses a config
+# that already has them (its resume needs them): the resolved config.yaml of a run
+# (salt's own too) starts a new fit only without them.
+tasks = ((c["model"]["model"]["init_args"].get("tasks") or {}).get("init_args") or {}).get("modules") or []
+for t in tasks:
+    if t["init_args"].get("use_class_dict"):
+        t["init_args"]["loss"].setdefault("init_args", {})["weight"] = None
 yaml.safe_dump(c, open(sys.argv[2], "w"), sort_keys=False)
 PY
 salt_py fit -c "$dir/for_salt.yaml" "${paths[@]}" "${cpu[@]}" --trainer.default_root_dir "$dir/salt" --force \

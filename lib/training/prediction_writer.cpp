@@ -193,6 +193,18 @@ struct PredictionWriter::Impl {
     return fields;
   }
 
+  // The tasks in options.task_order, then the rest by name.
+  std::vector<const std::pair<const std::string, models::PredictionColumns>*> in_task_order(
+      const std::map<std::string, models::PredictionColumns>& tasks) const {
+    std::vector<const std::pair<const std::string, models::PredictionColumns>*> out;
+    for (const auto& name : options.task_order)
+      if (auto it = tasks.find(name); it != tasks.end()) out.push_back(&*it);
+    for (const auto& entry : tasks)
+      if (std::find(options.task_order.begin(), options.task_order.end(), entry.first) == options.task_order.end())
+        out.push_back(&entry);
+    return out;
+  }
+
   // The output record: the copied fields, the predictions, then `mask`; fills the
   // offsets in `out` and returns the HDF5 type.
   h5::Id build_record(Output& out, const std::vector<std::string>& fields,
@@ -216,9 +228,10 @@ struct PredictionWriter::Impl {
       else
         builder.add(name, member_types.back().get());
     }
-    for (const auto& [task, cols] : tasks) {
-      const bool integer = !cols.values.is_floating_point();
-      for (const auto& name : cols.names) builder.add(name, integer ? h5::kI8 : float_type);
+    const auto order = in_task_order(tasks);
+    for (const auto* entry : order) {
+      const bool integer = !entry->second.values.is_floating_point();
+      for (const auto& name : entry->second.names) builder.add(name, integer ? h5::kI8 : float_type);
     }
     // objects: class_label, no mask
     out.has_mask = out.sequence && out.source && out.input != "objects" && batch_has_mask(out.input);
@@ -230,9 +243,11 @@ struct PredictionWriter::Impl {
       const auto* to = out_layout.find(name);
       out.copies.push_back({from->offset, to->offset, static_cast<size_t>(from->type.size), from->type, to->type});
     }
-    for (const auto& [task, cols] : tasks)
+    for (const auto* entry : order) {
+      const auto& cols = entry->second;
       for (std::size_t c = 0; c < cols.names.size(); ++c)
-        out.preds.push_back({task, c, out_layout.find(cols.names[c])->offset, !cols.values.is_floating_point()});
+        out.preds.push_back({entry->first, c, out_layout.find(cols.names[c])->offset, !cols.values.is_floating_point()});
+    }
     if (out.has_mask) out.mask_offset = out_layout.find("mask")->offset;
     if (out.input == "objects") add_sentinels(out, fields, out_layout);
     return builder.build();

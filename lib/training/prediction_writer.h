@@ -38,6 +38,9 @@ struct PredictionWriterOptions {
   int64_t object_null_raw = -1;
   bool half_precision = false;
   YAML::Node extra_vars;  // input -> [fields]; absent = all fields
+  // The model's task names in config order: salt writes each input's outputs task
+  // by task in that order. Others (mask_index, object outputs) follow, by name.
+  std::vector<std::string> task_order;
 };
 
 using Columns = std::map<std::string, std::map<std::string, models::PredictionColumns>>;

@@ -53,6 +53,17 @@ run="$dir/logs/$(ls "$dir/logs")"
 "$salt" test --config "$run/config.yaml" --data.num_workers 0 --trainer.accelerator cpu --trainer.devices 1
 ls "$run"/ckpts/*__test_ttbar.h5 >/dev/null
 echo "zoo: $* fit and tested in $run"
+# SALT_ZOO_EXPECT_FIELDS: the global object's last fields, comma-separated, in the
+# order salt writes them (task by task, in config order).
+if [ -n "${SALT_ZOO_EXPECT_FIELDS:-}" ]; then
+  /usr/bin/python3 - "$(ls "$run"/ckpts/*__test_ttbar.h5)" "$SALT_ZOO_EXPECT_FIELDS" <<'PY'
+import sys, h5py
+names = list(h5py.File(sys.argv[1], "r")["jets"].dtype.names)
+want = sys.argv[2].split(",")
+assert names[-len(want):] == want, (names, want)
+print("zoo: prediction fields in salt's order:", ", ".join(want))
+PY
+fi
 # SALT_ZOO_SALT_LAYOUT=1: the tested checkpoint rewritten as salt writes it (Python's
 # torch.save of Lightning's dict: tests/zoo/as_salt_writes_it.py), in a run directory
 # whose config.yaml has LightningCLI's top-level keys: `salt test` on it must give
