@@ -7,7 +7,9 @@
 #   salt -> salt-cpp: salt fits from the config.yaml of salt-cpp's run; salt-cpp's `test`,
 #     `validate` and `to_onnx` open salt's run directory; the predictions must
 #     agree with salt's own `salt test`.
-# Both train in precision 32 on the CPU. salt runs without a logger and without
+#   Continuing: salt's `salt fit --ckpt_path` resumes salt-cpp's epoch-0 checkpoint
+#     (weights, optimizer moments, schedule) and salt-cpp resumes salt's.
+# Both train two epochs in precision 32 on the CPU. salt runs without a logger and without
 # LearningRateMonitor: its fit otherwise needs Comet (its metadata writer reads
 # the Comet experiment's URL).
 #
@@ -33,6 +35,7 @@ mkdir -p "$dir"
 data=$dir/data
 salt_py() { COMET_OFFLINE_DIRECTORY=$dir/comet "$py" -m salt.main "$@"; }
 ckpt_of() { find "$1" -name '*.ckpt' | sort | tail -n 1; }
+first_ckpt_of() { find "$1" -name '*.ckpt' | sort | head -n 1; }
 predictions_of() { find "$1" -name '*__test_*.h5' | head -n 1; }
 
 # toy data carrying the config's variables, at most 12 constituent slots
@@ -47,7 +50,7 @@ paths=(--data.train_file "$data/pp_output_train.h5" --data.val_file "$data/pp_ou
        --data.test_file "$data/pp_output_test_ttbar.h5" --data.norm_dict "$data/norm_dict.yaml")
 if grep -q "^  class_dict: [^n]" "$dir/composed.yaml"; then paths+=(--data.class_dict "$data/class_dict.yaml"); fi
 cpu=(--data.batch_size 100 --data.num_workers 0 --data.num_train -1 --data.num_val -1 --data.num_test -1
-     --trainer.max_epochs 1 --trainer.accelerator cpu --trainer.devices 1 --trainer.precision 32)
+     --trainer.max_epochs 2 --trainer.accelerator cpu --trainer.devices 1 --trainer.precision 32)
 
 # --- salt-cpp -> salt ---
 "$cpp" fit -c "$dir/composed.yaml" "${paths[@]}" "${cpu[@]}" --trainer.default_root_dir "$dir/cpp" --force \
@@ -62,14 +65,15 @@ echo "roundtrip: $name: salt's 'salt test' opened salt-cpp's run"
 "$py" "$root/scripts/compare_predictions.py" "$(predictions_of "$run")" "$(predictions_of "$dir/cpp_in_salt")" |
   sed "s/^/roundtrip: $name: salt-cpp's run, salt-cpp vs salt: /"
 
-# --- salt -> salt-cpp ---
+# --- salt -> salt-cpp (and salt continuing salt-cpp's run) ---
 # salt trains from the config.yaml salt-cpp's run saved (--print_config also lists
 # salt-cpp's own keys, which salt's CLI refuses; the run's config.yaml leaves them out)
-"$py" - "$run/config.yaml" "$dir/for_salt.yaml" <<'PY'
+"$py" - "$run/config.yaml" "$dir/for_salt.yaml" "$dir/for_salt_resume.yaml" <<'PY'
 import sys, yaml
 c = yaml.safe_load(open(sys.argv[1]))
 c["trainer"]["logger"] = False
 c["trainer"]["callbacks"] = [cb for cb in c["trainer"]["callbacks"] or [] if "LearningRateMonitor" not in cb["class_path"]]
+yaml.safe_dump(c, open(sys.argv[3], "w"), sort_keys=False)  # resuming keeps the baked weights
 # salt's fresh fit computes use_class_dict's loss weights itself and refuses a config
 # that already has them (its resume needs them): the resolved config.yaml of a run
 # (salt's own too) starts a new fit only without them.
@@ -79,6 +83,10 @@ for t in tasks:
         t["init_args"]["loss"].setdefault("init_args", {})["weight"] = None
 yaml.safe_dump(c, open(sys.argv[2], "w"), sort_keys=False)
 PY
+salt_py fit -c "$dir/for_salt_resume.yaml" --ckpt_path "$(first_ckpt_of "$run")" "${paths[@]}" "${cpu[@]}" \
+  --trainer.default_root_dir "$dir/salt_resumed" --force >"$dir/salt_resume.log" 2>&1 ||
+  { tail -n 15 "$dir/salt_resume.log"; exit 1; }
+echo "roundtrip: $name: salt's 'salt fit --ckpt_path' continued salt-cpp's $(basename "$(first_ckpt_of "$run")") to $(basename "$(ckpt_of "$dir/salt_resumed")")"
 salt_py fit -c "$dir/for_salt.yaml" "${paths[@]}" "${cpu[@]}" --trainer.default_root_dir "$dir/salt" --force \
   >"$dir/salt_fit.log" 2>&1 || { tail -n 15 "$dir/salt_fit.log"; exit 1; }
 theirs=$(dirname "$(dirname "$(ckpt_of "$dir/salt")")")
@@ -98,3 +106,7 @@ if "$cpp" to_onnx --ckpt_path "$ckpt" --force >"$dir/cpp_onnx_of_salt.log" 2>&1;
 else
   echo "roundtrip: $name: salt-cpp's 'salt to_onnx' of salt's checkpoint: $(grep -v '^info:' "$dir/cpp_onnx_of_salt.log" | head -n 1)"
 fi
+"$cpp" fit -c "$dir/salt_in_cpp/config.yaml" --ckpt_path "$(first_ckpt_of "$dir/salt_in_cpp")" "${paths[@]}" "${cpu[@]}" \
+  --trainer.default_root_dir "$dir/cpp_resumed" --force >"$dir/cpp_resume.log" 2>&1 ||
+  { tail -n 5 "$dir/cpp_resume.log"; exit 1; }
+echo "roundtrip: $name: salt-cpp's 'salt fit --ckpt_path' continued salt's $(basename "$(first_ckpt_of "$dir/salt_in_cpp")") to $(basename "$(ckpt_of "$dir/cpp_resumed")")"
