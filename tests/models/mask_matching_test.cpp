@@ -55,8 +55,7 @@ for b in range(B):
     for n in range(N):
         for m in range(M):
             real = tclass[b, m] != C
-            # salt's get_batch_cost: the class cost only for the first C target slots
-            c = -w["cls"] * probs[b, n, tclass[b, m]] * real * (m < C)
+            c = -w["cls"] * probs[b, n, tclass[b, m]] * real
             c += w["dice"] * dice(logits[b, n], tmask[b, m])
             c += w["ce"] * bce(logits[b, n], tmask[b, m]).mean()
             c += w["focal"] * focal(logits[b, n], tmask[b, m])
