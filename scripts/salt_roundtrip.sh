@@ -18,7 +18,8 @@
 #                `python -m salt.main`)
 #   SALT_BIN     salt-cpp's binary (default build/app/salt)
 #   CONFIG...    paths relative to tests/fixtures/zoo, as in zoo.txt
-# Prints one `roundtrip:` line per check; exits non-zero at the first failure.
+# Prints one `roundtrip:` line per check; exits non-zero at the first command that
+# fails, or at the end when the prediction files differed.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 py=${SALT_PYTHON:?set SALT_PYTHON to a python3 that has salt installed}
@@ -37,6 +38,7 @@ salt_py() { COMET_OFFLINE_DIRECTORY=$dir/comet "$py" -m salt.main "$@"; }
 ckpt_of() { find "$1" -name '*.ckpt' | sort | tail -n 1; }
 first_ckpt_of() { find "$1" -name '*.ckpt' | sort | head -n 1; }
 predictions_of() { find "$1" -name '*__test_*.h5' | head -n 1; }
+differ=0  # a prediction file that differs is reported, the other checks still run
 
 # toy data carrying the config's variables, at most 12 constituent slots
 "$cpp" fit "${configs[@]}" --print_config >"$dir/composed.yaml"
@@ -63,7 +65,7 @@ salt_py test -c "$dir/cpp_in_salt/config.yaml" --ckpt_path "$(ckpt_of "$dir/cpp_
   >"$dir/salt_test_of_cpp.log" 2>&1 || { tail -n 15 "$dir/salt_test_of_cpp.log"; exit 1; }
 echo "roundtrip: $name: salt's 'salt test' opened salt-cpp's run"
 "$py" "$root/scripts/compare_predictions.py" "$(predictions_of "$run")" "$(predictions_of "$dir/cpp_in_salt")" |
-  sed "s/^/roundtrip: $name: salt-cpp's run, salt-cpp vs salt: /"
+  sed "s/^/roundtrip: $name: salt-cpp's run, salt-cpp vs salt: /" || differ=1
 
 # --- salt -> salt-cpp (and salt continuing salt-cpp's run) ---
 # salt trains from the config.yaml salt-cpp's run saved (--print_config also lists
@@ -97,7 +99,7 @@ ckpt=$(ckpt_of "$dir/salt_in_cpp")
 "$cpp" test --ckpt_path "$ckpt" --force >"$dir/cpp_test_of_salt.log" 2>&1 || { tail -n 5 "$dir/cpp_test_of_salt.log"; exit 1; }
 echo "roundtrip: $name: salt-cpp's 'salt test' opened salt's run"
 "$py" "$root/scripts/compare_predictions.py" "$(predictions_of "$theirs")" "$(predictions_of "$dir/salt_in_cpp")" |
-  sed "s/^/roundtrip: $name: salt's run, salt vs salt-cpp: /"
+  sed "s/^/roundtrip: $name: salt's run, salt vs salt-cpp: /" || differ=1
 "$cpp" validate --ckpt_path "$ckpt" --force >"$dir/cpp_validate_of_salt.log" 2>&1 || { tail -n 5 "$dir/cpp_validate_of_salt.log"; exit 1; }
 echo "roundtrip: $name: salt-cpp's 'salt validate' of salt's checkpoint (file name $(basename "$ckpt")):" \
   "$(grep -m1 '^val/loss ' "$dir/cpp_validate_of_salt.log" | tr -s ' ')"
@@ -110,3 +112,4 @@ fi
   --trainer.default_root_dir "$dir/cpp_resumed" --force >"$dir/cpp_resume.log" 2>&1 ||
   { tail -n 5 "$dir/cpp_resume.log"; exit 1; }
 echo "roundtrip: $name: salt-cpp's 'salt fit --ckpt_path' continued salt's $(basename "$(first_ckpt_of "$dir/salt_in_cpp")") to $(basename "$(ckpt_of "$dir/cpp_resumed")")"
+exit "$differ"
