@@ -44,6 +44,11 @@ echo "check_torch2: $("$build/app/salt" --version | tr '\n' ' ')"
 # The tests' Python cross-checks run under trixie's Python torch 2.6 too (numpy 2,
 # torch.load's weights_only default), unless SALT_TORCH2_PYTHON names another python3
 # (/usr/bin/python3: Debian 12's torch 1.13).
-export SALT_TEST_PYTHON=${SALT_TORCH2_PYTHON:-$(trixie_python "${SALT_TORCH2_PY_DIR:-/tmp/salt-torch2-python}")}
-echo "check_torch2: Python cross-checks with $("$SALT_TEST_PYTHON" -c 'import sys, torch, numpy; print(f"Python {sys.version.split()[0]}, torch {torch.__version__}, numpy {numpy.__version__}")')"
+SALT_TEST_PYTHON=${SALT_TORCH2_PYTHON:-}
+if [ -z "$SALT_TEST_PYTHON" ]; then
+  SALT_TEST_PYTHON=$(trixie_python "${SALT_TORCH2_PY_DIR:-/tmp/salt-torch2-python}")
+fi
+export SALT_TEST_PYTHON
+printf 'check_torch2: Python cross-checks with '
+"$SALT_TEST_PYTHON" -c 'import sys, torch, numpy, h5py; print(f"Python {sys.version.split()[0]}, torch {torch.__version__}, numpy {numpy.__version__}")'
 cd "$build" && ctest --output-on-failure -j"${SALT_JOBS:-2}" "$@"

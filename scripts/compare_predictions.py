@@ -41,9 +41,13 @@ def compare(a, b, atol):
             u, v = (x, y) if f is None else (x[f], y[f])
             if u.dtype.kind == "f":
                 u, v = u.astype(np.float64), v.astype(np.float64)
-                if not np.array_equal(np.isnan(u), np.isnan(v)):
-                    fail(f"{name}.{f}: NaN in different places")
-                finite = ~np.isnan(u)
+                # NaN and +-inf must sit in the same places with the same values;
+                # the tolerance applies to the finite values only.
+                if not np.array_equal(np.isfinite(u), np.isfinite(v)):
+                    fail(f"{name}.{f}: non-finite values in different places")
+                if not np.array_equal(u[~np.isfinite(u)], v[~np.isfinite(v)], equal_nan=True):
+                    fail(f"{name}.{f}: non-finite values differ")
+                finite = np.isfinite(u)
                 diff = float(np.max(np.abs(u[finite] - v[finite]), initial=0.0))
                 worst = max(worst, diff)
                 if diff > atol:

@@ -24,6 +24,7 @@ set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 py=${SALT_PYTHON:?set SALT_PYTHON to a python3 that has salt installed}
 cpp=${SALT_BIN:-$root/build/app/salt}
+[ $# -ge 2 ] || { echo "usage: SALT_PYTHON=python3 $0 WORK_DIR CONFIG [OVERLAY...]" >&2; exit 2; }
 work=$1
 shift
 zoo=$root/tests/fixtures/zoo
@@ -101,8 +102,11 @@ echo "roundtrip: $name: salt-cpp's 'salt test' opened salt's run"
 "$py" "$root/scripts/compare_predictions.py" "$(predictions_of "$theirs")" "$(predictions_of "$dir/salt_in_cpp")" |
   sed "s/^/roundtrip: $name: salt's run, salt vs salt-cpp: /" || differ=1
 "$cpp" validate --ckpt_path "$ckpt" --force >"$dir/cpp_validate_of_salt.log" 2>&1 || { tail -n 5 "$dir/cpp_validate_of_salt.log"; exit 1; }
+# the loss salt's Checkpoint callback monitors (its value is in the file name), else val/loss
+monitored=$(grep -m1 '^val/jets_classification_loss ' "$dir/cpp_validate_of_salt.log" ||
+            grep -m1 '^val/loss ' "$dir/cpp_validate_of_salt.log")
 echo "roundtrip: $name: salt-cpp's 'salt validate' of salt's checkpoint (file name $(basename "$ckpt")):" \
-  "$(grep -m1 '^val/loss ' "$dir/cpp_validate_of_salt.log" | tr -s ' ')"
+  "$(echo "$monitored" | tr -s ' ')"
 if "$cpp" to_onnx --ckpt_path "$ckpt" --force >"$dir/cpp_onnx_of_salt.log" 2>&1; then
   echo "roundtrip: $name: salt-cpp's 'salt to_onnx' exported salt's checkpoint: $(grep -m1 'ONNX Runtime vs' "$dir/cpp_onnx_of_salt.log" || true)"
 else

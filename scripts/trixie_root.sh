@@ -89,14 +89,14 @@ trixie_python() {
     command -v patchelf >/dev/null || apt-get install -y -qq patchelf >/dev/null
     # Python is the point here: only the other runtimes are left out.
     local trixie_unneeded='^(libamd|libhsa|libdrm|libllvm|libjs-|adduser|cdebconf|debconf|dpkg|libdebian|libnewt|libpam|libsemanage|libaudit|libselinux|libsepol|perl|tar|passwd|login$|util-linux|base-|mount|libblis|libopenblas0-openmp|libopenblas0-serial)'
-    trixie_fetch "$work" main '' python3-torch python3-h5py python3-yaml python3-protobuf python3-scipy >&2
+    trixie_fetch "$work" main '' python3-torch python3-h5py python3-yaml python3-protobuf python3-scipy >&2 || return 1
     local path=$lib/openblas-pthread:$lib:$root/usr/lib:$lib/openmpi/lib
-    patchelf --set-interpreter "$lib/ld-linux-x86-64.so.2" --set-rpath "$path" --force-rpath "$exe"
+    patchelf --set-interpreter "$lib/ld-linux-x86-64.so.2" --set-rpath "$path" --force-rpath "$exe" || return 1
     # Extension modules with a RUNPATH ($ORIGIN/lib) do not see the executable's RPATH.
     local so
     while IFS= read -r so; do
-      readelf -d "$so" 2>/dev/null | grep -q RUNPATH || continue
-      patchelf --set-rpath "$(patchelf --print-rpath "$so" | sed "s#\$ORIGIN#$(dirname "$so")#g"):$path" "$so"
+      grep -q RUNPATH < <(readelf -d "$so" 2>/dev/null) || continue
+      patchelf --set-rpath "$(patchelf --print-rpath "$so" | sed "s#\$ORIGIN#$(dirname "$so")#g"):$path" "$so" || return 1
     done < <(find "$root/usr/lib/python3/dist-packages" -name '*.so')
     touch "$work/.patched"
   fi

@@ -132,7 +132,7 @@ YAML::Node copy_impl(const YAML::Node& node, const std::string& path, const std:
             const auto key = kv.first.Scalar();
             if (!has_key(out, key)) {
               auto value = copy_impl(kv.second, join_path(path, key), file, origins, budget, depth + 1);
-        set_entry(out, kv.first, value);
+              set_entry(out, kv.first, value);
               record_key_line(kv.first, join_path(path, key), file, origins);
             }
           }

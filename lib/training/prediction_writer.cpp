@@ -198,7 +198,8 @@ struct PredictionWriter::Impl {
       const std::map<std::string, models::PredictionColumns>& tasks) const {
     std::vector<const std::pair<const std::string, models::PredictionColumns>*> out;
     for (const auto& name : options.task_order)
-      if (auto it = tasks.find(name); it != tasks.end()) out.push_back(&*it);
+      if (auto it = tasks.find(name); it != tasks.end() && std::find(out.begin(), out.end(), &*it) == out.end())
+        out.push_back(&*it);
     for (const auto& entry : tasks)
       if (std::find(options.task_order.begin(), options.task_order.end(), entry.first) == options.task_order.end())
         out.push_back(&entry);

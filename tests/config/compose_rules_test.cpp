@@ -113,11 +113,6 @@ INSTANTIATE_TEST_SUITE_P(
                  "{name: myrun, force: true, overwrite_config: true, log_suffix: sfx, seed_everything: 7}"}),
     [](const ::testing::TestParamInfo<RuleCase>& info) { return info.param.name; });
 
-// A command-line value is what the shell passed: a '#' after a space is no YAML
-// comment there, and a newline in a path is not folded away (before: `logs #1`
-// became `logs`, `#run` null, and `a<newline>b.h5` `a b.h5`, silently).
-// YAML's core tags: `!!str` makes a string of what looks like a number (as a quoted
-// value, as in PyYAML); `!!int` is what the value already is.
 // MaskFormer's null object class is a `null:` key; the run's config.yaml keeps it
 // `null:` (PyYAML reads None, which salt renames "null"), not `"":` (salt: "Null
 // class must be present in object_classes").
@@ -132,6 +127,8 @@ TEST(YamlKeys, ANullKeyStaysNullInTheWrittenConfig) {
   EXPECT_EQ(config::to_yaml(config::load_yaml_string(text, "config.yaml").root), text);
 }
 
+// YAML's core tags: `!!str` makes a string of what looks like a number (as a quoted
+// value, as in PyYAML); `!!int` is what the value already is.
 TEST(YamlTags, CoreStrTagQuotesAndIntTagIsPlain) {
   const auto loaded = config::load_yaml_string("t: {n: !!str 123, m: !!int 7, q: '8'}\n", "tags.yaml");
   const auto t = config::get(loaded.root, "t");
@@ -141,6 +138,9 @@ TEST(YamlTags, CoreStrTagQuotesAndIntTagIsPlain) {
   EXPECT_TRUE(config::is_quoted(config::get(t, "q")));
 }
 
+// A command-line value is what the shell passed: a '#' after a space is no YAML
+// comment there, and a newline in a path is not folded away (before: `logs #1`
+// became `logs`, `#run` null, and `a<newline>b.h5` `a b.h5`, silently).
 TEST(CliValue, HashAndNewlineStayInTheValue) {
   for (const std::string text : {"logs #1", "#run", "a\nb.h5", "x\r\ny", "a #b #c"}) {
     const auto node = config::parse_cli_value(text);

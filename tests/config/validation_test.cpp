@@ -77,6 +77,34 @@ TEST(Validation, LastEpochTakesSaltsWholeFloats) {
   }
 }
 
+// salt types mf_config.constituent as an object config, so its saved config.yaml
+// lists every object key there (at its default); salt-cpp reads them and uses
+// name and id_label, as salt does.
+TEST(Validation, MaskFormerConstituentTakesTheObjectKeysSaltWrites) {
+  TempDir dir;
+  write_file(dir / "constituent.yaml", R"(data:
+  mf_config:
+    constituent:
+      name: tracks
+      id_label: ftagTruthParentBarcode
+      class_label: null
+      object_classes: null
+      max_lxy_mm: null
+      lxy_field: Lxy
+      cuts: null
+      sort_by: null
+      sort_descending: true
+      pv_class: 0
+      max_objects: null
+      num_objects: null
+)");
+  const auto r = resolve_args({"-c", repo_config("MaskFormer.yaml"), "-c", (dir / "constituent.yaml").string()});
+  const auto mf = config::read_run_config(r.config).data.mf_config;
+  ASSERT_TRUE(mf.has_value());
+  EXPECT_EQ(mf->constituent.name, "tracks");
+  EXPECT_EQ(mf->constituent.id_label, "ftagTruthParentBarcode");
+}
+
 TEST(Validation, DevicesIntListOrAuto) {
   EXPECT_EQ(yaml_of(resolve_args(gn2_with({"--trainer.devices=[0,1]"})).config["trainer"]["devices"]), "[0, 1]");
   EXPECT_EQ(resolve_args(gn2_with({"--trainer.devices=2"})).config["trainer"]["devices"].Scalar(), "2");
