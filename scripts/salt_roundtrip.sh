@@ -3,7 +3,8 @@
 # config of the zoo (tests/fixtures/zoo) trained briefly on toy data by each
 # trainer, and each run opened by the other.
 #   salt-cpp -> salt: salt-cpp fits; salt's own `salt test` reads the run's
-#     config.yaml and checkpoint; both prediction files must agree.
+#     config.yaml and checkpoint, and both prediction files must agree; salt's
+#     ModelWrapper.load_from_checkpoint (what salt's to_onnx calls) rebuilds the model.
 #   salt -> salt-cpp: salt fits from the config.yaml of salt-cpp's run; salt-cpp's `test`,
 #     `validate` and `to_onnx` open salt's run directory; the predictions must
 #     agree with salt's own `salt test`.
@@ -67,6 +68,23 @@ salt_py test -c "$dir/cpp_in_salt/config.yaml" --ckpt_path "$(ckpt_of "$dir/cpp_
 echo "roundtrip: $name: salt's 'salt test' opened salt-cpp's run"
 "$py" "$root/scripts/compare_predictions.py" "$(predictions_of "$run")" "$(predictions_of "$dir/cpp_in_salt")" |
   sed "s/^/roundtrip: $name: salt-cpp's run, salt-cpp vs salt: /" || differ=1
+
+# salt's ModelWrapper.load_from_checkpoint, as salt's to_onnx calls it (the config's
+# model section as keyword arguments), and from the checkpoint's hyper_parameters alone
+"$py" - "$(ckpt_of "$dir/cpp_in_salt")" "$dir/cpp_in_salt/config.yaml" <<'PY' | sed "s/^/roundtrip: $name: /"
+import sys, torch, yaml
+import salt.utils.cli  # noqa: F401  salt's Tensor <-> list type for jsonargparse, as its CLI registers it
+from salt.modelwrapper import ModelWrapper
+ckpt, config = sys.argv[1], yaml.safe_load(open(sys.argv[2]))
+saved = torch.load(ckpt, weights_only=True)["state_dict"]
+for how, kwargs in (("with config.yaml's model section", config["model"]), ("from hyper_parameters alone", {})):
+    model = ModelWrapper.load_from_checkpoint(ckpt, map_location="cpu", weights_only=False, **kwargs)
+    state = model.state_dict()
+    assert sorted(state) == sorted(saved), set(state) ^ set(saved)
+    diff = max((state[k].float() - saved[k].float()).abs().max().item() for k in saved)
+    assert diff == 0, diff
+    print(f"salt's ModelWrapper.load_from_checkpoint {how}: {len(saved)} tensors, equal")
+PY
 
 # --- salt -> salt-cpp (and salt continuing salt-cpp's run) ---
 # salt trains from the config.yaml salt-cpp's run saved (--print_config also lists
