@@ -127,6 +127,26 @@ TEST(YamlKeys, ANullKeyStaysNullInTheWrittenConfig) {
   EXPECT_EQ(config::to_yaml(config::load_yaml_string(text, "config.yaml").root), text);
 }
 
+// An overlay's null key replaces the base's (one entry, the overlay's value), as
+// PyYAML + jsonargparse merge the two configs' None keys.
+TEST(YamlKeys, AnOverlaysNullKeyReplacesTheBasesOne) {
+  TempDir dir;
+  write_file(dir / "overlay.yaml", R"(data:
+  mf_config:
+    object:
+      object_classes:
+        ~:
+          raw: -7
+          mapped: 2
+)");
+  const auto text =
+      config::to_yaml(resolve_args({"-c", repo_config("MaskFormer.yaml"), "-c", (dir / "overlay.yaml").string()}).config);
+  const auto classes = text.find("object_classes:", text.find("mf_config:"));
+  const auto block = text.substr(classes, text.find("max_objects", classes) - classes);
+  EXPECT_EQ(block.find("null:"), block.rfind("null:")) << block;  // one null class
+  EXPECT_NE(block.find("null:\n          raw: -7\n          mapped: 2"), std::string::npos) << block;
+}
+
 // YAML's core tags: `!!str` makes a string of what looks like a number (as a quoted
 // value, as in PyYAML); `!!int` is what the value already is.
 TEST(YamlTags, CoreStrTagQuotesAndIntTagIsPlain) {
