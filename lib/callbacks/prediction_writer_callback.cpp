@@ -1,6 +1,7 @@
 // salt.callbacks.PredictionWriter as a callback of `salt test`: the prediction
 // file (see prediction_writer.h) at TestState::output, finished (renamed into
 // place) only when the whole test set went through.
+#include "models/salt_wrapper.h"
 #include "training/callback_registry.h"
 
 namespace salt::callbacks {
@@ -29,16 +30,6 @@ const config::Binding<PredictionWriterSettings>& prediction_writer_callback_bind
   return b;
 }
 
-// The tasks' names in config order (model.model.init_args.tasks.init_args.modules).
-std::vector<std::string> task_names(const YAML::Node& model) {
-  std::vector<std::string> names;
-  const auto modules = model["init_args"]["tasks"]["init_args"]["modules"];
-  if (!modules || !modules.IsSequence()) return names;
-  for (const auto& task : modules)
-    if (const auto name = task["init_args"]["name"]; name && name.IsScalar()) names.push_back(name.Scalar());
-  return names;
-}
-
 class PredictionWriterCallback : public Callback {
  public:
   explicit PredictionWriterCallback(PredictionWriterSettings o) : o_(std::move(o)) {}
@@ -55,7 +46,10 @@ class PredictionWriterCallback : public Callback {
     options.write_objects = o_.write_objects;
     options.half_precision = o_.half_precision;
     if (!o_.extra_vars.IsNull()) options.extra_vars = o_.extra_vars;
-    options.task_order = task_names(s.setup->run.model.model);
+    // salt writes each input's outputs task by task in config order
+    const auto& model = *s.setup->model->model;
+    for (const auto* tasks : {&model.task_list(), &model.object_tasks()})
+      for (const auto& task : *tasks) options.task_order.push_back(task->name());
     if (d.mf_config) {  // salt's null_raw_value: the null class's first raw value, else -1
       const auto& object = d.mf_config->object;
       options.object_id_label = object.id_label;

@@ -105,17 +105,9 @@ const Binding<MaskformerConstituentConfig>& constituent_binding() {
         .required("id_label", SALT_FIELD(id_label), "Its label holding the id of its object, e.g. ftagTruthParentBarcode.");
     // salt types the constituent as an object config too, so the config.yaml salt
     // saves lists every object key here at its default; salt reads name and id_label.
-    const char* unused = "salt reads only the constituent's name and id_label";
-    c.unbound(field_null("class_label", t_optional(t_str()), "Unused for the constituent.")).ignored(unused)
-        .unbound(field_null("object_classes", t_optional(t_dict(t_any())), "Unused for the constituent.")).ignored(unused)
-        .unbound(field_null("max_lxy_mm", t_optional(t_float()), "Unused for the constituent.")).ignored(unused)
-        .unbound(field("lxy_field", t_str(), "Lxy", "Unused for the constituent.")).ignored(unused)
-        .unbound(field_null("cuts", t_optional(t_list(t_any())), "Unused for the constituent.")).ignored(unused)
-        .unbound(field_null("sort_by", t_optional(t_str()), "Unused for the constituent.")).ignored(unused)
-        .unbound(field("sort_descending", t_bool(), true, "Unused for the constituent.")).ignored(unused)
-        .unbound(field("pv_class", t_optional(t_int()), 0, "Unused for the constituent.")).ignored(unused)
-        .unbound(field_null("max_objects", t_optional(t_int()), "Unused for the constituent.")).ignored(unused)
-        .unbound(field_null("num_objects", t_optional(t_int()), "Unused for the constituent.")).ignored(unused);
+    for (auto f : object_binding().fields())
+      if (f.name != "name" && f.name != "id_label")
+        c.unbound(std::move(f)).ignored("salt reads only the constituent's name and id_label");
     return c;
   }();
   return b;

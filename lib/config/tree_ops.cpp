@@ -13,13 +13,7 @@ bool is_component_meta_key(const std::string& key) {
 
 YAML::Node merge_maps(const YAML::Node& dst, const YAML::Node& src, const AcceptsArg& accepts) {
   YAML::Node out = copy_tree(dst);
-  for (const auto& kv : src) {
-    YAML::Node before;
-    for (const auto& d : dst)
-      if (kv.first.IsNull() ? d.first.IsNull() : !d.first.IsNull() && d.first.Scalar() == kv.first.Scalar())
-        before.reset(d.second);
-    set_entry(out, kv.first, merge_values(before, kv.second, accepts));
-  }
+  for (const auto& kv : src) set_entry(out, kv.first, merge_values(get_entry(dst, kv.first), kv.second, accepts));
   return out;
 }
 

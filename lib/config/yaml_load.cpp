@@ -174,6 +174,12 @@ bool is_quoted(const YAML::Node& scalar) { return scalar.IsScalar() && scalar.Ta
 
 YAML::Node copy_tree(const YAML::Node& node) { return copy_recording(node, "", "", nullptr); }
 
+YAML::Node get_entry(const YAML::Node& map, const YAML::Node& key) {
+  for (const auto& kv : map)
+    if (key.IsNull() ? kv.first.IsNull() : !kv.first.IsNull() && kv.first.Scalar() == key.Scalar()) return kv.second;
+  return YAML::Node(YAML::NodeType::Undefined);
+}
+
 void set_entry(YAML::Node& map, const YAML::Node& key, const YAML::Node& value) {
   if (!key.IsNull()) {
     map[key.Scalar()] = value;

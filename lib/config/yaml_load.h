@@ -33,5 +33,7 @@ bool is_quoted(const YAML::Node& scalar);
 // a null key (written back as `null:`, which PyYAML reads as None) instead of
 // becoming the string "" (written `"":`); a second null key replaces the first.
 void set_entry(YAML::Node& map, const YAML::Node& key, const YAML::Node& value);
+// map's value under `key`, a null key matching a null key; an undefined node if none.
+YAML::Node get_entry(const YAML::Node& map, const YAML::Node& key);
 
 }  // namespace salt::config

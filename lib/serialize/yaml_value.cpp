@@ -7,27 +7,19 @@
 namespace salt::serialize {
 namespace {
 
-PyValue scalar(const YAML::Node& node) {
+// A scalar as yaml.safe_load types it. Mapping keys too (`as_key`): `{0: 0, 4: 1}`,
+// a task's label_map, has int keys, and LightningCLI re-parses the checkpoint's
+// hyper_parameters with them (salt's label_map compares labels == key).
+PyValue scalar(const YAML::Node& node, bool as_key = false) {
   const auto& text = node.Scalar();
   if (node.Tag() == "!") return PyValue::str(text);  // quoted
   if (text.empty() || text == "~" || text == "null" || text == "Null" || text == "NULL") return PyValue();
   if (auto b = config::yaml11_bool(text)) return PyValue::boolean(*b);
   if (auto i = config::yaml11_int(text)) return PyValue::integer(*i);
   // jsonargparse turns 1e-5 (a string to PyYAML) into a float for float arguments,
-  // and LightningCLI's hyper_parameters hold the parsed values.
-  if (auto f = config::yaml11_float(text)) return PyValue::real(*f);
-  return PyValue::str(text);
-}
-
-// A mapping key as yaml.safe_load types it: `{0: 0, 4: 1}` (a task's label_map)
-// has int keys, and LightningCLI re-parses the checkpoint's hyper_parameters with
-// them (salt's label_map compares labels == key). Floats stay strings, as keys.
-PyValue key(const YAML::Node& node) {
-  const auto& text = node.Scalar();
-  if (node.Tag() == "!") return PyValue::str(text);
-  if (text.empty() || text == "~" || text == "null" || text == "Null" || text == "NULL") return PyValue();
-  if (auto b = config::yaml11_bool(text)) return PyValue::boolean(*b);
-  if (auto i = config::yaml11_int(text)) return PyValue::integer(*i);
+  // and LightningCLI's hyper_parameters hold the parsed values; keys stay strings.
+  if (!as_key)
+    if (auto f = config::yaml11_float(text)) return PyValue::real(*f);
   return PyValue::str(text);
 }
 
@@ -37,7 +29,7 @@ PyValue yaml_to_py(const YAML::Node& node) {
   switch (node.Type()) {
     case YAML::NodeType::Map: {
       auto d = PyValue::dict();
-      for (const auto& kv : node) d.set_item(key(kv.first), yaml_to_py(kv.second));
+      for (const auto& kv : node) d.set_item(scalar(kv.first, /*as_key=*/true), yaml_to_py(kv.second));
       return d;
     }
     case YAML::NodeType::Sequence: {
