@@ -49,6 +49,7 @@
 #include "models/cpu_bf16.h"
 #include "models/host_twins.h"
 #include "models/model_factory.h"
+#include "models/short_attention.h"
 #include "models/summary.h"
 #include "training/foreach_adamw.h"
 
@@ -398,6 +399,16 @@ int run_gpu_suite(const Setup& setup, int64_t iters, int threads, int64_t batch,
       other.attn_type = attn;
       auto r = run_salt_cpp(other, length, iters, setup);
       std::printf("    %s: %.0f jets/s (flash-varlen %.0f)\n", attn, r.jets_per_s, cpp.jets_per_s);
+    }
+    // salt-cpp's short-jet kernel in place of flash (models/short_attention.h), each
+    // timed right after flash in the same process, twice: runs drift with their order.
+    for (int round = 0; round < 2; ++round) {
+      auto flash = run_salt_cpp(gn2, length, iters, setup);
+      salt::models::set_short_attention(true);
+      auto fast = run_salt_cpp(gn2, length, iters, setup);
+      salt::models::set_short_attention(false);
+      std::printf("    short-varlen: %.0f jets/s, MFU %.1f%% (flash-varlen right before %.0f: %.2fx)\n", fast.jets_per_s,
+                  100 * mfu(fast.jets_per_s), flash.jets_per_s, fast.jets_per_s / flash.jets_per_s);
     }
   }
   // The same step reading its masks' counts and labels' range from the device, as

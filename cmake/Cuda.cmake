@@ -17,6 +17,9 @@ endif()
 
 if(SALT_CUDA)
   add_compile_definitions(SALT_CUDA=1)
+  # salt-cpp's own kernels (lib/models/cuda) use the shared CUDA runtime LibTorch
+  # loads: one runtime in the process, not a static copy beside it in every program.
+  set(CMAKE_CUDA_RUNTIME_LIBRARY Shared)
   # CUDA 12.9+ ships NVTX 3 as headers only, without libnvToolsExt, but LibTorch
   # 2.6's config still links torch::nvtoolsext to CUDA::nvToolsExt
   # (pytorch#152756): the missing target is the header-only one.

@@ -15,6 +15,7 @@
 #include "core/errors.h"
 #include "core/torch_compat.h"
 #include "models/attention_kernels.h"
+#include "models/short_attention.h"
 
 #if SALT_CUDA
 #include <ATen/cuda/CUDAContext.h>
@@ -377,6 +378,12 @@ constexpr int64_t kMaxFlashSequences = 65535;
 torch::Tensor flash_varlen(const torch::Tensor& qkv, const TokenLayout& layout, int64_t heads, double scale,
                            double dropout) {
   const int64_t n = qkv.size(0), d = qkv.size(1) / 3, dh = d / heads;
+  // Jets of ~15 tokens fill a tenth of flash's 128-row tiles: salt-cpp's kernel for
+  // short jets, where switched on (short_attention.h).
+  if (short_attention_enabled() && dropout == 0.0 && short_varlen_applies(qkv, heads, layout.length)) {
+    SALT_NOTE_KERNEL_ONCE("short-varlen: salt-cpp's kernel for short jets on packed rows (" + tensor_kind(qkv) + ")");
+    return layout.unsort_rows(short_varlen_attention(layout.sort_rows(qkv), layout.starts, layout.length, heads, scale));
+  }
   auto jet_rows = layout.sort_rows(qkv).view({n, 3, heads, dh});
   auto q = jet_rows.select(1, 0), k = jet_rows.select(1, 1), v = jet_rows.select(1, 2);
   auto call = [&](const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v, const torch::Tensor& starts) {

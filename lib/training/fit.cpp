@@ -31,6 +31,7 @@
 #include "training/forward_batch.h"
 #include "training/checkpoint.h"
 #include "training/cuda_runtime.h"
+#include "training/steps_ahead.h"
 #include "training/device.h"
 #include "training/epoch_resources.h"
 #include "training/metrics_log.h"
@@ -568,6 +569,7 @@ class FitRun {
     hook("on_batch_end", &callbacks::Callback::on_batch_end, state_, std::string("train"), b, out.loss.detach(),
                     on_device.size);
     if (!session_ && boundary && state_.global_step % T.log_every_n_steps != 0) host_reads_.step_done();
+    if (device_.is_cuda()) steps_ahead_.step_issued(device_.index());
   }
 
   // The forward pass (under autocast) and the backward pass of one training batch,
@@ -761,6 +763,9 @@ class FitRun {
     if (host_reads_.steps > 0)
       spdlog::info("host reads of device values: {:.2f} per training step outside logging steps ({} steps)",
                    host_reads_.per_step(), host_reads_.steps);
+    if (steps_ahead_.depth() > 0 && steps_ahead_.steps() > 0)
+      spdlog::info("host at most {} steps ahead of the card (SALT_MAX_STEPS_AHEAD): waited at {} of {} steps",
+                   steps_ahead_.depth(), steps_ahead_.waits(), steps_ahead_.steps());
     if (result_.train_seconds > 0)
       spdlog::info("trained {} jets in {:.2f} s: {:.0f} jets/s over {} process(es)", result_.train_jets * world_,
                    result_.train_seconds, static_cast<double>(result_.train_jets * world_) / result_.train_seconds,
@@ -814,6 +819,7 @@ class FitRun {
   ResourceMeter meter_;
   torch::Tensor first_nonfinite_;  // the first step with a non-finite loss (-1: none), on the device
   HostReadMeter host_reads_;
+  cuda::StepsAhead steps_ahead_{cuda::max_steps_ahead_from_env()};
   std::optional<GradScaler> scaler_;  // 16-mixed on CUDA
   std::vector<std::string> attention_kernels_;
   std::unique_ptr<SimpleProfiler> profiler_;  // trainer.profiler

@@ -19,10 +19,12 @@
 #include "dist/process_group.h"
 #include "models/attention.h"
 #include "models/attention_kernels.h"
+#include "models/short_attention.h"
 #include "models/model_test_helpers.h"
 #include "training/cuda_runtime.h"
 #include "training/device.h"
 #include "training/grad_scaler.h"
+#include "training/steps_ahead.h"
 
 namespace salt::testing {
 namespace {
@@ -75,6 +77,15 @@ void expect_gradients_close(const std::vector<torch::Tensor>& want, const std::v
     const double scale = std::max(want[i].norm().item<double>(), floor * largest);
     EXPECT_LT(diff / scale, tol) << what << ", parameter " << i;
   }
+}
+
+// `to` takes `from`'s weights (the same model built twice).
+void copy_parameters(const torch::nn::Module& from, torch::nn::Module& to) {
+  torch::NoGradGuard no_grad;
+  const auto src = from.parameters();
+  auto dst = to.parameters();
+  ASSERT_EQ(src.size(), dst.size());
+  for (std::size_t i = 0; i < src.size(); ++i) dst[i].copy_(src[i]);
 }
 
 double rel_diff(const torch::Tensor& got, const torch::Tensor& want) {
@@ -184,12 +195,7 @@ TEST_F(Gpu, FlashVarlenTakesMoreThan65535Jets) {
   auto ctx = make_context(2, 19);
   auto math = build(small_gn2_yaml(1, "torch-math"), ctx);
   auto flash = build(small_gn2_yaml(1, "flash-varlen"), ctx);
-  {
-    torch::NoGradGuard no_grad;
-    auto src = math->parameters(), dst = flash->parameters();
-    ASSERT_EQ(src.size(), dst.size());
-    for (std::size_t i = 0; i < src.size(); ++i) dst[i].copy_(src[i]);
-  }
+  copy_parameters(*math, *flash);
   std::vector<torch::Tensor> losses;
   for (auto* model : {&math, &flash}) {
     (*model)->to(kCuda);
@@ -205,35 +211,97 @@ TEST_F(Gpu, FlashVarlenTakesMoreThan65535Jets) {
 
 // flash-varlen's backward on strided q/k/v views, with the encoder's rows sorted
 // jet by jet (tracks then registers: two segments to sort; one and three registers):
-// under bf16 its loss and gradients follow the math kernel's, within bf16 rounding.
+// under bf16 its loss and gradients follow the math kernel's, within bf16 rounding;
+// the same with salt-cpp's short-jet kernel in flash's place (SALT_SHORT_ATTENTION).
 TEST_F(Gpu, FlashVarlenGradientsFollowTheMathKernel) {
   using namespace models::testing;
-  for (int registers : {1, 3}) {
-    auto ctx = make_context(2, 19);
-    torch::manual_seed(4);
-    auto math = build(small_gn2_yaml(registers, "torch-math"), ctx);
-    auto flash = build(small_gn2_yaml(registers, "flash-varlen"), ctx);
-    {
-      torch::NoGradGuard no_grad;
-      auto src = math->parameters(), dst = flash->parameters();
-      ASSERT_EQ(src.size(), dst.size());
-      for (std::size_t i = 0; i < src.size(); ++i) dst[i].copy_(src[i]);
+  for (bool short_kernel : {false, true}) {
+    models::set_short_attention(short_kernel);
+    for (int registers : {1, 3}) {
+      const auto what = std::string(short_kernel ? "short-varlen, " : "flash, ") + std::to_string(registers) + " register(s)";
+      auto ctx = make_context(2, 19);
+      torch::manual_seed(4);
+      auto math = build(small_gn2_yaml(registers, "torch-math"), ctx);
+      auto flash = build(small_gn2_yaml(registers, "flash-varlen"), ctx);
+      copy_parameters(*math, *flash);
+      auto batch = toy_batch({3, 7, 12, 0, 5, 9, 16, 1}, 16);
+      auto labels = labels_on_gpu(batch.labels);
+      std::vector<torch::Tensor> losses;
+      for (auto* model : {&math, &flash}) {
+        (*model)->to(kCuda);
+        compat::AutocastGuard bf16(torch::kCUDA, torch::kBFloat16);
+        losses.push_back((*model)->forward(on_gpu(batch.inputs), on_gpu(batch.pad_masks), &labels).loss.to(torch::kFloat));
+        losses.back().backward();
+      }
+      EXPECT_LT(rel_diff(losses[1], losses[0]), 2e-2) << what;
+      expect_gradients_close(grads_of(*math), grads_of(*flash), 1e-2, 5e-2, what);
     }
-    auto batch = toy_batch({3, 7, 12, 0, 5, 9, 16, 1}, 16);
-    auto labels = labels_on_gpu(batch.labels);
-    std::vector<torch::Tensor> losses;
-    for (auto* model : {&math, &flash}) {
-      (*model)->to(kCuda);
-      compat::AutocastGuard bf16(torch::kCUDA, torch::kBFloat16);
-      losses.push_back((*model)->forward(on_gpu(batch.inputs), on_gpu(batch.pad_masks), &labels).loss.to(torch::kFloat));
-      losses.back().backward();
-    }
-    EXPECT_LT(rel_diff(losses[1], losses[0]), 2e-2) << registers << " register(s)";
-    expect_gradients_close(grads_of(*math), grads_of(*flash), 1e-2, 5e-2, std::to_string(registers) + " register(s)");
   }
+  models::set_short_attention(false);
   std::string kernels;
   for (const auto& k : models::attention_kernels_used()) kernels += k + "; ";
   EXPECT_NE(kernels.find("flash-varlen: flash attention on packed rows (cuda, BFloat16)"), std::string::npos) << kernels;
+  EXPECT_NE(kernels.find("short-varlen: salt-cpp's kernel for short jets on packed rows (cuda, BFloat16)"),
+            std::string::npos)
+      << kernels;
+}
+
+// salt-cpp's short-jet kernel on the card (models/cuda/short_attention.cu) against
+// the same block maths on the CPU (tests/models/short_attention_test.cpp checks
+// those against plain attention): float32 to rounding, bf16 and fp16 to their
+// precision; forward and the gradient of q, k and v.
+// Jets of 0 to `longest` rows, GN2's head size.
+void expect_short_attention_follows_cpu(int64_t jets, int64_t longest) {
+  torch::manual_seed(6);
+  const int64_t heads = 8, dh = 32, d = heads * dh;
+  auto lengths = torch::randint(0, longest + 1, {jets}, torch::kLong);
+  lengths[0] = longest;
+  auto starts = torch::cat({torch::zeros({1}, torch::kLong), lengths.cumsum(0)});
+  const int64_t n = starts[jets].item<int64_t>();
+  auto qkv = torch::randn({n, 3 * d});
+  auto upstream = torch::randn({n, d});
+  const double scale = 1.0 / std::sqrt(double(dh));
+  auto x = qkv.clone().requires_grad_(true);
+  auto want = models::short_varlen_attention(x, starts, longest, heads, scale);
+  (want * upstream).sum().backward();
+  ASSERT_TRUE(models::short_varlen_applies(qkv.to(kCuda), heads, longest));
+  for (auto type : {torch::kFloat, torch::kBFloat16, torch::kHalf}) {
+    auto xg = qkv.to(kCuda, type).requires_grad_(true);
+    auto got = models::short_varlen_attention(xg, starts.to(kCuda), longest, heads, scale);
+    EXPECT_EQ(got.scalar_type(), type);
+    (got * upstream.to(kCuda, type)).sum().backward();
+    const double tol = type == torch::kFloat ? 1e-5 : type == torch::kHalf ? 5e-3 : 2e-2;
+    EXPECT_LT(rel_diff(got.to(torch::kFloat), want), tol) << type << ", " << jets << " jets";
+    EXPECT_LT(rel_diff(xg.grad().to(torch::kFloat), x.grad()), type == torch::kFloat ? 1e-5 : 4 * tol)
+        << type << ", " << jets << " jets";
+  }
+}
+
+TEST_F(Gpu, ShortAttentionKernelFollowsItsCpuBlocks) {
+  expect_short_attention_follows_cpu(2000, 40);
+  expect_short_attention_follows_cpu(70000, 4);  // more jets than flash's grid takes
+  // Jets long enough that the backward's shared memory needs the opt-in above 48 KB.
+  expect_short_attention_follows_cpu(50, 70);
+}
+
+// The run-ahead limit (training/steps_ahead.h): with depth 1, a step issued while
+// the previous one (20 float32 4096^3 products, tens of ms on any card) is still
+// running waits for it; with depth 0 nothing waits.
+TEST_F(Gpu, StepsAheadHoldsTheHostBack) {
+  for (int depth : {1, 0}) {
+    cuda::StepsAhead ahead(depth);
+    auto a = torch::randn({4096, 4096}, kCuda);
+    for (int step = 0; step < 3; ++step) {
+      for (int i = 0; i < 20; ++i) a = torch::tanh(a.mm(a) * 1e-3);
+      ahead.step_issued(0);
+    }
+    EXPECT_EQ(ahead.steps(), 3);
+    if (depth == 1)
+      EXPECT_GE(ahead.waits(), 1);
+    else
+      EXPECT_EQ(ahead.waits(), 0);
+    torch::cuda::synchronize();
+  }
 }
 
 // A one-rank NCCL run (this machine has one card; two ranks need two): the
