@@ -109,7 +109,11 @@ int main(int argc, char** argv) {
     }
   }
   if (threads > 0) torch::set_num_threads(threads);
-  else training::configure_torch_threads();
+  else {
+    config::TrainerConfig cpu;  // this bench trains on the CPU: OMP_NUM_THREADS or LibTorch's count
+    cpu.accelerator = "cpu";
+    training::configure_torch_threads(cpu);
+  }
   spdlog::set_level(spdlog::level::warn);
   if (quick) jets = std::min<int64_t>(jets, 4000);
   auto tmp = fs::temp_directory_path() / ("salt-bench-fit-" + std::to_string(getpid()));

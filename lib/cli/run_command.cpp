@@ -98,7 +98,7 @@ int run_config_command(const std::string& command, const std::vector<std::string
   }
   if (auto code = launch_local_workers(command, args, resolved.run.trainer)) return *code;
   install_stop_handlers();
-  const int threads = training::configure_torch_threads();
+  const int threads = training::configure_torch_threads(resolved.run.trainer);
   spdlog::info("computing with {} CPU thread(s) (set OMP_NUM_THREADS to change)", threads);
   if (command == "fit") {
     training::FitHooks hooks;

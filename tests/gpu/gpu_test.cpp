@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstdlib>
 #include <limits>
 #include <optional>
 
@@ -25,6 +26,7 @@
 #include "training/device.h"
 #include "training/grad_scaler.h"
 #include "training/steps_ahead.h"
+#include "training/threads.h"
 
 namespace salt::testing {
 namespace {
@@ -102,6 +104,26 @@ TEST_F(Gpu, TrainerDevicesSelectTheCard) {
   EXPECT_EQ(d.index(), 0);
   t.accelerator = "auto";
   EXPECT_TRUE(training::select_device(t, 0).is_cuda());
+}
+
+// A run on the card computes its host work with one thread unless OMP_NUM_THREADS
+// says otherwise (training/threads.h).
+TEST_F(Gpu, ARunOnTheCardComputesWithOneHostThread) {
+  const int before = torch::get_num_threads();
+  const char* env = std::getenv("OMP_NUM_THREADS");
+  const std::string env_before = env ? env : "";
+  unsetenv("OMP_NUM_THREADS");
+  torch::set_num_threads(4);
+  config::TrainerConfig t;
+  t.accelerator = "gpu";
+  EXPECT_EQ(training::configure_torch_threads(t), 1);
+  setenv("OMP_NUM_THREADS", "3", 1);
+  EXPECT_EQ(training::configure_torch_threads(t), 3);
+  if (env)
+    setenv("OMP_NUM_THREADS", env_before.c_str(), 1);
+  else
+    unsetenv("OMP_NUM_THREADS");
+  torch::set_num_threads(before);
 }
 
 TEST_F(Gpu, MemoryPeakCountsAnAllocationAndResets) {
