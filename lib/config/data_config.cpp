@@ -3,14 +3,13 @@
 #include <algorithm>
 #include <cmath>
 
+#include "config/yaml_util.h"
 #include "core/errors.h"
 
 namespace salt::config {
 namespace {
 
 using D = DataConfig;
-
-bool given(const YAML::Node& n) { return n.IsDefined() && !n.IsNull(); }
 
 // A nullable key that keeps the member's default when null.
 template <class Get>

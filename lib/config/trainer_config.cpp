@@ -18,8 +18,6 @@ bool is_int_text(const std::string& s) {
   return i < s.size() && s.find_first_not_of("0123456789", i) == std::string::npos;
 }
 
-bool given(const YAML::Node& n) { return n.IsDefined() && !n.IsNull(); }
-
 TypeP int_or_float() { return t_union({t_int(), t_float()}); }
 
 BatchLimit parse_limit(const YAML::Node& node, const std::string& key) {

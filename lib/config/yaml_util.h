@@ -21,6 +21,9 @@ inline YAML::Node get(const YAML::Node& map, const std::string& key) {
   return YAML::Node(YAML::NodeType::Undefined);
 }
 
+// A value is given: the key is there and not null.
+inline bool given(const YAML::Node& n) { return n.IsDefined() && !n.IsNull(); }
+
 // A component node names its class: {class_path: ..., init_args: {...}}.
 inline bool is_component(const YAML::Node& node) { return node.IsMap() && has_key(node, "class_path"); }
 

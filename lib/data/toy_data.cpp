@@ -302,7 +302,9 @@ std::vector<Hadron> truth_hadrons(const Jet& jet) {
       it = out.end() - 1;
     }
     const double p = 1.0 / std::max(1e-9, static_cast<double>(std::abs(t.f[4])));
-    it->pt += static_cast<float>(p / std::cosh(jet.eta + t.f[3]));
+    // cosh in double: glibc 2.41 rounds coshf correctly where 2.36 does not, and
+    // the same seed must give the same data on every machine.
+    it->pt += static_cast<float>(p / std::cosh(static_cast<double>(jet.eta + t.f[3])));
     it->deta += t.f[3];
     it->dphi += t.f[2];
     it->lxy += 10.f * std::abs(t.f[0]);

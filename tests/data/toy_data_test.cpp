@@ -186,16 +186,18 @@ uint64_t fnv1a(const std::vector<uint8_t>& bytes) {
   return h;
 }
 
-// One seed, one data set, whatever compiled salt: the generator draws in a fixed
-// order (C++ leaves the order of a call's arguments to the compiler, and clang's
-// build once wrote other jets than GCC's). The checksums are of the data GCC's
-// build wrote before the draws were put in order (seed 42, 300 training jets).
+// One seed, one data set, whatever compiled salt and whatever its C library: the
+// generator draws in a fixed order (C++ leaves the order of a call's arguments to
+// the compiler, and clang's build once wrote other jets than GCC's), and takes its
+// cosh in double (glibc 2.41 rounds coshf correctly, 2.36 does not: the truth
+// hadrons' pt differed under scripts/check_torch2.sh). The checksums (seed 42, 300
+// training jets) are the same from clang on Debian 12 and GCC on trixie's glibc.
 TEST(ToyDataSettings, TheSameSeedGivesTheSameDataWhateverTheCompiler) {
   salt::testing::TempDir dir;
   const auto files = write_toy_data(ToyDataOptions().set_out_dir(dir / "toy").set_num_train(300).set_num_val(0).set_num_test(0));
   EXPECT_EQ(fnv1a(all_records(files.train, "jets")), 0x9ba947031ac034d4ull);
   EXPECT_EQ(fnv1a(all_records(files.train, "tracks")), 0xf57399e5783bf781ull);
-  EXPECT_EQ(fnv1a(all_records(files.train, "truth_hadrons")), 0x547e98b64d6bdcc3ull);
+  EXPECT_EQ(fnv1a(all_records(files.train, "truth_hadrons")), 0xe790b53264aab2b7ull);
 }
 
 TEST(ToyDataSettings, CompressionAndHalfPrecision) {
