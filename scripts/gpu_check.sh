@@ -124,13 +124,18 @@ if step build 150; then
   eval "extra=(${SALT_GPU_CMAKE_ARGS:-})"  # may hold quoted arguments with spaces
   b0=$(date +%s)
   targets=(salt bench_model bench_loader)
+  # tests/gpu exists only in a build against a CUDA LibTorch. Not `grep -q`: it
+  # stops reading at the match, and under pipefail ninja's SIGPIPE then fails the
+  # test once the listing outgrows a pipe's 64 KB (95d5894 on the H200: not built).
+  add_gpu_tests() {
+    if ninja -C "$build" -t targets all 2>/dev/null | grep -c "^test_gpu:" >/dev/null; then
+      [[ " ${targets[*]} " == *" test_gpu "* ]] || targets+=(test_gpu)
+    fi
+  }
   {
     cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DSALT_BUILD_BENCH=ON \
       -DCMAKE_PREFIX_PATH="$prefix" "${cuda[@]}" "${hdf5[@]}" "${extra[@]}" &&
-    # tests/gpu exists only in a build against a CUDA LibTorch. Not `grep -q`: it
-    # stops reading at the match, and under pipefail ninja's SIGPIPE then fails the
-    # test once the listing outgrows a pipe's 64 KB (95d5894 on the H200: not built).
-    if ninja -C "$build" -t targets all 2>/dev/null | grep -c "^test_gpu:" >/dev/null; then targets+=(test_gpu); fi &&
+    add_gpu_tests &&
     # -k 0: one call must report every file that fails to compile, not the first
     cmake --build "$build" -j"$(nproc)" --target "${targets[@]}" -- -k 0
   } >"$out/build.log" 2>&1 && built=1
@@ -140,7 +145,7 @@ if step build 150; then
   if [ $built = 0 ] && grep -qE "salt_cuda_kernels|CMAKE_CUDA|models/cuda/|enable_language" "$out/build.log"; then
     note "build: failed in salt-cpp's CUDA kernels; again with -DSALT_CUDA_KERNELS=OFF"
     { cmake -S . -B "$build" -DSALT_CUDA_KERNELS=OFF &&
-      if ninja -C "$build" -t targets all 2>/dev/null | grep -c "^test_gpu:" >/dev/null; then targets+=(test_gpu); fi &&
+      add_gpu_tests &&
       cmake --build "$build" -j"$(nproc)" --target "${targets[@]}" -- -k 0; } >>"$out/build.log" 2>&1 && built=1
   fi
   grep -E "salt-cpp:|CUDA detected|error|FAILED" "$out/build.log" | head -40
