@@ -368,6 +368,11 @@ int run_gpu_suite(const Setup& setup, int64_t iters, int threads, int64_t batch,
               salt::compat::torch_version().c_str(), setup.device.str().c_str(), setup.precision.c_str(),
               static_cast<long long>(batch), static_cast<long long>(length), static_cast<long long>(iters), flops);
   std::printf("%s, batch %lld\n", gn2.name.c_str(), static_cast<long long>(batch));
+  // As `salt fit` on a card (training/threads.h): one host thread, the short-jet
+  // attention kernel (models/short_attention.h); each is timed the other way below.
+  const int cores = torch::get_num_threads();
+  torch::set_num_threads(1);
+  std::printf("  salt-cpp computes with 1 host thread, as salt fit on a card (%d with one per core, below)\n", cores);
   Size probed = gn2;
   probed.probe_syncs = true;
   auto cpp = run_salt_cpp(probed, length, iters, setup);
@@ -400,16 +405,24 @@ int run_gpu_suite(const Setup& setup, int64_t iters, int threads, int64_t batch,
       auto r = run_salt_cpp(other, length, iters, setup);
       std::printf("    %s: %.0f jets/s (flash-varlen %.0f)\n", attn, r.jets_per_s, cpp.jets_per_s);
     }
-    // salt-cpp's short-jet kernel in place of flash (models/short_attention.h), each
-    // timed right after flash in the same process, twice: runs drift with their order.
+    // salt-cpp's short-jet kernel (the default) against flash attention's
+    // (SALT_SHORT_ATTENTION=0), each timed right after flash in the same process,
+    // twice: runs drift with their order.
     for (int round = 0; round < 2; ++round) {
+      salt::models::set_short_attention(false);
       auto flash = run_salt_cpp(gn2, length, iters, setup);
       salt::models::set_short_attention(true);
       auto fast = run_salt_cpp(gn2, length, iters, setup);
-      salt::models::set_short_attention(false);
       std::printf("    short-varlen: %.0f jets/s, MFU %.1f%% (flash-varlen right before %.0f: %.2fx)\n", fast.jets_per_s,
                   100 * mfu(fast.jets_per_s), flash.jets_per_s, fast.jets_per_s / flash.jets_per_s);
     }
+    // LibTorch's default thread count, one per core: what the one-thread default saves.
+    torch::set_num_threads(cores);
+    auto all = run_salt_cpp(gn2, length, iters, setup);
+    torch::set_num_threads(1);
+    auto one = run_salt_cpp(gn2, length, iters, setup);
+    std::printf("  salt-cpp on %d host threads: %.0f jets/s (1 thread right after: %.0f, %.2fx)\n", cores,
+                all.jets_per_s, one.jets_per_s, one.jets_per_s / all.jets_per_s);
   }
   // The same step reading its masks' counts and labels' range from the device, as
   // before host twins: what the waits for device values cost.

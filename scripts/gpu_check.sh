@@ -12,12 +12,12 @@
 #   build.log      configure + build of only what it runs
 #   ctest.log      the `gpu`-labelled tests (tests/gpu)
 #   fit.log        salt's GN2 (batch 4000, salt's size) in 32, bf16-mixed (without and with host
-#                  twins, with an intra-op thread per core, with salt-cpp's short-jet kernel) and
+#                  twins, with an intra-op thread per core, with flash attention's kernels) and
 #                  16-mixed, then salt test,
 #                  then scripts/lightning_checks.py on the bf16 run's checkpoints
 #   bench.txt      the model step next to the same model in the machine's PyTorch; the loader at 16 threads
-#   profile.txt    the kernels of one GN2 step by total time (ncu), with flash attention and
-#                  with salt-cpp's short-jet kernel
+#   profile.txt    the kernels of one GN2 step by total time (ncu), with salt-cpp's short-jet
+#                  attention kernel (the default) and with flash attention's
 #   summary.txt    one table: every figure with the commit and the machine
 # Each step has a deadline (SALT_GPU_BUDGET_S, default 540 s for the whole): a step
 # that would start too late is skipped with a line saying so, and the summary is
@@ -162,8 +162,11 @@ if step "gpu tests" 100; then
     (cd "$build" && ctest -L gpu -N) >"$out/ctest.log" 2>&1
     note "gpu tests: dry run, listed only: $(grep -c 'Test *#' "$out/ctest.log") test(s)"
   else
-    (cd "$build" && timeout 100 ctest -L gpu --output-on-failure --timeout 90) >"$out/ctest.log" 2>&1
-    note "gpu tests: $(grep -E 'tests passed|tests failed' "$out/ctest.log" | tail -1)"
+    # -V: each gtest case's line in ctest.log (the label is one ctest entry, test_gpu).
+    (cd "$build" && timeout 100 ctest -L gpu -V --timeout 90) >"$out/ctest.log" 2>&1
+    note "gpu tests: $(grep -E 'tests passed|tests failed' "$out/ctest.log" | tail -1);" \
+      "$(grep -c '\[       OK \]' "$out/ctest.log") case(s) ok, failed: $(grep -oE '\[  FAILED  \] Gpu\.[A-Za-z0-9_]+' \
+        "$out/ctest.log" | sort -u | sed 's/.*Gpu\.//' | tr '\n' ' ')"
     grep -q "NOT_BUILT" "$out/ctest.log" && note "gpu tests: test_gpu was not built (see build.log)"
   fi
   unset OMP_NUM_THREADS
@@ -179,9 +182,10 @@ if step "bench model" 90; then
   fi
   note "bench_model: exit $?"
   grep -E "^  (salt-cpp|PyTorch)" "$out/bench.txt" | tail -8 | tee -a "$summary"
-  grep -E "^    short-varlen:" "$out/bench.txt" | tee -a "$summary"
+  grep -E "^    short-varlen:|host threads:" "$out/bench.txt" | tee -a "$summary"
 fi
-# ---- which kernels take the step's time (ncu, one metric: each kernel's duration) ----
+# ---- which kernels take the step's time (ncu, one metric: each kernel's duration);
+# the default step (salt-cpp's short-jet attention kernel) ----
 ncu=$(command -v ncu || ls /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | tail -1)
 if [ "$dry" != 1 ] && [ -n "$ncu" ] && step "profile" 60; then
   timeout 120 "$ncu" --profile-from-start off --clock-control none --metrics gpu__time_duration.sum --csv \
@@ -191,17 +195,17 @@ if [ "$dry" != 1 ] && [ -n "$ncu" ] && step "profile" 60; then
   "$py" scripts/ncu_summary.py /tmp/salt_profile.csv >"$out/profile.txt" 2>&1 || tail -5 /tmp/salt_profile.err >>"$out/profile.txt"
   head -14 "$out/profile.txt" | tee -a "$summary"
 fi
-# The same step with salt-cpp's short-jet attention kernel in place of flash's
-# (SALT_SHORT_ATTENTION=1, models/short_attention.h), appended to profile.txt.
-if [ "$dry" != 1 ] && [ -n "$ncu" ] && step "profile short-varlen" 45; then
-  SALT_SHORT_ATTENTION=1 timeout 120 "$ncu" --profile-from-start off --clock-control none \
+# The same step with flash attention's kernels in place of salt-cpp's short-jet
+# kernel (SALT_SHORT_ATTENTION=0, models/short_attention.h), appended to profile.txt.
+if [ "$dry" != 1 ] && [ -n "$ncu" ] && step "profile flash" 45; then
+  SALT_SHORT_ATTENTION=0 timeout 120 "$ncu" --profile-from-start off --clock-control none \
     --metrics gpu__time_duration.sum --csv --page raw "$build/bench/bench_model" --device cuda \
-    --precision bf16-mixed --profile-steps 1 >/tmp/salt_profile_short.csv 2>/tmp/salt_profile_short.err
-  note "profile short-varlen (ncu, the same step): exit $?"
-  { echo; echo "== SALT_SHORT_ATTENTION=1"; "$py" scripts/ncu_summary.py /tmp/salt_profile_short.csv 2>&1 ||
-    tail -5 /tmp/salt_profile_short.err; } >/tmp/salt_profile_short.txt
-  head -10 /tmp/salt_profile_short.txt | tail -8 | tee -a "$summary"
-  cat /tmp/salt_profile_short.txt >>"$out/profile.txt"
+    --precision bf16-mixed --profile-steps 1 >/tmp/salt_profile_flash.csv 2>/tmp/salt_profile_flash.err
+  note "profile flash (ncu, the same step, SALT_SHORT_ATTENTION=0): exit $?"
+  { echo; echo "== SALT_SHORT_ATTENTION=0"; "$py" scripts/ncu_summary.py /tmp/salt_profile_flash.csv 2>&1 ||
+    tail -5 /tmp/salt_profile_flash.err; } >/tmp/salt_profile_flash.txt
+  head -10 /tmp/salt_profile_flash.txt | tail -8 | tee -a "$summary"
+  cat /tmp/salt_profile_flash.txt >>"$out/profile.txt"
 fi
 
 # ---- GN2 at salt's size: 32, bf16-mixed, 16-mixed, then salt test ----
@@ -258,8 +262,9 @@ step "fit bf16-mixed" 45 && SALT_MAX_STEPS_AHEAD=2 fit bf16-mixed --trainer.devi
 # whether the host twins' small CPU tensor operations, parallel beside 15 busy
 # loader workers, are what made the fits with twins slower (calls G-I).
 step "fit bf16-mixed all threads" 45 && OMP_NUM_THREADS=$(nproc) FIT_TAG=bf16-threads fit bf16-mixed --trainer.devices 1
-# With salt-cpp's short-jet attention kernel in place of flash's (models/short_attention.h).
-step "fit bf16-mixed short-varlen" 45 && SALT_SHORT_ATTENTION=1 FIT_TAG=bf16-short fit bf16-mixed --trainer.devices 1
+# With flash attention's kernels in place of salt-cpp's short-jet kernel (the
+# default since 8f92c71's call: models/short_attention.h).
+step "fit bf16-mixed flash" 45 && SALT_SHORT_ATTENTION=0 FIT_TAG=bf16-flash fit bf16-mixed --trainer.devices 1
 step "fit 16-mixed" 45 && fit 16-mixed --trainer.devices 1
 step "fit 32" 60 && fit 32 --trainer.devices 1
 if step "salt test" 30; then

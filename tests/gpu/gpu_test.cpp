@@ -90,6 +90,18 @@ void copy_parameters(const torch::nn::Module& from, torch::nn::Module& to) {
   for (std::size_t i = 0; i < src.size(); ++i) dst[i].copy_(src[i]);
 }
 
+// Sets which kernel flash-varlen calls take (short_attention.h) for one scope.
+class ShortAttentionSwitch {
+ public:
+  explicit ShortAttentionSwitch(bool on) : was_(models::short_attention_enabled()) { models::set_short_attention(on); }
+  ~ShortAttentionSwitch() { models::set_short_attention(was_); }
+  ShortAttentionSwitch(const ShortAttentionSwitch&) = delete;
+  ShortAttentionSwitch& operator=(const ShortAttentionSwitch&) = delete;
+
+ private:
+  bool was_;
+};
+
 double rel_diff(const torch::Tensor& got, const torch::Tensor& want) {
   auto g = got.detach().to(torch::kCPU, torch::kDouble), w = want.detach().to(torch::kCPU, torch::kDouble);
   return ((g - w).norm() / w.norm().clamp_min(1e-30)).item<double>();
@@ -167,6 +179,7 @@ TEST_F(Gpu, GradScalerCudaPathMatchesTheCpuPath) {
 // gradients agree in float32; under bf16 autocast the loss stays close.
 TEST_F(Gpu, Gn2LossAndGradientsMatchTheCpu) {
   using namespace models::testing;
+  const ShortAttentionSwitch flash_kernel(false);  // flash's own path (the short kernel's: FlashVarlenGradients...)
   for (const std::string attn : {"torch-math", "torch-meff", "flash-varlen"}) {
     auto ctx = make_context(2, 19);
     torch::manual_seed(3);
@@ -210,6 +223,7 @@ TEST_F(Gpu, Gn2LossAndGradientsMatchTheCpu) {
 // error: invalid argument" on the H200 at 271879f).
 TEST_F(Gpu, FlashVarlenTakesMoreThan65535Jets) {
   using namespace models::testing;
+  const ShortAttentionSwitch flash_kernel(false);
   std::vector<int64_t> n_valid(70000);
   for (std::size_t i = 0; i < n_valid.size(); ++i) n_valid[i] = 1 + static_cast<int64_t>(i % 4);
   auto batch = toy_batch(n_valid, 4);
@@ -238,7 +252,7 @@ TEST_F(Gpu, FlashVarlenTakesMoreThan65535Jets) {
 TEST_F(Gpu, FlashVarlenGradientsFollowTheMathKernel) {
   using namespace models::testing;
   for (bool short_kernel : {false, true}) {
-    models::set_short_attention(short_kernel);
+    const ShortAttentionSwitch kernel(short_kernel);
     for (int registers : {1, 3}) {
       const auto what = std::string(short_kernel ? "short-varlen, " : "flash, ") + std::to_string(registers) + " register(s)";
       auto ctx = make_context(2, 19);
@@ -259,7 +273,6 @@ TEST_F(Gpu, FlashVarlenGradientsFollowTheMathKernel) {
       expect_gradients_close(grads_of(*math), grads_of(*flash), 1e-2, 5e-2, what);
     }
   }
-  models::set_short_attention(false);
   std::string kernels;
   for (const auto& k : models::attention_kernels_used()) kernels += k + "; ";
   EXPECT_NE(kernels.find("flash-varlen: flash attention on packed rows (cuda, BFloat16)"), std::string::npos) << kernels;

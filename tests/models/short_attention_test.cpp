@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <string>
 #include <vector>
 
 #include "core/errors.h"
@@ -96,6 +97,21 @@ TEST(ShortAttention, LargerMaxLenGivesTheSameResult) {
 TEST(ShortAttention, SharedMemoryFloats) {
   EXPECT_EQ(short_attention::forward_smem_floats(15, 32), 3 * 15 * 33 + 15 * 15);
   EXPECT_EQ(short_attention::backward_smem_floats(15, 32), 4 * 15 * 33 + 2 * 15 * 15);
+}
+
+// SALT_SHORT_ATTENTION: on when unset, empty or 1, off at 0; anything else is one
+// usage line naming the variable and its value.
+TEST(ShortAttention, SettingComesFromTheEnvironment) {
+  EXPECT_TRUE(short_attention_setting(nullptr));
+  EXPECT_TRUE(short_attention_setting(""));
+  EXPECT_TRUE(short_attention_setting("1"));
+  EXPECT_FALSE(short_attention_setting("0"));
+  try {
+    short_attention_setting("yes");
+    ADD_FAILURE() << "SALT_SHORT_ATTENTION=yes accepted";
+  } catch (const salt::UsageError& e) {
+    EXPECT_NE(std::string(e.what()).find("SALT_SHORT_ATTENTION=yes"), std::string::npos) << e.what();
+  }
 }
 
 TEST(ShortAttention, RefusesWhatItCannotTake) {
