@@ -12,7 +12,8 @@
 #   build.log      configure + build of only what it runs
 #   ctest.log      the `gpu`-labelled tests (tests/gpu)
 #   fit.log        salt's GN2 (batch 4000, salt's size) in 32, bf16-mixed (without and with host
-#                  twins, with an intra-op thread per core, with flash attention's kernels) and
+#                  twins, with an intra-op thread per core, with flash attention's kernels,
+#                  without the copy stream) and
 #                  16-mixed, then salt test,
 #                  then scripts/lightning_checks.py on the bf16 run's checkpoints
 #   bench.txt      the model step next to the same model in the machine's PyTorch; the loader at 16 threads
@@ -265,6 +266,9 @@ step "fit bf16-mixed all threads" 45 && OMP_NUM_THREADS=$(nproc) FIT_TAG=bf16-th
 # With flash attention's kernels in place of salt-cpp's short-jet kernel (the
 # default since 8f92c71's call: models/short_attention.h).
 step "fit bf16-mixed flash" 45 && SALT_SHORT_ATTENTION=0 FIT_TAG=bf16-flash fit bf16-mixed --trainer.devices 1
+# With the batches copied on the compute stream, as before the copy stream
+# (training/batch_device.h): what the copies' overlap with the step gives a fit.
+step "fit bf16-mixed no copy stream" 45 && SALT_COPY_STREAM=0 FIT_TAG=bf16-no-copy-stream fit bf16-mixed --trainer.devices 1
 step "fit 16-mixed" 45 && fit 16-mixed --trainer.devices 1
 step "fit 32" 60 && fit 32 --trainer.devices 1
 if step "salt test" 30; then

@@ -27,24 +27,15 @@ inline bool host_twins_enabled() {
   return on;
 }
 
-// Non-blocking copies from pinned memory on a GPU; on the CPU the tensors stay and
-// are their own twins, so that the model takes the same path on both.
-inline DeviceBatch batch_to_device(Batch batch, const torch::Device& device) {
-  DeviceBatch out;
-  static_cast<Batch&>(out) = std::move(batch);
-  // Only masks and labels get twins: the model never needs the inputs' values on the
-  // host, and their (large, pinned) host copies are freed as soon as copied.
-  const bool twins = host_twins_enabled();
-  auto move = [&](torch::Tensor& t, bool twin) {
-    auto host = t;
-    if (!device.is_cpu()) t = t.to(device, /*non_blocking=*/true);
-    if (twin && twins && host.device().is_cpu()) out.twins.add(t, std::move(host));
-  };
-  for (auto& [k, t] : out.inputs) move(t, false);
-  for (auto& [k, t] : out.pad_masks) move(t, true);
-  for (auto& [input, labels] : out.labels)
-    for (auto& [k, t] : labels) move(t, true);
-  return out;
-}
+// SALT_COPY_STREAM=0 copies on the compute stream, as before the copy stream: a
+// switch for measuring what it changes on a card.
+bool copy_stream_enabled();
+
+// Non-blocking copies from pinned memory on a GPU, issued on a copy stream of the
+// device's so that they run beside the kernels the compute stream still has queued
+// (the previous step's); the compute stream waits for them before the batch's
+// first kernel. On the CPU the tensors stay and are their own twins, so that the
+// model takes the same path on both.
+DeviceBatch batch_to_device(Batch batch, const torch::Device& device);
 
 }  // namespace salt::training

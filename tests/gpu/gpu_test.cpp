@@ -22,6 +22,7 @@
 #include "models/attention_kernels.h"
 #include "models/short_attention.h"
 #include "models/model_test_helpers.h"
+#include "training/batch_device.h"
 #include "training/cuda_runtime.h"
 #include "training/device.h"
 #include "training/grad_scaler.h"
@@ -116,6 +117,27 @@ TEST_F(Gpu, TrainerDevicesSelectTheCard) {
   EXPECT_EQ(d.index(), 0);
   t.accelerator = "auto";
   EXPECT_TRUE(training::select_device(t, 0).is_cuda());
+}
+
+// batch_to_device copies on a copy stream and the compute stream waits for the
+// copies (training/batch_device.h): a sum queued right after reads the whole
+// batch, not what the copy had reached (256 MiB of pinned input: ~10 ms to cross;
+// new values each round, so a block left from the round before cannot pass for it).
+TEST_F(Gpu, TheStepWaitsForTheBatchItsCopyStreamBrings) {
+  ASSERT_TRUE(training::copy_stream_enabled());
+  for (int round = 0; round < 3; ++round) {
+    Batch batch;
+    batch.inputs["tracks"] = torch::rand({4000, 40, 400}).pin_memory();
+    batch.pad_masks["tracks"] = (torch::rand({4000, 40}) > 0.5).pin_memory();
+    batch.labels["jets"]["flavour_label"] = torch::randint(0, 4, {4000}, torch::kLong).pin_memory();
+    const double want = batch.inputs["tracks"].sum(torch::kDouble).item<double>();
+    const int64_t want_masked = batch.pad_masks["tracks"].sum().item<int64_t>();
+    const auto on = training::batch_to_device(std::move(batch), kCuda);
+    const double got = on.inputs.at("tracks").sum(torch::kDouble).item<double>();
+    EXPECT_NEAR(got, want, 1e-9 * want) << "round " << round;
+    EXPECT_EQ(on.pad_masks.at("tracks").sum().item<int64_t>(), want_masked) << "round " << round;
+    EXPECT_TRUE(on.labels.at("jets").at("flavour_label").is_cuda());
+  }
 }
 
 // A run on the card computes its host work with one thread unless OMP_NUM_THREADS

@@ -1,0 +1,91 @@
+#include "training/batch_device.h"
+
+#include <optional>
+#include <vector>
+
+#if SALT_CUDA
+#include <ATen/cuda/CUDAContext.h>
+#include <ATen/cuda/CUDAEvent.h>
+#include <c10/cuda/CUDAGuard.h>
+#endif
+
+namespace salt::training {
+
+bool copy_stream_enabled() {
+  static const bool on = [] {
+    const char* v = std::getenv("SALT_COPY_STREAM");
+    return !v || std::string(v) != "0";
+  }();
+  return on;
+}
+
+namespace {
+
+#if SALT_CUDA
+// One batch's copies on a side stream of the device's. The copies' memory is
+// allocated on that stream, so record_stream tells the caching allocator that the
+// compute stream uses it too: freed, it is not handed out again before the compute
+// stream's work on it is done.
+class SideStreamCopy {
+ public:
+  explicit SideStreamCopy(const torch::Device& device)
+      : compute_(at::cuda::getCurrentCUDAStream(device.index())),
+        copy_(at::cuda::getStreamFromPool(/*isHighPriority=*/false, device.index())),
+        device_(device) {}
+
+  torch::Tensor copy(const torch::Tensor& host) {
+    c10::cuda::CUDAStreamGuard on_copy_stream(copy_);
+    auto t = host.to(device_, /*non_blocking=*/true);
+    copied_.push_back(t);
+    return t;
+  }
+
+  // The compute stream's next kernels wait for every copy.
+  void hand_over() {
+    at::cuda::CUDAEvent done;
+    done.record(copy_);
+    done.block(compute_);
+    for (auto& t : copied_) t.record_stream(compute_);
+  }
+
+ private:
+  c10::cuda::CUDAStream compute_, copy_;
+  torch::Device device_;
+  std::vector<torch::Tensor> copied_;
+};
+#endif
+
+}  // namespace
+
+DeviceBatch batch_to_device(Batch batch, const torch::Device& device) {
+  DeviceBatch out;
+  static_cast<Batch&>(out) = std::move(batch);
+  // Only masks and labels get twins: the model never needs the inputs' values on the
+  // host, and their (large, pinned) host copies are freed as soon as copied.
+  const bool twins = host_twins_enabled();
+#if SALT_CUDA
+  std::optional<SideStreamCopy> side;
+  if (device.is_cuda() && copy_stream_enabled()) side.emplace(device);
+#endif
+  auto move = [&](torch::Tensor& t, bool twin) {
+    auto host = t;
+    if (!device.is_cpu()) {
+#if SALT_CUDA
+      t = side ? side->copy(t) : t.to(device, /*non_blocking=*/true);
+#else
+      t = t.to(device, /*non_blocking=*/true);
+#endif
+    }
+    if (twin && twins && host.device().is_cpu()) out.twins.add(t, std::move(host));
+  };
+  for (auto& [k, t] : out.inputs) move(t, false);
+  for (auto& [k, t] : out.pad_masks) move(t, true);
+  for (auto& [input, labels] : out.labels)
+    for (auto& [k, t] : labels) move(t, true);
+#if SALT_CUDA
+  if (side) side->hand_over();
+#endif
+  return out;
+}
+
+}  // namespace salt::training
