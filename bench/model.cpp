@@ -16,16 +16,19 @@
 // default 989, the H100 SXM's).
 // Usage: bench_model [--quick] [--threads N] [--iters N] [--no-python]
 //                    [--device cpu|cuda] [--precision 32|bf16-mixed] [--python PATH]
-//                    [--gpu-suite [--batch N] [--peak-tflops T]] [--profile-steps N [--batch N]]
+//                    [--gpu-suite [--quick] [--batch N] [--peak-tflops T]] [--profile-steps N [--batch N]]
 // --profile-steps N: salt-cpp's GN2 step alone (salt's size, --batch, default 4000),
 //   its N timed steps between cudaProfilerStart/Stop for `ncu --profile-from-start off`
 //   (scripts/gpu_check.sh's profile step: the kernels that take the step's time).
+//   --gpu-suite --quick: salt-cpp's step alone (its sync probe and op census,
+//   flash attention and a thread per core beside it), no PyTorch: a short device call.
 //   defaults: 2 threads, 2 timed steps after a warm-up (--quick: 1 step, GN2 at batch 250),
 //   CPU, float32, /usr/bin/python3 (on the GPU machine: --device cuda --python python3).
 #include <torch/cuda.h>
 #if SALT_CUDA
 #include <cuda_profiler_api.h>
 #endif
+#include "op_census.h"
 #include "sync_probe.h"
 #include <torch/torch.h>
 #include <yaml-cpp/yaml.h>
@@ -70,6 +73,7 @@ struct Size {
   // salt fit: its masks' counts and labels' range need no read of the device.
   bool host_twins = true;
   bool probe_syncs = false;  // after the timed steps, one step under bench/sync_probe.h (CUDA)
+  bool census = false;       // after those, one step under bench/op_census.h
 };
 
 // Where and how the step runs; the PyTorch reference gets the same.
@@ -229,6 +233,12 @@ Result run_salt_cpp(const Size& s, int64_t length, int64_t iters, const Setup& s
     probe.report();
   }
 #endif
+  if (s.census) {
+    salt::bench::OpCensus census;
+    step();
+    setup.sync();
+    census.report();
+  }
   return {batch / dt, static_cast<long long>(count_parameters(*model).trainable), true, host};
 }
 
@@ -358,8 +368,36 @@ int run_profile(Setup setup, int64_t steps, int64_t batch) {
   return 0;
 }
 
-// salt's GN2 training step (AdamW included) next to PyTorch eager and compiled.
-int run_gpu_suite(const Setup& setup, int64_t iters, int threads, int64_t batch, double peak_tflops) {
+// salt-cpp's short-jet kernel (the default) against flash attention's
+// (SALT_SHORT_ATTENTION=0), each timed right after flash in the same process,
+// `rounds` times: runs drift with their order.
+void compare_short_attention(const Size& gn2, int64_t length, int64_t iters, const Setup& setup,
+                             const std::function<double(double)>& mfu, int rounds) {
+  for (int round = 0; round < rounds; ++round) {
+    salt::models::set_short_attention(false);
+    auto flash = run_salt_cpp(gn2, length, iters, setup);
+    salt::models::set_short_attention(true);
+    auto fast = run_salt_cpp(gn2, length, iters, setup);
+    std::printf("    short-varlen: %.0f jets/s, MFU %.1f%% (flash-varlen right before %.0f: %.2fx)\n", fast.jets_per_s,
+                100 * mfu(fast.jets_per_s), flash.jets_per_s, fast.jets_per_s / flash.jets_per_s);
+  }
+}
+
+// LibTorch's default thread count, one per core, against the one thread salt fit
+// computes with on a card: what the one-thread default saves.
+void compare_threads(const Size& gn2, int64_t length, int64_t iters, const Setup& setup, int cores) {
+  torch::set_num_threads(cores);
+  auto all = run_salt_cpp(gn2, length, iters, setup);
+  torch::set_num_threads(1);
+  auto one = run_salt_cpp(gn2, length, iters, setup);
+  std::printf("  salt-cpp on %d host threads: %.0f jets/s (1 thread right after: %.0f, %.2fx)\n", cores, all.jets_per_s,
+              one.jets_per_s, one.jets_per_s / all.jets_per_s);
+}
+
+// salt's GN2 training step (AdamW included) next to PyTorch eager and compiled;
+// `quick`: salt-cpp's alone (the default step with its sync probe and op census,
+// against flash attention and against a thread per core), for a short device call.
+int run_gpu_suite(const Setup& setup, int64_t iters, int threads, int64_t batch, double peak_tflops, bool quick) {
   const Size gn2 = gn2_size(batch);
   const int64_t length = 40;
   const double flops = gn2_step_flops(gn2);
@@ -375,10 +413,16 @@ int run_gpu_suite(const Setup& setup, int64_t iters, int threads, int64_t batch,
   std::printf("  salt-cpp computes with 1 host thread, as salt fit on a card (%d with one per core, below)\n", cores);
   Size probed = gn2;
   probed.probe_syncs = true;
+  probed.census = true;
   auto cpp = run_salt_cpp(probed, length, iters, setup);
   auto mfu = [&](double jets_per_s) { return flops * jets_per_s / static_cast<double>(batch) / (peak_tflops * 1e12); };
   std::printf("  salt-cpp: %.0f jets/s, MFU %.1f%% of %.0f TFLOP/s\n", cpp.jets_per_s, 100 * mfu(cpp.jets_per_s),
               peak_tflops);
+  if (quick) {
+    compare_short_attention(gn2, length, iters, setup, mfu, 1);
+    compare_threads(gn2, length, iters, setup, cores);
+    return 0;
+  }
   const std::string no_python = python_unavailable();
   if (!no_python.empty()) {
     std::printf("  PyTorch reference skipped: %s\n", no_python.c_str());
@@ -405,24 +449,8 @@ int run_gpu_suite(const Setup& setup, int64_t iters, int threads, int64_t batch,
       auto r = run_salt_cpp(other, length, iters, setup);
       std::printf("    %s: %.0f jets/s (flash-varlen %.0f)\n", attn, r.jets_per_s, cpp.jets_per_s);
     }
-    // salt-cpp's short-jet kernel (the default) against flash attention's
-    // (SALT_SHORT_ATTENTION=0), each timed right after flash in the same process,
-    // twice: runs drift with their order.
-    for (int round = 0; round < 2; ++round) {
-      salt::models::set_short_attention(false);
-      auto flash = run_salt_cpp(gn2, length, iters, setup);
-      salt::models::set_short_attention(true);
-      auto fast = run_salt_cpp(gn2, length, iters, setup);
-      std::printf("    short-varlen: %.0f jets/s, MFU %.1f%% (flash-varlen right before %.0f: %.2fx)\n", fast.jets_per_s,
-                  100 * mfu(fast.jets_per_s), flash.jets_per_s, fast.jets_per_s / flash.jets_per_s);
-    }
-    // LibTorch's default thread count, one per core: what the one-thread default saves.
-    torch::set_num_threads(cores);
-    auto all = run_salt_cpp(gn2, length, iters, setup);
-    torch::set_num_threads(1);
-    auto one = run_salt_cpp(gn2, length, iters, setup);
-    std::printf("  salt-cpp on %d host threads: %.0f jets/s (1 thread right after: %.0f, %.2fx)\n", cores,
-                all.jets_per_s, one.jets_per_s, one.jets_per_s / all.jets_per_s);
+    compare_short_attention(gn2, length, iters, setup, mfu, 2);
+    compare_threads(gn2, length, iters, setup, cores);
   }
   // The same step reading its masks' counts and labels' range from the device, as
   // before host twins: what the waits for device values cost.
@@ -487,7 +515,7 @@ int main(int argc, char** argv) {
     else {
       std::fprintf(stderr,
                    "usage: bench_model [--quick] [--threads N] [--iters N] [--no-python] [--device cpu|cuda] "
-                   "[--precision 32|bf16-mixed] [--python PATH] [--gpu-suite [--batch N] [--peak-tflops T]] "
+                   "[--precision 32|bf16-mixed] [--python PATH] [--gpu-suite [--quick] [--batch N] [--peak-tflops T]] "
                    "[--profile-steps N [--batch N]]\n");
       return 2;
     }
@@ -500,9 +528,9 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "bench_model: --device cuda but this LibTorch sees no CUDA device\n");
     return 2;
   }
-  if (quick) iters = 1;
+  if (quick && !gpu_suite) iters = 1;
   if (profile_steps > 0) return run_profile(setup, profile_steps, suite_batch);
-  if (gpu_suite) return run_gpu_suite(setup, iters, threads, suite_batch, peak_tflops);
+  if (gpu_suite) return run_gpu_suite(setup, iters, threads, suite_batch, peak_tflops, quick);
   torch::set_num_threads(threads);
   const int64_t length = 40;
   const std::vector<Size> sizes = {

@@ -32,6 +32,8 @@
 #   SALT_GPU_DEPS_ON_PREFIX=0  build against the machine's own libraries only (.deps still unpacked)
 #   SALT_GPU_ONLY       run only the steps whose names start with one of these words
 #                       (e.g. "build bench profile": a second, shorter call in the same lease)
+#   SALT_GPU_BENCH_QUICK=1  the bench step times salt-cpp's step alone (bench_model
+#                       --gpu-suite --quick: ~30 s instead of ~100, no PyTorch)
 #   SALT_GPU_DRY_RUN=1  rehearse on a machine without a GPU (scripts/gpu_check_dryrun.sh):
 #                       the fits and benches run on the CPU at tiny sizes, the gpu
 #                       tests are listed, not run
@@ -53,15 +55,19 @@ summary=$out/summary.txt
 
 elapsed() { echo $(($(date +%s) - t0)); }
 note() { echo "$*" | tee -a "$summary"; }
+# wanted NAME: whether SALT_GPU_ONLY (if set) lets the step NAME run.
+wanted() {
+  [ -z "${SALT_GPU_ONLY:-}" ] && return 0
+  local w
+  for w in $SALT_GPU_ONLY; do [[ $1 == "$w"* ]] && return 0; done
+  return 1
+}
 # step NAME SECONDS_NEEDED: false (and a line in the summary) when the step would
 # end past the budget.
 step() {
-  local left=$((budget - $(elapsed))) w
+  local left=$((budget - $(elapsed)))
   echo "== [$(elapsed) s] $1"
-  if [ -n "${SALT_GPU_ONLY:-}" ]; then
-    for w in $SALT_GPU_ONLY; do [[ $1 == "$w"* ]] && break; w=; done
-    [ -n "$w" ] || { echo "$1: not in SALT_GPU_ONLY"; return 1; }
-  fi
+  wanted "$1" || { echo "$1: not in SALT_GPU_ONLY"; return 1; }
   if [ "$left" -lt "$2" ]; then
     note "$1: skipped, $left s left of the budget and it needs ~$2 s"
     return 1
@@ -124,7 +130,10 @@ if step build 150; then
   fi
   eval "extra=(${SALT_GPU_CMAKE_ARGS:-})"  # may hold quoted arguments with spaces
   b0=$(date +%s)
-  targets=(salt bench_model bench_loader)
+  # The benches only for the steps that run them (a shorter call builds less).
+  targets=(salt)
+  { wanted "bench model" || wanted profile; } && targets+=(bench_model)
+  wanted loader && targets+=(bench_loader)
   # tests/gpu exists only in a build against a CUDA LibTorch. Not `grep -q`: it
   # stops reading at the match, and under pipefail ninja's SIGPIPE then fails the
   # test once the listing outgrows a pipe's 64 KB (95d5894 on the H200: not built).
@@ -174,12 +183,14 @@ if step "gpu tests" 100; then
 fi
 
 # ---- the step next to PyTorch (first after the tests: the figure issue 32 asks for) ----
-if step "bench model" 90; then
+quick=()
+[ "${SALT_GPU_BENCH_QUICK:-0}" = 1 ] && quick=(--quick)
+if step "bench model" $([ ${#quick[@]} = 1 ] && echo 40 || echo 90); then
   if [ "$dry" = 1 ]; then
-    "$build/bench/bench_model" --gpu-suite --batch 100 --python "$py" --iters 1 >>"$out/bench.txt" 2>&1
+    "$build/bench/bench_model" --gpu-suite "${quick[@]}" --batch 100 --python "$py" --iters 1 >>"$out/bench.txt" 2>&1
   else
     "$build/bench/bench_model" --device cuda --precision bf16-mixed --python "$py" --iters 20 --gpu-suite \
-      >>"$out/bench.txt" 2>&1
+      "${quick[@]}" >>"$out/bench.txt" 2>&1
   fi
   note "bench_model: exit $?"
   grep -E "^  (salt-cpp|PyTorch)" "$out/bench.txt" | tail -8 | tee -a "$summary"
