@@ -20,8 +20,9 @@
 // --profile-steps N: salt-cpp's GN2 step alone (salt's size, --batch, default 4000),
 //   its N timed steps between cudaProfilerStart/Stop for `ncu --profile-from-start off`
 //   (scripts/gpu_check.sh's profile step: the kernels that take the step's time).
-//   --gpu-suite --quick: salt-cpp's step alone (its sync probe and op census,
-//   flash attention and a thread per core beside it), no PyTorch: a short device call.
+//   --gpu-suite --quick: salt-cpp's step alone (its sync probe and op census; flash
+//   attention, the segment-sum kernel and a thread per core beside it), no PyTorch:
+//   a short device call.
 //   defaults: 2 threads, 2 timed steps after a warm-up (--quick: 1 step, GN2 at batch 250),
 //   CPU, float32, /usr/bin/python3 (on the GPU machine: --device cuda --python python3).
 #include <torch/cuda.h>
@@ -52,6 +53,7 @@
 #include "models/cpu_bf16.h"
 #include "models/host_twins.h"
 #include "models/model_factory.h"
+#include "models/segment_sum.h"
 #include "models/short_attention.h"
 #include "models/summary.h"
 #include "training/foreach_adamw.h"
@@ -383,6 +385,19 @@ void compare_short_attention(const Size& gn2, int64_t length, int64_t iters, con
   }
 }
 
+// salt-cpp's segment-sum kernel for the vertexing gradients (models/segment_sum.h,
+// SALT_SEGMENT_SUM_KERNEL=1, off by default until a card has run its gpu test)
+// against LibTorch's operators, timed right after them in the same process.
+void compare_segment_sum(const Size& gn2, int64_t length, int64_t iters, const Setup& setup) {
+  salt::models::set_segment_sum_kernel(false);
+  auto torch_ops = run_salt_cpp(gn2, length, iters, setup);
+  salt::models::set_segment_sum_kernel(true);
+  auto kernel = run_salt_cpp(gn2, length, iters, setup);
+  salt::models::set_segment_sum_kernel(false);
+  std::printf("    segment-sum kernel: %.0f jets/s (LibTorch's operators right before %.0f: %.2fx)\n", kernel.jets_per_s,
+              torch_ops.jets_per_s, kernel.jets_per_s / torch_ops.jets_per_s);
+}
+
 // LibTorch's default thread count, one per core, against the one thread salt fit
 // computes with on a card: what the one-thread default saves.
 void compare_threads(const Size& gn2, int64_t length, int64_t iters, const Setup& setup, int cores) {
@@ -420,6 +435,7 @@ int run_gpu_suite(const Setup& setup, int64_t iters, int threads, int64_t batch,
               peak_tflops);
   if (quick) {
     compare_short_attention(gn2, length, iters, setup, mfu, 1);
+    compare_segment_sum(gn2, length, iters, setup);
     compare_threads(gn2, length, iters, setup, cores);
     return 0;
   }
@@ -450,6 +466,7 @@ int run_gpu_suite(const Setup& setup, int64_t iters, int threads, int64_t batch,
       std::printf("    %s: %.0f jets/s (flash-varlen %.0f)\n", attn, r.jets_per_s, cpp.jets_per_s);
     }
     compare_short_attention(gn2, length, iters, setup, mfu, 2);
+    compare_segment_sum(gn2, length, iters, setup);
     compare_threads(gn2, length, iters, setup, cores);
   }
   // The same step reading its masks' counts and labels' range from the device, as

@@ -5,6 +5,7 @@
 #include "core/signals.h"
 #include "models/host_read.h"
 #include "models/host_twins.h"
+#include "models/segment_sum.h"
 
 namespace salt::models {
 
@@ -253,12 +254,9 @@ class GatherGroupedRows : public torch::autograd::Function<GatherGroupedRows> {
   }
   static torch::autograd::variable_list backward(torch::autograd::AutogradContext* ctx,
                                                  torch::autograd::variable_list grads) {
-    auto g = grads[0];
-    if (ctx->saved_data.count("order")) g = g.index_select(0, ctx->saved_data["order"].toTensor());
-    // unsafe: no check that the counts add up to the rows (it would wait on the device).
-    auto sum = at::segment_reduce(g.to(torch::kFloat), "sum", ctx->saved_data["counts"].toTensor(), {}, {}, 0,
-                                  /*unsafe=*/true);
-    return {sum.to(grads[0].scalar_type()), torch::Tensor(), torch::Tensor()};  // one per argument
+    const auto order = ctx->saved_data.count("order") ? ctx->saved_data["order"].toTensor() : torch::Tensor();
+    auto sum = segment_sum_rows(grads[0], ctx->saved_data["counts"].toTensor(), order);
+    return {sum, torch::Tensor(), torch::Tensor()};  // one per argument
   }
 };
 

@@ -68,7 +68,7 @@ torch::Tensor forward_rows(const torch::Tensor& qkv, const torch::Tensor& starts
                            double scale) {
   auto out = torch::empty({qkv.size(0), qkv.size(1) / 3}, qkv.options());
   const auto s = shape_of(qkv, out, heads, scale, max_len);
-  const int64_t batch = starts.size(0) - 1;
+  [[maybe_unused]] const int64_t batch = starts.size(0) - 1;  // the card's grid
   if (qkv.is_cuda()) {
 #if SALT_CUDA
     const c10::cuda::CUDAGuard on_its_card(qkv.device());  // a launch goes to the current device
@@ -90,7 +90,7 @@ torch::Tensor backward_rows(const torch::Tensor& qkv, const torch::Tensor& dout,
                             int64_t max_len, int64_t heads, double scale) {
   auto dqkv = torch::empty_like(qkv);  // every element belongs to one (jet, head) block
   const auto s = shape_of(qkv, dout, heads, scale, max_len);
-  const int64_t batch = starts.size(0) - 1;
+  [[maybe_unused]] const int64_t batch = starts.size(0) - 1;  // the card's grid
   if (qkv.is_cuda()) {
 #if SALT_CUDA
     const c10::cuda::CUDAGuard on_its_card(qkv.device());

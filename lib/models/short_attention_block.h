@@ -16,17 +16,7 @@
 #include <cmath>
 #include <cstdint>
 
-#if defined(__CUDACC__)
-#define SALT_HD __host__ __device__
-#else
-#define SALT_HD
-#endif
-
-#if defined(__CUDA_ARCH__)
-#define SALT_BLOCK_SYNC() __syncthreads()
-#else
-#define SALT_BLOCK_SYNC() ((void)0)
-#endif
+#include "models/kernel_common.h"
 
 namespace salt::models::short_attention {
 
@@ -51,10 +41,7 @@ SALT_HD inline int64_t backward_smem_floats(int max_len, int dh) {
 }
 
 // Io: static float load(const T*) and static void store(T*, float).
-struct FloatIo {
-  SALT_HD static float load(const float* p) { return *p; }
-  SALT_HD static void store(float* p, float v) { *p = v; }
-};
+using models::FloatIo;
 
 // Loads rows [r0, r0 + len) of the columns col.. col + dh of src into dst (pitch
 // row_pitch(dh)), times `factor`.

@@ -26,6 +26,7 @@
 #include "training/callback_registry.h"
 #include "models/attention_kernels.h"
 #include "models/host_read.h"
+#include "models/segment_sum.h"
 #include "models/short_attention.h"
 #include "models/summary.h"
 #include "training/batch_device.h"
@@ -73,7 +74,9 @@ class FitRun {
   FitRun(const config::ResolvedConfig& resolved, const FitHooks& hooks)
       : setup_(prepare_run(resolved, Stage::kFit)), hooks_(hooks), T(setup_.run.trainer), D(setup_.run.data) {
     dev_run_ = T.fast_dev_run > 0;
-    models::short_attention_enabled();  // SALT_SHORT_ATTENTION refused here if bad, not at the first step
+    // SALT_SHORT_ATTENTION and SALT_SEGMENT_SUM_KERNEL refused here if bad, not at the first step
+    models::short_attention_enabled();
+    models::segment_sum_kernel_enabled();
   }
 
   FitResult run() {

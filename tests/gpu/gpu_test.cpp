@@ -20,6 +20,7 @@
 #include "dist/process_group.h"
 #include "models/attention.h"
 #include "models/attention_kernels.h"
+#include "models/segment_sum.h"
 #include "models/short_attention.h"
 #include "models/model_test_helpers.h"
 #include "training/batch_device.h"
@@ -344,6 +345,37 @@ TEST_F(Gpu, ShortAttentionKernelFollowsItsCpuBlocks) {
 // The run-ahead limit (training/steps_ahead.h): with depth 1, a step issued while
 // the previous one (20 float32 4096^3 products, tens of ms on any card) is still
 // running waits for it; with depth 0 nothing waits.
+// salt-cpp's segment-sum kernel (models/cuda/segment_sum.cu) against LibTorch's
+// operators on the card, in each type it takes, with and without an order, 70000
+// segments (GN2's tracks at batch 4000 are ~64000) and NaN rows past the last
+// segment, which neither may read.
+TEST_F(Gpu, SegmentSumKernelFollowsLibTorch) {
+  torch::manual_seed(11);
+  const auto counts = torch::randint(0, 30, {70000}, torch::kLong);
+  const int64_t rows = counts.sum().item<int64_t>();
+  auto g = torch::randn({rows + 3, 128});
+  g.narrow(0, rows, 3).fill_(std::numeric_limits<float>::quiet_NaN());
+  const auto order = torch::cat({torch::randperm(rows, torch::kLong), torch::arange(rows, rows + 3, torch::kLong)});
+  for (const auto type : {torch::kFloat, torch::kBFloat16, torch::kHalf}) {
+    for (const bool ordered : {false, true}) {
+      const auto gc = g.to(kCuda, type);
+      const auto cc = counts.to(kCuda);
+      const auto oc = ordered ? order.to(kCuda) : torch::Tensor();
+      const auto want = models::segment_sum_rows_reference(gc, cc, oc);
+      models::set_segment_sum_kernel(true);
+      const auto got = models::segment_sum_rows(gc, cc, oc);
+      models::set_segment_sum_kernel(false);
+      const std::string what = std::string(c10::toString(type)) + (ordered ? ", ordered" : "");
+      ASSERT_EQ(got.scalar_type(), type) << what;
+      EXPECT_TRUE(torch::isfinite(got).all().item<bool>()) << what;
+      // Both sum in float32 and round once: a float32 summation order apart, which a
+      // half type's rounding may turn into one unit in its last place.
+      const double tol = type == torch::kFloat ? 1e-5 : type == torch::kHalf ? 1e-3 : 8e-3;
+      EXPECT_TRUE(torch::allclose(got.to(torch::kFloat), want.to(torch::kFloat), tol, 1e-5)) << what;
+    }
+  }
+}
+
 TEST_F(Gpu, StepsAheadHoldsTheHostBack) {
   for (int depth : {1, 0}) {
     cuda::StepsAhead ahead(depth);

@@ -4,6 +4,7 @@
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
 
+#include "models/cuda/io.cuh"
 #include "models/cuda/short_attention_cuda.h"
 
 namespace salt::models::short_attention {
@@ -13,15 +14,6 @@ constexpr int kThreads = 128;
 // Shared memory a block may ask for: under the 48 KB every card gives without
 // opting in, unless the batch's jets need more (then up to this, with opt-in).
 constexpr int64_t kMaxSmemBytes = 96 * 1024;
-
-struct Bf16Io {
-  SALT_HD static float load(const __nv_bfloat16* p) { return __bfloat162float(*p); }
-  SALT_HD static void store(__nv_bfloat16* p, float v) { *p = __float2bfloat16(v); }
-};
-struct HalfIo {
-  SALT_HD static float load(const __half* p) { return __half2float(*p); }
-  SALT_HD static void store(__half* p, float v) { *p = __float2half(v); }
-};
 
 template <class T, class Io>
 __global__ void forward_kernel(const T* qkv, T* out, const int64_t* starts, Shape s) {

@@ -1,0 +1,30 @@
+// Sums of rows by segment (segment_sum_block.h): the backward of gather_rows over
+// grouped rows (common.h), where GN2's vertexing edges send their gradients back
+// to their tracks.
+#pragma once
+#include <torch/torch.h>
+
+namespace salt::models {
+
+// g [R, C]; counts [S] int64 (segment s holds counts[s] consecutive rows, taken
+// through `order` [R] int64 when defined; rows past the last segment are not read)
+// -> [S, C] in g's dtype, summed in float32. On a card with salt-cpp's kernel
+// switched on (segment_sum_kernel_enabled) one kernel, else LibTorch's operators
+// (index_select, a float32 copy, segment_reduce, a cast back).
+torch::Tensor segment_sum_rows(const torch::Tensor& g, const torch::Tensor& counts, const torch::Tensor& order);
+
+// LibTorch's way, on any device (what segment_sum_rows runs when the kernel does not).
+torch::Tensor segment_sum_rows_reference(const torch::Tensor& g, const torch::Tensor& counts, const torch::Tensor& order);
+// The kernel's own function run on the CPU (float32 rows), for the tests.
+torch::Tensor segment_sum_rows_blocks_on_cpu(const torch::Tensor& g, const torch::Tensor& counts,
+                                             const torch::Tensor& order);
+
+// Whether a card's segment sums go to salt-cpp's kernel: SALT_SEGMENT_SUM_KERNEL=1
+// (or set_segment_sum_kernel); off until a card has run its gpu test. Read at the
+// first call; a value other than 0 or 1 is a UsageError.
+bool segment_sum_kernel_enabled();
+void set_segment_sum_kernel(bool on);
+// SALT_SEGMENT_SUM_KERNEL's value (null when unset) -> on or off.
+bool segment_sum_kernel_setting(const char* value);
+
+}  // namespace salt::models
