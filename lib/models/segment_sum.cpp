@@ -4,6 +4,7 @@
 #include <cstdlib>
 #include <string>
 
+#include "core/env_switch.h"
 #include "core/errors.h"
 #include "models/segment_sum_block.h"
 
@@ -86,10 +87,7 @@ torch::Tensor segment_sum_rows(const torch::Tensor& g, const torch::Tensor& coun
 }
 
 bool segment_sum_kernel_setting(const char* value) {
-  if (!value || !*value || std::string(value) == "0") return false;
-  if (std::string(value) == "1") return true;
-  throw UsageError("SALT_SEGMENT_SUM_KERNEL=" + std::string(value) +
-                   ": expected 0 (LibTorch's operators) or 1 (salt-cpp's kernel)");
+  return env_switch("SALT_SEGMENT_SUM_KERNEL", value, false, "LibTorch's operators", "salt-cpp's kernel");
 }
 
 bool segment_sum_kernel_enabled() { return segment_sum_flag().load(); }

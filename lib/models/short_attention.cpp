@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "core/env_switch.h"
 #include "core/errors.h"
 #include "models/short_attention_block.h"
 
@@ -164,10 +165,7 @@ bool short_varlen_applies(const torch::Tensor& qkv, int64_t heads, int64_t max_l
 // On unless 0: the H200 at 8f92c71 ran the gpu tests (the kernel follows its CPU
 // blocks and the math kernel's gradients) and cut the step's card time by 31 %.
 bool short_attention_setting(const char* value) {
-  if (!value || !*value || std::string(value) == "1") return true;
-  if (std::string(value) == "0") return false;
-  throw UsageError("SALT_SHORT_ATTENTION=" + std::string(value) +
-                   ": expected 0 (flash attention) or 1 (salt-cpp's kernel for short jets)");
+  return env_switch("SALT_SHORT_ATTENTION", value, true, "flash attention", "salt-cpp's kernel for short jets");
 }
 
 bool short_attention_enabled() { return short_attention_flag().load(); }

@@ -1,6 +1,7 @@
 #include "training/batch_device.h"
 
 #include <optional>
+#include <string>
 #include <vector>
 
 #if SALT_CUDA
@@ -9,13 +10,17 @@
 #include <c10/cuda/CUDAGuard.h>
 #endif
 
+#include "core/env_switch.h"
+
 namespace salt::training {
 
+bool host_twins_enabled() {
+  static const bool on = env_switch("SALT_HOST_TWINS", true, "the model reads the device", "the batch's host copies");
+  return on;
+}
+
 bool copy_stream_enabled() {
-  static const bool on = [] {
-    const char* v = std::getenv("SALT_COPY_STREAM");
-    return !v || std::string(v) != "0";
-  }();
+  static const bool on = env_switch("SALT_COPY_STREAM", true, "the compute stream", "a copy stream");
   return on;
 }
 

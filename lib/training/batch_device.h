@@ -2,9 +2,6 @@
 #pragma once
 #include <torch/torch.h>
 
-#include <cstdlib>
-#include <string>
-
 #include "data/batch.h"
 #include "models/host_twins.h"
 
@@ -19,13 +16,7 @@ struct DeviceBatch : Batch {
 
 // SALT_HOST_TWINS=0 turns the twins off (the model then reads the device, as before
 // they existed): a switch for measuring what they change on a card (scripts/gpu_check.sh).
-inline bool host_twins_enabled() {
-  static const bool on = [] {
-    const char* v = std::getenv("SALT_HOST_TWINS");
-    return !v || std::string(v) != "0";
-  }();
-  return on;
-}
+bool host_twins_enabled();
 
 // SALT_COPY_STREAM=0 copies on the compute stream, as before the copy stream: a
 // switch for measuring what it changes on a card.

@@ -74,9 +74,11 @@ class FitRun {
   FitRun(const config::ResolvedConfig& resolved, const FitHooks& hooks)
       : setup_(prepare_run(resolved, Stage::kFit)), hooks_(hooks), T(setup_.run.trainer), D(setup_.run.data) {
     dev_run_ = T.fast_dev_run > 0;
-    // SALT_SHORT_ATTENTION and SALT_SEGMENT_SUM_KERNEL refused here if bad, not at the first step
+    // The environment's switches refused here if bad, not at the first step.
     models::short_attention_enabled();
     models::segment_sum_kernel_enabled();
+    host_twins_enabled();
+    copy_stream_enabled();
   }
 
   FitResult run() {

@@ -1,0 +1,41 @@
+// On/off switches from the environment (core/env_switch.h).
+#include <gtest/gtest.h>
+#include <stdlib.h>
+
+#include <string>
+
+#include "core/env_switch.h"
+#include "core/errors.h"
+
+namespace salt {
+namespace {
+
+TEST(EnvSwitch, UnsetOrEmptyGivesTheDefaultZeroAndOneSayOffAndOn) {
+  for (bool otherwise : {false, true}) {
+    EXPECT_EQ(env_switch("SALT_X", nullptr, otherwise, "off", "on"), otherwise);
+    EXPECT_EQ(env_switch("SALT_X", "", otherwise, "off", "on"), otherwise);
+    EXPECT_FALSE(env_switch("SALT_X", "0", otherwise, "off", "on"));
+    EXPECT_TRUE(env_switch("SALT_X", "1", otherwise, "off", "on"));
+  }
+}
+
+TEST(EnvSwitch, AnotherValueIsOneLineNamingTheVariableAndBothMeanings) {
+  try {
+    env_switch("SALT_X", "yes", true, "flash attention", "salt-cpp's kernel");
+    ADD_FAILURE() << "SALT_X=yes accepted";
+  } catch (const UsageError& e) {
+    EXPECT_EQ(std::string(e.what()), "SALT_X=yes: expected 0 (flash attention) or 1 (salt-cpp's kernel)");
+  }
+  EXPECT_THROW(env_switch("SALT_X", "true", false, "a", "b"), UsageError);
+  EXPECT_THROW(env_switch("SALT_X", " 1", false, "a", "b"), UsageError);
+}
+
+TEST(EnvSwitch, ReadsTheProcessEnvironment) {
+  setenv("SALT_ENV_SWITCH_TEST", "0", 1);
+  EXPECT_FALSE(env_switch("SALT_ENV_SWITCH_TEST", true, "a", "b"));
+  unsetenv("SALT_ENV_SWITCH_TEST");
+  EXPECT_TRUE(env_switch("SALT_ENV_SWITCH_TEST", true, "a", "b"));
+}
+
+}  // namespace
+}  // namespace salt
