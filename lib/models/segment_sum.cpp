@@ -32,14 +32,15 @@ torch::Tensor offsets_of(const torch::Tensor& counts) {
 #if SALT_CUDA
 bool kernel_takes(const torch::Tensor& g) {
   const auto type = g.scalar_type();
-  return short_attention::kernels_compiled() && g.is_cuda() && g.dim() == 2 &&
+  return segment_sum_kernel_compiled() && g.is_cuda() && g.dim() == 2 &&
          (type == torch::kBFloat16 || type == torch::kHalf || type == torch::kFloat);
 }
 
 torch::Tensor sum_on_card(const torch::Tensor& g_in, const torch::Tensor& counts, const torch::Tensor& order_in) {
   const auto g = g_in.contiguous();
-  const auto offsets = offsets_of(counts);
-  const auto order = order_in.defined() ? order_in.contiguous() : order_in;
+  // The kernel reads int64 indices on g's card, whatever the caller holds.
+  const auto offsets = offsets_of(counts.to(g.device(), torch::kLong)).contiguous();
+  const auto order = order_in.defined() ? order_in.to(g.device(), torch::kLong).contiguous() : order_in;
   auto out = torch::empty({counts.size(0), g.size(1)}, g.options());
   const c10::cuda::CUDAGuard guard(g.device());
   const auto type = g.scalar_type();
@@ -91,6 +92,14 @@ bool segment_sum_kernel_setting(const char* value) {
 }
 
 bool segment_sum_kernel_enabled() { return segment_sum_flag().load(); }
+
+bool segment_sum_kernel_compiled() {
+#if SALT_CUDA
+  return short_attention::kernels_compiled();
+#else
+  return false;
+#endif
+}
 void set_segment_sum_kernel(bool on) { segment_sum_flag().store(on); }
 
 }  // namespace salt::models

@@ -23,6 +23,8 @@ torch::Tensor segment_sum_rows_blocks_on_cpu(const torch::Tensor& g, const torch
 // (or set_segment_sum_kernel); off until a card has run its gpu test. Read at the
 // first call; a value other than 0 or 1 is a UsageError.
 bool segment_sum_kernel_enabled();
+// Whether this build has the kernel (a CUDA LibTorch, SALT_CUDA_KERNELS on).
+bool segment_sum_kernel_compiled();
 void set_segment_sum_kernel(bool on);
 // SALT_SEGMENT_SUM_KERNEL's value (null when unset) -> on or off.
 bool segment_sum_kernel_setting(const char* value);

@@ -1,5 +1,7 @@
 #include "training/batch_device.h"
 
+#include <map>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <vector>
@@ -27,7 +29,21 @@ bool copy_stream_enabled() {
 namespace {
 
 #if SALT_CUDA
-// One batch's copies on a side stream of the device's. The copies' memory is
+// The device's copy stream, one for the whole run: the caching allocator hands a
+// freed block out again only on the stream it was allocated on, so a new pool
+// stream per batch (the pool cycles through 32) would keep ~32 batches' memory
+// reserved.
+c10::cuda::CUDAStream copy_stream_of(c10::DeviceIndex device) {
+  static std::mutex mutex;
+  static std::map<c10::DeviceIndex, c10::cuda::CUDAStream> streams;
+  std::lock_guard<std::mutex> lock(mutex);
+  auto it = streams.find(device);
+  if (it == streams.end())
+    it = streams.emplace(device, at::cuda::getStreamFromPool(/*isHighPriority=*/false, device)).first;
+  return it->second;
+}
+
+// One batch's copies on the device's copy stream. The copies' memory is
 // allocated on that stream, so record_stream tells the caching allocator that the
 // compute stream uses it too: freed, it is not handed out again before the compute
 // stream's work on it is done.
@@ -35,7 +51,7 @@ class SideStreamCopy {
  public:
   explicit SideStreamCopy(const torch::Device& device)
       : compute_(at::cuda::getCurrentCUDAStream(device.index())),
-        copy_(at::cuda::getStreamFromPool(/*isHighPriority=*/false, device.index())),
+        copy_(copy_stream_of(device.index() >= 0 ? device.index() : c10::cuda::current_device())),
         device_(device) {}
 
   torch::Tensor copy(const torch::Tensor& host) {

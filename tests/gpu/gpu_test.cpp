@@ -92,17 +92,26 @@ void copy_parameters(const torch::nn::Module& from, torch::nn::Module& to) {
   for (std::size_t i = 0; i < src.size(); ++i) dst[i].copy_(src[i]);
 }
 
-// Sets which kernel flash-varlen calls take (short_attention.h) for one scope.
-class ShortAttentionSwitch {
+// Sets one of salt-cpp's kernel switches for one scope, and back.
+class KernelSwitch {
  public:
-  explicit ShortAttentionSwitch(bool on) : was_(models::short_attention_enabled()) { models::set_short_attention(on); }
-  ~ShortAttentionSwitch() { models::set_short_attention(was_); }
-  ShortAttentionSwitch(const ShortAttentionSwitch&) = delete;
-  ShortAttentionSwitch& operator=(const ShortAttentionSwitch&) = delete;
+  KernelSwitch(bool (*get)(), void (*set)(bool), bool on) : set_(set), was_(get()) { set_(on); }
+  ~KernelSwitch() { set_(was_); }
+  KernelSwitch(const KernelSwitch&) = delete;
+  KernelSwitch& operator=(const KernelSwitch&) = delete;
 
  private:
+  void (*set_)(bool);
   bool was_;
 };
+// Which kernel flash-varlen calls take (short_attention.h).
+KernelSwitch short_attention_kernel(bool on) {
+  return {models::short_attention_enabled, models::set_short_attention, on};
+}
+// Whether grouped gathers' gradients take salt-cpp's segment-sum kernel (segment_sum.h).
+KernelSwitch segment_sum_kernel(bool on) {
+  return {models::segment_sum_kernel_enabled, models::set_segment_sum_kernel, on};
+}
 
 double rel_diff(const torch::Tensor& got, const torch::Tensor& want) {
   auto g = got.detach().to(torch::kCPU, torch::kDouble), w = want.detach().to(torch::kCPU, torch::kDouble);
@@ -202,7 +211,7 @@ TEST_F(Gpu, GradScalerCudaPathMatchesTheCpuPath) {
 // gradients agree in float32; under bf16 autocast the loss stays close.
 TEST_F(Gpu, Gn2LossAndGradientsMatchTheCpu) {
   using namespace models::testing;
-  const ShortAttentionSwitch flash_kernel(false);  // flash's own path (the short kernel's: FlashVarlenGradients...)
+  const auto flash_kernel = short_attention_kernel(false);  // flash's own path (the short kernel's: FlashVarlenGradients...)
   for (const std::string attn : {"torch-math", "torch-meff", "flash-varlen"}) {
     auto ctx = make_context(2, 19);
     torch::manual_seed(3);
@@ -246,7 +255,7 @@ TEST_F(Gpu, Gn2LossAndGradientsMatchTheCpu) {
 // error: invalid argument" on the H200 at 271879f).
 TEST_F(Gpu, FlashVarlenTakesMoreThan65535Jets) {
   using namespace models::testing;
-  const ShortAttentionSwitch flash_kernel(false);
+  const auto flash_kernel = short_attention_kernel(false);
   std::vector<int64_t> n_valid(70000);
   for (std::size_t i = 0; i < n_valid.size(); ++i) n_valid[i] = 1 + static_cast<int64_t>(i % 4);
   auto batch = toy_batch(n_valid, 4);
@@ -271,13 +280,16 @@ TEST_F(Gpu, FlashVarlenTakesMoreThan65535Jets) {
 // flash-varlen's backward on strided q/k/v views, with the encoder's rows sorted
 // jet by jet (tracks then registers: two segments to sort; one and three registers):
 // under bf16 its loss and gradients follow the math kernel's, within bf16 rounding;
-// the same with salt-cpp's short-jet kernel in flash's place (SALT_SHORT_ATTENTION).
+// the same with salt-cpp's short-jet kernel in flash's place (SALT_SHORT_ATTENTION),
+// and with its segment-sum kernel for the vertexing gradients beside it.
 TEST_F(Gpu, FlashVarlenGradientsFollowTheMathKernel) {
   using namespace models::testing;
-  for (bool short_kernel : {false, true}) {
-    const ShortAttentionSwitch kernel(short_kernel);
+  for (int mode = 0; mode < 3; ++mode) {
+    const auto attention = short_attention_kernel(mode > 0);
+    const auto sums = segment_sum_kernel(mode == 2);
     for (int registers : {1, 3}) {
-      const auto what = std::string(short_kernel ? "short-varlen, " : "flash, ") + std::to_string(registers) + " register(s)";
+      const auto what = std::string(mode == 0 ? "flash, " : mode == 1 ? "short-varlen, " : "short-varlen + segment sums, ") +
+                        std::to_string(registers) + " register(s)";
       auto ctx = make_context(2, 19);
       torch::manual_seed(4);
       auto math = build(small_gn2_yaml(registers, "torch-math"), ctx);
@@ -342,40 +354,44 @@ TEST_F(Gpu, ShortAttentionKernelFollowsItsCpuBlocks) {
   expect_short_attention_follows_cpu(50, 70);
 }
 
-// The run-ahead limit (training/steps_ahead.h): with depth 1, a step issued while
-// the previous one (20 float32 4096^3 products, tens of ms on any card) is still
-// running waits for it; with depth 0 nothing waits.
 // salt-cpp's segment-sum kernel (models/cuda/segment_sum.cu) against LibTorch's
 // operators on the card, in each type it takes, with and without an order, 70000
 // segments (GN2's tracks at batch 4000 are ~64000) and NaN rows past the last
-// segment, which neither may read.
+// segment, which neither may read; 128 columns (GN2's), 24 (a block narrower than
+// 128 threads) and 200 (some threads sum two columns).
 TEST_F(Gpu, SegmentSumKernelFollowsLibTorch) {
+  ASSERT_TRUE(models::segment_sum_kernel_compiled()) << "built without salt-cpp's CUDA kernels";
   torch::manual_seed(11);
   const auto counts = torch::randint(0, 30, {70000}, torch::kLong);
   const int64_t rows = counts.sum().item<int64_t>();
-  auto g = torch::randn({rows + 3, 128});
-  g.narrow(0, rows, 3).fill_(std::numeric_limits<float>::quiet_NaN());
   const auto order = torch::cat({torch::randperm(rows, torch::kLong), torch::arange(rows, rows + 3, torch::kLong)});
-  for (const auto type : {torch::kFloat, torch::kBFloat16, torch::kHalf}) {
-    for (const bool ordered : {false, true}) {
-      const auto gc = g.to(kCuda, type);
-      const auto cc = counts.to(kCuda);
-      const auto oc = ordered ? order.to(kCuda) : torch::Tensor();
-      const auto want = models::segment_sum_rows_reference(gc, cc, oc);
-      models::set_segment_sum_kernel(true);
-      const auto got = models::segment_sum_rows(gc, cc, oc);
-      models::set_segment_sum_kernel(false);
-      const std::string what = std::string(c10::toString(type)) + (ordered ? ", ordered" : "");
-      ASSERT_EQ(got.scalar_type(), type) << what;
-      EXPECT_TRUE(torch::isfinite(got).all().item<bool>()) << what;
-      // Both sum in float32 and round once: a float32 summation order apart, which a
-      // half type's rounding may turn into one unit in its last place.
-      const double tol = type == torch::kFloat ? 1e-5 : type == torch::kHalf ? 1e-3 : 8e-3;
-      EXPECT_TRUE(torch::allclose(got.to(torch::kFloat), want.to(torch::kFloat), tol, 1e-5)) << what;
+  const auto kernel = segment_sum_kernel(true);
+  for (const int64_t columns : {128, 24, 200}) {
+    auto g = torch::randn({rows + 3, columns});
+    g.narrow(0, rows, 3).fill_(std::numeric_limits<float>::quiet_NaN());
+    for (const auto type : {torch::kFloat, torch::kBFloat16, torch::kHalf}) {
+      for (const bool ordered : {false, true}) {
+        const auto gc = g.to(kCuda, type);
+        const auto cc = counts.to(kCuda);
+        const auto oc = ordered ? order.to(kCuda) : torch::Tensor();
+        const auto want = models::segment_sum_rows_reference(gc, cc, oc);
+        const auto got = models::segment_sum_rows(gc, cc, oc);
+        const std::string what = std::string(c10::toString(type)) + (ordered ? ", ordered, " : ", ") +
+                                 std::to_string(columns) + " columns";
+        ASSERT_EQ(got.scalar_type(), type) << what;
+        EXPECT_TRUE(torch::isfinite(got).all().item<bool>()) << what;
+        // Both sum in float32 and round once: a float32 summation order apart, which
+        // a half type's rounding may turn into one unit in its last place.
+        const double tol = type == torch::kFloat ? 1e-5 : type == torch::kHalf ? 1e-3 : 8e-3;
+        EXPECT_TRUE(torch::allclose(got.to(torch::kFloat), want.to(torch::kFloat), tol, 1e-5)) << what;
+      }
     }
   }
 }
 
+// The run-ahead limit (training/steps_ahead.h): with depth 1, a step issued while
+// the previous one (20 float32 4096^3 products, tens of ms on any card) is still
+// running waits for it; with depth 0 nothing waits.
 TEST_F(Gpu, StepsAheadHoldsTheHostBack) {
   for (int depth : {1, 0}) {
     cuda::StepsAhead ahead(depth);
