@@ -45,6 +45,7 @@
 #include <optional>
 #include <sstream>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "core/install_paths.h"
@@ -370,16 +371,25 @@ int run_profile(Setup setup, int64_t steps, int64_t batch) {
   return 0;
 }
 
+// The same step with one of salt-cpp's kernel switches off and then on, timed one
+// right after the other in the same process (runs drift with their order); the
+// switch is left at `after`.
+std::pair<Result, Result> off_then_on(void (*set)(bool), bool after, const Size& gn2, int64_t length, int64_t iters,
+                                      const Setup& setup) {
+  set(false);
+  auto off = run_salt_cpp(gn2, length, iters, setup);
+  set(true);
+  auto on = run_salt_cpp(gn2, length, iters, setup);
+  set(after);
+  return {off, on};
+}
+
 // salt-cpp's short-jet kernel (the default) against flash attention's
-// (SALT_SHORT_ATTENTION=0), each timed right after flash in the same process,
-// `rounds` times: runs drift with their order.
+// (SALT_SHORT_ATTENTION=0), `rounds` times.
 void compare_short_attention(const Size& gn2, int64_t length, int64_t iters, const Setup& setup,
                              const std::function<double(double)>& mfu, int rounds) {
   for (int round = 0; round < rounds; ++round) {
-    salt::models::set_short_attention(false);
-    auto flash = run_salt_cpp(gn2, length, iters, setup);
-    salt::models::set_short_attention(true);
-    auto fast = run_salt_cpp(gn2, length, iters, setup);
+    const auto [flash, fast] = off_then_on(salt::models::set_short_attention, true, gn2, length, iters, setup);
     std::printf("    short-varlen: %.0f jets/s, MFU %.1f%% (flash-varlen right before %.0f: %.2fx)\n", fast.jets_per_s,
                 100 * mfu(fast.jets_per_s), flash.jets_per_s, fast.jets_per_s / flash.jets_per_s);
   }
@@ -387,13 +397,9 @@ void compare_short_attention(const Size& gn2, int64_t length, int64_t iters, con
 
 // salt-cpp's segment-sum kernel for the vertexing gradients (models/segment_sum.h,
 // SALT_SEGMENT_SUM_KERNEL=1, off by default until a card has run its gpu test)
-// against LibTorch's operators, timed right after them in the same process.
+// against LibTorch's operators.
 void compare_segment_sum(const Size& gn2, int64_t length, int64_t iters, const Setup& setup) {
-  salt::models::set_segment_sum_kernel(false);
-  auto torch_ops = run_salt_cpp(gn2, length, iters, setup);
-  salt::models::set_segment_sum_kernel(true);
-  auto kernel = run_salt_cpp(gn2, length, iters, setup);
-  salt::models::set_segment_sum_kernel(false);
+  const auto [torch_ops, kernel] = off_then_on(salt::models::set_segment_sum_kernel, false, gn2, length, iters, setup);
   std::printf("    segment-sum kernel: %.0f jets/s (LibTorch's operators right before %.0f: %.2fx)\n", kernel.jets_per_s,
               torch_ops.jets_per_s, kernel.jets_per_s / torch_ops.jets_per_s);
 }
@@ -411,7 +417,8 @@ void compare_threads(const Size& gn2, int64_t length, int64_t iters, const Setup
 
 // salt's GN2 training step (AdamW included) next to PyTorch eager and compiled;
 // `quick`: salt-cpp's alone (the default step with its sync probe and op census,
-// against flash attention and against a thread per core), for a short device call.
+// against flash attention, the segment-sum kernel and a thread per core), for a
+// short device call.
 int run_gpu_suite(const Setup& setup, int64_t iters, int threads, int64_t batch, double peak_tflops, bool quick) {
   const Size gn2 = gn2_size(batch);
   const int64_t length = 40;
@@ -463,7 +470,7 @@ int run_gpu_suite(const Setup& setup, int64_t iters, int threads, int64_t batch,
       Size other = gn2;
       other.attn_type = attn;
       auto r = run_salt_cpp(other, length, iters, setup);
-      std::printf("    %s: %.0f jets/s (flash-varlen %.0f)\n", attn, r.jets_per_s, cpp.jets_per_s);
+      std::printf("    %s: %.0f jets/s (the default step %.0f)\n", attn, r.jets_per_s, cpp.jets_per_s);
     }
     compare_short_attention(gn2, length, iters, setup, mfu, 2);
     compare_segment_sum(gn2, length, iters, setup);

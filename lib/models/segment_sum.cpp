@@ -73,10 +73,12 @@ torch::Tensor segment_sum_rows_blocks_on_cpu(const torch::Tensor& g_in, const to
   const auto order = order_in.defined() ? order_in.to(torch::kLong).contiguous() : order_in;
   auto out = torch::empty({counts.size(0), g.size(1)}, g.options());
   const int64_t columns = g.size(1);
+  const float* rows = g.data_ptr<float>();
+  const int64_t* by = order.defined() ? order.data_ptr<int64_t>() : nullptr;
+  const int64_t* starts = offsets.data_ptr<int64_t>();
+  float* sums = out.data_ptr<float>();
   for (int64_t s = 0; s < counts.size(0); ++s)
-    for (int64_t c = 0; c < columns; ++c)
-      segment_sum::sum_column<float, FloatIo>(g.data_ptr<float>(), order.defined() ? order.data_ptr<int64_t>() : nullptr,
-                                              offsets.data_ptr<int64_t>(), out.data_ptr<float>(), columns, s, c);
+    for (int64_t c = 0; c < columns; ++c) segment_sum::sum_column<float, FloatIo>(rows, by, starts, sums, columns, s, c);
   return out;
 }
 
@@ -92,6 +94,7 @@ bool segment_sum_kernel_setting(const char* value) {
 }
 
 bool segment_sum_kernel_enabled() { return segment_sum_flag().load(); }
+void set_segment_sum_kernel(bool on) { segment_sum_flag().store(on); }
 
 bool segment_sum_kernel_compiled() {
 #if SALT_CUDA
@@ -100,6 +103,5 @@ bool segment_sum_kernel_compiled() {
   return false;
 #endif
 }
-void set_segment_sum_kernel(bool on) { segment_sum_flag().store(on); }
 
 }  // namespace salt::models

@@ -74,6 +74,14 @@ class SideStreamCopy {
   torch::Device device_;
   std::vector<torch::Tensor> copied_;
 };
+#else
+// Without CUDA no tensor is on a card: never made, here so that batch_to_device
+// reads the same in both builds.
+struct SideStreamCopy {
+  explicit SideStreamCopy(const torch::Device&) {}
+  torch::Tensor copy(const torch::Tensor& t) { return t; }
+  void hand_over() {}
+};
 #endif
 
 }  // namespace
@@ -84,28 +92,19 @@ DeviceBatch batch_to_device(Batch batch, const torch::Device& device) {
   // Only masks and labels get twins: the model never needs the inputs' values on the
   // host, and their (large, pinned) host copies are freed as soon as copied.
   const bool twins = host_twins_enabled();
-#if SALT_CUDA
   std::optional<SideStreamCopy> side;
   if (device.is_cuda() && copy_stream_enabled()) side.emplace(device);
-#endif
   auto move = [&](torch::Tensor& t, bool twin) {
     auto host = t;
-    if (!device.is_cpu()) {
-#if SALT_CUDA
-      t = side ? side->copy(t) : t.to(device, /*non_blocking=*/true);
-#else
-      t = t.to(device, /*non_blocking=*/true);
-#endif
-    }
+    if (side) t = side->copy(t);
+    else if (!device.is_cpu()) t = t.to(device, /*non_blocking=*/true);
     if (twin && twins && host.device().is_cpu()) out.twins.add(t, std::move(host));
   };
   for (auto& [k, t] : out.inputs) move(t, false);
   for (auto& [k, t] : out.pad_masks) move(t, true);
   for (auto& [input, labels] : out.labels)
     for (auto& [k, t] : labels) move(t, true);
-#if SALT_CUDA
   if (side) side->hand_over();
-#endif
   return out;
 }
 
