@@ -493,20 +493,29 @@ torch::Tensor AttentionImpl::forward_cross(const torch::Tensor& x, const torch::
 }
 
 torch::Tensor AttentionImpl::forward_packed(const torch::Tensor& x, const TokenLayout& layout) {
-  const int64_t b = layout.batch, l = layout.length, d = x.size(1), h = options_.num_heads();
+  const auto projected = torch::nn::functional::linear(x, in_proj_weight, in_proj_bias);
+  // Static rows: the kernels read each jet's rows from layout.starts and leave the
+  // padding rows after them unwritten, forward and backward; zeros in and out keep
+  // that memory out of the results and the gradients.
+  return out_proj->forward(layout.zero_padding(attend_packed(layout.zero_padding(projected), layout)));
+}
+
+torch::Tensor AttentionImpl::attend_packed(const torch::Tensor& projected, const TokenLayout& layout) {
+  const int64_t b = layout.batch, l = layout.length, d = projected.size(1) / 3, h = options_.num_heads();
   const double dropout = is_training() ? options_.dropout() : 0.0;
   const double scale = attention_scale(head_dim_, options_.mup());
-  auto projected = torch::nn::functional::linear(x, in_proj_weight, in_proj_bias);
   // CPU float32 without q/k/v norms: the varlen kernel straight on the packed rows.
-  if (!q_norm && !v_norm && varlen_attention_applies(projected, dropout)) {
+  // Not for static rows: its buffers follow each batch's jet lengths, and static
+  // rows exist for shapes that do not.
+  if (!q_norm && !v_norm && !layout.row_valid.defined() && varlen_attention_applies(projected, dropout)) {
     SALT_NOTE_KERNEL_ONCE("varlen (salt-cpp's kernel on packed rows, " + tensor_kind(projected) + ")");
-    return out_proj->forward(varlen_attention(projected, layout.order, layout.starts, h, scale));
+    return varlen_attention(projected, layout.order, layout.starts, h, scale);
   }
 #if SALT_CUDA && SALT_TORCH_AT_LEAST(2, 5)
   // salt's flash-varlen on a GPU: flash attention straight on the packed rows, each
   // jet's tokens a sequence of its own (no padding, no mask).
   if (options_.attn_type() == "flash-varlen" && !q_norm && !v_norm && flash_varlen_applies(projected, h, dropout))
-    return out_proj->forward(flash_varlen(projected, layout, h, scale, dropout));
+    return flash_varlen(projected, layout, h, scale, dropout);
 #endif
   // One fused projection on the packed tokens, then [B, Lc, 3, H, Dh] -> q, k, v [B, H, Lc, Dh].
   auto qkv = layout.scatter(projected)
@@ -531,7 +540,7 @@ torch::Tensor AttentionImpl::forward_packed(const torch::Tensor& x, const TokenL
     SALT_NOTE_KERNEL_ONCE("key-padded masked softmax (" + tensor_kind(q) + ")");
     out = attention_key_padded(q, k, v, layout.pad_mask, dropout, scale);
   }
-  return out_proj->forward(layout.gather(out.transpose(1, 2).reshape({b * l, d})));
+  return layout.gather(out.transpose(1, 2).reshape({b * l, d}));
 }
 
 

@@ -88,7 +88,8 @@ class AttentionImpl : public torch::nn::Module {
                               const torch::Tensor& attn_mask = {});
   // Packed tokens x [N, D] (see TokenLayout): the projections run on the N tokens
   // only; q, k, v are scattered to the compact [B, Lc] layout for the kernel and the
-  // output gathered back before out_proj. Same result as forward() on the valid tokens.
+  // output gathered back before out_proj. Same result as forward() on the valid tokens;
+  // static rows' padding rows (layout.row_valid) go in and come out as zeros.
   torch::Tensor forward_packed(const torch::Tensor& x, const TokenLayout& layout);
   // forward() for one jet in an ONNX graph: x [L, D] (no padding) -> [L, D];
   // every backend becomes plain softmax attention.
@@ -106,6 +107,9 @@ class AttentionImpl : public torch::nn::Module {
   Norm q_norm{nullptr}, k_norm{nullptr}, v_norm{nullptr};
 
  private:
+  // forward_packed's attention proper: projected q, k, v [N, 3D] -> [N, D], by the
+  // first kernel that applies.
+  torch::Tensor attend_packed(const torch::Tensor& projected, const TokenLayout& layout);
   // Projected q, k, v [L, D] -> heads, softmax attention (masked by `allowed`), out_proj.
   ox::Value attend_onnx(ox::Graph& g, const ox::Value& q, const ox::Value& k, const ox::Value& v,
                         const ox::Value& allowed);

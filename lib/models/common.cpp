@@ -6,6 +6,7 @@
 #include "models/host_read.h"
 #include "models/host_twins.h"
 #include "models/segment_sum.h"
+#include "models/static_rows.h"
 
 namespace salt::models {
 
@@ -61,6 +62,14 @@ torch::Tensor scatter_rows(const torch::Tensor& rows, const torch::Tensor& dest,
   // index_copy forward, index_select (a parallel gather) backward.
   return torch::zeros(row_shape(total, rows), rows.options()).index_copy_(0, dest, rows);
 }
+// Static rows: zeros at the padding rows, whatever they held (a kernel's unwritten
+// memory included); the backward zeroes their gradient alike.
+torch::Tensor zero_padding_rows(const torch::Tensor& rows, const torch::Tensor& row_valid) {
+  if (!row_valid.defined()) return rows;
+  std::vector<int64_t> shape(static_cast<size_t>(rows.dim()), 1);
+  shape[0] = rows.size(0);
+  return rows.masked_fill(row_valid.logical_not().view(shape), 0);
+}
 }  // namespace
 
 torch::Tensor nonzero_counted(const torch::Tensor& flat, int64_t count) {
@@ -80,12 +89,36 @@ torch::Tensor nonzero_by_partition(const torch::Tensor& flat, int64_t count) {
   return torch::empty_like(k).index_copy_(0, dest, k).narrow(0, 0, count);
 }
 
+torch::Tensor true_entries_first(const torch::Tensor& flat) {
+  const auto k = torch::arange(flat.size(0), flat.options().dtype(torch::kLong));
+  const auto is = flat.to(torch::kLong);
+  const auto true_before = is.cumsum(0) - is;
+  const auto dest = torch::where(flat, true_before, is.sum() + (k - true_before));
+  return torch::empty_like(k).index_copy_(0, dest, k);
+}
+
+namespace {
+// from_mask under StaticRows: the valid slots, then padded slots up to the valid
+// count's bucket capacity. The count comes from the host copy (or one read of the
+// device) for the capacity only; the device partitions by its own count.
+void index_static_rows(TokenIndex& t, const torch::Tensor& valid, const torch::Tensor& host_mask) {
+  const int64_t count =
+      host_mask.defined() ? host_mask.logical_not().sum().item<int64_t>() : host_read<int64_t>(valid.sum());
+  const int64_t capacity = std::min(t.batch * t.length, bucket_capacity(count));
+  t.flat = true_entries_first(valid).narrow(0, 0, capacity);
+  t.row_valid = valid.index_select(0, t.flat);
+  if (host_mask.defined()) t.host_counts = host_mask.logical_not().sum(1);
+}
+}  // namespace
+
 TokenIndex TokenIndex::from_mask(const torch::Tensor& pad_mask) {
   TokenIndex t;
   t.batch = pad_mask.size(0);
   t.length = pad_mask.size(1);
   const auto valid = pad_mask.logical_not().reshape({-1});
-  if (const auto host = host_twin(pad_mask); host.defined() && t.batch > 0) {
+  if (static_rows_enabled() && t.batch * t.length > 0) {
+    index_static_rows(t, valid, host_twin(pad_mask));
+  } else if (const auto host = host_twin(pad_mask); host.defined() && t.batch > 0) {
     t.host_counts = host.logical_not().sum(1);
     t.most = t.host_counts.max().item<int64_t>();  // host values: no wait for the device
     t.flat = nonzero_counted(valid, t.host_counts.sum().item<int64_t>());
@@ -110,14 +143,17 @@ TokenIndex TokenIndex::all_valid(int64_t batch, int64_t length, const torch::Dev
 torch::Tensor TokenIndex::gather(const torch::Tensor& padded) const {
   std::vector<int64_t> shape{batch * length};
   for (int64_t d = 2; d < padded.dim(); ++d) shape.push_back(padded.size(d));
-  return padded.reshape(shape).index_select(0, flat);
+  return zero_padding(padded.reshape(shape).index_select(0, flat));
 }
 
 torch::Tensor TokenIndex::scatter(const torch::Tensor& rows) const {
   auto shape = row_shape(batch, rows);
   shape.insert(shape.begin() + 1, length);
-  return scatter_rows(rows, flat, batch * length).view(shape);
+  return scatter_rows(zero_padding(rows), flat, batch * length).view(shape);
 }
+
+torch::Tensor TokenIndex::zero_padding(const torch::Tensor& rows) const { return zero_padding_rows(rows, row_valid); }
+torch::Tensor TokenLayout::zero_padding(const torch::Tensor& rows) const { return zero_padding_rows(rows, row_valid); }
 
 void PackedSequence::append(const std::string& name, const torch::Tensor& mask, const TokenIndex& idx,
                             const torch::Tensor& rows) {
@@ -175,6 +211,17 @@ torch::Tensor PackedSequence::jet() const {
   return jets.size() == 1 ? jets.front() : torch::cat(jets, 0);
 }
 
+torch::Tensor PackedSequence::row_valid() const {
+  bool any = false;
+  for (const auto& idx : index) any = any || idx.row_valid.defined();
+  if (!any) return {};
+  std::vector<torch::Tensor> parts;
+  for (const auto& idx : index)
+    parts.push_back(idx.row_valid.defined() ? idx.row_valid
+                                            : torch::ones({idx.size()}, idx.flat.options().dtype(torch::kBool)));
+  return torch::cat(parts, 0);
+}
+
 namespace {
 // The most tokens of one jet over all segments, when the segments' indices know it
 // from the host (TokenIndex::most): exact when at most one segment varies from jet
@@ -190,7 +237,63 @@ int64_t known_length(const PackedSequence& seq) {
 }
 }  // namespace
 
+namespace {
+// The segments holding rows: with one, its (jet, slot) order is the sorted order.
+bool one_filled_segment(const PackedSequence& seq) {
+  int64_t filled = 0;
+  for (size_t i = 0; i + 1 < seq.offsets.size(); ++i) filled += seq.offsets[i + 1] > seq.offsets[i];
+  return filled <= 1;
+}
+
+// TokenLayout::of for static rows: Lc is every segment's slots, whatever the batch,
+// and each jet's padded slots follow its tokens there (segment after segment), so
+// that padding rows land on places of their own, all under pad_mask. In `order`
+// they follow the tokens of every jet (after starts[B]), in their packed order.
+TokenLayout static_layout(const PackedSequence& seq, const torch::Tensor& row_valid) {
+  TokenLayout t;
+  t.batch = seq.batch;
+  const auto options = torch::dtype(torch::kLong).device(seq.x.device());
+  std::vector<torch::Tensor> valid;
+  auto tokens = torch::zeros({seq.batch}, options);
+  for (const auto& s : seq.segments) {
+    valid.push_back(s.mask.logical_not().to(torch::kLong));
+    tokens = tokens + valid.back().sum(1);
+    t.length += s.mask.size(1);
+  }
+  auto tokens_before = torch::zeros({seq.batch}, options), padded_before = tokens_before;
+  std::vector<torch::Tensor> positions;
+  for (size_t i = 0; i < seq.segments.size(); ++i) {
+    const auto& v = valid[i];
+    const auto p = 1 - v;
+    auto as_token = v.cumsum(1) - 1 + tokens_before.unsqueeze(1);
+    auto as_padding = p.cumsum(1) - 1 + (tokens + padded_before).unsqueeze(1);
+    auto pos = torch::where(v.to(torch::kBool), as_token, as_padding);
+    positions.push_back(pos.reshape({-1}).index_select(0, seq.index[i].flat));
+    tokens_before = tokens_before + v.sum(1);
+    padded_before = padded_before + p.sum(1);
+  }
+  t.jet = seq.jet();
+  const auto pos = positions.size() == 1 ? positions.front() : torch::cat(positions, 0);
+  t.dest = t.jet * t.length + pos;
+  t.starts = torch::cat({torch::zeros({1}, options), tokens.cumsum(0)});
+  t.row_valid = row_valid;
+  const int64_t n = t.dest.size(0);
+  t.sorted = one_filled_segment(seq);  // its tokens, then its padding rows, both in order
+  if (t.sorted) {
+    t.order = torch::arange(n, options);
+  } else {
+    const auto padding_rank = t.row_valid.logical_not().to(torch::kLong).cumsum(0) - 1;
+    const auto place = torch::where(t.row_valid, t.starts.index_select(0, t.jet) + pos,
+                                    t.starts.narrow(0, seq.batch, 1) + padding_rank);
+    t.order = torch::empty({n}, options).index_copy_(0, place, torch::arange(n, options));
+  }
+  t.pad_mask = torch::arange(t.length, options).unsqueeze(0) >= tokens.unsqueeze(1);
+  return t;
+}
+}  // namespace
+
 TokenLayout TokenLayout::of(const PackedSequence& seq) {
+  if (const auto row_valid = seq.row_valid(); row_valid.defined()) return static_layout(seq, row_valid);
   TokenLayout t;
   t.batch = seq.batch;
   const auto device = seq.x.defined() ? seq.x.device() : torch::Device(torch::kCPU);
@@ -210,9 +313,7 @@ TokenLayout TokenLayout::of(const PackedSequence& seq) {
   t.dest = t.jet * t.length + pos;
   t.starts = torch::cat({torch::zeros({1}, count.options()), count.cumsum(0)});
   const int64_t n = t.dest.size(0);
-  int64_t filled = 0;  // segments holding tokens: with one, its (jet, slot) order is the sorted order
-  for (size_t i = 0; i + 1 < seq.offsets.size(); ++i) filled += seq.offsets[i + 1] > seq.offsets[i];
-  t.sorted = filled <= 1;
+  t.sorted = one_filled_segment(seq);
   t.order = t.sorted ? torch::arange(n, count.options())
                      : torch::empty({n}, count.options())
                            .index_copy_(0, t.starts.index_select(0, t.jet) + pos, torch::arange(n, count.options()));
@@ -297,6 +398,7 @@ TokenLayout TokenLayout::sorted_view() const {
   t.dest = dest.index_select(0, order);
   t.jet = jet.index_select(0, order);
   t.order = torch::arange(order.size(0), order.options());
+  if (row_valid.defined()) t.row_valid = row_valid.index_select(0, order);
   t.sorted = true;
   return t;
 }

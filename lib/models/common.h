@@ -50,17 +50,23 @@ struct TokenIndex {
   bool uniform = false;
   // Valid slots per jet, [B] int64 on the host, where the mask's host copy gave them.
   torch::Tensor host_counts;
+  // Static rows only (static_rows.h): bool [C], true for the valid rows, which come
+  // first; the padding rows after them are padded slots (flat and jet hold them).
+  torch::Tensor row_valid;
 
   // pad_mask: bool [B, L], true = padded. With the mask's host twin (host_twins.h),
-  // no read of the device: the count comes from the host copy.
+  // no read of the device: the count comes from the host copy. Under StaticRows,
+  // the valid slots then padded ones up to the count's bucket capacity.
   static TokenIndex from_mask(const torch::Tensor& pad_mask);
   // Every slot of [batch, length] valid.
   static TokenIndex all_valid(int64_t batch, int64_t length, const torch::Device& device);
   int64_t size() const { return flat.size(0); }
-  // [B, L, ...] -> [N, ...]: the valid slots.
+  // [B, L, ...] -> [N, ...]: the valid slots (padding rows: zeros).
   torch::Tensor gather(const torch::Tensor& padded) const;
   // [N, ...] -> [B, L, ...], zeros at padded slots.
   torch::Tensor scatter(const torch::Tensor& rows) const;
+  // rows [N, ...] with the padding rows set to 0 (static rows; else rows itself).
+  torch::Tensor zero_padding(const torch::Tensor& rows) const;
 };
 
 // A Sequence in packed form: x holds the valid tokens of every segment, segment
@@ -81,6 +87,9 @@ struct PackedSequence {
   int64_t find(const std::string& name) const;  // segment index or -1
   torch::Tensor rows(int64_t segment) const { return x.narrow(0, offsets[segment], offsets[segment + 1] - offsets[segment]); }
   torch::Tensor jet() const;  // [N] int64
+  // bool [N]: the segments' row_valid, true for segments without padding rows;
+  // undefined when no segment has static rows.
+  torch::Tensor row_valid() const;
 };
 
 // Where attention and pooling put the packed tokens: a compact padded [B, Lc]
@@ -97,6 +106,10 @@ struct TokenLayout {
   // The rows are already in (jet, position) order (one segment holds every token):
   // order is the identity, and kernels on jet-contiguous rows need no permutation.
   bool sorted = false;
+  // Static rows (static_rows.h): bool [N] in the rows' order, false at the padding
+  // rows. Those sit in pad_mask's places (Lc = every segment's slots) and after
+  // starts[B] in `order`, so attention and pooling never read them.
+  torch::Tensor row_valid;
 
   static TokenLayout of(const PackedSequence& seq);
   // This layout for the rows permuted into `order` (row i is packed row order[i]):
@@ -110,6 +123,8 @@ struct TokenLayout {
   torch::Tensor scatter(const torch::Tensor& rows) const;
   // [B, Lc, F] (or [B * Lc, F]) -> [N, F].
   torch::Tensor gather(const torch::Tensor& padded) const;
+  // rows [N, ...] with the padding rows set to 0 (static rows; else rows itself).
+  torch::Tensor zero_padding(const torch::Tensor& rows) const;
 };
 
 // The indices of flat's true entries, ascending: flat.nonzero() for a bool vector
@@ -119,6 +134,10 @@ torch::Tensor nonzero_counted(const torch::Tensor& flat, int64_t count);
 // What nonzero_counted runs off the CPU (on the CPU it calls nonzero()): a stable
 // partition of the indices, every shape known in advance. Exposed for tests.
 torch::Tensor nonzero_by_partition(const torch::Tensor& flat, int64_t count);
+// Every index of the bool vector flat, its true entries first, each part ascending:
+// the partition above with the count read on the device, for static rows (the
+// caller keeps a bucket's capacity of them).
+torch::Tensor true_entries_first(const torch::Tensor& flat);
 
 // x.index_select(0, index), whose backward sums the gradient rows in float32 when x
 // is bf16/fp16: the many rows that share one source (a jet's tracks, a track's

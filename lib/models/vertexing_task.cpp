@@ -3,6 +3,8 @@
 #include "models/registry.h"
 
 #include "core/errors.h"
+#include "models/host_read.h"
+#include "models/static_rows.h"
 #include "models/vertex_assignment.h"
 
 #include "export/layers.h"
@@ -60,7 +62,9 @@ TaskOutput VertexingTaskImpl::forward_packed(const torch::Tensor& rows, const To
   TaskOutput out;
   out.preds = edge_logits(rows, idx, context, edges);
   if (labels)
-    out.loss = edge_loss_at(out.preds, label(*labels, label_), label(*labels, origin_label()), edges.pairs) * weight();
+    out.loss = edge_loss_at(out.preds, label(*labels, label_), label(*labels, origin_label()), edges.pairs,
+                            edges.valid) *
+               weight();
   return out;
 }
 
@@ -71,14 +75,23 @@ VertexingTaskImpl::Edges VertexingTaskImpl::edges_of(const torch::Tensor& adjace
   // boolean indexing gives.
   const auto adjacent = adjacency.reshape({-1});
   Edges edges;
-  edges.pairs = count >= 0 ? nonzero_counted(adjacent, count) : adjacent.nonzero().reshape({-1});
+  const bool padded = idx.row_valid.defined();  // static rows: padding edges too
+  if (padded) {
+    const int64_t real = count >= 0 ? count : host_read<int64_t>(adjacent.sum());
+    edges.pairs = true_entries_first(adjacent).narrow(0, 0, std::min(adjacent.size(0), bucket_capacity(real)));
+    edges.valid = adjacent.index_select(0, edges.pairs);
+  } else {
+    edges.pairs = count >= 0 ? nonzero_counted(adjacent, count) : adjacent.nonzero().reshape({-1});
+  }
   const int64_t divisor = std::max<int64_t>(n, 1);  // no pairs at all when n == 0
   auto i = edges.pairs.div(divisor, "floor").remainder(divisor), j = edges.pairs.remainder(divisor);
   edges.jet = edges.pairs.div(divisor * divisor, "floor");
   auto slot_i = edges.jet * n + i, slot_j = edges.jet * n + j;
   // Padded slot -> packed row.
   const auto& flat = idx.flat;
-  auto row_of = torch::full({idx.batch * n}, -1, flat.options()).index_copy_(0, flat, torch::arange(idx.size(), flat.options()));
+  // Slots without a row (-1) are read by padding edges only: row 0 for those.
+  const int64_t no_row = padded ? 0 : -1;
+  auto row_of = torch::full({idx.batch * n}, no_row, flat.options()).index_copy_(0, flat, torch::arange(idx.size(), flat.options()));
   edges.row_i = row_of.index_select(0, slot_i);
   edges.row_j = row_of.index_select(0, slot_j);
   // Packed rows run in (jet, slot) order (TokenIndex::from_mask), so row_i does not
@@ -87,7 +100,7 @@ VertexingTaskImpl::Edges VertexingTaskImpl::edges_of(const torch::Tensor& adjace
   edges.senders = {counts, torch::Tensor()};
   // The adjacency is symmetric: the edges (jet, j, i), in the order of their (jet, i, j),
   // list every edge receiver by receiver.
-  auto position = torch::full({idx.batch * n * n}, -1, flat.options())
+  auto position = torch::full({idx.batch * n * n}, no_row, flat.options())
                       .index_copy_(0, edges.pairs, torch::arange(edges.pairs.size(0), flat.options()));
   edges.receivers = {counts, position.index_select(0, slot_j * n + i)};
   return edges;
@@ -130,7 +143,8 @@ torch::Tensor VertexingTaskImpl::edge_loss(const torch::Tensor& logits, const to
 // What adjacency.masked_select gives, read at the edges' flat indices (no wait for
 // the device for the output's size).
 torch::Tensor VertexingTaskImpl::edge_loss_at(const torch::Tensor& logits, const torch::Tensor& vertex_raw,
-                                              const torch::Tensor& origin_raw, const torch::Tensor& pairs) {
+                                              const torch::Tensor& origin_raw, const torch::Tensor& pairs,
+                                           const torch::Tensor& valid) {
   const auto at_edges = [&pairs](const torch::Tensor& square) { return square.reshape({-1}).index_select(0, pairs); };
   auto vertex = vertex_raw.to(torch::kLong);
   auto negative = vertex < 0;
@@ -144,6 +158,10 @@ torch::Tensor VertexingTaskImpl::edge_loss_at(const torch::Tensor& logits, const
   auto s = heavy - (origin == 1).to(torch::kLong);  // 1 HF, -1 fake, 0 other
   // Bitwise AND on the integers as salt does: 1&1 = 1, 1&-1 = 1, -1&-1 = -1, 0&x = 0.
   auto edge_weight = 1 + at_edges(torch::bitwise_and(s.unsqueeze(-1), s.unsqueeze(-2)));
+  if (valid.defined()) {  // padding edges: no target, no weight
+    target = target * valid;
+    edge_weight = edge_weight * valid;
+  }
 
   // salt divides by the number of positive edges with no guard (inf/NaN when a
   // batch has none); we divide by at least 1 so such batches stay finite.

@@ -44,15 +44,20 @@ class VertexingTaskImpl : public TaskImpl {
   struct Edges {
     torch::Tensor row_i, row_j, jet, pairs;
     RowGroups senders, receivers;
+    // Static rows (static_rows.h): bool [E], false for the padding edges after the
+    // real ones (other pairs of the adjacency, each within one jet); else undefined.
+    torch::Tensor valid;
   };
   // count: the adjacency's true entries when the host knows them (no read of the
-  // device for the edges' number), else -1.
+  // device for the edges' number), else -1. With static rows in idx, the edges are
+  // padded to count's bucket capacity.
   static Edges edges_of(const torch::Tensor& adjacency, const TokenIndex& idx, int64_t count = -1);
 
  private:
   // Edge logits [E, 1].
+  // valid: Edges::valid (padding edges add nothing), or undefined.
   torch::Tensor edge_loss_at(const torch::Tensor& logits, const torch::Tensor& vertex, const torch::Tensor& origin,
-                             const torch::Tensor& pairs);
+                             const torch::Tensor& pairs, const torch::Tensor& valid = {});
   torch::Tensor edge_logits(const torch::Tensor& rows, const TokenIndex& idx, const torch::Tensor& context,
                             const Edges& edges);
   std::string label_;

@@ -1,0 +1,213 @@
+// Static rows (models/static_rows.h): packed rows and vertexing edges padded to a
+// bucket's capacity give GN2 the same outputs, loss and gradients as plain packing,
+// and two batches of one bucket dispatch the very same operators with the same
+// shapes and arguments, which is what a CUDA graph needs to replay a step.
+#include <ATen/record_function.h>
+#include <gtest/gtest.h>
+
+#include <limits>
+#include <mutex>
+#include <sstream>
+
+#include "model_test_helpers.h"
+#include "models/salt_wrapper.h"
+#include "models/static_rows.h"
+#include "models/vertexing_task.h"
+
+using namespace salt::models;
+using namespace salt::models::testing;
+
+namespace {
+
+void expect_close(const torch::Tensor& a, const torch::Tensor& b, double tol, const std::string& what) {
+  ASSERT_EQ(a.sizes(), b.sizes()) << what;
+  EXPECT_TRUE(torch::allclose(a, b, tol, tol)) << what << ": max diff " << (a - b).abs().max().item<double>();
+}
+
+// Jets with n_valid[b] valid tracks at shuffled slots, and NaN at the padded slots,
+// as the loader fills them: a padding row that read one would spoil everything.
+ToyBatch nan_padded_batch(const std::vector<int64_t>& n_valid, int64_t length, uint64_t seed) {
+  auto t = toy_batch(n_valid, length, 2, 19, seed);
+  auto mask = t.pad_masks["tracks"].clone();
+  for (int64_t i = 0; i < mask.size(0); ++i) mask[i] = mask[i].index_select(0, torch::randperm(length));
+  t.pad_masks["tracks"] = mask;
+  t.inputs["tracks"] = torch::randn_like(t.inputs["tracks"]).masked_fill(mask.unsqueeze(-1),
+                                                                         std::numeric_limits<float>::quiet_NaN());
+  return t;
+}
+
+struct Step {
+  ModelOutput out;
+  std::map<std::string, torch::Tensor> grads;
+};
+
+Step train_step(SaltWrapper& model, const ToyBatch& t) {
+  model->zero_grad();
+  Step s;
+  s.out = model->forward(t.inputs, t.pad_masks, &t.labels);
+  s.out.loss.backward();
+  for (const auto& p : model->named_parameters())
+    s.grads[p.key()] = p.value().grad().defined() ? p.value().grad().clone() : torch::zeros_like(p.value());
+  return s;
+}
+
+// Every operator dispatched while it lives, as one line: name, then each input's
+// shape and type, or its value for scalars and lists (a count that leaks from the
+// batch into an argument shows there too).
+class OpTrace {
+ public:
+  OpTrace() {
+    handle_ = at::addGlobalCallback(at::RecordFunctionCallback(&on_start).needsInputs(true).scopes(
+        {at::RecordScope::FUNCTION, at::RecordScope::BACKWARD_FUNCTION}));
+  }
+  ~OpTrace() { at::removeCallback(handle_); }
+  std::vector<std::string> take() {
+    std::lock_guard<std::mutex> lock(mutex());
+    return std::move(lines());
+  }
+
+ private:
+  static std::mutex& mutex() {
+    static std::mutex m;
+    return m;
+  }
+  static std::vector<std::string>& lines() {
+    static std::vector<std::string> l;
+    return l;
+  }
+  static std::unique_ptr<at::ObserverContext> on_start(const at::RecordFunction& fn) {
+    std::ostringstream line;
+    line << fn.name();
+    for (const auto& v : fn.inputs()) {
+      if (v.isTensor())
+        line << " " << (v.toTensor().defined() ? (std::ostringstream() << v.toTensor().sizes() << v.toTensor().scalar_type()).str()
+                                               : std::string("undefined"));
+      else if (v.isScalar() || v.isIntList() || v.isDoubleList() || v.isBool() || v.isString())
+        line << " " << v;
+      else
+        line << " " << v.tagKind();
+    }
+    std::lock_guard<std::mutex> lock(mutex());
+    lines().push_back(line.str());
+    return nullptr;
+  }
+  at::CallbackHandle handle_;
+};
+
+}  // namespace
+
+TEST(StaticRows, BucketCapacityWastesAtMostASixteenth) {
+  EXPECT_EQ(bucket_capacity(0), 0);
+  EXPECT_EQ(bucket_capacity(31), 31);
+  EXPECT_EQ(bucket_capacity(32), 32);
+  EXPECT_EQ(bucket_capacity(33), 34);      // granule 2 from 32 to 63
+  EXPECT_EQ(bucket_capacity(60000), 61440);  // 30 granules of 2048
+  EXPECT_EQ(bucket_capacity(65536), 65536);
+  EXPECT_EQ(bucket_capacity(65537), 69632);  // 17 granules of 4096
+  for (int64_t n = 1; n < 5000; ++n) {
+    const int64_t c = bucket_capacity(n);
+    ASSERT_GE(c, n);
+    ASSERT_LE(16 * (c - n), n) << n;
+    ASSERT_EQ(bucket_capacity(c), c) << n;  // a capacity is its own bucket
+  }
+}
+
+TEST(StaticRows, GuardNestsAndRestores) {
+  EXPECT_FALSE(static_rows_enabled());
+  {
+    StaticRows outer;
+    {
+      StaticRows inner;
+      EXPECT_TRUE(static_rows_enabled());
+    }
+    EXPECT_TRUE(static_rows_enabled());
+  }
+  EXPECT_FALSE(static_rows_enabled());
+}
+
+TEST(StaticRows, IndexHasTheValidSlotsThenPaddedOnes) {
+  // 33 valid slots of 4 x 10 (bucket 34): jet 3 holds the padded slots that come first.
+  auto mask = torch::ones({4, 10}, torch::kBool);
+  mask[0].narrow(0, 0, 10).fill_(false);
+  mask[1].narrow(0, 2, 8).fill_(false);
+  mask[2].narrow(0, 0, 10).fill_(false);
+  mask[3].narrow(0, 0, 5).fill_(false);
+  const auto plain = TokenIndex::from_mask(mask);
+  StaticRows on;
+  const auto idx = TokenIndex::from_mask(mask);
+  ASSERT_EQ(plain.size(), 33);
+  ASSERT_EQ(idx.size(), 34);
+  EXPECT_TRUE(torch::equal(idx.flat.narrow(0, 0, 33), plain.flat));
+  EXPECT_EQ(idx.flat[33].item<int64_t>(), 10);  // jet 1, slot 0: the first padded slot
+  EXPECT_EQ(idx.jet[33].item<int64_t>(), 1);
+  EXPECT_EQ(idx.row_valid.sum().item<int64_t>(), 33);
+  EXPECT_FALSE(idx.row_valid[33].item<bool>());
+
+  auto padded = torch::randn({4, 10, 3}).masked_fill(mask.unsqueeze(-1), std::numeric_limits<float>::quiet_NaN());
+  const auto rows = idx.gather(padded);
+  EXPECT_TRUE(torch::equal(rows.narrow(0, 0, 33), plain.gather(padded)));
+  EXPECT_TRUE(torch::equal(rows[33], torch::zeros({3})));
+  // Back to [B, L]: a padding row's values never reach its padded slot.
+  auto garbage = torch::cat({rows.narrow(0, 0, 33), torch::full({1, 3}, 7.0f)});
+  EXPECT_TRUE(torch::equal(idx.scatter(garbage), plain.scatter(rows.narrow(0, 0, 33))));
+}
+
+TEST(StaticRows, Gn2StepEqualsPlainPacking) {
+  for (int registers : {1, 3}) {
+    const std::string tag = "registers " + std::to_string(registers);
+    auto model = build(small_gn2_yaml(registers), make_context(2, 19));
+    model->train();
+    // Jet 5 has no track; 35 tracks (36 rows) and 202 edges (208).
+    const auto batch = nan_padded_batch({1, 3, 1, 8, 7, 8, 7, 0}, 9, 5 + registers);
+    const auto plain = train_step(model, batch);
+    Step stat;
+    {
+      StaticRows on;
+      stat = train_step(model, batch);
+    }
+    ASSERT_TRUE(plain.out.loss.isfinite().item<bool>()) << tag;
+    expect_close(stat.out.loss, plain.out.loss, 1e-5, tag + " loss");
+    const auto pred = [](const Step& s, const char* input, const char* task) { return s.out.preds.at(input).at(task); };
+    expect_close(pred(stat, "jets", "jets_classification"), pred(plain, "jets", "jets_classification"), 1e-5,
+                 tag + " jet logits");
+    expect_close(pred(stat, "tracks", "track_origin"), pred(plain, "tracks", "track_origin"), 1e-5,
+                 tag + " origin logits, zeros at padded slots");
+    const auto edges = pred(plain, "tracks", "track_vertexing");
+    ASSERT_EQ(edges.size(0), 202) << tag;
+    ASSERT_EQ(pred(stat, "tracks", "track_vertexing").size(0), 208) << tag;
+    expect_close(pred(stat, "tracks", "track_vertexing").narrow(0, 0, 202), edges, 1e-5, tag + " edge logits");
+    expect_close(stat.out.sequence.x, plain.out.sequence.x, 1e-5, tag + " sequence, zeros at padded slots");
+    ASSERT_EQ(stat.grads.size(), plain.grads.size());
+    for (const auto& [name, g] : plain.grads) {
+      ASSERT_TRUE(stat.grads[name].isfinite().all().item<bool>()) << tag << " " << name;
+      expect_close(stat.grads[name], g, 1e-4, tag + " grad " + name);
+    }
+  }
+}
+
+TEST(StaticRows, OneBucketDispatchesTheSameOperators) {
+  auto model = build(small_gn2_yaml(2), make_context(2, 19));
+  model->train();
+  // 35 and 36 tracks (bucket 36), 202 and 208 edges (bucket 208), different jets.
+  const auto first = nan_padded_batch({1, 3, 1, 8, 7, 8, 7, 0}, 9, 21);
+  const auto second = nan_padded_batch({9, 2, 7, 6, 8, 1, 3, 0}, 9, 22);
+  auto trace = [&](const ToyBatch& batch) {
+    OpTrace t;
+    StaticRows on;
+    train_step(model, batch);
+    return t.take();
+  };
+  trace(first);  // once untraced by the comparison: first-call work (lazy inits) out of the way
+  const auto a = trace(first), b = trace(second);
+  ASSERT_GT(a.size(), 500u);
+  ASSERT_EQ(a.size(), b.size());
+  for (size_t i = 0; i < a.size(); ++i) ASSERT_EQ(a[i], b[i]) << "operator " << i;
+
+  // Without static rows the shapes follow the batch: the test can tell.
+  OpTrace plain_trace;
+  train_step(model, first);
+  const auto plain_a = plain_trace.take();
+  train_step(model, second);
+  const auto plain_b = plain_trace.take();
+  EXPECT_NE(plain_a, plain_b);
+}
