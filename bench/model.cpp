@@ -21,8 +21,8 @@
 //   its N timed steps between cudaProfilerStart/Stop for `ncu --profile-from-start off`
 //   (scripts/gpu_check.sh's profile step: the kernels that take the step's time).
 //   --gpu-suite --quick: salt-cpp's step alone (its sync probe and op census; flash
-//   attention, the segment-sum kernel and a thread per core beside it), no PyTorch:
-//   a short device call.
+//   attention, the segment-sum kernel, static rows, CUDA graphs and a thread per core
+//   beside it), no PyTorch: a short device call.
 //   defaults: 2 threads, 2 timed steps after a warm-up (--quick: 1 step, GN2 at batch 250),
 //   CPU, float32, /usr/bin/python3 (on the GPU machine: --device cuda --python python3).
 #include <torch/cuda.h>
@@ -56,8 +56,11 @@
 #include "models/model_factory.h"
 #include "models/segment_sum.h"
 #include "models/short_attention.h"
+#include "models/static_rows.h"
 #include "models/summary.h"
 #include "training/foreach_adamw.h"
+#include "training/forward_batch.h"
+#include "training/step_graphs.h"
 
 using namespace salt::models;
 
@@ -77,6 +80,8 @@ struct Size {
   bool host_twins = true;
   bool probe_syncs = false;  // after the timed steps, one step under bench/sync_probe.h (CUDA)
   bool census = false;       // after those, one step under bench/op_census.h
+  bool static_rows = false;  // rows padded to their bucket (models/static_rows.h), eager
+  bool graphs = false;       // forward and backward as a CUDA graph (training/step_graphs.h)
 };
 
 // Where and how the step runs; the PyTorch reference gets the same.
@@ -189,10 +194,34 @@ Result run_salt_cpp(const Size& s, int64_t length, int64_t iters, const Setup& s
   std::optional<salt::training::ForeachAdamW> optimizer;
   if (s.with_optimizer) optimizer.emplace(model->parameters(), torch::optim::AdamWOptions(1e-4));
 
+  // With graphs: the batch as salt fit hands it over, and the graphs (their first
+  // step eager, the second captured: both in the warm-up).
+  salt::training::DeviceBatch device_batch;
+  std::optional<salt::training::StepGraphs> graphs;
+  if (s.graphs) {
+    static_cast<salt::Batch&>(device_batch) = salt::Batch{inputs, masks, labels, 0, batch};
+    device_batch.twins = twins;
+    graphs.emplace(*model, setup.device);
+  }
+  const salt::training::Autocast autocast{setup.bf16(), torch::kBFloat16};
+  auto forward_backward = [&](const salt::training::DeviceBatch& b) {
+    auto out = salt::training::forward_batch(*model, b, true, autocast, setup.device);
+    out.loss.backward();
+    return out;
+  };
   // at(phase), where given, is told as each phase of the step starts.
   auto step = [&](const std::function<void(const char*)>& at = {}) {
     if (at) at("zero_grad");
     model->zero_grad();
+    if (graphs) {
+      if (at) at("graph");
+      graphs->run(device_batch, forward_backward);
+      if (at) at("optimizer");
+      if (optimizer) optimizer->step();
+      return;
+    }
+    std::optional<StaticRows> static_rows;
+    if (s.static_rows) static_rows.emplace();
     torch::Tensor loss;
     if (at) at("forward");
     {
@@ -404,6 +433,21 @@ void compare_segment_sum(const Size& gn2, int64_t length, int64_t iters, const S
               torch_ops.jets_per_s, kernel.jets_per_s / torch_ops.jets_per_s);
 }
 
+// Static rows (models/static_rows.h) eagerly, then the step as a CUDA graph
+// (training/step_graphs.h, SALT_CUDA_GRAPHS=1), each against the default step
+// timed right before: what padding costs, and what replaying saves.
+void compare_graphs(const Size& gn2, int64_t length, int64_t iters, const Setup& setup) {
+  Size padded = gn2, graphed = gn2;
+  padded.static_rows = true;
+  graphed.graphs = true;
+  for (const auto& [what, size] : {std::pair{"static rows, eager", padded}, {"CUDA graphs", graphed}}) {
+    const auto plain = run_salt_cpp(gn2, length, iters, setup);
+    const auto r = run_salt_cpp(size, length, iters, setup);
+    std::printf("    %s: %.0f jets/s (the default step right before %.0f: %.2fx)\n", what, r.jets_per_s, plain.jets_per_s,
+                r.jets_per_s / plain.jets_per_s);
+  }
+}
+
 // LibTorch's default thread count, one per core, against the one thread salt fit
 // computes with on a card: what the one-thread default saves.
 void compare_threads(const Size& gn2, int64_t length, int64_t iters, const Setup& setup, int cores) {
@@ -443,6 +487,7 @@ int run_gpu_suite(const Setup& setup, int64_t iters, int threads, int64_t batch,
   if (quick) {
     compare_short_attention(gn2, length, iters, setup, mfu, 1);
     compare_segment_sum(gn2, length, iters, setup);
+    compare_graphs(gn2, length, iters, setup);
     compare_threads(gn2, length, iters, setup, cores);
     return 0;
   }
@@ -474,6 +519,7 @@ int run_gpu_suite(const Setup& setup, int64_t iters, int threads, int64_t batch,
     }
     compare_short_attention(gn2, length, iters, setup, mfu, 2);
     compare_segment_sum(gn2, length, iters, setup);
+    compare_graphs(gn2, length, iters, setup);
     compare_threads(gn2, length, iters, setup, cores);
   }
   // The same step reading its masks' counts and labels' range from the device, as

@@ -12,9 +12,8 @@
 #   build.log      configure + build of only what it runs
 #   ctest.log      the `gpu`-labelled tests (tests/gpu)
 #   fit.log        salt's GN2 (batch 4000, salt's size) in 32, bf16-mixed (without and with host
-#                  twins, with an intra-op thread per core, with flash attention's kernels,
-#                  without the copy stream) and
-#                  16-mixed, then salt test,
+#                  twins, as CUDA graphs, with flash attention's kernels, without the copy
+#                  stream) and 16-mixed (eager and as graphs), then salt test,
 #                  then scripts/lightning_checks.py on the bf16 run's checkpoints
 #   bench.txt      the model step next to the same model in the machine's PyTorch; the loader at 16 threads
 #   profile.txt    the kernels of one GN2 step by total time (ncu), with salt-cpp's short-jet
@@ -249,7 +248,7 @@ fit() {  # [FIT_TAG=name] fit PRECISION EXTRA_ARGS...   (the run: logs/GN2_gpu_<
   local speed res
   speed=$(grep -oE "trained [0-9]+ jets in [0-9.]+ s: [0-9]+ jets/s" "$log" | tail -1)
   res=$(grep -E "train epoch 1: " "$log" | tail -1 | sed 's/.*train epoch 1: //')
-  grep -E "steps ahead of the card" "$log" | sed 's/^.*info: /  /' | tee -a "$summary"
+  grep -E "steps ahead of the card|CUDA graphs" "$log" | sed -E 's/^.*(info|warning): /  /' | tee -a "$summary"
   rm -f "$log"
   note "fit $tag: exit $rc; $speed; epoch 1: $res"
   sed -n '/attention_kernels:/,/stages:/p' "logs/GN2_gpu_$tag/metadata.yaml" 2>/dev/null | grep -v "stages:" |
@@ -269,11 +268,13 @@ step "fit bf16-mixed without host twins" 45 && SALT_HOST_TWINS=0 FIT_TAG=bf16-no
 # host's (at 95d5894: 0 waits in 80 steps, so the host, not running ahead, is what
 # the twins slow down).
 step "fit bf16-mixed" 45 && SALT_MAX_STEPS_AHEAD=2 fit bf16-mixed --trainer.devices "$card0"
-# The same with LibTorch's own intra-op thread count (one per core), as every fit
-# at 95d5894 and before (a run on a card now computes with one, training/threads.h):
-# whether the host twins' small CPU tensor operations, parallel beside 15 busy
-# loader workers, are what made the fits with twins slower (calls G-I).
-step "fit bf16-mixed all threads" 45 && OMP_NUM_THREADS=$(nproc) FIT_TAG=bf16-threads fit bf16-mixed --trainer.devices 1
+# The training steps as CUDA graphs (training/step_graphs.h; off by default until
+# a card has run them): each bucket's first batch eager, its second captured,
+# later ones replayed. Its log says how many graphs and replays there were.
+# (The fit with one thread per core, here until b725df8, answered its question at
+# call J: 68,035 jets/s against 92,638 with one host thread.)
+step "fit bf16-mixed graphs" 45 && SALT_CUDA_GRAPHS=1 FIT_TAG=bf16-graphs fit bf16-mixed --trainer.devices 1
+step "fit 16-mixed graphs" 45 && SALT_CUDA_GRAPHS=1 FIT_TAG=16-graphs fit 16-mixed --trainer.devices 1
 # With flash attention's kernels in place of salt-cpp's short-jet kernel (the
 # default since 8f92c71's call: models/short_attention.h).
 step "fit bf16-mixed flash" 45 && SALT_SHORT_ATTENTION=0 FIT_TAG=bf16-flash fit bf16-mixed --trainer.devices 1

@@ -1,5 +1,5 @@
 // On/off switches read from the environment (SALT_SHORT_ATTENTION,
-// SALT_SEGMENT_SUM_KERNEL, SALT_HOST_TWINS, SALT_COPY_STREAM): the same rule for
+// SALT_SEGMENT_SUM_KERNEL, SALT_HOST_TWINS, SALT_COPY_STREAM, SALT_CUDA_GRAPHS): the same rule for
 // every one, so that a mistyped value is refused instead of read as one or the other.
 #pragma once
 #include <string>

@@ -115,21 +115,9 @@ torch::Tensor ClassificationTaskImpl::compute_loss(const torch::Tensor& preds, c
                                                    const torch::Tensor& w, int64_t entries,
                                                    const torch::Tensor& host_y) {
   auto valid = y != -1;
-  const int64_t num_classes = loss->kind() == LossKind::BCEWithLogits ? 2 : net->output_size();
   // The labels the checks read: the host copy, or the device's in one read (each
   // read waits for the GPU).
-  const auto& checked = host_y.defined() ? host_y : y;
-  const auto checked_valid = checked != -1;
-  const auto out_of_range = checked_valid & ((checked < 0) | (checked >= num_classes));
-  auto flags = torch::stack({out_of_range.any(), checked_valid.any()});
-  if (!host_y.defined()) flags = host_copy(flags);
-  const bool any_bad = flags[0].item<bool>(), any_valid = flags[1].item<bool>();
-  if (any_bad) {
-    const auto first_bad = checked.masked_select(out_of_range)[0];
-    const auto bad = host_y.defined() ? first_bad.item<int64_t>() : host_read<int64_t>(first_bad);
-    throw InputError("task '" + name() + "': label '" + options_cls_.label() + "' has value " + std::to_string(bad) +
-                     " outside [0, " + std::to_string(num_classes) + ") (missing label_map entry?)");
-  }
+  const bool any_valid = host_y.defined() ? check_labels(host_y, true) : check_labels(y, false);
   // With no valid label torch's mean would be 0/0; keep the graph and give 0.
   if (!any_valid) return preds.sum() * 0.0;
   if (w.defined()) return weighted_mean(per_entry_loss(preds, y, valid), w, entries) * weight();
@@ -145,6 +133,26 @@ torch::Tensor ClassificationTaskImpl::compute_loss(const torch::Tensor& preds, c
     if (result.dim() != 0) result = result.sum() / valid.sum();  // reduction none: mean over valid slots
   }
   return result * weight();
+}
+
+bool ClassificationTaskImpl::check_labels(const torch::Tensor& checked, bool on_host) const {
+  const int64_t num_classes = loss->kind() == LossKind::BCEWithLogits ? 2 : net->output_size();
+  const auto checked_valid = checked != -1;
+  const auto out_of_range = checked_valid & ((checked < 0) | (checked >= num_classes));
+  auto flags = torch::stack({out_of_range.any(), checked_valid.any()});
+  if (!on_host) flags = host_copy(flags);
+  if (flags[0].item<bool>()) {
+    const auto first_bad = checked.masked_select(out_of_range)[0];
+    const auto bad = on_host ? first_bad.item<int64_t>() : host_read<int64_t>(first_bad);
+    throw InputError("task '" + name() + "': label '" + options_cls_.label() + "' has value " + std::to_string(bad) +
+                     " outside [0, " + std::to_string(num_classes) + ") (missing label_map entry?)");
+  }
+  return flags[1].item<bool>();
+}
+
+bool ClassificationTaskImpl::labels_replayable(const Labels& labels, const torch::Tensor& pad_mask) const {
+  const auto host = host_labels(label(labels, options_cls_.label()), pad_mask);
+  return !host.defined() || check_labels(host, true);
 }
 
 PredictionColumns ClassificationTaskImpl::predict(const torch::Tensor& preds, const torch::Tensor& pad_mask,

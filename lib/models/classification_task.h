@@ -33,6 +33,9 @@ class ClassificationTaskImpl : public TaskImpl {
   // The label, then the sample weight if any.
   std::vector<OnnxOutput> to_onnx(ox::Graph& g, const OnnxTaskInput& in, const std::string& model_name) override;
   std::vector<std::string> label_names() const override;
+  // A label outside [0, classes) throws; false when no label is valid (forward's
+  // loss is then 0 by another path).
+  bool labels_replayable(const Labels& labels, const torch::Tensor& pad_mask) const override;
   const std::vector<std::string>& class_names() const { return options_cls_.class_names(); }
   // Labels as the loss sees them: remapped, -1 where ignored (padded, label -2).
   torch::Tensor prepare_labels(const torch::Tensor& raw, const torch::Tensor& pad_mask) const;
@@ -49,6 +52,10 @@ class ClassificationTaskImpl : public TaskImpl {
   torch::Tensor compute_loss(const torch::Tensor& preds, const torch::Tensor& y, const torch::Tensor& w,
                              int64_t entries, const torch::Tensor& host_y);
   torch::Tensor per_entry_loss(const torch::Tensor& preds, const torch::Tensor& y, const torch::Tensor& valid);
+  // The range check of prepared labels (their host copy when on_host, else the
+  // device's, read once): throws InputError for a label outside [0, classes);
+  // whether any label is valid.
+  bool check_labels(const torch::Tensor& checked, bool on_host) const;
   ClassificationOptions options_cls_;
 };
 

@@ -104,8 +104,7 @@ namespace {
 void index_static_rows(TokenIndex& t, const torch::Tensor& valid, const torch::Tensor& host_mask) {
   const int64_t count =
       host_mask.defined() ? host_mask.logical_not().sum().item<int64_t>() : host_read<int64_t>(valid.sum());
-  const int64_t capacity = std::min(t.batch * t.length, bucket_capacity(count));
-  t.flat = true_entries_first(valid).narrow(0, 0, capacity);
+  t.flat = true_entries_first(valid).narrow(0, 0, static_capacity(count, t.batch * t.length));
   t.row_valid = valid.index_select(0, t.flat);
   if (host_mask.defined()) t.host_counts = host_mask.logical_not().sum(1);
 }

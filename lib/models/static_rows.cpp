@@ -1,9 +1,11 @@
 #include "models/static_rows.h"
 
+#include <algorithm>
+
 namespace salt::models {
 
 namespace {
-thread_local bool static_rows_on = false;
+thread_local StaticRows* innermost = nullptr;
 }
 
 int64_t bucket_capacity(int64_t n) {
@@ -14,9 +16,17 @@ int64_t bucket_capacity(int64_t n) {
   return (n + granule - 1) / granule * granule;
 }
 
-bool static_rows_enabled() { return static_rows_on; }
+bool static_rows_enabled() { return innermost != nullptr; }
 
-StaticRows::StaticRows() : previous_(static_rows_on) { static_rows_on = true; }
-StaticRows::~StaticRows() { static_rows_on = previous_; }
+int64_t capacity_of(int64_t count, int64_t limit) { return std::min(limit, bucket_capacity(count)); }
+
+int64_t static_capacity(int64_t count, int64_t limit) {
+  const int64_t capacity = capacity_of(count, limit);
+  if (innermost) innermost->capacities_.push_back(capacity);
+  return capacity;
+}
+
+StaticRows::StaticRows() : previous_(innermost) { innermost = this; }
+StaticRows::~StaticRows() { innermost = previous_; }
 
 }  // namespace salt::models

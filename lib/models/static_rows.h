@@ -8,6 +8,7 @@
 // bucket alone, never on the batch's exact counts (the device counts them).
 #pragma once
 #include <cstdint>
+#include <vector>
 
 namespace salt::models {
 
@@ -19,6 +20,12 @@ int64_t bucket_capacity(int64_t n);
 // Whether this thread packs rows to bucket capacities.
 bool static_rows_enabled();
 
+// The rows (or edges) to make for `count` real ones out of `limit` possible ones:
+// min(limit, bucket_capacity(count)).
+int64_t capacity_of(int64_t count, int64_t limit);
+// capacity_of, noted in the innermost StaticRows guard: what the model asks.
+int64_t static_capacity(int64_t count, int64_t limit);
+
 // Packs to bucket capacities on this thread while it lives (nests).
 class StaticRows {
  public:
@@ -26,9 +33,14 @@ class StaticRows {
   ~StaticRows();
   StaticRows(const StaticRows&) = delete;
   StaticRows& operator=(const StaticRows&) = delete;
+  // Every capacity static_capacity gave under this guard, in order: two steps of
+  // one bucket must give the same (training/step_graphs.h checks it).
+  const std::vector<int64_t>& capacities() const { return capacities_; }
 
  private:
-  bool previous_;
+  friend int64_t static_capacity(int64_t, int64_t);
+  StaticRows* previous_;
+  std::vector<int64_t> capacities_;
 };
 
 }  // namespace salt::models

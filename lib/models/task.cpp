@@ -13,6 +13,8 @@ TaskImpl::TaskImpl(const std::string& type, const TaskOptions& options) : torch:
   loss = register_module("loss", Loss(options.loss()));
 }
 
+bool TaskImpl::labels_replayable(const Labels&, const torch::Tensor&) const { return true; }
+
 TaskOutput TaskImpl::forward_packed(const torch::Tensor& rows, const TokenIndex& idx, const torch::Tensor& pad_mask,
                                     const torch::Tensor& context, const Labels* labels) {
   return forward(idx.scatter(rows), pad_mask, context, labels);

@@ -90,6 +90,12 @@ class TaskImpl : public torch::nn::Module {
   virtual std::vector<OnnxOutput> to_onnx(ox::Graph& g, const OnnxTaskInput& in, const std::string& model_name);
   // The label (or target) names this task reads from labels[input_name()].
   virtual std::vector<std::string> label_names() const = 0;
+  // Before a CUDA graph replays a step captured on another batch (whose host-side
+  // checks and branches then do not run): throws, as forward would, for a label
+  // forward refuses, and says whether forward would take the path it takes for
+  // an ordinary batch. Reads the labels' host copies (host_twins.h). The default:
+  // nothing to check.
+  virtual bool labels_replayable(const Labels& labels, const torch::Tensor& pad_mask) const;
 
   const std::string& name() const { return options_.name(); }
   const std::string& input_name() const { return options_.input_name(); }

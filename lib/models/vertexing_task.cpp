@@ -78,7 +78,7 @@ VertexingTaskImpl::Edges VertexingTaskImpl::edges_of(const torch::Tensor& adjace
   const bool padded = idx.row_valid.defined();  // static rows: padding edges too
   if (padded) {
     const int64_t real = count >= 0 ? count : host_read<int64_t>(adjacent.sum());
-    edges.pairs = true_entries_first(adjacent).narrow(0, 0, std::min(adjacent.size(0), bucket_capacity(real)));
+    edges.pairs = true_entries_first(adjacent).narrow(0, 0, static_capacity(real, adjacent.size(0)));
     edges.valid = adjacent.index_select(0, edges.pairs);
   } else {
     edges.pairs = count >= 0 ? nonzero_counted(adjacent, count) : adjacent.nonzero().reshape({-1});

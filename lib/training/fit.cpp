@@ -34,6 +34,7 @@
 #include "training/checkpoint.h"
 #include "training/cuda_runtime.h"
 #include "training/steps_ahead.h"
+#include "training/step_graphs.h"
 #include "training/device.h"
 #include "training/epoch_resources.h"
 #include "training/metrics_log.h"
@@ -79,6 +80,7 @@ class FitRun {
     models::segment_sum_kernel_enabled();
     host_twins_enabled();
     copy_stream_enabled();
+    cuda_graphs_enabled();
   }
 
   FitResult run() {
@@ -94,6 +96,7 @@ class FitRun {
 
  private:
   void train_epochs() {
+    start_graphs();
     for (int64_t epoch = plan_.start_epoch; (plan_.max_epochs < 0 || epoch < plan_.max_epochs) && !stop_; ++epoch) {
       // A callback may have asked to stop before this epoch (a Timer already spent at the start).
       if (stop_requested(epoch)) break;
@@ -107,6 +110,23 @@ class FitRun {
       hook("on_train_epoch_end", &callbacks::Callback::on_train_epoch_end, state_);
       if (stop_requested(epoch + 1)) stop_ = true;
     }
+    stop_graphs();
+  }
+
+  // SALT_CUDA_GRAPHS=1 (step_graphs.h): the training steps' forward and backward
+  // passes as CUDA graphs where the run allows, else one line saying why not.
+  void start_graphs() {
+    if (!cuda_graphs_enabled()) return;
+    const auto refusal = cuda_graphs_refusal(device_, !session_, T.accumulate_grad_batches, *setup_.model);
+    if (!refusal.empty()) return spdlog::warn("SALT_CUDA_GRAPHS=1 but the steps run eagerly: {}", refusal);
+    graphs_ = std::make_unique<StepGraphs>(*setup_.model, device_);
+  }
+
+  void stop_graphs() {
+    if (!graphs_) return;
+    spdlog::info("CUDA graphs: {} captured, {} training steps replayed{}", graphs_->graphs(), graphs_->replays(),
+                 graphs_->given_up() ? " (then a capture failed: eager since)" : "");
+    graphs_.reset();
   }
 
   // Calls a callback hook on every callback; under trainer.profiler each one's
@@ -565,7 +585,10 @@ class FitRun {
     auto on_device = batch_to_device(std::move(batch), device_);
     const int64_t accumulate = state_.accumulate_grad_batches;
     const bool boundary = (b + 1) % accumulate == 0 || b + 1 == plan_.train_batches;
-    const auto out = forward_backward(on_device, accumulate, boundary, scaler_ ? &*scaler_ : nullptr);
+    GradScaler* scaler = scaler_ ? &*scaler_ : nullptr;
+    const auto out = graphs_ && accumulate == 1
+                         ? graphs_->run(on_device, [&](const DeviceBatch& d) { return forward_backward(d, 1, boundary, scaler); })
+                         : forward_backward(on_device, accumulate, boundary, scaler);
     watch_finite(out.loss);
     interval_.add(out, on_device.size);
     result_.train_jets += on_device.size;
@@ -829,6 +852,7 @@ class FitRun {
   cuda::StepsAhead steps_ahead_{cuda::max_steps_ahead_from_env()};
   std::optional<GradScaler> scaler_;  // 16-mixed on CUDA
   std::vector<std::string> attention_kernels_;
+  std::unique_ptr<StepGraphs> graphs_;  // SALT_CUDA_GRAPHS=1, while training
   std::unique_ptr<SimpleProfiler> profiler_;  // trainer.profiler
   // callbacks
   callbacks::CallbackList callbacks_;

@@ -22,11 +22,15 @@
 #include "models/attention_kernels.h"
 #include "models/segment_sum.h"
 #include "models/short_attention.h"
+#include "models/static_rows.h"
 #include "models/model_test_helpers.h"
+#include "support/op_trace.h"
 #include "training/batch_device.h"
 #include "training/cuda_runtime.h"
 #include "training/device.h"
 #include "training/grad_scaler.h"
+#include "training/forward_batch.h"
+#include "training/step_graphs.h"
 #include "training/steps_ahead.h"
 #include "training/threads.h"
 
@@ -314,6 +318,122 @@ TEST_F(Gpu, FlashVarlenGradientsFollowTheMathKernel) {
   EXPECT_NE(kernels.find("short-varlen: salt-cpp's kernel for short jets on packed rows (cuda, BFloat16)"),
             std::string::npos)
       << kernels;
+}
+
+// One bf16 training step of `model` on the card: the loss and every gradient.
+std::pair<torch::Tensor, std::vector<torch::Tensor>> bf16_step(models::SaltWrapper& model,
+                                                              const models::testing::ToyBatch& batch) {
+  model->zero_grad();
+  auto labels = labels_on_gpu(batch.labels);
+  compat::AutocastGuard bf16(torch::kCUDA, torch::kBFloat16);
+  auto loss = model->forward(on_gpu(batch.inputs), on_gpu(batch.pad_masks), &labels).loss.to(torch::kFloat);
+  loss.backward();
+  std::vector<torch::Tensor> grads;
+  for (const auto& g : grads_of(*model)) grads.push_back(g.defined() ? g.clone() : g);
+  return {loss.detach(), grads};
+}
+
+// Static rows (models/static_rows.h) on the card, where the attention kernels and
+// the segment sums leave padding rows unwritten forward and backward: the step
+// equals plain packing with NaN at the padded slots, in every kernel mode.
+TEST_F(Gpu, StaticRowsStepEqualsPlainPackingOnTheCard) {
+  using namespace models::testing;
+  for (int mode = 0; mode < 3; ++mode) {
+    const auto attention = short_attention_kernel(mode > 0);
+    const auto sums = segment_sum_kernel(mode == 2);
+    const std::string what = mode == 0 ? "flash" : mode == 1 ? "short-varlen" : "short-varlen + segment sums";
+    torch::manual_seed(4);
+    auto model = build(small_gn2_yaml(2, "flash-varlen"), make_context(2, 19));
+    model->to(kCuda);
+    model->train();
+    const auto batch = nan_padded_batch({1, 3, 1, 8, 7, 8, 7, 0}, 9, 5);
+    const auto plain = bf16_step(model, batch);
+    models::StaticRows on;
+    const auto stat = bf16_step(model, batch);
+    ASSERT_TRUE(stat.first.isfinite().item<bool>()) << what;
+    EXPECT_LT(rel_diff(stat.first, plain.first), 1e-2) << what;
+    for (const auto& g : stat.second)
+      if (g.defined()) ASSERT_TRUE(g.isfinite().all().item<bool>()) << what;
+    expect_gradients_close(plain.second, stat.second, 1e-2, 5e-2, what);
+  }
+}
+
+// Two batches of one bucket dispatch the same operators on the card too, with the
+// kernels of a GN2 fit (flash-varlen): the condition for replaying a CUDA graph.
+TEST_F(Gpu, StaticRowsDispatchTheSameOperatorsForOneBucket) {
+  using namespace models::testing;
+  auto model = build(small_gn2_yaml(2, "flash-varlen"), make_context(2, 19));
+  model->to(kCuda);
+  model->train();
+  auto trace = [&](const ToyBatch& batch) {
+    OpTrace t;
+    models::StaticRows on;
+    bf16_step(model, batch);
+    return t.take();
+  };
+  // 35 and 36 tracks (bucket 36), 202 and 208 edges (bucket 208).
+  const auto first = nan_padded_batch({1, 3, 1, 8, 7, 8, 7, 0}, 9, 21);
+  const auto second = nan_padded_batch({9, 2, 7, 6, 8, 1, 3, 0}, 9, 22);
+  trace(first);
+  const auto a = trace(first), b = trace(second);
+  ASSERT_GT(a.size(), 500u);
+  ASSERT_EQ(a.size(), b.size());
+  for (size_t i = 0; i < a.size(); ++i) ASSERT_EQ(a[i], b[i]) << "operator " << i;
+}
+
+// The training step as CUDA graphs (training/step_graphs.h) against the same
+// step run eagerly with static rows, batch by batch: bucket A's first batch runs
+// eagerly, its second is captured and replayed, its third replayed; bucket B's
+// first eager, its second captured. Between steps the gradients are set to none,
+// as the optimizer's zero_grad does; the parameters stay, so each step has one
+// right answer.
+TEST_F(Gpu, StepGraphsReplayTheEagerStep) {
+  using namespace models::testing;
+  torch::manual_seed(4);
+  auto model = build(small_gn2_yaml(2, "flash-varlen"), make_context(2, 19));
+  model->to(kCuda);
+  model->train();
+  const std::vector<ToyBatch> batches = {
+      nan_padded_batch({1, 3, 1, 8, 7, 8, 7, 0}, 9, 21), nan_padded_batch({9, 2, 7, 6, 8, 1, 3, 0}, 9, 22),
+      nan_padded_batch({1, 3, 1, 8, 7, 8, 7, 0}, 9, 23), nan_padded_batch({9, 2, 7, 6, 8, 1, 3, 1}, 9, 24),
+      nan_padded_batch({9, 2, 7, 6, 8, 1, 2, 2}, 9, 25)};
+  auto on_card = [](const ToyBatch& t) {
+    Batch b;
+    b.inputs = t.inputs;
+    b.pad_masks = t.pad_masks;
+    b.labels = t.labels;
+    b.size = t.inputs.at("jets").size(0);
+    return training::batch_to_device(std::move(b), kCuda);
+  };
+  const training::Autocast bf16{true, torch::kBFloat16};
+  auto step = [&](const training::DeviceBatch& b) {
+    auto out = training::forward_batch(*model, b, true, bf16, kCuda);
+    out.loss.backward();
+    return out;
+  };
+  auto grads = [&] {
+    std::vector<torch::Tensor> out;
+    for (const auto& g : grads_of(*model)) out.push_back(g.defined() ? g.clone() : g);
+    return out;
+  };
+  std::vector<std::pair<torch::Tensor, std::vector<torch::Tensor>>> want;
+  for (const auto& t : batches) {
+    model->zero_grad();
+    models::StaticRows on;
+    want.push_back({step(on_card(t)).loss.detach().to(torch::kFloat), grads()});
+  }
+  model->zero_grad();
+  training::StepGraphs graphs(*model, kCuda);
+  for (std::size_t i = 0; i < batches.size(); ++i) {
+    const auto out = graphs.run(on_card(batches[i]), step);
+    const std::string what = "batch " + std::to_string(i);
+    EXPECT_LT(rel_diff(out.loss.to(torch::kFloat), want[i].first), 1e-3) << what;
+    expect_gradients_close(want[i].second, grads(), 1e-2, 1e-2, what);
+    model->zero_grad();
+  }
+  EXPECT_FALSE(graphs.given_up());
+  EXPECT_EQ(graphs.graphs(), 2);
+  EXPECT_EQ(graphs.replays(), 3);
 }
 
 // salt-cpp's short-jet kernel on the card (models/cuda/short_attention.cu) against

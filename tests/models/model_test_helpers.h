@@ -7,6 +7,7 @@
 #include <yaml-cpp/yaml.h>
 
 #include <functional>
+#include <limits>
 #include <ostream>
 #include <sstream>
 #include <string>
@@ -210,6 +211,18 @@ inline ToyBatch toy_batch(const std::vector<int64_t>& n_valid, int64_t length, i
   t.labels["jets"]["flavour_label"] = torch::randint(0, 4, {b}, torch::kLong);
   t.labels["tracks"]["ftagTruthOriginLabel"] = torch::randint(0, 8, {b, length}, torch::kLong);
   t.labels["tracks"]["ftagTruthVertexIndex"] = torch::randint(-1, 3, {b, length}, torch::kLong);
+  return t;
+}
+
+// Jets with n_valid[b] valid tracks at shuffled slots, and NaN at the padded slots,
+// as the loader fills them: a padding row that read one would spoil everything.
+inline ToyBatch nan_padded_batch(const std::vector<int64_t>& n_valid, int64_t length, uint64_t seed) {
+  auto t = toy_batch(n_valid, length, 2, 19, seed);
+  auto mask = t.pad_masks["tracks"].clone();
+  for (int64_t i = 0; i < mask.size(0); ++i) mask[i] = mask[i].index_select(0, torch::randperm(length));
+  t.pad_masks["tracks"] = mask;
+  t.inputs["tracks"] = torch::randn_like(t.inputs["tracks"]).masked_fill(mask.unsqueeze(-1),
+                                                                         std::numeric_limits<float>::quiet_NaN());
   return t;
 }
 

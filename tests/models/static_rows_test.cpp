@@ -2,17 +2,15 @@
 // bucket's capacity give GN2 the same outputs, loss and gradients as plain packing,
 // and two batches of one bucket dispatch the very same operators with the same
 // shapes and arguments, which is what a CUDA graph needs to replay a step.
-#include <ATen/record_function.h>
 #include <gtest/gtest.h>
 
 #include <limits>
-#include <mutex>
-#include <sstream>
 
 #include "model_test_helpers.h"
 #include "models/salt_wrapper.h"
 #include "models/static_rows.h"
 #include "models/vertexing_task.h"
+#include "support/op_trace.h"
 
 using namespace salt::models;
 using namespace salt::models::testing;
@@ -22,18 +20,6 @@ namespace {
 void expect_close(const torch::Tensor& a, const torch::Tensor& b, double tol, const std::string& what) {
   ASSERT_EQ(a.sizes(), b.sizes()) << what;
   EXPECT_TRUE(torch::allclose(a, b, tol, tol)) << what << ": max diff " << (a - b).abs().max().item<double>();
-}
-
-// Jets with n_valid[b] valid tracks at shuffled slots, and NaN at the padded slots,
-// as the loader fills them: a padding row that read one would spoil everything.
-ToyBatch nan_padded_batch(const std::vector<int64_t>& n_valid, int64_t length, uint64_t seed) {
-  auto t = toy_batch(n_valid, length, 2, 19, seed);
-  auto mask = t.pad_masks["tracks"].clone();
-  for (int64_t i = 0; i < mask.size(0); ++i) mask[i] = mask[i].index_select(0, torch::randperm(length));
-  t.pad_masks["tracks"] = mask;
-  t.inputs["tracks"] = torch::randn_like(t.inputs["tracks"]).masked_fill(mask.unsqueeze(-1),
-                                                                         std::numeric_limits<float>::quiet_NaN());
-  return t;
 }
 
 struct Step {
@@ -50,49 +36,6 @@ Step train_step(SaltWrapper& model, const ToyBatch& t) {
     s.grads[p.key()] = p.value().grad().defined() ? p.value().grad().clone() : torch::zeros_like(p.value());
   return s;
 }
-
-// Every operator dispatched while it lives, as one line: name, then each input's
-// shape and type, or its value for scalars and lists (a count that leaks from the
-// batch into an argument shows there too).
-class OpTrace {
- public:
-  OpTrace() {
-    handle_ = at::addGlobalCallback(at::RecordFunctionCallback(&on_start).needsInputs(true).scopes(
-        {at::RecordScope::FUNCTION, at::RecordScope::BACKWARD_FUNCTION}));
-  }
-  ~OpTrace() { at::removeCallback(handle_); }
-  std::vector<std::string> take() {
-    std::lock_guard<std::mutex> lock(mutex());
-    return std::move(lines());
-  }
-
- private:
-  static std::mutex& mutex() {
-    static std::mutex m;
-    return m;
-  }
-  static std::vector<std::string>& lines() {
-    static std::vector<std::string> l;
-    return l;
-  }
-  static std::unique_ptr<at::ObserverContext> on_start(const at::RecordFunction& fn) {
-    std::ostringstream line;
-    line << fn.name();
-    for (const auto& v : fn.inputs()) {
-      if (v.isTensor())
-        line << " " << (v.toTensor().defined() ? (std::ostringstream() << v.toTensor().sizes() << v.toTensor().scalar_type()).str()
-                                               : std::string("undefined"));
-      else if (v.isScalar() || v.isIntList() || v.isDoubleList() || v.isBool() || v.isString())
-        line << " " << v;
-      else
-        line << " " << v.tagKind();
-    }
-    std::lock_guard<std::mutex> lock(mutex());
-    lines().push_back(line.str());
-    return nullptr;
-  }
-  at::CallbackHandle handle_;
-};
 
 }  // namespace
 
@@ -192,7 +135,7 @@ TEST(StaticRows, OneBucketDispatchesTheSameOperators) {
   const auto first = nan_padded_batch({1, 3, 1, 8, 7, 8, 7, 0}, 9, 21);
   const auto second = nan_padded_batch({9, 2, 7, 6, 8, 1, 3, 0}, 9, 22);
   auto trace = [&](const ToyBatch& batch) {
-    OpTrace t;
+    salt::testing::OpTrace t;
     StaticRows on;
     train_step(model, batch);
     return t.take();
@@ -204,7 +147,7 @@ TEST(StaticRows, OneBucketDispatchesTheSameOperators) {
   for (size_t i = 0; i < a.size(); ++i) ASSERT_EQ(a[i], b[i]) << "operator " << i;
 
   // Without static rows the shapes follow the batch: the test can tell.
-  OpTrace plain_trace;
+  salt::testing::OpTrace plain_trace;
   train_step(model, first);
   const auto plain_a = plain_trace.take();
   train_step(model, second);
