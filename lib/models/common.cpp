@@ -79,17 +79,12 @@ torch::Tensor nonzero_counted(const torch::Tensor& flat, int64_t count) {
 }
 
 torch::Tensor nonzero_by_partition(const torch::Tensor& flat, int64_t count) {
-  // A stable partition: entry k goes to its rank among the true entries, or after
-  // them all to its rank among the false ones; the first `count` slots then hold
-  // the true entries' indices in order.
-  const auto k = torch::arange(flat.size(0), flat.options().dtype(torch::kLong));
-  const auto is = flat.to(torch::kLong);
-  const auto true_before = is.cumsum(0) - is;
-  const auto dest = torch::where(flat, true_before, count + (k - true_before));
-  return torch::empty_like(k).index_copy_(0, dest, k).narrow(0, 0, count);
+  return true_entries_first(flat).narrow(0, 0, count);
 }
 
 torch::Tensor true_entries_first(const torch::Tensor& flat) {
+  // A stable partition: entry k goes to its rank among the true entries, or after
+  // them all to its rank among the false ones.
   const auto k = torch::arange(flat.size(0), flat.options().dtype(torch::kLong));
   const auto is = flat.to(torch::kLong);
   const auto true_before = is.cumsum(0) - is;
@@ -102,11 +97,10 @@ namespace {
 // count's bucket capacity. The count comes from the host copy (or one read of the
 // device) for the capacity only; the device partitions by its own count.
 void index_static_rows(TokenIndex& t, const torch::Tensor& valid, const torch::Tensor& host_mask) {
-  const int64_t count =
-      host_mask.defined() ? host_mask.logical_not().sum().item<int64_t>() : host_read<int64_t>(valid.sum());
-  t.flat = true_entries_first(valid).narrow(0, 0, static_capacity(count, t.batch * t.length));
-  t.row_valid = valid.index_select(0, t.flat);
   if (host_mask.defined()) t.host_counts = host_mask.logical_not().sum(1);
+  const int64_t count = t.host_counts.defined() ? t.host_counts.sum().item<int64_t>() : host_read<int64_t>(valid.sum());
+  t.flat = true_entries_first(valid).narrow(0, 0, note_capacity(row_capacity(count, t.batch, t.length)));
+  t.row_valid = valid.index_select(0, t.flat);
 }
 }  // namespace
 
@@ -234,9 +228,7 @@ int64_t known_length(const PackedSequence& seq) {
   }
   return varying <= 1 ? length : -1;
 }
-}  // namespace
 
-namespace {
 // The segments holding rows: with one, its (jet, slot) order is the sorted order.
 bool one_filled_segment(const PackedSequence& seq) {
   int64_t filled = 0;

@@ -18,10 +18,15 @@ int64_t bucket_capacity(int64_t n) {
 
 bool static_rows_enabled() { return innermost != nullptr; }
 
-int64_t capacity_of(int64_t count, int64_t limit) { return std::min(limit, bucket_capacity(count)); }
+int64_t row_capacity(int64_t valid, int64_t batch, int64_t length) {
+  return std::min(batch * length, bucket_capacity(valid));
+}
 
-int64_t static_capacity(int64_t count, int64_t limit) {
-  const int64_t capacity = capacity_of(count, limit);
+int64_t edge_capacity(int64_t pairs, int64_t batch, int64_t length) {
+  return std::min(batch * length * length, bucket_capacity(pairs));
+}
+
+int64_t note_capacity(int64_t capacity) {
   if (innermost) innermost->capacities_.push_back(capacity);
   return capacity;
 }

@@ -20,11 +20,13 @@ int64_t bucket_capacity(int64_t n);
 // Whether this thread packs rows to bucket capacities.
 bool static_rows_enabled();
 
-// The rows (or edges) to make for `count` real ones out of `limit` possible ones:
-// min(limit, bucket_capacity(count)).
-int64_t capacity_of(int64_t count, int64_t limit);
-// capacity_of, noted in the innermost StaticRows guard: what the model asks.
-int64_t static_capacity(int64_t count, int64_t limit);
+// The rows to make for a [batch, length] pad mask with `valid` valid slots, and the
+// vertexing edges for its `pairs` ordered pairs of valid slots of one jet: the
+// count's bucket capacity, at most every slot (every pair of slots).
+int64_t row_capacity(int64_t valid, int64_t batch, int64_t length);
+int64_t edge_capacity(int64_t pairs, int64_t batch, int64_t length);
+// `capacity`, noted in the innermost StaticRows guard (the model notes each it takes).
+int64_t note_capacity(int64_t capacity);
 
 // Packs to bucket capacities on this thread while it lives (nests).
 class StaticRows {
@@ -33,12 +35,12 @@ class StaticRows {
   ~StaticRows();
   StaticRows(const StaticRows&) = delete;
   StaticRows& operator=(const StaticRows&) = delete;
-  // Every capacity static_capacity gave under this guard, in order: two steps of
-  // one bucket must give the same (training/step_graphs.h checks it).
+  // Every capacity noted under this guard, in order: two steps of one bucket must
+  // take the same (training/step_graphs.h checks it).
   const std::vector<int64_t>& capacities() const { return capacities_; }
 
  private:
-  friend int64_t static_capacity(int64_t, int64_t);
+  friend int64_t note_capacity(int64_t);
   StaticRows* previous_;
   std::vector<int64_t> capacities_;
 };

@@ -78,7 +78,7 @@ VertexingTaskImpl::Edges VertexingTaskImpl::edges_of(const torch::Tensor& adjace
   const bool padded = idx.row_valid.defined();  // static rows: padding edges too
   if (padded) {
     const int64_t real = count >= 0 ? count : host_read<int64_t>(adjacent.sum());
-    edges.pairs = true_entries_first(adjacent).narrow(0, 0, static_capacity(real, adjacent.size(0)));
+    edges.pairs = true_entries_first(adjacent).narrow(0, 0, note_capacity(edge_capacity(real, idx.batch, n)));
     edges.valid = adjacent.index_select(0, edges.pairs);
   } else {
     edges.pairs = count >= 0 ? nonzero_counted(adjacent, count) : adjacent.nonzero().reshape({-1});
@@ -144,7 +144,7 @@ torch::Tensor VertexingTaskImpl::edge_loss(const torch::Tensor& logits, const to
 // the device for the output's size).
 torch::Tensor VertexingTaskImpl::edge_loss_at(const torch::Tensor& logits, const torch::Tensor& vertex_raw,
                                               const torch::Tensor& origin_raw, const torch::Tensor& pairs,
-                                           const torch::Tensor& valid) {
+                                              const torch::Tensor& valid) {
   const auto at_edges = [&pairs](const torch::Tensor& square) { return square.reshape({-1}).index_select(0, pairs); };
   auto vertex = vertex_raw.to(torch::kLong);
   auto negative = vertex < 0;

@@ -54,8 +54,7 @@ class VertexingTaskImpl : public TaskImpl {
   static Edges edges_of(const torch::Tensor& adjacency, const TokenIndex& idx, int64_t count = -1);
 
  private:
-  // Edge logits [E, 1].
-  // valid: Edges::valid (padding edges add nothing), or undefined.
+  // logits: edge logits [E, 1]; valid: Edges::valid (padding edges add nothing), or undefined.
   torch::Tensor edge_loss_at(const torch::Tensor& logits, const torch::Tensor& vertex, const torch::Tensor& origin,
                              const torch::Tensor& pairs, const torch::Tensor& valid = {});
   torch::Tensor edge_logits(const torch::Tensor& rows, const TokenIndex& idx, const torch::Tensor& context,

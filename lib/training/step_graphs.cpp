@@ -45,9 +45,10 @@ std::vector<int64_t> bucket_capacities(const DeviceBatch& batch) {
     if (!host.defined()) host = mask.cpu();
     const auto counts = host.to(torch::kBool).logical_not().sum(1);
     const int64_t b = host.size(0), l = host.size(1);
-    // What TokenIndex::from_mask and VertexingTask's edges ask static_capacity for.
-    out.push_back(models::capacity_of(counts.sum().item<int64_t>(), b * l));
-    out.push_back(models::capacity_of((counts * (counts - 1)).sum().item<int64_t>(), b * l * l));
+    // What TokenIndex::from_mask and VertexingTask's edges take. (A model without a
+    // vertexing task takes no edges: its buckets split by an unused figure, rarely.)
+    out.push_back(models::row_capacity(counts.sum().item<int64_t>(), b, l));
+    out.push_back(models::edge_capacity((counts * (counts - 1)).sum().item<int64_t>(), b, l));
   }
   return out;
 }
@@ -80,9 +81,11 @@ bool labels_replayable(const models::SaltWrapperImpl& model, const DeviceBatch& 
 
 namespace {
 
-// Every tensor of a batch, in one order (inputs, masks, labels).
-std::vector<torch::Tensor*> tensors_of(DeviceBatch& batch) {
-  std::vector<torch::Tensor*> out;
+// Every tensor of a batch (DeviceBatch or const DeviceBatch), in one order:
+// inputs, masks, labels.
+template <class B>
+auto tensors_of(B& batch) {
+  std::vector<decltype(&batch.inputs.begin()->second)> out;
   for (auto& [name, t] : batch.inputs) out.push_back(&t);
   for (auto& [name, t] : batch.pad_masks) out.push_back(&t);
   for (auto& [input, labels] : batch.labels)
@@ -90,24 +93,48 @@ std::vector<torch::Tensor*> tensors_of(DeviceBatch& batch) {
   return out;
 }
 
-// The loss and task losses of a replay, copied out of the graph's buffers: the
-// fit sums them over steps while the next replay overwrites the buffers.
-models::ModelOutput own_losses(const models::ModelOutput& graph_out) {
-  models::ModelOutput out = graph_out;
-  out.loss = graph_out.loss.detach().clone();
-  for (auto& [task, loss] : out.losses) loss = loss.detach().clone();
-  return out;
+// The graph's input tensors: copies of `batch` in memory of their own, with the
+// batch's host copies of masks and labels as their twins (the model reads them
+// while it is captured: token counts, label checks).
+DeviceBatch graph_inputs(const DeviceBatch& batch) {
+  DeviceBatch inputs;
+  static_cast<Batch&>(inputs) = batch;
+  for (auto* t : tensors_of(inputs)) *t = t->clone();
+  for (auto& [name, t] : inputs.pad_masks) inputs.twins.add(t, batch.twins.of(batch.pad_masks.at(name)));
+  for (auto& [input, labels] : inputs.labels)
+    for (auto& [name, t] : labels) inputs.twins.add(t, batch.twins.of(batch.labels.at(input).at(name)));
+  return inputs;
 }
+
+// A device sync throws while it lives (torch.cuda.set_sync_debug_mode("error")):
+// a step that waits for the card (an item(), a nonzero) cannot be captured, and
+// its eager warm-up says so before any capture begins.
+class SyncsThrow {
+ public:
+  SyncsThrow() : previous_(c10::cuda::warning_state().get_sync_debug_mode()) {
+    c10::cuda::warning_state().set_sync_debug_mode(c10::cuda::SyncDebugMode::L_ERROR);
+  }
+  ~SyncsThrow() { c10::cuda::warning_state().set_sync_debug_mode(previous_); }
+  SyncsThrow(const SyncsThrow&) = delete;
+  SyncsThrow& operator=(const SyncsThrow&) = delete;
+
+ private:
+  c10::cuda::SyncDebugMode previous_;
+};
+
+bool is_sync_error(const c10::Error& e) { return std::string(e.what()).find("synchronizing") != std::string::npos; }
 
 }  // namespace
 
 struct StepGraphs::Impl {
   struct Bucket {
     int64_t seen = 0;
-    std::vector<int64_t> capacities;        // what the eager step's static rows gave
-    DeviceBatch inputs;                     // the graph's input tensors
+    std::vector<int64_t> capacities;  // what the eager step's static rows gave
+    std::vector<bool> has_grad;       // per parameter: whether the eager step gave it a gradient
+    DeviceBatch inputs;               // the graph's input tensors
     std::unique_ptr<at::cuda::CUDAGraph> graph;
-    models::ModelOutput out;                // the graph's outputs
+    torch::Tensor loss;               // the graph's outputs the fit reads
+    std::map<std::string, torch::Tensor> losses;
   };
 
   Impl(const models::SaltWrapperImpl& m, const torch::Device& device, int64_t max)
@@ -119,8 +146,9 @@ struct StepGraphs::Impl {
 
   const models::SaltWrapperImpl& model;
   std::vector<torch::Tensor> parameters;
-  // One gradient tensor per parameter for every graph (undefined: no gradient).
-  // Captured backward passes add into them; each replay zeroes them first.
+  // One gradient tensor per parameter for every graph, made before the first
+  // capture (outside the graphs' pool): captured backward passes add into them,
+  // and each graph zeroes them all first.
   std::vector<torch::Tensor> grads;
   c10::cuda::CUDAStream stream;
   c10::cuda::CUDAStreamGuard on_stream;
@@ -129,74 +157,74 @@ struct StepGraphs::Impl {
   int64_t max_graphs, graphs = 0, replays = 0;
   bool given_up = false;
 
-  models::ModelOutput eager(Bucket& bucket, const DeviceBatch& batch, const StepGraphs::Step& step) {
-    models::StaticRows on;
-    auto out = step(batch);
-    bucket.capacities = on.capacities();
-    if (grads.empty())
-      for (const auto& p : parameters) grads.push_back(p.grad());
-    return out;
+  // The bucket's first batch: eager, under static rows, with device syncs refused.
+  // A step that syncs is run again as it is and the graphs are given up (nothing
+  // was captured yet, so nothing is left half-done).
+  models::ModelOutput warm_up(Bucket& bucket, const DeviceBatch& batch, const StepGraphs::Step& step) {
+    try {
+      models::StaticRows on;
+      SyncsThrow no_syncs;
+      auto out = step(batch);
+      bucket.capacities = on.capacities();
+      for (const auto& p : parameters) bucket.has_grad.push_back(p.grad().defined());
+      return out;
+    } catch (const c10::Error& e) {
+      if (!is_sync_error(e)) throw;
+      given_up = true;
+      buckets.clear();
+      for (auto& p : parameters) p.mutable_grad() = torch::Tensor();  // the partial step's
+      spdlog::warn("CUDA graphs off: the training step waits for the card, which a graph cannot: {}",
+                   e.what_without_backtrace());
+      return step(batch);
+    }
   }
 
-  void install_grads() {
+  void install_grads(const std::vector<bool>& has_grad) {
     for (std::size_t i = 0; i < parameters.size(); ++i)
-      if (grads[i].defined()) parameters[i].mutable_grad() = grads[i];
+      parameters[i].mutable_grad() = has_grad[i] ? grads[i] : torch::Tensor();
   }
 
   void capture(Bucket& bucket, const DeviceBatch& batch, const StepGraphs::Step& step) {
-    bucket.inputs = batch;  // the same tensors: this batch's memory becomes the graph's inputs
-    for (auto* t : tensors_of(bucket.inputs)) *t = t->clone();
-    // The model reads the host copies of the masks and labels while it is captured
-    // (token counts, label checks): the capture batch's own.
-    for (auto& [name, t] : bucket.inputs.pad_masks) bucket.inputs.twins.add(t, batch.twins.of(batch.pad_masks.at(name)));
-    for (auto& [input, labels] : bucket.inputs.labels)
-      for (auto& [name, t] : labels) bucket.inputs.twins.add(t, batch.twins.of(batch.labels.at(input).at(name)));
-    install_grads();
+    if (grads.empty())
+      for (const auto& p : parameters) grads.push_back(torch::zeros_like(p));
+    bucket.inputs = graph_inputs(batch);
+    install_grads(std::vector<bool>(parameters.size(), true));  // captured as in-place sums
     c10::cuda::device_synchronize();
     auto graph = std::make_unique<at::cuda::CUDAGraph>();
     models::StaticRows on;
-    graph->capture_begin(pool);
+    // Thread-local: the loader's threads pin host memory meanwhile, which a global
+    // capture would count against it (torch's default suits DataLoader processes).
+    graph->capture_begin(pool, cudaStreamCaptureModeThreadLocal);
     try {
-      std::vector<torch::Tensor> defined;
-      for (const auto& g : grads)
-        if (g.defined()) defined.push_back(g);
-      if (!defined.empty()) at::_foreach_zero_(defined);
-      bucket.out = step(bucket.inputs);
-    } catch (...) {
-      try {
-        graph->capture_end();
-      } catch (...) {
-      }
-      throw;
+      at::_foreach_zero_(grads);
+      const auto out = step(bucket.inputs);
+      bucket.loss = out.loss;
+      bucket.losses = out.losses;
+      graph->capture_end();
+    } catch (const std::exception& e) {
+      // torch leaves the allocator and the generators capturing: no going on eagerly.
+      throw std::runtime_error(std::string("CUDA graphs: capturing a training step failed (SALT_CUDA_GRAPHS=0 runs ") +
+                               "the steps eagerly): " + e.what());
     }
-    graph->capture_end();
     if (on.capacities() != bucket.capacities)
-      throw std::runtime_error("the captured step's static-rows capacities differ from its bucket's eager step");
-    // Parameters the warm-up gave no gradient but the capture did: the graph's.
-    for (std::size_t i = 0; i < parameters.size(); ++i)
-      if (!grads[i].defined() && parameters[i].grad().defined()) grads[i] = parameters[i].grad();
+      throw std::logic_error("CUDA graphs: a bucket's batches gave different static-rows capacities (bucket_key "
+                             "does not decide them)");
     bucket.graph = std::move(graph);
     ++graphs;
   }
 
-  // After a failed capture: eager from now on, with the gradients the failed
-  // capture installed (and never zeroed) taken off the parameters.
-  void give_up() {
-    given_up = true;
-    buckets.clear();
-    for (std::size_t i = 0; i < grads.size(); ++i)
-      if (grads[i].defined() && parameters[i].grad().is_same(grads[i])) parameters[i].mutable_grad() = torch::Tensor();
-    grads.clear();
-  }
-
   models::ModelOutput replay(Bucket& bucket, const DeviceBatch& batch) {
     auto to = tensors_of(bucket.inputs);
-    auto from = tensors_of(const_cast<DeviceBatch&>(batch));
+    auto from = tensors_of(batch);
     for (std::size_t i = 0; i < to.size(); ++i) to[i]->copy_(*from[i], /*non_blocking=*/true);
-    install_grads();
     bucket.graph->replay();
+    install_grads(bucket.has_grad);
     ++replays;
-    return own_losses(bucket.out);
+    // Copies: the fit sums the losses over steps while the next replay overwrites them.
+    models::ModelOutput out;
+    out.loss = bucket.loss.detach().clone();
+    for (const auto& [task, loss] : bucket.losses) out.losses[task] = loss.detach().clone();
+    return out;
   }
 };
 
@@ -213,19 +241,10 @@ models::ModelOutput StepGraphs::run(const DeviceBatch& batch, const Step& step) 
     it = d.buckets.emplace(key, Impl::Bucket{}).first;
   }
   auto& bucket = it->second;
-  if (++bucket.seen == 1) return d.eager(bucket, batch, step);
-  if (!bucket.graph) {
-    try {
-      d.capture(bucket, batch, step);
-    } catch (const std::exception& e) {
-      d.give_up();
-      spdlog::warn("CUDA graphs off for the rest of the run: capturing a training step failed: {}", e.what());
-      return step(batch);
-    }
-  }
+  if (++bucket.seen == 1) return d.warm_up(bucket, batch, step);
+  if (!bucket.graph) d.capture(bucket, batch, step);
   return d.replay(bucket, batch);
 }
-
 #else
 
 struct StepGraphs::Impl {

@@ -60,16 +60,16 @@ class StepGraphs {
   StepGraphs& operator=(const StepGraphs&) = delete;
 
   // step(batch) under static rows, eagerly or by a graph (see above); a batch whose
-  // labels are not replayable (labels_replayable) eagerly. The loss and
-  // the task losses returned are the step's own; preds and the rest are the
-  // graph's buffers, overwritten by the next replay. A capture that fails (an
-  // operator that reads the device, say) is one warning, and every later step
-  // runs eagerly.
+  // labels are not replayable (labels_replayable) eagerly. A replay returns the
+  // step's loss and task losses only (what the fit reads). A step that waits for
+  // the card (found in its bucket's eager warm-up, with device syncs refused)
+  // gives the graphs up with one warning: eager from then on. A capture that
+  // fails all the same ends the run (torch leaves its allocator capturing).
   models::ModelOutput run(const DeviceBatch& batch, const Step& step);
 
   int64_t graphs() const;    // captured so far
   int64_t replays() const;   // steps run by a graph
-  bool given_up() const;     // a capture failed
+  bool given_up() const;     // a step waited for the card
 
  private:
   struct Impl;

@@ -5,8 +5,10 @@
 #include <gtest/gtest.h>
 
 #include <limits>
+#include <optional>
 
 #include "model_test_helpers.h"
+#include "models/attention.h"
 #include "models/salt_wrapper.h"
 #include "models/static_rows.h"
 #include "models/vertexing_task.h"
@@ -95,12 +97,65 @@ TEST(StaticRows, IndexHasTheValidSlotsThenPaddedOnes) {
   EXPECT_TRUE(torch::equal(idx.scatter(garbage), plain.scatter(rows.narrow(0, 0, 33))));
 }
 
+TEST(StaticRows, LayoutOfTwoPaddedSegmentsKeepsEveryJetsTokens) {
+  // Two constituent segments with padding rows, then registers (as the encoder):
+  // the static layout puts every token where the plain one does, its padding rows
+  // after all tokens in `order`, and attention gives the tokens the same values.
+  torch::manual_seed(8);
+  const int64_t b = 12;
+  // 33 and 35 valid slots at random (buckets 34 and 36); jet 1 has registers only.
+  auto valid_at = [b](int64_t length, int64_t count) {
+    auto valid = torch::zeros({b * length}, torch::kBool);
+    auto free = torch::arange(b * length);
+    free = free.masked_select((free < length) | (free >= 2 * length));
+    valid.index_fill_(0, free.index_select(0, torch::randperm(free.size(0)).narrow(0, 0, count)), true);
+    return valid.view({b, length}).logical_not();
+  };
+  const auto mask_a = valid_at(6, 33), mask_b = valid_at(5, 35);
+  const auto x = torch::randn({b, 11, 12});
+  auto packed = [&] {
+    auto seq = PackedSequence::pack(Sequence{x, {{"a", mask_a}, {"b", mask_b}}});
+    seq.append(kRegisters, torch::zeros({b, 2}, torch::kBool), TokenIndex::all_valid(b, 2, torch::kCPU),
+               torch::full({b * 2, 12}, 0.5));
+    return seq;
+  };
+  const auto plain_seq = packed();
+  std::optional<StaticRows> on(std::in_place);
+  const auto static_seq = packed();
+  on.reset();
+  ASSERT_TRUE(static_seq.index[0].row_valid.defined());
+  ASSERT_GT(static_seq.x.size(0), plain_seq.x.size(0));  // padding rows in both segments
+  const auto plain = TokenLayout::of(plain_seq), stat = TokenLayout::of(static_seq);
+
+  EXPECT_EQ(stat.length, 6 + 5 + 2);
+  EXPECT_EQ(static_seq.offsets, (std::vector<int64_t>{0, 34, 70, 94}));
+  EXPECT_TRUE(torch::equal(stat.starts, plain.starts));
+  EXPECT_TRUE(torch::equal(stat.pad_mask.narrow(1, 0, plain.length), plain.pad_mask));
+  EXPECT_TRUE(stat.pad_mask.narrow(1, plain.length, stat.length - plain.length).all().item<bool>());
+  const int64_t tokens = stat.starts[b].item<int64_t>();
+  const auto sorted_valid = stat.row_valid.index_select(0, stat.order);
+  EXPECT_TRUE(sorted_valid.narrow(0, 0, tokens).all().item<bool>());
+  EXPECT_FALSE(sorted_valid.narrow(0, tokens, sorted_valid.size(0) - tokens).any().item<bool>());
+  const auto sorted_dest = stat.dest.index_select(0, stat.order).narrow(0, 0, tokens);
+  EXPECT_TRUE((sorted_dest.narrow(0, 1, tokens - 1) > sorted_dest.narrow(0, 0, tokens - 1)).all().item<bool>());
+  EXPECT_EQ(std::get<0>(at::_unique(stat.dest)).size(0), stat.dest.size(0));  // one place per row
+
+  Attention attn(AttentionOptions(12).num_heads(3));
+  const auto want = attn->forward_packed(plain_seq.x, plain);
+  const auto got = attn->forward_packed(static_seq.x, stat);
+  for (int64_t s = 0; s < 3; ++s) {  // each segment's tokens lead its rows
+    const int64_t n = plain_seq.offsets[s + 1] - plain_seq.offsets[s];
+    expect_close(got.narrow(0, static_seq.offsets[s], n), want.narrow(0, plain_seq.offsets[s], n), 1e-5,
+                 "segment " + std::to_string(s));
+  }
+}
+
 TEST(StaticRows, Gn2StepEqualsPlainPacking) {
   for (int registers : {1, 3}) {
     const std::string tag = "registers " + std::to_string(registers);
     auto model = build(small_gn2_yaml(registers), make_context(2, 19));
     model->train();
-    // Jet 5 has no track; 35 tracks (36 rows) and 202 edges (208).
+    // Jet 7 has no track; 35 tracks (36 rows) and 202 edges (208).
     const auto batch = nan_padded_batch({1, 3, 1, 8, 7, 8, 7, 0}, 9, 5 + registers);
     const auto plain = train_step(model, batch);
     Step stat;

@@ -8,6 +8,7 @@
 #include <mutex>
 #include <sstream>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace salt::testing {
@@ -24,7 +25,7 @@ class OpTrace {
   ~OpTrace() { at::removeCallback(handle_); }
   std::vector<std::string> take() {
     std::lock_guard<std::mutex> lock(mutex());
-    return std::move(lines());
+    return std::exchange(lines(), {});
   }
 
  private:
@@ -36,14 +37,20 @@ class OpTrace {
     static std::vector<std::string> l;
     return l;
   }
+  static std::string shape_of(const at::Tensor& t) {
+    if (!t.defined()) return "undefined";
+    std::ostringstream s;
+    s << t.sizes() << t.scalar_type();
+    return s.str();
+  }
   static std::unique_ptr<at::ObserverContext> on_start(const at::RecordFunction& fn) {
     std::ostringstream line;
     line << fn.name();
     for (const auto& v : fn.inputs()) {
-      if (v.isTensor() && v.toTensor().defined())
-        line << " " << v.toTensor().sizes() << v.toTensor().scalar_type();
-      else if (v.isTensor())
-        line << " undefined";
+      if (v.isTensor())
+        line << " " << shape_of(v.toTensor());
+      else if (v.isTensorList())
+        for (const auto& t : v.toTensorList()) line << " " << shape_of(t);
       else if (v.isScalar() || v.isIntList() || v.isDoubleList() || v.isBool() || v.isString())
         line << " " << v;
       else
