@@ -3,6 +3,7 @@
 // configs/legacy/{dips,DL1}.yaml, anchors and merge keys included), their data
 // variables, and tiny random batches.
 #pragma once
+#include <gtest/gtest.h>
 #include <torch/torch.h>
 #include <yaml-cpp/yaml.h>
 
@@ -212,6 +213,12 @@ inline ToyBatch toy_batch(const std::vector<int64_t>& n_valid, int64_t length, i
   t.labels["tracks"]["ftagTruthOriginLabel"] = torch::randint(0, 8, {b, length}, torch::kLong);
   t.labels["tracks"]["ftagTruthVertexIndex"] = torch::randint(-1, 3, {b, length}, torch::kLong);
   return t;
+}
+
+// a and b of one shape, equal to `tol` (absolute and relative); `what` names them.
+inline void expect_close(const torch::Tensor& a, const torch::Tensor& b, double tol, const std::string& what) {
+  ASSERT_EQ(a.sizes(), b.sizes()) << what;
+  EXPECT_TRUE(torch::allclose(a, b, tol, tol)) << what << ": max diff " << (a - b).abs().max().item<double>();
 }
 
 // Jets with n_valid[b] valid tracks at shuffled slots, and NaN at the padded slots,

@@ -19,11 +19,6 @@ using namespace salt::models::testing;
 
 namespace {
 
-void expect_close(const torch::Tensor& a, const torch::Tensor& b, double tol, const std::string& what) {
-  ASSERT_EQ(a.sizes(), b.sizes()) << what;
-  EXPECT_TRUE(torch::allclose(a, b, tol, tol)) << what << ": max diff " << (a - b).abs().max().item<double>();
-}
-
 struct Step {
   ModelOutput out;
   std::map<std::string, torch::Tensor> grads;
