@@ -13,9 +13,9 @@
 #endif
 
 #include "core/env_switch.h"
+#include "models/host_twins.h"
 #include "models/salt_model.h"
 #include "models/static_rows.h"
-#include "models/host_twins.h"
 #include "models/transformer.h"
 
 namespace salt::training {
