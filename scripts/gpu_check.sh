@@ -248,7 +248,7 @@ fit() {  # [FIT_TAG=name] fit PRECISION EXTRA_ARGS...   (the run: logs/GN2_gpu_<
   local speed res
   speed=$(grep -oE "trained [0-9]+ jets in [0-9.]+ s: [0-9]+ jets/s" "$log" | tail -1)
   res=$(grep -E "train epoch 1: " "$log" | tail -1 | sed 's/.*train epoch 1: //')
-  grep -E "steps ahead of the card|CUDA graphs" "$log" | sed -E 's/^.*(info|warning): /  /' | tee -a "$summary"
+  grep -E "steps ahead of the card|CUDA graphs|SALT_CUDA_GRAPHS" "$log" | sed -E 's/^.*(info|warning): /  /' | tee -a "$summary"
   rm -f "$log"
   note "fit $tag: exit $rc; $speed; epoch 1: $res"
   sed -n '/attention_kernels:/,/stages:/p' "logs/GN2_gpu_$tag/metadata.yaml" 2>/dev/null | grep -v "stages:" |
