@@ -437,6 +437,7 @@ void compare_segment_sum(const Size& gn2, int64_t length, int64_t iters, const S
 // (training/step_graphs.h, SALT_CUDA_GRAPHS=1), each against the default step
 // timed right before: what padding costs, and what replaying saves.
 void compare_graphs(const Size& gn2, int64_t length, int64_t iters, const Setup& setup) {
+  if (!setup.device.is_cuda()) return (void)std::printf("    static rows and CUDA graphs: timed on a card only\n");
   Size padded = gn2, graphed = gn2;
   padded.static_rows = true;
   graphed.graphs = true;

@@ -193,7 +193,7 @@ if step "bench model" $([ ${#quick[@]} = 1 ] && echo 40 || echo 90); then
   fi
   note "bench_model: exit $?"
   grep -E "^  (salt-cpp|PyTorch)" "$out/bench.txt" | tail -8 | tee -a "$summary"
-  grep -E "^    (short-varlen|segment-sum kernel):" "$out/bench.txt" | tee -a "$summary"
+  grep -E "^    (short-varlen|segment-sum kernel|static rows, eager|CUDA graphs):" "$out/bench.txt" | tee -a "$summary"
 fi
 # ---- which kernels take the step's time (ncu, one metric: each kernel's duration);
 # the default step (salt-cpp's short-jet attention kernel) ----

@@ -125,7 +125,7 @@ class FitRun {
   void stop_graphs() {
     if (!graphs_) return;
     spdlog::info("CUDA graphs: {} captured, {} training steps replayed{}", graphs_->graphs(), graphs_->replays(),
-                 graphs_->given_up() ? " (then a capture failed: eager since)" : "");
+                 graphs_->given_up() ? " (then a step waited for the card: eager since)" : "");
     graphs_.reset();
   }
 

@@ -6,6 +6,7 @@
 #include <sstream>
 
 #if SALT_CUDA
+#include <ATen/cuda/CUDAEvent.h>
 #include <ATen/cuda/CUDAGraph.h>
 #include <c10/cuda/CUDAFunctions.h>
 #include <c10/cuda/CUDAGuard.h>
@@ -140,9 +141,21 @@ struct StepGraphs::Impl {
   Impl(const models::SaltWrapperImpl& m, const torch::Device& device, int64_t max)
       : model(m),
         parameters(m.parameters()),
+        before(c10::cuda::getCurrentCUDAStream(device.index())),
         stream(c10::cuda::getStreamFromPool(/*isHighPriority=*/false, device.index())),
         on_stream(stream),
-        max_graphs(max) {}
+        max_graphs(max) {
+    hand_over(before, stream);  // what was queued before goes first
+  }
+  ~Impl() { hand_over(stream, before); }
+
+  // `to`'s next work waits for what `from` has queued (pool streams do not wait
+  // for the default stream by themselves).
+  static void hand_over(const c10::cuda::CUDAStream& from, const c10::cuda::CUDAStream& to) {
+    at::cuda::CUDAEvent done;
+    done.record(from);
+    done.block(to);
+  }
 
   const models::SaltWrapperImpl& model;
   std::vector<torch::Tensor> parameters;
@@ -150,7 +163,7 @@ struct StepGraphs::Impl {
   // capture (outside the graphs' pool): captured backward passes add into them,
   // and each graph zeroes them all first.
   std::vector<torch::Tensor> grads;
-  c10::cuda::CUDAStream stream;
+  c10::cuda::CUDAStream before, stream;  // the thread's stream before, and the graphs'
   c10::cuda::CUDAStreamGuard on_stream;
   c10::cuda::MempoolId_t pool = at::cuda::graph_pool_handle();  // shared: the graphs replay one at a time
   std::map<std::string, Bucket> buckets;
@@ -202,7 +215,13 @@ struct StepGraphs::Impl {
       bucket.losses = out.losses;
       graph->capture_end();
     } catch (const std::exception& e) {
-      // torch leaves the allocator and the generators capturing: no going on eagerly.
+      // End the stream's capture (its own error is the one above), so that this
+      // thread's later work is not captured; torch still leaves its allocator and
+      // generators capturing: no going on eagerly.
+      try {
+        graph->capture_end();
+      } catch (...) {
+      }
       throw std::runtime_error(std::string("CUDA graphs: capturing a training step failed (SALT_CUDA_GRAPHS=0 runs ") +
                                "the steps eagerly): " + e.what());
     }
@@ -237,7 +256,7 @@ models::ModelOutput StepGraphs::run(const DeviceBatch& batch, const Step& step) 
   const auto key = bucket_key(batch);
   auto it = d.buckets.find(key);
   if (it == d.buckets.end()) {
-    if (d.graphs >= d.max_graphs) return step(batch);  // enough buckets: the rare ones run eagerly
+    if (static_cast<int64_t>(d.buckets.size()) >= d.max_graphs) return step(batch);  // the rare ones run eagerly
     it = d.buckets.emplace(key, Impl::Bucket{}).first;
   }
   auto& bucket = it->second;

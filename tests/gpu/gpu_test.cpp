@@ -4,6 +4,7 @@
 // out of its run (`-LE gpu`), since this machine has no GPU. Each test fails,
 // never skips, when no device is visible: this label is run where one must be.
 #include <gtest/gtest.h>
+#include <c10/cuda/CUDAFunctions.h>
 #include <torch/cuda.h>
 
 #include <algorithm>
@@ -320,6 +321,139 @@ TEST_F(Gpu, FlashVarlenGradientsFollowTheMathKernel) {
       << kernels;
 }
 
+// salt-cpp's short-jet kernel on the card (models/cuda/short_attention.cu) against
+// the same block maths on the CPU (tests/models/short_attention_test.cpp checks
+// those against plain attention): float32 to rounding, bf16 and fp16 to their
+// precision; forward and the gradient of q, k and v.
+// Jets of 0 to `longest` rows, GN2's head size.
+void expect_short_attention_follows_cpu(int64_t jets, int64_t longest) {
+  torch::manual_seed(6);
+  const int64_t heads = 8, dh = 32, d = heads * dh;
+  auto lengths = torch::randint(0, longest + 1, {jets}, torch::kLong);
+  lengths[0] = longest;
+  auto starts = torch::cat({torch::zeros({1}, torch::kLong), lengths.cumsum(0)});
+  const int64_t n = starts[jets].item<int64_t>();
+  auto qkv = torch::randn({n, 3 * d});
+  auto upstream = torch::randn({n, d});
+  const double scale = 1.0 / std::sqrt(double(dh));
+  auto x = qkv.clone().requires_grad_(true);
+  auto want = models::short_varlen_attention(x, starts, longest, heads, scale);
+  (want * upstream).sum().backward();
+  ASSERT_TRUE(models::short_varlen_applies(qkv.to(kCuda), heads, longest));
+  for (auto type : {torch::kFloat, torch::kBFloat16, torch::kHalf}) {
+    auto xg = qkv.to(kCuda, type).requires_grad_(true);
+    auto got = models::short_varlen_attention(xg, starts.to(kCuda), longest, heads, scale);
+    EXPECT_EQ(got.scalar_type(), type);
+    (got * upstream.to(kCuda, type)).sum().backward();
+    const double tol = type == torch::kFloat ? 1e-5 : type == torch::kHalf ? 5e-3 : 2e-2;
+    EXPECT_LT(rel_diff(got.to(torch::kFloat), want), tol) << type << ", " << jets << " jets";
+    EXPECT_LT(rel_diff(xg.grad().to(torch::kFloat), x.grad()), type == torch::kFloat ? 1e-5 : 4 * tol)
+        << type << ", " << jets << " jets";
+  }
+}
+
+TEST_F(Gpu, ShortAttentionKernelFollowsItsCpuBlocks) {
+  expect_short_attention_follows_cpu(2000, 40);
+  expect_short_attention_follows_cpu(70000, 4);  // more jets than flash's grid takes
+  // Jets long enough that the backward's shared memory needs the opt-in above 48 KB.
+  expect_short_attention_follows_cpu(50, 70);
+}
+
+// salt-cpp's segment-sum kernel (models/cuda/segment_sum.cu) against LibTorch's
+// operators on the card, in each type it takes, with and without an order, 70000
+// segments (GN2's tracks at batch 4000 are ~64000) and NaN rows past the last
+// segment, which neither may read; 128 columns (GN2's), 24 (a block narrower than
+// 128 threads) and 200 (some threads sum two columns).
+TEST_F(Gpu, SegmentSumKernelFollowsLibTorch) {
+  ASSERT_TRUE(models::segment_sum_kernel_compiled()) << "built without salt-cpp's CUDA kernels";
+  torch::manual_seed(11);
+  const auto counts = torch::randint(0, 30, {70000}, torch::kLong);
+  const int64_t rows = counts.sum().item<int64_t>();
+  const auto order = torch::cat({torch::randperm(rows, torch::kLong), torch::arange(rows, rows + 3, torch::kLong)});
+  const auto kernel = segment_sum_kernel(true);
+  for (const int64_t columns : {128, 24, 200}) {
+    auto g = torch::randn({rows + 3, columns});
+    g.narrow(0, rows, 3).fill_(std::numeric_limits<float>::quiet_NaN());
+    for (const auto type : {torch::kFloat, torch::kBFloat16, torch::kHalf}) {
+      for (const bool ordered : {false, true}) {
+        const auto gc = g.to(kCuda, type);
+        const auto cc = counts.to(kCuda);
+        const auto oc = ordered ? order.to(kCuda) : torch::Tensor();
+        const auto want = models::segment_sum_rows_reference(gc, cc, oc);
+        const auto got = models::segment_sum_rows(gc, cc, oc);
+        const std::string what = std::string(c10::toString(type)) + (ordered ? ", ordered, " : ", ") +
+                                 std::to_string(columns) + " columns";
+        ASSERT_EQ(got.scalar_type(), type) << what;
+        EXPECT_TRUE(torch::isfinite(got).all().item<bool>()) << what;
+        // Both sum in float32 and round once: a float32 summation order apart, which
+        // a half type's rounding may turn into one unit in its last place.
+        const double tol = type == torch::kFloat ? 1e-5 : type == torch::kHalf ? 1e-3 : 8e-3;
+        EXPECT_TRUE(torch::allclose(got.to(torch::kFloat), want.to(torch::kFloat), tol, 1e-5)) << what;
+      }
+    }
+  }
+}
+
+// The run-ahead limit (training/steps_ahead.h): with depth 1, a step issued while
+// the previous one (20 float32 4096^3 products, tens of ms on any card) is still
+// running waits for it; with depth 0 nothing waits.
+TEST_F(Gpu, StepsAheadHoldsTheHostBack) {
+  for (int depth : {1, 0}) {
+    cuda::StepsAhead ahead(depth);
+    auto a = torch::randn({4096, 4096}, kCuda);
+    for (int step = 0; step < 3; ++step) {
+      for (int i = 0; i < 20; ++i) a = torch::tanh(a.mm(a) * 1e-3);
+      ahead.step_issued(0);
+    }
+    EXPECT_EQ(ahead.steps(), 3);
+    if (depth == 1)
+      EXPECT_GE(ahead.waits(), 1);
+    else
+      EXPECT_EQ(ahead.waits(), 0);
+    torch::cuda::synchronize();
+  }
+}
+
+// A one-rank NCCL run (this machine has one card; two ranks need two): the
+// rendezvous, the start-up broadcast and the bucketed gradient all-reduce of a
+// GN2 step go through NCCL on CUDA tensors, and leave what a plain backward gives
+// (the mean over one rank is the gradient itself).
+TEST_F(Gpu, NcclOneRankGroupSyncsAGn2Step) {
+  using namespace models::testing;
+  dist::DistEnv env;
+  env.launcher = dist::Launcher::kTorchrun;
+  env.master_port = dist::free_local_port();
+  auto group = dist::ProcessGroup::connect(env, kCuda, dist::GroupOptions{}.set_timeout(std::chrono::seconds(60)));
+  EXPECT_EQ(group->backend_name(), "nccl");
+  auto ctx = make_context(2, 19);
+  auto model = build(small_gn2_yaml(1, "flash-varlen"), ctx);
+  model->to(kCuda);
+  dist::broadcast_module(*group, *model);
+  auto batch = toy_batch({3, 7, 12, 0, 5, 9}, 16);
+  auto labels = labels_on_gpu(batch.labels);
+  auto loss = [&] { return model->forward(on_gpu(batch.inputs), on_gpu(batch.pad_masks), &labels).loss; };
+  loss().backward();
+  std::vector<torch::Tensor> plain;
+  for (const auto& g : grads_of(*model)) plain.push_back(g.defined() ? g.clone() : torch::Tensor());
+  model->zero_grad();
+  // Small buckets: several all-reduces, most started by the hooks during backward.
+  dist::GradSync sync(*group, model->parameters(), dist::GradSyncOptions{}.set_bucket_bytes(4096));
+  sync.begin_backward(true);
+  loss().backward();
+  sync.finish();
+  EXPECT_GT(sync.num_buckets(), 1u);
+  EXPECT_GT(sync.stats().buckets_launched_in_backward, 0);
+  // Two backward passes differ by the kernels' own nondeterminism (atomic adds):
+  // pool_net.gate_nn.bias, whose gradient is analytically zero, gave noise 23.5x
+  // apart on the H100 at ab05bfc. So each difference is measured against at least
+  // 1e-5 of the largest gradient, with Gn2LossAndGradientsMatchTheCpu's 3e-4.
+  expect_gradients_close(plain, grads_of(*model), 1e-5, 3e-4, "after the NCCL sync");
+  group->barrier();
+}
+
+
+// Static rows and CUDA graphs last: a capture that went wrong could leave this
+// process's CUDA state unusable for the cases after it.
 // One bf16 training step of `model` on the card: the loss and every gradient.
 std::pair<torch::Tensor, std::vector<torch::Tensor>> bf16_step(models::SaltWrapper& model,
                                                               const models::testing::ToyBatch& batch) {
@@ -470,6 +604,11 @@ TEST_F(Gpu, StepGraphsGiveUpOnAStepThatWaitsForTheCard) {
     out.loss.backward();
     return out;
   };
+  {  // The sync debug mode salt-cpp sets is the one LibTorch reads (one copy of its state).
+    c10::cuda::warning_state().set_sync_debug_mode(c10::cuda::SyncDebugMode::L_ERROR);
+    EXPECT_THROW(torch::ones({1}, kCuda).item<float>(), c10::Error);
+    c10::cuda::warning_state().set_sync_debug_mode(c10::cuda::SyncDebugMode::L_DISABLED);
+  }
   const auto want = step(batch).loss.detach().to(torch::kFloat);
   model->zero_grad();
   training::StepGraphs graphs(*model, kCuda);
@@ -479,136 +618,6 @@ TEST_F(Gpu, StepGraphsGiveUpOnAStepThatWaitsForTheCard) {
   }
   EXPECT_TRUE(graphs.given_up());
   EXPECT_EQ(graphs.graphs(), 0);
-}
-
-// salt-cpp's short-jet kernel on the card (models/cuda/short_attention.cu) against
-// the same block maths on the CPU (tests/models/short_attention_test.cpp checks
-// those against plain attention): float32 to rounding, bf16 and fp16 to their
-// precision; forward and the gradient of q, k and v.
-// Jets of 0 to `longest` rows, GN2's head size.
-void expect_short_attention_follows_cpu(int64_t jets, int64_t longest) {
-  torch::manual_seed(6);
-  const int64_t heads = 8, dh = 32, d = heads * dh;
-  auto lengths = torch::randint(0, longest + 1, {jets}, torch::kLong);
-  lengths[0] = longest;
-  auto starts = torch::cat({torch::zeros({1}, torch::kLong), lengths.cumsum(0)});
-  const int64_t n = starts[jets].item<int64_t>();
-  auto qkv = torch::randn({n, 3 * d});
-  auto upstream = torch::randn({n, d});
-  const double scale = 1.0 / std::sqrt(double(dh));
-  auto x = qkv.clone().requires_grad_(true);
-  auto want = models::short_varlen_attention(x, starts, longest, heads, scale);
-  (want * upstream).sum().backward();
-  ASSERT_TRUE(models::short_varlen_applies(qkv.to(kCuda), heads, longest));
-  for (auto type : {torch::kFloat, torch::kBFloat16, torch::kHalf}) {
-    auto xg = qkv.to(kCuda, type).requires_grad_(true);
-    auto got = models::short_varlen_attention(xg, starts.to(kCuda), longest, heads, scale);
-    EXPECT_EQ(got.scalar_type(), type);
-    (got * upstream.to(kCuda, type)).sum().backward();
-    const double tol = type == torch::kFloat ? 1e-5 : type == torch::kHalf ? 5e-3 : 2e-2;
-    EXPECT_LT(rel_diff(got.to(torch::kFloat), want), tol) << type << ", " << jets << " jets";
-    EXPECT_LT(rel_diff(xg.grad().to(torch::kFloat), x.grad()), type == torch::kFloat ? 1e-5 : 4 * tol)
-        << type << ", " << jets << " jets";
-  }
-}
-
-TEST_F(Gpu, ShortAttentionKernelFollowsItsCpuBlocks) {
-  expect_short_attention_follows_cpu(2000, 40);
-  expect_short_attention_follows_cpu(70000, 4);  // more jets than flash's grid takes
-  // Jets long enough that the backward's shared memory needs the opt-in above 48 KB.
-  expect_short_attention_follows_cpu(50, 70);
-}
-
-// salt-cpp's segment-sum kernel (models/cuda/segment_sum.cu) against LibTorch's
-// operators on the card, in each type it takes, with and without an order, 70000
-// segments (GN2's tracks at batch 4000 are ~64000) and NaN rows past the last
-// segment, which neither may read; 128 columns (GN2's), 24 (a block narrower than
-// 128 threads) and 200 (some threads sum two columns).
-TEST_F(Gpu, SegmentSumKernelFollowsLibTorch) {
-  ASSERT_TRUE(models::segment_sum_kernel_compiled()) << "built without salt-cpp's CUDA kernels";
-  torch::manual_seed(11);
-  const auto counts = torch::randint(0, 30, {70000}, torch::kLong);
-  const int64_t rows = counts.sum().item<int64_t>();
-  const auto order = torch::cat({torch::randperm(rows, torch::kLong), torch::arange(rows, rows + 3, torch::kLong)});
-  const auto kernel = segment_sum_kernel(true);
-  for (const int64_t columns : {128, 24, 200}) {
-    auto g = torch::randn({rows + 3, columns});
-    g.narrow(0, rows, 3).fill_(std::numeric_limits<float>::quiet_NaN());
-    for (const auto type : {torch::kFloat, torch::kBFloat16, torch::kHalf}) {
-      for (const bool ordered : {false, true}) {
-        const auto gc = g.to(kCuda, type);
-        const auto cc = counts.to(kCuda);
-        const auto oc = ordered ? order.to(kCuda) : torch::Tensor();
-        const auto want = models::segment_sum_rows_reference(gc, cc, oc);
-        const auto got = models::segment_sum_rows(gc, cc, oc);
-        const std::string what = std::string(c10::toString(type)) + (ordered ? ", ordered, " : ", ") +
-                                 std::to_string(columns) + " columns";
-        ASSERT_EQ(got.scalar_type(), type) << what;
-        EXPECT_TRUE(torch::isfinite(got).all().item<bool>()) << what;
-        // Both sum in float32 and round once: a float32 summation order apart, which
-        // a half type's rounding may turn into one unit in its last place.
-        const double tol = type == torch::kFloat ? 1e-5 : type == torch::kHalf ? 1e-3 : 8e-3;
-        EXPECT_TRUE(torch::allclose(got.to(torch::kFloat), want.to(torch::kFloat), tol, 1e-5)) << what;
-      }
-    }
-  }
-}
-
-// The run-ahead limit (training/steps_ahead.h): with depth 1, a step issued while
-// the previous one (20 float32 4096^3 products, tens of ms on any card) is still
-// running waits for it; with depth 0 nothing waits.
-TEST_F(Gpu, StepsAheadHoldsTheHostBack) {
-  for (int depth : {1, 0}) {
-    cuda::StepsAhead ahead(depth);
-    auto a = torch::randn({4096, 4096}, kCuda);
-    for (int step = 0; step < 3; ++step) {
-      for (int i = 0; i < 20; ++i) a = torch::tanh(a.mm(a) * 1e-3);
-      ahead.step_issued(0);
-    }
-    EXPECT_EQ(ahead.steps(), 3);
-    if (depth == 1)
-      EXPECT_GE(ahead.waits(), 1);
-    else
-      EXPECT_EQ(ahead.waits(), 0);
-    torch::cuda::synchronize();
-  }
-}
-
-// A one-rank NCCL run (this machine has one card; two ranks need two): the
-// rendezvous, the start-up broadcast and the bucketed gradient all-reduce of a
-// GN2 step go through NCCL on CUDA tensors, and leave what a plain backward gives
-// (the mean over one rank is the gradient itself).
-TEST_F(Gpu, NcclOneRankGroupSyncsAGn2Step) {
-  using namespace models::testing;
-  dist::DistEnv env;
-  env.launcher = dist::Launcher::kTorchrun;
-  env.master_port = dist::free_local_port();
-  auto group = dist::ProcessGroup::connect(env, kCuda, dist::GroupOptions{}.set_timeout(std::chrono::seconds(60)));
-  EXPECT_EQ(group->backend_name(), "nccl");
-  auto ctx = make_context(2, 19);
-  auto model = build(small_gn2_yaml(1, "flash-varlen"), ctx);
-  model->to(kCuda);
-  dist::broadcast_module(*group, *model);
-  auto batch = toy_batch({3, 7, 12, 0, 5, 9}, 16);
-  auto labels = labels_on_gpu(batch.labels);
-  auto loss = [&] { return model->forward(on_gpu(batch.inputs), on_gpu(batch.pad_masks), &labels).loss; };
-  loss().backward();
-  std::vector<torch::Tensor> plain;
-  for (const auto& g : grads_of(*model)) plain.push_back(g.defined() ? g.clone() : torch::Tensor());
-  model->zero_grad();
-  // Small buckets: several all-reduces, most started by the hooks during backward.
-  dist::GradSync sync(*group, model->parameters(), dist::GradSyncOptions{}.set_bucket_bytes(4096));
-  sync.begin_backward(true);
-  loss().backward();
-  sync.finish();
-  EXPECT_GT(sync.num_buckets(), 1u);
-  EXPECT_GT(sync.stats().buckets_launched_in_backward, 0);
-  // Two backward passes differ by the kernels' own nondeterminism (atomic adds):
-  // pool_net.gate_nn.bias, whose gradient is analytically zero, gave noise 23.5x
-  // apart on the H100 at ab05bfc. So each difference is measured against at least
-  // 1e-5 of the largest gradient, with Gn2LossAndGradientsMatchTheCpu's 3e-4.
-  expect_gradients_close(plain, grads_of(*model), 1e-5, 3e-4, "after the NCCL sync");
-  group->barrier();
 }
 
 }  // namespace
