@@ -94,10 +94,9 @@ torch::Tensor true_entries_first(const torch::Tensor& flat) {
 
 namespace {
 // from_mask under StaticRows: the valid slots, then padded slots up to the valid
-// count's bucket capacity. The count comes from the host copy (or one read of the
+// count's bucket capacity. The count comes from the host counts (or one read of the
 // device) for the capacity only; the device partitions by its own count.
-void index_static_rows(TokenIndex& t, const torch::Tensor& valid, const torch::Tensor& host_mask) {
-  if (host_mask.defined()) t.host_counts = host_mask.logical_not().sum(1);
+void index_static_rows(TokenIndex& t, const torch::Tensor& valid) {
   const int64_t count = t.host_counts.defined() ? t.host_counts.sum().item<int64_t>() : host_read<int64_t>(valid.sum());
   t.flat = true_entries_first(valid).narrow(0, 0, note_capacity(row_capacity(count, t.batch, t.length)));
   t.row_valid = valid.index_select(0, t.flat);
@@ -109,10 +108,10 @@ TokenIndex TokenIndex::from_mask(const torch::Tensor& pad_mask) {
   t.batch = pad_mask.size(0);
   t.length = pad_mask.size(1);
   const auto valid = pad_mask.logical_not().reshape({-1});
+  if (const auto host = host_twin(pad_mask); host.defined() && t.batch > 0) t.host_counts = host.logical_not().sum(1);
   if (static_rows_enabled() && t.batch * t.length > 0) {
-    index_static_rows(t, valid, host_twin(pad_mask));
-  } else if (const auto host = host_twin(pad_mask); host.defined() && t.batch > 0) {
-    t.host_counts = host.logical_not().sum(1);
+    index_static_rows(t, valid);
+  } else if (t.host_counts.defined()) {
     t.most = t.host_counts.max().item<int64_t>();  // host values: no wait for the device
     t.flat = nonzero_counted(valid, t.host_counts.sum().item<int64_t>());
   } else {

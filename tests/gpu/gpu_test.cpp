@@ -535,14 +535,7 @@ TEST_F(Gpu, StepGraphsReplayTheEagerStep) {
       nan_padded_batch({1, 3, 1, 8, 7, 8, 7, 0}, 9, 21), nan_padded_batch({9, 2, 7, 6, 8, 1, 3, 0}, 9, 22),
       nan_padded_batch({1, 3, 1, 8, 7, 8, 7, 0}, 9, 23), nan_padded_batch({9, 2, 7, 6, 8, 1, 3, 1}, 9, 24),
       nan_padded_batch({9, 2, 7, 6, 8, 1, 2, 2}, 9, 25)};
-  auto on_card = [](const ToyBatch& t) {
-    Batch b;
-    b.inputs = t.inputs;
-    b.pad_masks = t.pad_masks;
-    b.labels = t.labels;
-    b.size = t.inputs.at("jets").size(0);
-    return training::batch_to_device(std::move(b), kCuda);
-  };
+  auto on_card = [](const ToyBatch& t) { return training::batch_to_device(as_batch(t), kCuda); };
   const training::Autocast bf16{true, torch::kBFloat16};
   auto step_of = [&bf16](models::SaltWrapper& model) {
     return [&model, &bf16](const training::DeviceBatch& b) {

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "core/errors.h"
+#include "data/batch.h"
 #include "models/dense.h"
 #include "models/model_factory.h"
 #include "models/task.h"
@@ -213,6 +214,16 @@ inline ToyBatch toy_batch(const std::vector<int64_t>& n_valid, int64_t length, i
   t.labels["tracks"]["ftagTruthOriginLabel"] = torch::randint(0, 8, {b, length}, torch::kLong);
   t.labels["tracks"]["ftagTruthVertexIndex"] = torch::randint(-1, 3, {b, length}, torch::kLong);
   return t;
+}
+
+// The toy batch as the loader hands one over (for batch_to_device).
+inline salt::Batch as_batch(const ToyBatch& t) {
+  salt::Batch b;
+  b.inputs = t.inputs;
+  b.pad_masks = t.pad_masks;
+  b.labels = t.labels;
+  b.size = t.inputs.at("jets").size(0);
+  return b;
 }
 
 // a and b of one shape, equal to `tol` (absolute and relative); `what` names them.

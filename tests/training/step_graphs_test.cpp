@@ -16,12 +16,7 @@ using namespace salt::models::testing;
 namespace {
 
 training::DeviceBatch on_cpu(const ToyBatch& t) {
-  Batch b;
-  b.inputs = t.inputs;
-  b.pad_masks = t.pad_masks;
-  b.labels = t.labels;
-  b.size = t.inputs.at("jets").size(0);
-  return training::batch_to_device(std::move(b), torch::kCPU);  // on the CPU its own twins
+  return training::batch_to_device(as_batch(t), torch::kCPU);  // on the CPU its own twins
 }
 
 }  // namespace
