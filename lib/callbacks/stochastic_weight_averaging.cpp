@@ -146,7 +146,13 @@ class StochasticWeightAveraging : public Callback {
       auto it = saved.find(p.key());
       if (it == saved.end())
         throw std::invalid_argument("StochasticWeightAveraging's average_model_state has no '" + p.key() + "'");
-      average_.emplace_back(p.key(), it->second.clone());
+      // Before, a wrongly shaped average was broadcast into the weights at the end.
+      if (it->second.sizes() != p.value().sizes() || !it->second.is_floating_point())
+        throw std::invalid_argument("StochasticWeightAveraging's average_model_state '" + p.key() + "' is a " +
+                                    std::string(c10::toString(it->second.scalar_type())) + " tensor of shape " +
+                                    c10::str(it->second.sizes()) + ", but the parameter has shape " +
+                                    c10::str(p.value().sizes()));
+      average_.emplace_back(p.key(), it->second.to(p.value().scalar_type()).clone());
     }
   }
 

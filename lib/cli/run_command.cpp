@@ -72,8 +72,7 @@ void config_for_lone_checkpoint(const std::string& command, config::RunArgs& run
     if (op.kind == config::ConfigOp::Kind::kSet && op.target == "ckpt_path") ckpt = op.value;
   }
   if (!ckpt || ckpt->empty() || *ckpt == "null") return;
-  const auto& config = from_checkpoint.emplace(command, *ckpt).path();
-  run.ops.insert(run.ops.begin(), {config::ConfigOp::Kind::kMergeFile, config.string(), "", "--config"});
+  run.ops.insert(run.ops.begin(), from_checkpoint.emplace(command, *ckpt).merge_op());
 }
 
 }  // namespace

@@ -22,8 +22,7 @@ AcceptsArg schema_accepts() {
   return [](const std::string& class_path, const std::string& arg) { return components().accepts(class_path, arg); };
 }
 
-void merge_file(Composed& composed, const std::string& path) {
-  auto loaded = load_yaml_file(path);
+void merge_loaded(Composed& composed, const LoadedYaml& loaded) {
   composed.tree = merge_values(composed.tree, loaded.root, schema_accepts());
   for (const auto& [key, where] : loaded.origins) composed.origins[key] = where;
 }
@@ -83,12 +82,15 @@ void emit_node(YAML::Emitter& out, const YAML::Node& node) {
 Composed compose(const std::string& base_file, const std::vector<ConfigOp>& ops) {
   Composed composed;
   composed.tree = YAML::Node(YAML::NodeType::Map);
-  if (!base_file.empty()) merge_file(composed, base_file);
+  if (!base_file.empty()) merge_loaded(composed, load_yaml_file(base_file));
   const auto accepts = schema_accepts();
   for (const auto& op : ops) {
     switch (op.kind) {
       case ConfigOp::Kind::kMergeFile:
-        merge_file(composed, op.target);
+        merge_loaded(composed, load_yaml_file(op.target));
+        break;
+      case ConfigOp::Kind::kMergeText:
+        merge_loaded(composed, load_yaml_string(op.value, op.target));
         break;
       case ConfigOp::Kind::kSet: {
         auto written = set_path(composed.tree, op.target, parse_cli_value(op.value), accepts, op.token);

@@ -7,6 +7,7 @@
 
 #include "config/yaml_util.h"
 #include "core/errors.h"
+#include "core/nesting.h"
 
 namespace salt::config {
 namespace {
@@ -48,7 +49,7 @@ void record_key_line(const YAML::Node& key, const std::string& path, const std::
 // that reads a mapping of n keys costs n^2: 300,000 keys took minutes before the
 // node limit was reached, 1,000 take milliseconds.
 struct CopyBudget {
-  static constexpr int kMaxDepth = 256;
+  static constexpr int kMaxDepth = kMaxNesting;  // core/nesting.h: one limit for all nested data
   static constexpr std::size_t kMaxNodes = 50'000;
   static constexpr std::size_t kMaxKeys = 1'000;
   std::size_t nodes = 0;

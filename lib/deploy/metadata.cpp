@@ -36,14 +36,16 @@ YAML::Node load_or_null(const fs::path& path) {
 
 }  // namespace
 
-std::string gnn_config_json(const training::RunSetup& setup, const fs::path& config_path, const ExportOptions& o,
+std::string gnn_config_json(const training::RunSetup& setup, const config::ConfigOp& config, const ExportOptions& o,
                             const ExportPlan& plan) {
+  const bool from_file = config.kind == config::ConfigOp::Kind::kMergeFile;
   YAML::Node m;
   m["ckpt_path"] = json_str(fs::absolute(o.ckpt_path).lexically_normal().string());
   m["layers"] = YAML::Node(YAML::NodeType::Sequence);
   m["nodes"] = YAML::Node(YAML::NodeType::Sequence);
-  m["config.yaml"] = YAML::LoadFile(config_path.string());
-  m["metadata.yaml"] = load_or_null(config_path.parent_path() / "metadata.yaml");
+  m["config.yaml"] = from_file ? YAML::LoadFile(config.target) : YAML::Load(config.value);
+  m["metadata.yaml"] = from_file ? load_or_null(fs::path(config.target).parent_path() / "metadata.yaml")
+                                 : YAML::Node(YAML::NodeType::Null);
   m["salt_export_hash"] = json_str(build_commit());
   m["salt_cpp_version"] = json_str(salt_version());
   m["forced_export"] = o.force ? "true" : "false";

@@ -30,12 +30,12 @@ namespace {
 
 // The model's config: --config, else the checkpoint's (training::CheckpointConfig:
 // the run's config.yaml, or the config the checkpoint carries).
-fs::path config_path(const ExportOptions& o, std::optional<training::CheckpointConfig>& from_checkpoint) {
+config::ConfigOp config_op(const ExportOptions& o, std::optional<training::CheckpointConfig>& from_checkpoint) {
   if (o.config) {
     if (!fs::is_regular_file(*o.config)) throw UsageError("to_onnx: --config " + o.config->string() + " does not exist");
-    return *o.config;
+    return {config::ConfigOp::Kind::kMergeFile, o.config->string(), "", "--config " + o.config->string()};
   }
-  return from_checkpoint.emplace("to_onnx", o.ckpt_path).path();
+  return from_checkpoint.emplace("to_onnx", o.ckpt_path).merge_op();
 }
 
 std::string model_name(const ExportOptions& o, const std::string& config_name) {
@@ -261,10 +261,9 @@ ExportResult to_onnx(const ExportOptions& o) {
     throw UsageError(std::string("to_onnx: this salt binary was built from a tree with uncommitted changes (") +
                      build_commit() + "); commit them or pass --force");
   std::optional<training::CheckpointConfig> from_checkpoint;
-  const auto cfg_path = config_path(o, from_checkpoint);
+  std::vector<config::ConfigOp> ops{config_op(o, from_checkpoint)};
   const auto out_path = output_path(o);
 
-  std::vector<config::ConfigOp> ops{{config::ConfigOp::Kind::kMergeFile, cfg_path.string(), "", "--config " + cfg_path.string()}};
   if (o.test_file) ops.push_back({config::ConfigOp::Kind::kSet, "data.test_file", *o.test_file, "--test_file " + *o.test_file});
   auto resolved = config::resolve(config::find_base_config(), ops);
   // An explicit --test_file is checked up front, also when no ONNX Runtime will read it.
@@ -290,7 +289,7 @@ ExportResult to_onnx(const ExportOptions& o) {
 
   ox::ModelInfo info;
   info.doc_string = name;
-  info.metadata.emplace_back("gnn_config", gnn_config_json(setup, cfg_path, o, plan));
+  info.metadata.emplace_back("gnn_config", gnn_config_json(setup, ops.front(), o, plan));
   const auto bytes = ox::finish_model(graph, info);
 
   // Written and checked under a temp name: a failed check leaves nothing behind.

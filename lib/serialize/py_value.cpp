@@ -1,6 +1,10 @@
 #include "serialize/py_value.h"
 
+#include <cmath>
 #include <stdexcept>
+#include <unordered_map>
+#include <unordered_set>
+#include <vector>
 
 namespace salt::serialize {
 
@@ -79,8 +83,8 @@ PyValue PyValue::set(Items items) { return with_items(PyValue(Kind::kSet), std::
 
 PyValue PyValue::dict(Entries entries, std::string cls) {
   PyValue v(Kind::kDict);
-  v.box().entries = std::move(entries);
   v.box().cls = std::move(cls);
+  for (auto& [key, value] : entries) v.set_item(std::move(key), std::move(value));
   return v;
 }
 
@@ -155,7 +159,7 @@ PyValue::Items& PyValue::items() const {
   return box().items;
 }
 
-PyValue::Entries& PyValue::entries() const {
+const PyValue::Entries& PyValue::entries() const {
   if (kind_ != Kind::kDict && kind_ != Kind::kObject) wrong(*this, "a dict");
   return box().entries;
 }
@@ -171,20 +175,36 @@ PyValue::Items& PyValue::list_items() const {
   return box().list_items;
 }
 
+namespace {
+const PyValue* find_indexed(const std::unordered_map<std::string, size_t>& index, const PyValue::Entries& entries,
+                            const std::string& key) {
+  const auto it = index.find(key);
+  return it == index.end() ? nullptr : &entries[it->second].second;
+}
+}  // namespace
+
 const PyValue* PyValue::find(std::string_view key) const {
   if (!is_mapping()) wrong(*this, "a dict");
-  const auto& e = box().entries;  // the last of equal keys wins, as in Python's dict
-  for (auto it = e.rbegin(); it != e.rend(); ++it)
-    if (it->first.kind_ == Kind::kStr && it->first.text_ == key) return &it->second;
-  return nullptr;
+  return find_indexed(box().index, box().entries, "s" + std::string(key));
 }
 
 const PyValue* PyValue::find(int64_t key) const {
   if (!is_mapping()) wrong(*this, "a dict");
-  const auto& e = box().entries;
-  for (auto it = e.rbegin(); it != e.rend(); ++it)
-    if (it->first.kind_ == Kind::kInt && it->first.int_ == key) return &it->second;
-  return nullptr;
+  return find_indexed(box().index, box().entries, "i" + std::to_string(key));
+}
+
+std::optional<std::string> PyValue::dict_key(const PyValue& key) {
+  switch (key.kind_) {
+    case Kind::kStr: return "s" + key.text_;
+    case Kind::kInt: return "i" + std::to_string(key.int_);
+    case Kind::kBool: return std::string(key.bool_ ? "i1" : "i0");  // Python: True == 1
+    case Kind::kNone: return std::string("n");
+    case Kind::kFloat:  // Python: 1.0 == 1
+      if (key.float_ == std::trunc(key.float_) && std::abs(key.float_) < 9.2e18)
+        return "i" + std::to_string(static_cast<int64_t>(key.float_));
+      return std::nullopt;
+    default: return std::nullopt;  // tuples, bytes, ...: kept in order, not merged
+  }
 }
 
 std::string PyValue::type_name() const {
@@ -198,7 +218,26 @@ std::string PyValue::type_name() const {
 
 void PyValue::set_item(PyValue key, PyValue value) const {
   if (kind_ != Kind::kDict && kind_ != Kind::kObject) wrong(*this, "a dict");
-  box().entries.emplace_back(std::move(key), std::move(value));
+  auto& b = box();
+  if (auto k = dict_key(key)) {
+    const auto [it, added] = b.index.emplace(std::move(*k), b.entries.size());
+    if (!added) {
+      b.entries[it->second].second = std::move(value);
+      return;
+    }
+  }
+  b.entries.emplace_back(std::move(key), std::move(value));
+}
+
+void PyValue::erase_item(std::string_view key) const {
+  if (kind_ != Kind::kDict && kind_ != Kind::kObject) wrong(*this, "a dict");
+  auto& b = box();
+  const auto it = b.index.find("s" + std::string(key));
+  if (it == b.index.end()) return;
+  b.entries.erase(b.entries.begin() + static_cast<std::ptrdiff_t>(it->second));
+  b.index.clear();  // the places after it moved
+  for (size_t i = 0; i < b.entries.size(); ++i)
+    if (auto k = dict_key(b.entries[i].first)) b.index.emplace(std::move(*k), i);
 }
 
 void PyValue::append(PyValue value) const {
@@ -208,6 +247,133 @@ void PyValue::append(PyValue value) const {
   }
   if (kind_ != Kind::kObject) wrong(*this, "a list");
   box().list_items.push_back(std::move(value));
+}
+
+// --- nesting: the walks that must not recurse ---
+
+template <typename Visit>
+void PyValue::Box::for_each_child(Visit&& visit) const {
+  // The label is made only for a child that is a container (a state_dict's
+  // hundreds of tensors need none).
+  auto fixed = [](const char* text) { return [text] { return std::string(text); }; };
+  for (size_t i = 0; i < items.size(); ++i) visit(items[i], [i] { return std::to_string(i); });
+  for (const auto& entry : entries) {
+    const auto& key = entry.first;
+    visit(key, fixed("<key>"));
+    visit(entry.second, [&key] {
+      return key.kind_ == Kind::kStr ? key.text_ : key.kind_ == Kind::kInt ? std::to_string(key.int_) : "<value>";
+    });
+  }
+  for (size_t i = 0; i < list_items.size(); ++i) visit(list_items[i], [i] { return std::to_string(i); });
+  if (state) visit(*state, fixed("<state>"));
+}
+
+PyValue::Box::~Box() {
+  // Take the children's containers before this one goes, then theirs before each
+  // of them goes: every destructor that runs below finds its children taken.
+  std::vector<std::shared_ptr<Box>> orphans;
+  auto adopt = [&](Box& box) {
+    auto take = [&](PyValue& v) {
+      if (v.box_) orphans.push_back(std::move(v.box_));
+    };
+    for (auto& v : box.items) take(v);
+    for (auto& [key, value] : box.entries) take(key), take(value);
+    for (auto& v : box.list_items) take(v);
+    if (box.state && box.state.use_count() == 1) take(*box.state);
+  };
+  adopt(*this);
+  while (!orphans.empty()) {
+    auto box = std::move(orphans.back());
+    orphans.pop_back();
+    if (box.use_count() == 1) adopt(*box);  // the last owner: its children go with it
+  }
+}
+
+namespace {
+
+// A path for an error message: the first labels, then an ellipsis (a fault may lie
+// 100,000 levels down, and a label is user text).
+std::string render_path(const std::vector<std::string>& labels) {
+  constexpr size_t kMaxChars = 120, kMaxLabel = 40;
+  std::string out;
+  for (const auto& label : labels) {
+    const auto part = label.size() > kMaxLabel ? label.substr(0, kMaxLabel) + "…" : label;
+    if (out.size() + part.size() > kMaxChars) return out + ".…";
+    out += (out.empty() ? "" : ".") + part;
+  }
+  return out.empty() ? "the top level" : out;
+}
+
+}  // namespace
+
+std::optional<std::string> PyValue::nesting_fault(int max_depth) const {
+  if (!box_) return std::nullopt;
+  // Depth-first, one frame per container on the path; a container met again on the
+  // path is a cycle, one finished before is known by the depth below it (its height).
+  struct Frame {
+    const Box* box;
+    std::vector<std::pair<const PyValue*, std::string>> children;
+    size_t next = 0;
+    int height = 0;
+  };
+  std::unordered_set<const Box*> on_path;
+  std::unordered_map<const Box*, int> height_of;  // finished containers
+  std::vector<Frame> path;
+  std::vector<std::string> labels;
+  auto enter = [&](const Box* box) {
+    Frame f{box, {}, 0, 0};
+    box->for_each_child([&](const PyValue& child, auto&& label) {
+      if (child.box_) f.children.emplace_back(&child, label());
+    });
+    on_path.insert(box);
+    path.push_back(std::move(f));
+  };
+  auto too_deep = [&] { return render_path(labels) + ": nested deeper than " + std::to_string(max_depth) + " levels"; };
+  enter(box_.get());
+  while (!path.empty()) {
+    auto& f = path.back();
+    if (f.next == f.children.size()) {  // finished: its parent learns its height
+      const int h = f.height;
+      height_of[f.box] = h;
+      on_path.erase(f.box);
+      path.pop_back();
+      if (!labels.empty()) labels.pop_back();
+      if (!path.empty()) path.back().height = std::max(path.back().height, h + 1);
+      continue;
+    }
+    const auto& [child, label] = f.children[f.next++];
+    const Box* box = child->box_.get();
+    labels.push_back(label);
+    if (on_path.count(box)) return render_path(labels) + ": contains itself (a container that holds itself)";
+    const int depth = static_cast<int>(path.size());  // the child's depth
+    if (auto known = height_of.find(box); known != height_of.end()) {
+      if (depth + known->second > max_depth) return too_deep();
+      f.height = std::max(f.height, known->second + 1);
+      labels.pop_back();
+      continue;
+    }
+    if (depth > max_depth) return too_deep();
+    enter(box);
+  }
+  return std::nullopt;
+}
+
+void PyValue::dismantle() const {
+  if (!box_) return;
+  // Hold every reachable container first, so that emptying one destroys none.
+  std::vector<std::shared_ptr<Box>> reachable{box_};
+  std::unordered_set<const Box*> seen{box_.get()};
+  for (size_t i = 0; i < reachable.size(); ++i)
+    reachable[i]->for_each_child([&](const PyValue& child, auto&&) {
+      if (child.box_ && seen.insert(child.box_.get()).second) reachable.push_back(child.box_);
+    });
+  for (const auto& box : reachable) {
+    box->items.clear();
+    box->entries.clear();
+    box->index.clear();
+    box->list_items.clear();
+    box->state.reset();
+  }
 }
 
 }  // namespace salt::serialize

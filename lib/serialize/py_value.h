@@ -1,16 +1,18 @@
-// A Python value as a pickle holds it: what Python's torch.save (and Lightning's
-// checkpoints through it) writes, read without running any of its code. Objects
-// of classes salt-cpp does not know stay opaque values (their class name, the
-// arguments they were built from, their dict items and state) and are never
-// executed. Containers are shared like Python's, so a pickle that refers to one
-// list twice (its memo) sees one list.
+// A Python value as a pickle holds it: what Python's torch.save (and
+// Lightning's checkpoints through it) writes, read without running any of its
+// code. Objects of classes salt-cpp does not know stay opaque values (their
+// class name, the arguments they were built from, their dict items and state)
+// and are never executed. Containers are shared like Python's, so a pickle that
+// refers to one list twice (its memo) sees one list.
 #pragma once
 #include <ATen/core/Tensor.h>
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -32,13 +34,14 @@ class PyValue {
   static PyValue tuple(Items items);
   static PyValue list(Items items = {});
   static PyValue set(Items items);
-  // A dict; `cls` names a dict subclass ("collections.OrderedDict"), empty for dict.
+  // A dict; `cls` names a dict subclass ("collections.OrderedDict"), empty for
+  // dict.
   static PyValue dict(Entries entries = {}, std::string cls = "");
   static PyValue tensor(at::Tensor t);
   static PyValue global(std::string module, std::string name);
   // An instance of a class salt-cpp does not rebuild: cls (a global), its
   // constructor's arguments; dict items, list items and state are added later.
-  static PyValue object(const PyValue& cls, Items args);
+  static PyValue object(const PyValue &cls, Items args);
 
   Kind kind() const { return kind_; }
   bool is_none() const { return kind_ == Kind::kNone; }
@@ -47,47 +50,73 @@ class PyValue {
   bool is_str() const { return kind_ == Kind::kStr; }
   bool is_tensor() const { return kind_ == Kind::kTensor; }
   bool is_global(std::string_view module, std::string_view name) const;
-  // dict, or an object of a dict subclass (Lightning's AttributeDict): has entries.
+  // dict, or an object of a dict subclass (Lightning's AttributeDict): has
+  // entries.
   bool is_mapping() const;
   bool is_sequence() const { return kind_ == Kind::kTuple || kind_ == Kind::kList; }
 
-  // Typed reads; the wrong kind throws std::invalid_argument naming both (callers
-  // add the file and the key).
+  // Typed reads; the wrong kind throws std::invalid_argument naming both
+  // (callers add the file and the key).
   bool as_bool() const;
   int64_t as_int() const;
   double as_number() const;  // int, float or bool
-  const std::string& as_str() const;
-  const std::string& as_bytes() const;
-  const at::Tensor& as_tensor() const;
+  const std::string &as_str() const;
+  const std::string &as_bytes() const;
+  const at::Tensor &as_tensor() const;
   // tuple, list, set: the items; object: its constructor's arguments.
-  Items& items() const;
-  // dict or dict-like object: the entries in insertion order.
-  Entries& entries() const;
+  Items &items() const;
+  // dict or dict-like object: the entries in insertion order (changed through
+  // set_item and erase_item only, which keep the keys' index).
+  const Entries &entries() const;
   // Objects: the state given by BUILD (None if none) and list items (APPEND).
-  PyValue& state() const;
-  Items& list_items() const;
+  PyValue &state() const;
+  Items &list_items() const;
 
   // Mapping lookups (nullptr if absent).
-  const PyValue* find(std::string_view key) const;
-  const PyValue* find(int64_t key) const;
+  const PyValue *find(std::string_view key) const;
+  const PyValue *find(int64_t key) const;
   // global: "module.name"; object: its class; dict: "dict" or its subclass.
   std::string type_name() const;
 
-  // Mutators for the unpickler.
+  // Where this value nests containers deeper than `max_depth` levels (itself at
+  // depth 0) or contains itself (a cycle, which pickle's memo allows): the path
+  // to the fault and what it is ("a.b.0: nested deeper than 256 levels"),
+  // nothing when neither. Walks without recursion, each shared container once.
+  std::optional<std::string> nesting_fault(int max_depth) const;
+  // Empties every container reachable from this value, so that a cyclic value
+  // is freed (shared_ptr cycles never are) and nothing is left to destroy
+  // recursively.
+  void dismantle() const;
+
+  // Mutators for the unpickler. set_item follows Python's dict: a key given
+  // again keeps its place and takes the new value (the last of equal keys
+  // wins).
   void set_item(PyValue key, PyValue value) const;
-  void set_item(const std::string& key, PyValue value) const { set_item(str(key), std::move(value)); }
+  void set_item(const std::string &key, PyValue value) const { set_item(str(key), std::move(value)); }
+  void erase_item(std::string_view key) const;  // a str key, if present
   void append(PyValue value) const;
 
  private:
   struct Box {
     Items items;
     Entries entries;
+    std::unordered_map<std::string, size_t> index;  // entries' place by dict_key(); str, int and bool keys
     Items list_items;
     std::shared_ptr<PyValue> state;
     std::string cls;  // dict subclass / object class, "module.name"
+    // Frees the containers below without recursion: a pickle may nest a million
+    // lists, each one a frame of a recursive destructor.
+    ~Box();
+    // The containers directly below (items, entries' keys and values, list
+    // items, the state), each with a function giving its label in a path ("0",
+    // "key").
+    template <typename Visit>
+    void for_each_child(Visit &&visit) const;
   };
+  // How a key is found again: equal Python keys give equal strings (1 == True).
+  static std::optional<std::string> dict_key(const PyValue &key);
   explicit PyValue(Kind kind) : kind_(kind) {}
-  Box& box() const;
+  Box &box() const;
 
   Kind kind_ = Kind::kNone;
   bool bool_ = false;
@@ -99,6 +128,6 @@ class PyValue {
   at::Tensor tensor_;
 };
 
-const char* kind_name(PyValue::Kind kind);
+const char *kind_name(PyValue::Kind kind);
 
 }  // namespace salt::serialize

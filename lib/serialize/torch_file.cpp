@@ -4,6 +4,7 @@
 #include <caffe2/serialize/in_memory_adapter.h>
 #include <caffe2/serialize/inline_container.h>
 
+#include <algorithm>
 #include <cstring>
 #include <map>
 
@@ -68,6 +69,13 @@ class StorageLoader {
   std::map<std::string, at::Tensor> storages_;
 };
 
+// The first `n` bytes of `text` for a message, anything unprintable as '?'.
+std::string printable_prefix(const std::string& text, size_t n) {
+  std::string out;
+  for (size_t i = 0; i < std::min(n, text.size()); ++i) out += (text[i] >= 0x20 && text[i] < 0x7f) ? text[i] : '?';
+  return text.size() > n ? out + "…" : out;
+}
+
 std::string record_text(caffe2::serialize::PyTorchStreamReader& reader, const std::string& name) {
   auto [data, size] = reader.getRecord(name);
   return std::string(static_cast<const char*>(data.get()), size);
@@ -81,9 +89,16 @@ PyValue load_torch_file(const std::string& bytes, const std::string& source) {
   try {
     caffe2::serialize::PyTorchStreamReader reader(
         std::make_shared<caffe2::serialize::MemoryReadAdapter>(bytes.data(), static_cast<off_t>(bytes.size())));
-    if (reader.hasRecord("byteorder") && record_text(reader, "byteorder") != "little")
-      throw InputError(source + ": written on a big-endian machine (byteorder '" + record_text(reader, "byteorder") +
-                       "'); salt-cpp reads little-endian checkpoints");
+    if (reader.hasRecord("byteorder")) {
+      const auto order = record_text(reader, "byteorder");
+      if (order == "big")
+        throw InputError(source + ": written on a big-endian machine (byteorder 'big'); salt-cpp reads little-endian "
+                                  "checkpoints");
+      if (order != "little")  // not torch's: shown only in part, it may be anything of any size
+        throw InputError(source + ": a byteorder record that is neither 'little' nor 'big' (" +
+                         std::to_string(order.size()) + " bytes: '" + printable_prefix(order, 20) +
+                         "'): not a torch file, or a damaged one");
+    }
     if (!reader.hasRecord("data.pkl")) throw InputError(source + ": a zip archive without data.pkl: not a torch file");
     const auto pkl = record_text(reader, "data.pkl");
     StorageLoader storages(reader);

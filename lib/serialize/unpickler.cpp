@@ -6,6 +6,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "core/nesting.h"
 #include "serialize/tensor_rebuild.h"
 
 namespace salt::serialize {
@@ -17,7 +18,23 @@ class Unpickler {
  public:
   Unpickler(std::string_view bytes, const PersistentLoad& load) : in_(bytes), load_(load) {}
 
+  // The value the pickle builds, at most kMaxNesting containers deep and holding
+  // no cycle: the readers after this one walk it recursively (core/nesting.h). On
+  // any refusal, whatever was built is emptied, or a cycle would never be freed.
   PyValue run() {
+    try {
+      auto value = read();
+      if (auto fault = value.nesting_fault(kMaxNesting)) throw PickleError(*fault);
+      return value;
+    } catch (...) {
+      for (const auto& v : stack_) v.dismantle();
+      for (const auto& [key, v] : memo_) v.dismantle();
+      throw;
+    }
+  }
+
+ private:
+  PyValue read() {
     while (true) {
       const size_t at = pos_;
       const auto op = static_cast<uint8_t>(byte());
@@ -34,7 +51,6 @@ class Unpickler {
     return stack_.back();
   }
 
- private:
   [[noreturn]] void fail(size_t at, const std::string& what) const {
     throw PickleError("pickle byte " + std::to_string(at) + ": " + what);
   }

@@ -3,6 +3,7 @@
 #include <stdexcept>
 
 #include "config/yaml11_scalars.h"
+#include "core/nesting.h"
 
 namespace salt::serialize {
 namespace {
@@ -23,18 +24,21 @@ PyValue scalar(const YAML::Node& node, bool as_key = false) {
   return PyValue::str(text);
 }
 
-}  // namespace
+void check_depth(int depth) {
+  if (depth > kMaxNesting) throw std::invalid_argument("nested deeper than " + std::to_string(kMaxNesting) + " levels");
+}
 
-PyValue yaml_to_py(const YAML::Node& node) {
+PyValue to_py(const YAML::Node& node, int depth) {
+  check_depth(depth);
   switch (node.Type()) {
     case YAML::NodeType::Map: {
       auto d = PyValue::dict();
-      for (const auto& kv : node) d.set_item(scalar(kv.first, /*as_key=*/true), yaml_to_py(kv.second));
+      for (const auto& kv : node) d.set_item(scalar(kv.first, /*as_key=*/true), to_py(kv.second, depth + 1));
       return d;
     }
     case YAML::NodeType::Sequence: {
       auto l = PyValue::list();
-      for (const auto& item : node) l.append(yaml_to_py(item));
+      for (const auto& item : node) l.append(to_py(item, depth + 1));
       return l;
     }
     case YAML::NodeType::Scalar: return scalar(node);
@@ -42,9 +46,14 @@ PyValue yaml_to_py(const YAML::Node& node) {
   }
 }
 
+}  // namespace
+
+PyValue yaml_to_py(const YAML::Node& node) { return to_py(node, 0); }
+
 namespace {
 
-void emit(YAML::Emitter& out, const PyValue& v) {
+void emit(YAML::Emitter& out, const PyValue& v, int depth) {
+  check_depth(depth);
   switch (v.kind()) {
     case PyValue::Kind::kNone: out << YAML::Null; break;
     case PyValue::Kind::kBool: out << v.as_bool(); break;
@@ -54,16 +63,16 @@ void emit(YAML::Emitter& out, const PyValue& v) {
     case PyValue::Kind::kTuple:
     case PyValue::Kind::kList:
       out << YAML::BeginSeq;
-      for (const auto& item : v.items()) emit(out, item);
+      for (const auto& item : v.items()) emit(out, item, depth + 1);
       out << YAML::EndSeq;
       break;
     case PyValue::Kind::kDict:
       out << YAML::BeginMap;
       for (const auto& [key, value] : v.entries()) {
         out << YAML::Key;
-        emit(out, key);
+        emit(out, key, depth + 1);
         out << YAML::Value;
-        emit(out, value);
+        emit(out, value, depth + 1);
       }
       out << YAML::EndMap;
       break;
@@ -78,7 +87,7 @@ std::string py_to_yaml(const PyValue& value) {
   out.SetMapFormat(YAML::Flow);
   out.SetSeqFormat(YAML::Flow);
   out.SetDoublePrecision(17);
-  emit(out, value);
+  emit(out, value, 0);
   return out.c_str();
 }
 

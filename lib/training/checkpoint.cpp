@@ -14,6 +14,7 @@
 #include "training/lion.h"
 #include "training/muon.h"
 #include "training/optimization.h"
+#include "training/rng_state.h"
 
 namespace salt::training {
 
@@ -105,8 +106,9 @@ std::string optimizer_name(const torch::optim::Optimizer* optimizer) {
 // exactly the fields that optimizer keeps (it was saved by another optimizer).
 std::unique_ptr<torch::optim::OptimizerParamState> make_param_state(const torch::optim::Optimizer* optimizer,
                                                                     const AdamParamState& saved,
-                                                                    const torch::Device& device) {
-  auto to = [&](const torch::Tensor& t) { return t.to(device).clone(); };
+                                                                    const torch::Tensor& param) {
+  // As torch's Optimizer.load_state_dict: on the parameter's device, in its dtype.
+  auto to = [&](const torch::Tensor& t) { return t.to(param.device(), param.scalar_type()).clone(); };
   const bool m = saved.exp_avg.defined(), v = saved.exp_avg_sq.defined(), b = saved.momentum_buffer.defined();
   if (dynamic_cast<const torch::optim::AdamW*>(optimizer) && m && v && !b) {
     auto s = std::make_unique<torch::optim::AdamWParamState>();
@@ -126,6 +128,27 @@ std::unique_ptr<torch::optim::OptimizerParamState> make_param_state(const torch:
     return s;
   }
   return nullptr;
+}
+
+// Each saved moment has its parameter's shape (before: LibTorch's broadcast error
+// at the first step, or a silent broadcast of a [1] moment), and a step count >= 0.
+void check_moment_shapes(const AdamParamState& saved, const torch::Tensor& param, const std::string& name,
+                         const std::string& source) {
+  for (const auto& [field, t] : {std::pair<const char*, const torch::Tensor&>{"exp_avg", saved.exp_avg},
+                                 {"exp_avg_sq", saved.exp_avg_sq},
+                                 {"momentum_buffer", saved.momentum_buffer}}) {
+    if (!t.defined()) continue;
+    if (t.sizes() != param.sizes())
+      throw InputError(source + ": the optimizer state of '" + name + "' has " + field + " of shape " +
+                       c10::str(t.sizes()) + " but the parameter is " + c10::str(param.sizes()) +
+                       "; was the checkpoint made with another config?");
+    if (!t.is_floating_point())
+      throw InputError(source + ": the optimizer state of '" + name + "' has " + field + " of type " +
+                       std::string(c10::toString(t.scalar_type())) + ", not a floating-point tensor");
+  }
+  if (saved.step < 0)
+    throw InputError(source + ": the optimizer state of '" + name + "' has step " + std::to_string(saved.step) +
+                     ", not a count of steps");
 }
 
 }  // namespace
@@ -149,7 +172,8 @@ void load_adam_state(Optimization& optimization, const std::vector<AdamParamStat
   for (std::size_t i = 0; i < params.size(); ++i) {
     if (saved[i].empty()) continue;
     auto* owner = optimization.owner(i);
-    auto fresh = make_param_state(owner, saved[i], params[i].device());
+    check_moment_shapes(saved[i], params[i], optimization.parameter_names()[i], source);
+    auto fresh = make_param_state(owner, saved[i], params[i]);
     if (!fresh)
       throw InputError(source + ": the optimizer state of '" + optimization.parameter_names()[i] + "' is not " +
                        optimizer_name(owner) + "'s; was the checkpoint made with another model.optimizer?");
@@ -305,11 +329,20 @@ AdamParamState parse_entry(const PyValue& entry) {
   return s;
 }
 
-// Adds an optimizer's {index: entry} states to `out` (grown to fit).
-void read_states(const PyValue& opt, std::vector<AdamParamState>& out) {
+// Adds an optimizer's {index: entry} states to `out`, grown to fit. An index past
+// the parameters its param_groups list is a damaged state (before, 10^9 asked for
+// 40 GB and was reported as a size in the config); states written with no
+// param_groups (salt-cpp's without an optimizer) may name up to kMaxParams.
+constexpr std::size_t kMaxParams = 1'000'000;
+
+void read_states(const PyValue& opt, std::size_t listed, std::vector<AdamParamState>& out) {
+  const std::size_t limit = listed > 0 ? listed : kMaxParams;
   for (const auto& [key, entry] : need(opt, "state", "the optimizer state").entries()) {
     const auto i = key.as_int();
-    if (i < 0 || i > 1'000'000'000) throw std::invalid_argument("optimizer state for parameter " + std::to_string(i));
+    if (i < 0 || static_cast<uint64_t>(i) >= limit)
+      throw std::invalid_argument("the optimizer state has an entry for parameter " + std::to_string(i) + ", but " +
+                                  (listed > 0 ? "its param_groups list " + std::to_string(listed) + " parameters"
+                                              : "no model has more than " + std::to_string(kMaxParams)));
     if (out.size() <= static_cast<std::size_t>(i)) out.resize(static_cast<std::size_t>(i) + 1);
     out[static_cast<std::size_t>(i)] = parse_entry(entry);
   }
@@ -326,15 +359,26 @@ std::vector<AdamParamState> read_optimizer(const PyValue& opt) {
   std::vector<AdamParamState> out;
   std::size_t n = 0;
   if (opt.find("muon")) {  // HybridMuonAdamW
-    read_states(need(opt, "muon", "HybridMuonAdamW's state"), out);
-    read_states(need(opt, "adamw", "HybridMuonAdamW's state"), out);
     n = group_params(need(opt, "wrapper", "HybridMuonAdamW's state"));
+    read_states(need(opt, "muon", "HybridMuonAdamW's state"), n, out);
+    read_states(need(opt, "adamw", "HybridMuonAdamW's state"), n, out);
   } else {
-    read_states(opt, out);
     n = group_params(opt);
+    read_states(opt, n, out);
   }
   if (out.size() < n) out.resize(n);
   return out;
+}
+
+// A count read from a checkpoint, within what a real run reaches: before, a
+// negative or huge epoch was reported as a max_epochs too large.
+int64_t count_in(const PyValue& v, const std::string& key, int64_t lowest) {
+  constexpr int64_t kHighest = int64_t{1} << 40;
+  const auto n = v.as_int();
+  if (n < lowest || n > kHighest)
+    throw std::invalid_argument("'" + key + "' is " + std::to_string(n) + ", not a count a run reaches (" +
+                                std::to_string(lowest) + " to 2^40)");
+  return n;
 }
 
 std::optional<GradScalerState> read_amp(const PyValue& a) {
@@ -354,8 +398,12 @@ std::optional<GradScalerState> read_amp(const PyValue& a) {
 
 void read_extra(const PyValue& e, CheckpointState& state) {
   if (const auto* config = e.find("config")) state.config_yaml = config->as_str();
-  if (const auto* batch = e.find("batch_in_epoch")) state.batch_in_epoch = batch->as_int();
-  if (const auto* rng = e.find("cpu_rng_state")) state.cpu_rng_state = rng->as_tensor();
+  if (const auto* batch = e.find("batch_in_epoch"))
+    state.batch_in_epoch = count_in(*batch, "salt_cpp.batch_in_epoch", -1);
+  if (const auto* rng = e.find("cpu_rng_state")) {
+    state.cpu_rng_state = rng->as_tensor();
+    check_cpu_rng_state(state.cpu_rng_state, "salt_cpp.cpu_rng_state");
+  }
   if (const auto* metrics = e.find("metrics"))
     for (const auto& [name, value] : metrics->entries()) state.metrics.emplace_back(name.as_str(), value.as_number());
 }
@@ -364,8 +412,8 @@ CheckpointState read_checkpoint(const PyValue& root) {
   if (!root.is_mapping())
     throw std::invalid_argument("the file holds a " + root.type_name() + ", not a checkpoint's dict");
   CheckpointState state;
-  state.epoch = need(root, "epoch", "the checkpoint").as_int();
-  state.global_step = need(root, "global_step", "the checkpoint").as_int();
+  state.epoch = count_in(need(root, "epoch", "the checkpoint"), "epoch", 0);
+  state.global_step = count_in(need(root, "global_step", "the checkpoint"), "global_step", 0);
   for (const auto& [key, tensor] : need(root, "state_dict", "the checkpoint").entries()) {
     if (!tensor.is_tensor())
       throw std::invalid_argument("state_dict entry '" + key.as_str() + "' is a " + tensor.type_name() + ", not a tensor");
@@ -376,8 +424,10 @@ CheckpointState read_checkpoint(const PyValue& root) {
     state.adam_state = read_optimizer(optimizers->items().front());
   if (const auto* scheds = root.find("lr_schedulers"); scheds && !scheds->items().empty()) {
     const auto& sched = scheds->items().front();
-    if (const auto* total = sched.find("total_steps")) state.scheduler_total_steps = total->as_int();
-    if (const auto* last = sched.find("last_epoch")) state.scheduler_last_epoch = last->as_int();
+    if (const auto* total = sched.find("total_steps"))
+      state.scheduler_total_steps = count_in(*total, "lr_schedulers[0].total_steps", 0);
+    if (const auto* last = sched.find("last_epoch"))
+      state.scheduler_last_epoch = count_in(*last, "lr_schedulers[0].last_epoch", -1);
   }
   // Earlier salt-cpp checkpoints kept the config in hyper_parameters.config; now under salt_cpp.
   if (const auto* hparams = root.find("hyper_parameters"); hparams && hparams->is_mapping()) {

@@ -1,10 +1,7 @@
 #include "training/checkpoint_config.h"
 
-#include <unistd.h>
-
 #include <spdlog/spdlog.h>
 
-#include "core/atomic_file.h"
 #include "core/errors.h"
 #include "training/checkpoint.h"
 
@@ -16,7 +13,7 @@ CheckpointConfig::CheckpointConfig(const std::string& command, const fs::path& c
   const auto beside = fs::absolute(ckpt).parent_path().parent_path() / "config.yaml";
   if (fs::is_regular_file(beside)) {
     spdlog::info("no --config: the run's {}", beside.string());
-    path_ = beside;
+    op_ = {config::ConfigOp::Kind::kMergeFile, beside.string(), "", "--config"};
     return;
   }
   state_ = std::make_unique<CheckpointState>(load_checkpoint(ckpt));
@@ -25,18 +22,13 @@ CheckpointConfig::CheckpointConfig(const std::string& command, const fs::path& c
   if (yaml.empty())
     throw UsageError(command + ": no --config, no " + beside.string() + " and no config in " + ckpt.string() +
                      " (neither salt-cpp's nor LightningCLI's hyper_parameters); pass --config");
-  path_ = fs::temp_directory_path() / ("salt-" + command + "-config-" + std::to_string(getpid()) + ".yaml");
-  write_file_atomic(path_, yaml + "\n");
-  written_ = true;
+  op_ = {config::ConfigOp::Kind::kMergeText, ckpt.string() + " (the config it carries)", yaml, "--ckpt_path"};
   spdlog::info("no --config and no {}: the config {} carries{}", beside.string(), ckpt.string(),
                state.config_yaml.empty() ? "; the model comes from the checkpoint's hyper_parameters" : "");
 }
 
 std::unique_ptr<CheckpointState> CheckpointConfig::take_state() { return std::move(state_); }
 
-CheckpointConfig::~CheckpointConfig() {
-  std::error_code ec;
-  if (written_) fs::remove(path_, ec);
-}
+CheckpointConfig::~CheckpointConfig() = default;
 
 }  // namespace salt::training

@@ -16,6 +16,22 @@ void set_cpu_rng_state(const torch::Tensor& state) {
   gen.set_state(state);
 }
 
+void check_cpu_rng_state(const torch::Tensor& state, const std::string& what) {
+  const auto expected = cpu_rng_state();
+  if (state.scalar_type() != torch::kByte || state.dim() != 1)
+    throw std::invalid_argument(what + " is a " + std::string(c10::toString(state.scalar_type())) + " tensor of shape " +
+                                c10::str(state.sizes()) + ", not the byte vector of torch's CPU generator");
+  auto scratch = at::make_generator<at::CPUGeneratorImpl>();  // tried on a generator nobody draws from
+  try {
+    std::lock_guard<std::mutex> lock(scratch.mutex());
+    scratch.set_state(state.contiguous());
+  } catch (const c10::Error&) {
+    throw std::invalid_argument(what + " holds " + std::to_string(state.numel()) +
+                                " bytes, not a state of torch's CPU generator (" + std::to_string(expected.numel()) +
+                                " bytes)");
+  }
+}
+
 }  // namespace salt::training
 
 namespace salt::training {

@@ -453,12 +453,11 @@ TEST(StochasticWeightAveraging, AveragesTheLastEpochsUnderSwalrAndResumesExactly
   auto lightning = training::load_checkpoint(r.checkpoints[2]);
   for (auto& [key, value] : lightning.callback_states) {
     if (key != "StochasticWeightAveraging") continue;
-    auto& entries = value.find("scheduler_state")->entries();
-    const auto before = entries.size();
-    entries.erase(std::remove_if(entries.begin(), entries.end(),
-                                 [](const auto& kv) { return kv.first.as_str().rfind("salt_cpp_", 0) == 0; }),
-                  entries.end());
-    ASSERT_EQ(entries.size(), before - 2);
+    const auto& scheduler = *value.find("scheduler_state");
+    const auto before = scheduler.entries().size();
+    scheduler.erase_item("salt_cpp_lr0");
+    scheduler.erase_item("salt_cpp_beta1");
+    ASSERT_EQ(scheduler.entries().size(), before - 2);
   }
   const auto lightning_ckpt = run.dir() / "lightning_swa.ckpt";
   training::save_checkpoint(lightning_ckpt, lightning, nullptr);

@@ -203,15 +203,18 @@ torch.save({"a": torch.ones(3)}, sys.argv[1] + "/good.pt")
 import sys, zipfile
 src = zipfile.ZipFile(sys.argv[1] + "/good.pt")
 prefix = src.namelist()[0].split("/")[0]
-with zipfile.ZipFile(sys.argv[1] + "/big.pt", "w", zipfile.ZIP_STORED) as dst:
-    for item in src.infolist():
-        if not item.filename.endswith("/byteorder"):  # torch 2.x writes one, 1.13 none
-            dst.writestr(item, src.read(item.filename))
-    dst.writestr(prefix + "/byteorder", b"big")
+for name, order in (("big", b"big"), ("huge", b"\n" + b"x" * 1000000)):
+    with zipfile.ZipFile(sys.argv[1] + "/" + name + ".pt", "w", zipfile.ZIP_STORED) as dst:
+        for item in src.namelist():
+            if not item.endswith("/byteorder"):  # torch 2.x writes one, 1.13 none
+                dst.writestr(item, src.read(item))
+        dst.writestr(prefix + "/byteorder", order)
 )",
                         {dir.path().string()});
   ASSERT_EQ(big.exit_code, 0) << big.err;
   expect_refused(dir / "big.pt", "written on a big-endian machine");
+  // A byteorder of 1 MB is named by its size and first bytes, not echoed whole.
+  expect_refused(dir / "huge.pt", "a byteorder record that is neither 'little' nor 'big' (1000001 bytes: '?xxxxxxxxxxxxxxxxxxx…')");
   const auto good = read_file(dir / "good.pt");
   write_file(dir / "cut.pt", good.substr(0, good.size() / 2));
   expect_refused(dir / "cut.pt", "cut.pt");

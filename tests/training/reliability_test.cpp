@@ -144,6 +144,154 @@ TEST_F(Reliability, DamagedCheckpointIsRefusedEverywhere) {
   EXPECT_EQ(salt("validate", {"-c", config, "--ckpt_path", good.string()}).exit_code, 0);
 }
 
+// Before: a real checkpoint whose hyper_parameters held themselves, or nested
+// 100,000 dicts, or a million lists under a key salt-cpp does not read, was a
+// SIGSEGV in every command that opened it (core/nesting.h).
+TEST_F(Reliability, CheckpointsNestedTooDeeplyOrHoldingThemselvesAreOneLineEverywhere) {
+  ASSERT_TRUE(have_python_module("torch")) << "python3-torch is not installed (scripts/bootstrap.sh installs it)";
+  auto r = salt("fit", small_gn2(tiny({"-ls", "ok"})));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto run = dir / "logs" / "GN2_cpu_ok";
+  auto made = run_python(R"(
+import sys, threading, torch
+sys.setrecursionlimit(10**7)
+threading.stack_size(1 << 30)  # Python's pickle recurses in C
+
+def work():
+    good, out = sys.argv[1], sys.argv[2]
+    ckpt = torch.load(good)
+    hp = ckpt["hyper_parameters"]
+    hp["again"] = hp
+    torch.save(ckpt, out + "/cyclic.ckpt")
+    del hp["again"]
+    deep = inner = {}
+    for _ in range(100000):
+        inner["a"] = {}
+        inner = inner["a"]
+    hp["deep"] = deep
+    torch.save(ckpt, out + "/deep.ckpt")
+    del hp["deep"]
+    lists = inner = []
+    for _ in range(1000000):
+        inner.append([])
+        inner = inner[0]
+    ckpt["unknown"] = lists
+    torch.save(ckpt, out + "/lists.ckpt")
+
+t = threading.Thread(target=work)
+t.start()
+t.join()
+)",
+                         {checkpoints(run).at(0).string(), dir.path().string()});
+  ASSERT_EQ(made.exit_code, 0) << made.err;
+  const auto config = (run / "config.yaml").string();
+  for (const auto& [file, says] : std::vector<std::pair<std::string, std::string>>{
+           {"cyclic.ckpt", "hyper_parameters.again: contains itself"},
+           {"deep.ckpt", "hyper_parameters.deep.a.a.a"},
+           {"lists.ckpt", "unknown.0.0.0"}}) {
+    const auto ckpt = (dir / file).string();
+    for (const auto& [command, args] : std::vector<std::pair<std::string, std::vector<std::string>>>{
+             {"test", {"--ckpt_path", ckpt}},
+             {"validate", {"-c", config, "--ckpt_path", ckpt}},
+             {"predict", {"-c", config, "--ckpt_path", ckpt}},
+             {"fit", {"-c", config, "--ckpt_path", ckpt, "-ls", "resumed"}},
+             {"to_onnx", {"--ckpt_path", ckpt, "--force", "--output", (dir / "x.onnx").string()}}}) {
+      auto bad = salt(command, args);
+      EXPECT_EQ(bad.exit_code, 1) << file << " " << command << ": " << bad.err;
+      EXPECT_EQ(error_lines(bad.err), 1) << file << " " << command << ": " << bad.err;
+      EXPECT_NE(bad.err.find(file + ": not a readable checkpoint"), std::string::npos) << command << ": " << bad.err;
+      EXPECT_NE(bad.err.find(says), std::string::npos) << command << ": " << bad.err;
+      EXPECT_LT(bad.err.size(), 400u) << "the path is cut short: " << bad.err;
+    }
+  }
+  EXPECT_FALSE(fs::exists(dir / "logs" / "GN2_cpu_resumed"));
+  EXPECT_FALSE(fs::exists(dir / "x.onnx"));
+}
+
+// Before: a checkpoint a few numbers away from a real one (a negative or huge
+// epoch, an optimizer state for parameter 10^9, a moment or an RNG state of the
+// wrong size, a wrongly shaped SWA average) was blamed on max_epochs or on "a
+// size in the config", ended in LibTorch's broadcast or RNG message, or trained
+// on a broadcast average. Each is one line naming the file and the entry, before
+// any run folder is made.
+TEST_F(Reliability, ResumingFromAlteredCheckpointsNamesTheEntry) {
+  ASSERT_TRUE(have_python_module("torch")) << "python3-torch is not installed (scripts/bootstrap.sh installs it)";
+  const std::string swa = "--trainer.callbacks+={class_path: lightning.pytorch.callbacks.StochasticWeightAveraging, "
+                          "init_args: {swa_lrs: 1e-3, swa_epoch_start: 1, annealing_epochs: 1}}";
+  auto r = salt("fit", small_gn2(tiny({"-ls", "ok", "--trainer.max_epochs", "2", swa})));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto run = dir / "logs" / "GN2_cpu_ok";
+  auto made = run_python(R"(
+import copy, sys, torch
+good, out = torch.load(sys.argv[1]), sys.argv[2]
+def altered(name, change):
+    c = copy.deepcopy(good)
+    change(c)
+    torch.save(c, out + "/" + name + ".ckpt")
+altered("negative_epoch", lambda c: c.update(epoch=-3))
+altered("huge_epoch", lambda c: c.update(epoch=10**15))
+altered("last_epoch", lambda c: c["lr_schedulers"][0].update(last_epoch=-5))
+def far_state(c):
+    state = c["optimizer_states"][0]["state"]
+    state[10**9] = state[0]
+altered("far_state", far_state)
+altered("moment", lambda c: c["optimizer_states"][0]["state"][0].update(exp_avg=torch.zeros(1)))
+altered("rng", lambda c: c["salt_cpp"].update(cpu_rng_state=torch.zeros(100, dtype=torch.uint8)))
+def swa(c):
+    avg = c["callbacks"]["StochasticWeightAveraging"]["average_model_state"]
+    key = next(k for k, v in avg.items() if v.dim() == 2)
+    avg[key] = avg[key][:1]
+altered("swa", swa)
+)",
+                         {checkpoints(run).at(0).string(), dir.path().string()});
+  ASSERT_EQ(made.exit_code, 0) << made.err;
+  const auto config = (run / "config.yaml").string();
+  for (const auto& [file, says] : std::vector<std::pair<std::string, std::string>>{
+           {"negative_epoch", "'epoch' is -3, not a count a run reaches (0 to 2^40)"},
+           {"huge_epoch", "'epoch' is 1000000000000000, not a count"},
+           {"last_epoch", "'lr_schedulers[0].last_epoch' is -5"},
+           {"far_state", "an entry for parameter 1000000000, but its param_groups list"},
+           {"moment", "has exp_avg of shape [1] but the parameter is ["},
+           {"rng", "salt_cpp.cpu_rng_state holds 100 bytes, not a state of torch's CPU generator"},
+           {"swa", "the state of callback StochasticWeightAveraging cannot be read (StochasticWeightAveraging's "
+                   "average_model_state '"}}) {
+    const auto ckpt = dir / (file + ".ckpt");
+    auto bad = salt("fit", {"-c", config, "--ckpt_path", ckpt.string(), "-ls", "resumed"});
+    EXPECT_EQ(bad.exit_code, 1) << file << ": " << bad.err;
+    EXPECT_EQ(error_lines(bad.err), 1) << file << ": " << bad.err;
+    EXPECT_NE(bad.err.find(ckpt.string() + ":"), std::string::npos) << file << ": " << bad.err;
+    EXPECT_NE(bad.err.find(says), std::string::npos) << file << ": " << bad.err;
+    EXPECT_FALSE(fs::exists(dir / "logs" / "GN2_cpu_resumed")) << file;
+  }
+}
+
+// Before: a checkpoint given alone whose embedded config was bad was reported
+// under the name of a temporary file, deleted by the time the user read it.
+TEST_F(Reliability, ACheckpointsOwnConfigIsNamedByTheCheckpointInErrors) {
+  ASSERT_TRUE(have_python_module("torch")) << "python3-torch is not installed (scripts/bootstrap.sh installs it)";
+  auto r = salt("fit", small_gn2(tiny({"-ls", "ok"})));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  fs::create_directories(dir / "alone");
+  const auto ckpt = dir / "alone" / "model.ckpt";  // no config.yaml above it
+  auto made = run_python(R"(
+import sys, torch
+c = torch.load(sys.argv[1])
+c["salt_cpp"]["config"] = c["salt_cpp"]["config"].replace("trainer:", "frobnicate: 1\ntrainer:", 1)
+torch.save(c, sys.argv[2])
+)",
+                         {checkpoints(dir / "logs" / "GN2_cpu_ok").at(0).string(), ckpt.string()});
+  ASSERT_EQ(made.exit_code, 0) << made.err;
+  for (const std::string command : {"test", "to_onnx"}) {
+    std::vector<std::string> args{"--ckpt_path", ckpt.string()};
+    if (command == "to_onnx") args.push_back("--force");  // a build from an uncommitted tree
+    auto bad = salt(command, args);
+    EXPECT_EQ(bad.exit_code, 2) << command << ": " << bad.err;
+    EXPECT_EQ(error_lines(bad.err), 1) << command << ": " << bad.err;
+    EXPECT_NE(bad.err.find(ckpt.string() + " (the config it carries):"), std::string::npos) << command << ": " << bad.err;
+    EXPECT_NE(bad.err.find("'frobnicate': unknown key"), std::string::npos) << command << ": " << bad.err;
+  }
+}
+
 // Before: .<file>.tmp.<pid>.<n> files of killed runs stayed forever.
 TEST_F(Reliability, TempFilesOfDeadProcessesAreRemovedWhenTheRunDirectoryIsReused) {
   ASSERT_EQ(salt("fit", small_gn2(tiny({"-ls", "again"}))).exit_code, 0);
