@@ -19,22 +19,61 @@
 #                `python -m salt.main`)
 #   SALT_BIN     salt-cpp's binary (default build/app/salt)
 #   CONFIG...    paths relative to tests/fixtures/zoo, as in zoo.txt
+# Everything goes into WORK_DIR/<name of the last CONFIG>, a folder this script makes
+# and marks as its own (a file .salt_roundtrip in it); a rerun replaces only a folder
+# so marked. Any other folder of that name, a link or a file there is refused, as is
+# a bad argument: one line `salt_roundtrip.sh: error: ...` before anything is touched.
 # Prints one `roundtrip:` line per check; exits non-zero at the first command that
 # fails, or at the end when the prediction files differed.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
-py=${SALT_PYTHON:?set SALT_PYTHON to a python3 that has salt installed}
-cpp=${SALT_BIN:-$root/build/app/salt}
-[ $# -ge 2 ] || { echo "usage: SALT_PYTHON=python3 $0 WORK_DIR CONFIG [OVERLAY...]" >&2; exit 2; }
+zoo=$root/tests/fixtures/zoo
+marker=.salt_roundtrip
+usage="usage: SALT_PYTHON=python3 $(basename "$0") WORK_DIR CONFIG [OVERLAY...]"
+
+refuse() {  # one line on stderr, exit 2: a bad argument, nothing touched yet
+  echo "salt_roundtrip.sh: error: $*" >&2
+  exit 2
+}
+shown() {  # an argument as the messages quote it: control characters as '?', at most 200 characters
+  local s=${1//[[:cntrl:]]/?}
+  [ ${#s} -le 200 ] || s="${s:0:200}..."
+  printf "'%s'" "$s"
+}
+[ $# -ge 2 ] || refuse "$usage"
 work=$1
 shift
-zoo=$root/tests/fixtures/zoo
+[ -n "$work" ] || refuse "WORK_DIR is empty ($usage)"
+[ ! -e "$work" ] || [ -d "$work" ] || refuse "WORK_DIR $(shown "$work") is not a folder"
+case $work in -*) work=./$work ;; esac  # never read as an option by mkdir or rm
+[ "$(realpath -m -- "$work")" != / ] || refuse "WORK_DIR $(shown "$work") is the root folder; give a folder for this script's runs"
+for c in "$@"; do
+  [ -n "$c" ] || refuse "a CONFIG is empty: give paths relative to tests/fixtures/zoo, as in its zoo.txt"
+  [ -f "$zoo/$c" ] || refuse "CONFIG $(shown "$c") is not a file in tests/fixtures/zoo (its zoo.txt lists them)"
+done
+py=${SALT_PYTHON:-}
+[ -n "$py" ] || refuse "SALT_PYTHON is not set: set it to a python3 that has salt installed"
+command -v -- "$py" >/dev/null || refuse "SALT_PYTHON $(shown "$py") is not a command"
+# find_spec only locates the package: seconds sooner than importing salt and Lightning
+"$py" -c 'import importlib.util, sys; sys.exit(importlib.util.find_spec("salt") is None)' 2>/dev/null ||
+  refuse "SALT_PYTHON $(shown "$py") cannot import salt"
+cpp=${SALT_BIN:-$root/build/app/salt}
+{ [ -f "$cpp" ] && [ -x "$cpp" ]; } ||
+  refuse "SALT_BIN $(shown "$cpp") is not an executable file (scripts/build.sh salt builds build/app/salt)"
 configs=()
 for c in "$@"; do configs+=(-c "$zoo/$c"); done
-name=$(basename "${!#}" .yaml)
+name=$(basename -- "${!#}" .yaml)
 dir=$work/$name
-rm -rf "$dir"
+if [ -L "$dir" ]; then
+  refuse "$(shown "$dir") is a symbolic link: move it away or choose another WORK_DIR"
+elif [ -e "$dir" ] && [ ! -d "$dir" ]; then
+  refuse "$(shown "$dir") is not a folder: move it away or choose another WORK_DIR"
+elif [ -d "$dir" ] && [ ! -f "$dir/$marker" ]; then
+  refuse "$(shown "$dir") exists and was not made by this script (no $marker in it): move it away or choose another WORK_DIR"
+fi
+rm -rf "$dir"  # absent, or this script's own folder of an earlier run
 mkdir -p "$dir"
+echo "made by scripts/salt_roundtrip.sh: a rerun deletes this folder" >"$dir/$marker"
 data=$dir/data
 salt_py() { COMET_OFFLINE_DIRECTORY=$dir/comet "$py" -m salt.main "$@"; }
 ckpt_of() { find "$1" -name '*.ckpt' | sort | tail -n 1; }
