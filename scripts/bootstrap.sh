@@ -64,20 +64,64 @@ if [ -e "$openblas" ] && [ "$(readlink -f /etc/alternatives/$alt 2>/dev/null)" !
 fi
 
 # ONNX Runtime (CPU) for `salt to_onnx`'s check and the export tests: the npm
-# package onnxruntime-node, installed into .ort/ (git-ignored). Its install script
-# would download more and is skipped; the package carries libonnxruntime.so.
+# package onnxruntime-node, installed into .ort/ (git-ignored), or into SALT_ORT_DIR
+# where that is set (salt looks there then, lib/deploy/ort_runner.cpp). Its install
+# script would download more and is skipped; the package carries libonnxruntime.so.
 ort_version=1.30.0
 root=$(cd "$(dirname "$0")/.." && pwd)
-if [ ! -f "$root/.ort/node_modules/onnxruntime-node/package.json" ] ||
-   ! grep -q "\"version\": \"$ort_version\"" "$root/.ort/node_modules/onnxruntime-node/package.json"; then
+ort_dir=${SALT_ORT_DIR:-$root/.ort}
+
+# npm's lines that say what went wrong: its error lines without the stack trace and
+# the error object's dump (the whole log is npm's own, named in its last line)
+npm_errors() {
+  local lines
+  lines=$(sed -n 's/^npm \(error\|ERR!\) \{0,1\}//p' "$1" | grep -v '^[[:space:]]\|^[{}]\|^$' || true)
+  [ -n "$lines" ] || lines=$(grep -v '^[[:space:]]*$' "$1" || true)  # npm itself did not start
+  printf '%s\n' "$lines" | tail -n 8 | cut -c1-200 | sed 's/^/  npm: /'
+}
+# What usually fixes it, by npm's error code
+npm_fix() {
+  local code
+  code=$(sed -n 's/^npm \(error\|ERR!\) code //p' "$1" | tail -n 1)
+  case $code in
+    *CERT* | *SELF_SIGNED* | UNABLE_TO_VERIFY* | ERR_TLS* | ERR_SSL*)
+      echo "bootstrap: npm does not trust the registry's TLS certificate (a proxy that inspects TLS?):" \
+        "give it your CA certificate, 'npm config set cafile /path/to/ca.pem' or NODE_EXTRA_CA_CERTS=/path/to/ca.pem, and run this again" ;;
+    ECONNREFUSED | ENOTFOUND | ETIMEDOUT | EAI_AGAIN | ECONNRESET | ENETUNREACH | EHOSTUNREACH | ERR_SOCKET_TIMEOUT)
+      echo "bootstrap: npm cannot reach its registry $(npm config get registry 2>/dev/null || true):" \
+        "behind a proxy, 'npm config set proxy http://HOST:PORT' and 'npm config set https-proxy http://HOST:PORT'" \
+        "(or HTTPS_PROXY); or a mirror, npm_config_registry=URL; then run this again" ;;
+    *) echo "bootstrap: once what npm says above is fixed, run this again" ;;
+  esac
+}
+# Quiet when it works; on failure npm's own error lines, what to do, and exit 1 (npm's
+# --silent said nothing at all, and demo.sh stopped after "installing onnxruntime-node").
+install_ort() {
+  local log="$ort_dir/npm-install.log" rc=0
+  npm install --prefix "$ort_dir" --ignore-scripts --no-audit --no-fund --loglevel=error \
+    "onnxruntime-node@$ort_version" >"$log" 2>&1 || rc=$?
+  if [ "$rc" -ne 0 ]; then
+    {
+      echo "bootstrap: error: npm install of onnxruntime-node $ort_version into $ort_dir failed (exit $rc):"
+      npm_errors "$log"
+      npm_fix "$log"
+    } >&2
+    rm -f "$log"
+    exit 1
+  fi
+  rm -f "$log"
+}
+
+if [ ! -f "$ort_dir/node_modules/onnxruntime-node/package.json" ] ||
+   ! grep -q "\"version\": \"$ort_version\"" "$ort_dir/node_modules/onnxruntime-node/package.json"; then
   if ! command -v npm >/dev/null 2>&1 && [ "$(id -u)" -eq 0 ]; then
     echo "bootstrap: installing nodejs npm"
     DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends nodejs npm >/dev/null
   fi
   if command -v npm >/dev/null 2>&1; then
-    echo "bootstrap: installing onnxruntime-node $ort_version into .ort/"
-    mkdir -p "$root/.ort"
-    npm install --prefix "$root/.ort" --ignore-scripts --no-audit --no-fund --silent "onnxruntime-node@$ort_version" >/dev/null
+    echo "bootstrap: installing onnxruntime-node $ort_version into ${SALT_ORT_DIR:-.ort}/"
+    mkdir -p "$ort_dir"
+    install_ort
   else
     echo "bootstrap: warning: npm not found; salt to_onnx cannot check exports in ONNX Runtime" >&2
   fi
