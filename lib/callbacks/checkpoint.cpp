@@ -3,12 +3,14 @@
 // fast_dev_run or enable_checkpointing: false).
 #include <algorithm>
 #include <cstdio>
+#include <filesystem>
 #include <utility>
 
 #include "callbacks/checkpoint_writer.h"
 #include "callbacks/monitor.h"
 #include "training/callback_registry.h"
 #include "core/errors.h"
+#include "core/path_join.h"
 
 #include <spdlog/spdlog.h>
 
@@ -30,14 +32,26 @@ const config::Binding<CheckpointOptions>& checkpoint_binding() {
 }
 
 std::string checkpoint_name(int64_t epoch, const std::string& fname_string, double value) {
-  char buf[256];
-  std::snprintf(buf, sizeof buf, "epoch=%03lld-%s=%.5f.ckpt", static_cast<long long>(epoch), fname_string.c_str(), value);
-  return buf;
+  char epoch_part[32], value_part[400];  // %.5f of the largest double: 309 digits and 6 more
+  std::snprintf(epoch_part, sizeof epoch_part, "epoch=%03lld-", static_cast<long long>(epoch));
+  std::snprintf(value_part, sizeof value_part, "=%.5f.ckpt", value);
+  return epoch_part + fname_string + value_part;
+}
+
+// fname_string is part of a file name in <run>/ckpts (salt hands it to
+// Lightning's ModelCheckpoint as part of the filename): it may make folders there,
+// but must not leave the folder, nor make a name no file system takes.
+void check_fname_string(const std::string& fname_string) {
+  const auto name = checkpoint_name(0, fname_string, 0.0);
+  const std::string where = "salt.callbacks.Checkpoint 'fname_string' '" + shown_in_message(fname_string, 120) + "'";
+  if (!stays_below(name)) throw UsageError(where + " must stay inside <run>/ckpts (not an absolute path, no '..')");
+  for (const auto& part : std::filesystem::path(name))
+    if (part.string().size() > 255) throw UsageError(where + " makes a file name longer than 255 bytes");
 }
 
 class Checkpoint : public Callback {
  public:
-  explicit Checkpoint(CheckpointOptions o) : o_(std::move(o)) {}
+  explicit Checkpoint(CheckpointOptions o) : o_(std::move(o)) { check_fname_string(o_.fname_string); }
 
   // Lightning formats a metric it has not logged as 0 (salt's nan_regression.yaml
   // relies on that), so an unknown monitor_loss is a warning, not an error.

@@ -11,12 +11,12 @@
 #include <algorithm>
 #include <cmath>
 #include <optional>
-#include <regex>
 
 #include "callbacks/checkpoint_writer.h"
 #include "callbacks/monitor.h"
 #include "training/callback_registry.h"
 #include "core/errors.h"
+#include "core/path_join.h"
 
 namespace salt::callbacks {
 namespace {
@@ -69,10 +69,15 @@ const config::Binding<ModelCheckpointOptions>& model_checkpoint_binding() {
   return b;
 }
 
+using CheckpointValues = std::map<std::string, std::pair<double, bool>>;  // name -> (value, is an int)
+
 // str.format's "{0[name]:spec}" fields, after Lightning's template rewrite.
-std::string format_fields(const std::string& text, const std::map<std::string, std::pair<double, bool>>& values,
-                          const std::string& where) {
+std::string format_fields(const std::string& text, const CheckpointValues& values, const std::string& where) {
   std::string out;
+  auto unreadable = [&](std::size_t at) {
+    return UsageError(where + ": cannot read the field at '" + shown_in_message(text.substr(at), 60) +
+                      "' in the filename template");
+  };
   for (std::size_t i = 0; i < text.size(); ++i) {
     const char c = text[i];
     if ((c == '{' || c == '}') && i + 1 < text.size() && text[i + 1] == c) {
@@ -86,21 +91,42 @@ std::string format_fields(const std::string& text, const std::map<std::string, s
       continue;
     }
     const auto close = text.find('}', i);
-    if (text.compare(i, 3, "{0[") != 0 || close == std::string::npos)
-      throw UsageError(where + ": cannot read the field at '" + text.substr(i) + "' in the filename template");
+    if (text.compare(i, 3, "{0[") != 0 || close == std::string::npos) throw unreadable(i);
     const auto bracket = text.find(']', i + 3);
-    if (bracket == std::string::npos || bracket > close)
-      throw UsageError(where + ": cannot read the field at '" + text.substr(i) + "' in the filename template");
+    if (bracket == std::string::npos || bracket > close) throw unreadable(i);
     const auto name = text.substr(i + 3, bracket - i - 3);
     std::string spec;
     if (text[bracket + 1] == ':') spec = text.substr(bracket + 2, close - bracket - 2);
-    else if (bracket + 1 != close) throw UsageError(where + ": cannot read the field '" + name + "' in the filename template");
-    const auto& [value, integer] = values.at(name);
-    out += python_format(value, integer, spec, where + " ('" + name + "')");
+    else if (bracket + 1 != close) throw unreadable(i);
+    const auto value = values.find(name);
+    if (value == values.end()) throw unreadable(i);
+    out += python_format(value->second.first, value->second.second, spec,
+                         where + " ('" + shown_in_message(name, 60) + "')");
     i = close;
   }
   return out;
 }
+
+// Lightning's template groups, as its regex "(\{.*?)[:\}]" finds them: from each
+// '{' to the first ':' or '}' after it (not across a newline, as '.' does not
+// match one). A scan, not std::regex: that recurses per character and would
+// overflow the stack on a long template.
+std::vector<std::string> template_groups(const std::string& name) {
+  std::vector<std::string> groups;
+  for (std::size_t at = name.find('{'); at != std::string::npos;) {
+    const auto end = name.find_first_of(":}\n", at + 1);
+    if (end != std::string::npos && name[end] != '\n') {
+      groups.push_back(name.substr(at, end - at));
+      at = name.find('{', end + 1);
+    } else {
+      at = name.find('{', at + 1);
+    }
+  }
+  return groups;
+}
+
+// A file name's parts must each fit a file system's 255 bytes.
+constexpr std::size_t kMaxNamePart = 255;
 
 class ModelCheckpoint : public Callback {
  public:
@@ -120,6 +146,7 @@ class ModelCheckpoint : public Callback {
     if (!o_.monitor && o_.save_top_k != -1 && o_.save_top_k != 0 && o_.save_top_k != 1)
       throw UsageError("ModelCheckpoint(save_top_k=" + std::to_string(o_.save_top_k) +
                        ", monitor=None) is not valid: no quantity to rank the top k by; set a monitor");
+    check_filename();
   }
 
   bool saves_checkpoints() const override { return true; }
@@ -176,7 +203,6 @@ class ModelCheckpoint : public Callback {
     if (!s.setup->run.trainer.enable_checkpointing)
       throw UsageError("trainer.enable_checkpointing is false but trainer.callbacks has a ModelCheckpoint; "
                        "remove one of them");
-    format_name({{"epoch", {0.0, true}}, {"step", {0.0, true}}});  // a bad format spec fails before training
     const auto& t = s.setup->run.trainer;
     on_epoch_end_ = o_.save_on_train_epoch_end.value_or(t.check_val_every_n_epoch == 1 && validates_once_per_epoch(t));
   }
@@ -210,11 +236,9 @@ class ModelCheckpoint : public Callback {
   // Once the run directory is known (a relative dirpath was made absolute by the config).
   void resolve_dir(const FitState& s) { dirpath_ = o_.dirpath ? fs::path(*o_.dirpath) : s.run_dir / "checkpoints"; }
 
-  // Values a file name or a monitor can use: the metrics plus epoch and step (ints).
-  using Values = std::map<std::string, std::pair<double, bool>>;
-
-  Values monitor_values(const FitState& s) const {
-    Values v;
+  // What a file name or a monitor can use: the metrics plus epoch and step (ints).
+  CheckpointValues monitor_values(const FitState& s) const {
+    CheckpointValues v;
     for (const auto& [k, x] : monitor_candidates(s)) v[k] = {static_cast<float>(x), false};  // logged as float32
     v["epoch"] = {static_cast<double>(s.epoch), true};
     v["step"] = {static_cast<double>(s.global_step), true};
@@ -237,7 +261,7 @@ class ModelCheckpoint : public Callback {
       save_last(s, candidates);
   }
 
-  void save_topk(FitState& s, const Values& candidates) {
+  void save_topk(FitState& s, const CheckpointValues& candidates) {
     if (o_.save_top_k == 0) return;
     if (!o_.monitor) return save_none_monitor(s, candidates);
     const auto it = candidates.find(*o_.monitor);
@@ -259,7 +283,7 @@ class ModelCheckpoint : public Callback {
     return better_(current, score_at(kth_best_model_path_));
   }
 
-  void update_best_and_save(FitState& s, float current, const Values& candidates) {
+  void update_best_and_save(FitState& s, float current, const CheckpointValues& candidates) {
     const auto k = o_.save_top_k == -1 ? static_cast<int64_t>(best_k_models_.size()) + 1 : o_.save_top_k;
     std::string del;
     if (static_cast<int64_t>(best_k_models_.size()) == k && k > 0) {
@@ -283,14 +307,14 @@ class ModelCheckpoint : public Callback {
     if (!del.empty()) remove_if_ours(s, del, path);
   }
 
-  void save_none_monitor(FitState& s, const Values& candidates) {
+  void save_none_monitor(FitState& s, const CheckpointValues& candidates) {
     const auto path = free_name(candidates, "", best_model_path_);
     const auto previous = std::exchange(best_model_path_, path);
     save(s, path);
     if (o_.save_top_k == 1 && !previous.empty()) remove_if_ours(s, previous, path);
   }
 
-  void save_last(FitState& s, const Values& candidates) {
+  void save_last(FitState& s, const CheckpointValues& candidates) {
     if (!save_last_) return;
     const auto path = free_name(candidates, "last", last_model_path_);
     const auto previous = std::exchange(last_model_path_, path);
@@ -301,7 +325,8 @@ class ModelCheckpoint : public Callback {
 
   // Lightning's _get_metric_interpolated_filepath_name: the template's name, then
   // -v1, -v2, ... while that file exists (unless it is `replacing`).
-  std::string free_name(const Values& candidates, const std::string& fixed_name, const std::string& replacing) const {
+  std::string free_name(const CheckpointValues& candidates, const std::string& fixed_name,
+                        const std::string& replacing) const {
     const auto base = fixed_name.empty() ? format_name(candidates) : fixed_name;
     auto path = (dirpath_ / (base + ".ckpt")).string();
     std::error_code ec;
@@ -312,11 +337,9 @@ class ModelCheckpoint : public Callback {
 
   // Lightning's _format_checkpoint_name: each "{name" becomes "name={0[name]" (or
   // "{0[name]" without auto_insert_metric_name), longest names first, then str.format.
-  std::string format_name(Values values) const {
-    std::string name = o_.filename.value_or("{epoch}-{step}");
-    static const std::regex group(R"((\{.*?)[:\}])");
-    std::vector<std::string> groups;
-    for (std::sregex_iterator it(name.begin(), name.end(), group), end; it != end; ++it) groups.push_back((*it)[1]);
+  std::string format_name(CheckpointValues values) const {
+    std::string name = filename_template();
+    auto groups = template_groups(name);
     std::stable_sort(groups.begin(), groups.end(), [](const auto& a, const auto& b) { return a.size() > b.size(); });
     for (const auto& g : groups) {
       const auto key = g.substr(1);
@@ -324,7 +347,30 @@ class ModelCheckpoint : public Callback {
       replace_all(name, g, "{0[" + key + "]");
       values.emplace(key, std::pair<double, bool>{0.0, true});  // Lightning formats a missing metric as 0
     }
-    return format_fields(name, values, "ModelCheckpoint filename '" + o_.filename.value_or("{epoch}-{step}") + "'");
+    return format_fields(name, values, where_filename());
+  }
+
+  std::string filename_template() const { return o_.filename.value_or("{epoch}-{step}"); }
+  std::string where_filename() const {
+    return "ModelCheckpoint 'filename' '" + shown_in_message(filename_template(), 120) + "'";
+  }
+
+  // When the config is read, before any run folder exists: the template's fields
+  // and format specs (metrics are floats, as logged), and a name that stays inside
+  // dirpath (Lightning's dirpath is the user's folder; filename only names a file
+  // in it, or in folders below it) with parts a file system takes.
+  void check_filename() const {
+    CheckpointValues probe{{"epoch", {0.0, true}}, {"step", {0.0, true}}};
+    for (const auto& group : template_groups(filename_template()))
+      probe.emplace(group.substr(1), std::pair{0.0, false});
+    const auto name = format_name(probe) + "-v1.ckpt";
+    if (!stays_below(name))
+      throw UsageError(where_filename() + " must stay inside dirpath (not an absolute path, no '..'); "
+                       "choose the folder with dirpath");
+    for (const auto& part : fs::path(name))
+      if (part.string().size() > kMaxNamePart)
+        throw UsageError(where_filename() + " makes a file or folder name longer than " +
+                         std::to_string(kMaxNamePart) + " bytes");
   }
 
   static void replace_all(std::string& s, const std::string& from, const std::string& to) {

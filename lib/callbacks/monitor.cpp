@@ -3,9 +3,11 @@
 #include <charconv>
 #include <cmath>
 #include <cstdio>
+#include <optional>
 #include <stdexcept>
 
 #include "core/errors.h"
+#include "core/path_join.h"
 
 namespace salt::callbacks {
 
@@ -59,42 +61,86 @@ std::string fixed(double value, int decimals) {
   return buf;
 }
 
-std::string python_format(double value, bool integer, const std::string& spec, const std::string& where) {
-  // [sign][0][width][.precision][type]: the part of Python's format spec templates use.
+namespace {
+
+// The widest field and the most digits a file-name template may ask for: beyond
+// that a name no file system takes (255 bytes a part), and printf's own limits.
+constexpr int kMaxFormatDigits = 100;
+
+// [sign][0][width][.precision][type]: the part of Python's format spec templates use.
+struct FormatSpec {
+  std::string flags;  // "+", " " and/or "0"
+  int width = 0;      // 0: none
+  std::optional<int> precision;
+  std::string type;  // "", or one of dfFeEgG%
+};
+
+// A run of digits as a width or precision, refused past kMaxFormatDigits (also
+// before it could overflow: "099999999999999999999").
+int read_digits(const std::string& spec, std::size_t& i, const char* what, const std::string& where) {
+  int value = 0;
+  for (; i < spec.size() && std::isdigit(static_cast<unsigned char>(spec[i])); ++i) {
+    value = value * 10 + (spec[i] - '0');
+    if (value > kMaxFormatDigits)
+      throw UsageError(where + ": format spec '" + shown_in_message(spec, 60) + "' asks for a " + what + " over " +
+                       std::to_string(kMaxFormatDigits));
+  }
+  return value;
+}
+
+FormatSpec parse_format_spec(const std::string& spec, bool integer, const std::string& where) {
+  FormatSpec f;
   std::size_t i = 0;
-  std::string flags;
-  if (i < spec.size() && (spec[i] == '+' || spec[i] == ' ')) flags += spec[i++];
+  if (i < spec.size() && (spec[i] == '+' || spec[i] == ' ')) f.flags += spec[i++];
   else if (i < spec.size() && spec[i] == '-') ++i;  // Python's default: a sign for negatives only
-  if (i < spec.size() && spec[i] == '0') flags += spec[i++];
-  std::string width, precision;
-  while (i < spec.size() && std::isdigit(static_cast<unsigned char>(spec[i]))) width += spec[i++];
+  if (i < spec.size() && spec[i] == '0') f.flags += spec[i++];
+  f.width = read_digits(spec, i, "width", where);
   if (i < spec.size() && spec[i] == '.') {
-    ++i;
-    while (i < spec.size() && std::isdigit(static_cast<unsigned char>(spec[i]))) precision += spec[i++];
-    if (precision.empty()) throw UsageError(where + ": format spec '" + spec + "' has a '.' without a precision");
+    const auto digits_at = ++i;
+    f.precision = read_digits(spec, i, "precision", where);
+    if (i == digits_at)
+      throw UsageError(where + ": format spec '" + shown_in_message(spec, 60) + "' has a '.' without a precision");
   }
-  const std::string type = spec.substr(i);
-  if (type.size() > 1 || (type.size() == 1 && std::string("dfFeEgG%").find(type) == std::string::npos))
-    throw UsageError(where + ": format spec '" + spec + "' is not one salt-cpp formats (use e.g. d, 03d, .2f, .3e)");
-  char buf[128];
-  const std::string head = "%" + flags + width;
-  if (type == "d" || (type.empty() && integer && precision.empty())) {
-    if (!integer) throw UsageError(where + ": format spec '" + spec + "' is for integers, and the value is a float");
-    std::snprintf(buf, sizeof buf, (head + "lld").c_str(), static_cast<long long>(value));
-    return buf;
-  }
-  if (type.empty() && precision.empty()) {  // str(): repr, right-aligned in the width
+  f.type = spec.substr(i);
+  if (f.type.size() > 1 || (f.type.size() == 1 && std::string("dfFeEgG%").find(f.type) == std::string::npos))
+    throw UsageError(where + ": format spec '" + shown_in_message(spec, 60) +
+                     "' is not one salt-cpp formats (use e.g. d, 03d, .2f, .3e)");
+  if (f.type == "d" && !integer)
+    throw UsageError(where + ": format spec '" + spec + "' is for integers, and the value is a float");
+  return f;
+}
+
+// snprintf into a string of the length it needs (a width of 100 and 100 decimals
+// of 3e38 are longer than any fixed buffer).
+template <class T>
+std::string printf_string(const std::string& format, T value, const std::string& where) {
+  const int n = std::snprintf(nullptr, 0, format.c_str(), value);
+  if (n < 0) throw UsageError(where + ": cannot format the value " + python_float_repr(static_cast<double>(value)));
+  std::string out(static_cast<std::size_t>(n) + 1, '\0');
+  std::snprintf(out.data(), out.size(), format.c_str(), value);
+  out.pop_back();
+  return out;
+}
+
+}  // namespace
+
+void check_format_spec(const std::string& spec, bool integer, const std::string& where) {
+  parse_format_spec(spec, integer, where);
+}
+
+std::string python_format(double value, bool integer, const std::string& spec, const std::string& where) {
+  const auto f = parse_format_spec(spec, integer, where);
+  const std::string head = "%" + f.flags + (f.width ? std::to_string(f.width) : "");
+  if (f.type == "d" || (f.type.empty() && integer && !f.precision))
+    return printf_string(head + "lld", static_cast<long long>(value), where);
+  if (f.type.empty() && !f.precision) {  // str(): repr, right-aligned in the width
     const auto r = python_float_repr(value);
-    const auto w = width.empty() ? 0 : std::stoul(width);
-    return r.size() >= w ? r : std::string(w - r.size(), flags.find('0') != std::string::npos ? '0' : ' ') + r;
+    const auto w = static_cast<std::size_t>(f.width);
+    return r.size() >= w ? r : std::string(w - r.size(), f.flags.find('0') != std::string::npos ? '0' : ' ') + r;
   }
-  if (type == "%") {
-    std::snprintf(buf, sizeof buf, (head + "." + (precision.empty() ? "6" : precision) + "f%%").c_str(), value * 100);
-    return buf;
-  }
-  const std::string conversion = type.empty() ? "g" : type;
-  std::snprintf(buf, sizeof buf, (head + "." + (precision.empty() ? "6" : precision) + conversion).c_str(), value);
-  return buf;
+  const std::string precision = "." + std::to_string(f.precision.value_or(6));
+  if (f.type == "%") return printf_string(head + precision + "f%%", value * 100, where);
+  return printf_string(head + precision + (f.type.empty() ? "g" : f.type), value, where);
 }
 
 std::string join_keys(const std::map<std::string, double>& metrics) {

@@ -36,7 +36,10 @@ std::string python_kwargs_repr(const std::vector<std::pair<std::string, std::str
 // A value formatted as Python's format(value, spec) for the specs file-name
 // templates use ("", "d", "03d", ".2f", ".3e", ...); `integer`: an int value.
 // A spec Python would refuse for the value is a UsageError naming `where`.
+// A width or precision over 100 is refused too (no file system takes such a name).
 std::string python_format(double value, bool integer, const std::string& spec, const std::string& where);
+// The same checks without formatting: for a template read from a config.
+void check_format_spec(const std::string& spec, bool integer, const std::string& where);
 std::string fixed(double value, int decimals);  // Python's f"{value:.Nf}"
 
 std::string join_keys(const std::map<std::string, double>& metrics);

@@ -1,13 +1,18 @@
 #include "config/trainer_config.h"
 
 #include <cmath>
+#include <filesystem>
 #include <map>
 #include <regex>
 
 #include "config/yaml_util.h"
 #include "core/errors.h"
+#include "core/path_join.h"
 
 namespace salt::config {
+
+std::string profiler_report_name(const ProfilerConfig& p) { return "fit-" + p.filename.value_or("profiler") + ".txt"; }
+
 namespace {
 
 using T = TrainerConfig;
@@ -88,6 +93,18 @@ const bool kSimpleProfiler = register_component(
      "Time per stage and callback hook, Lightning's report.", Support::kFull, "",
      {"pytorch_lightning.profilers.SimpleProfiler", "lightning.pytorch.profilers.simple.SimpleProfiler"}});
 
+// The report is <dirpath>/fit-<filename>.txt: dirpath is the user's folder, and
+// filename must name a file in it (or below it), refused when the config is read.
+void check_profiler_filename(const ProfilerConfig& p) {
+  if (!p.filename) return;
+  const std::string where = "'trainer.profiler' filename '" + shown_in_message(*p.filename, 120) + "'";
+  const auto name = profiler_report_name(p);
+  if (!stays_below(name))
+    throw UsageError(where + " must stay inside the profiler's dirpath (not an absolute path, no '..')");
+  for (const auto& part : std::filesystem::path(name))
+    if (part.string().size() > 255) throw UsageError(where + " makes a file name longer than 255 bytes");
+}
+
 // trainer.profiler: "simple" or the SimpleProfiler component; Lightning's other
 // profilers time Python code, which salt-cpp does not run.
 void read_profiler(T& c, const YAML::Node& n) {
@@ -95,6 +112,7 @@ void read_profiler(T& c, const YAML::Node& n) {
   if (!given(n)) return;
   if (n.IsMap()) {
     c.profiler = n["init_args"] ? profiler_binding().read(n["init_args"]) : ProfilerConfig{};
+    check_profiler_filename(*c.profiler);
     return;
   }
   if (n.Scalar() != "simple")

@@ -28,6 +28,8 @@ struct ProfilerConfig {
   std::optional<std::string> dirpath, filename;
   bool extended = true;
 };
+// The report's file in dirpath (or the run directory): fit-<filename or profiler>.txt.
+std::string profiler_report_name(const ProfilerConfig& p);
 
 struct TrainerConfig {
   std::string accelerator = "auto";  // cpu, gpu/cuda, auto

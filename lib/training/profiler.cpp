@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "core/atomic_file.h"
+#include "core/path_join.h"
 
 namespace salt::training {
 namespace {
@@ -84,8 +85,8 @@ std::filesystem::path SimpleProfiler::report(const std::filesystem::path& run_di
   std::cerr << text;
   if (run_dir.empty() && !config_.dirpath) return {};
   const std::filesystem::path dir = config_.dirpath ? std::filesystem::path(*config_.dirpath) : run_dir;
-  const auto path = dir / ("fit-" + config_.filename.value_or("profiler") + ".txt");
-  std::filesystem::create_directories(dir);
+  const auto path = join_below(dir, config::profiler_report_name(config_), "'trainer.profiler' filename");
+  std::filesystem::create_directories(path.parent_path());  // filename may name folders below dirpath
   write_file_atomic(path, text);
   return path;
 }

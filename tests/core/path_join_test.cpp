@@ -29,5 +29,16 @@ TEST(JoinBelow, AbsoluteOrClimbingNamesAreRefusedByName) {
   }
 }
 
+TEST(JoinBelow, ALongNameIsCutInTheMessage) {
+  try {
+    join_below("/logs", "/" + std::string(100000, 'x'), "TensorBoardLogger 'name'");
+    ADD_FAILURE() << "accepted";
+  } catch (const UsageError& e) {
+    const std::string what = e.what();
+    EXPECT_LT(what.size(), 400u);
+    EXPECT_NE(what.find("... (99801 more characters)"), std::string::npos) << what;
+  }
+}
+
 }  // namespace
 }  // namespace salt::testing
