@@ -381,6 +381,12 @@ class ModelCheckpoint : public Callback {
     last_global_step_saved_ = s.global_step;
     last_checkpoint_saved_ = path;
     if (!s.main_rank) return;
+    // filename's folders stay below dirpath by name (check_filename); one of them
+    // replaced by a link must not take the checkpoint elsewhere.
+    if (!really_below(path, dirpath_))
+      throw InputError("ModelCheckpoint: not writing " + shown_in_message(path) +
+                       ": a symbolic link in it leads out of dirpath " + shown_in_message(dirpath_.string()) +
+                       "; remove the link");
     write_checkpoint(s, path, o_.save_weights_only);  // after the ranking above: the file holds its new state
     s.checkpoint_saved(path);
   }
@@ -394,16 +400,29 @@ class ModelCheckpoint : public Callback {
   }
 
   // Lightning's _should_remove_checkpoint: never the file the run resumed from,
-  // nor one outside dirpath.
+  // nor one outside dirpath. Outside means really outside: a path restored from a
+  // checkpoint may name any file, and a folder below dirpath may since have been
+  // replaced by a link to another place; such a file is kept, with one warning.
   void remove_if_ours(const FitState& s, const std::string& previous, const std::string& current) const {
     if (!s.main_rank || previous == current) return;
     std::error_code ec;
     const auto prev = fs::absolute(previous, ec);
-    if (!s.resumed_from.empty() && prev == fs::absolute(s.resumed_from, ec)) return;
+    if (!s.resumed_from.empty() &&
+        (prev == fs::absolute(s.resumed_from, ec) || fs::equivalent(prev, s.resumed_from, ec)))
+      return;
     const auto dir = fs::absolute(dirpath_, ec).lexically_normal();
     const auto rel = prev.lexically_normal().lexically_relative(dir);
-    if (rel.empty() || *rel.begin() == "..") return;
-    fs::remove(prev, ec);
+    if (rel.empty() || *rel.begin() == "..") {
+      spdlog::warn("ModelCheckpoint: keeping {}: it is outside dirpath {}", shown_in_message(previous),
+                   shown_in_message(dirpath_.string()));
+      return;
+    }
+    if (!really_below(prev, dirpath_)) {
+      spdlog::warn("ModelCheckpoint: keeping {}: a symbolic link in its path leads out of dirpath {}",
+                   shown_in_message(previous), shown_in_message(dirpath_.string()));
+      return;
+    }
+    fs::remove(resolved_folders(prev), ec);  // the folders just checked, not the path again
   }
 
   float score_at(const std::string& path) const {

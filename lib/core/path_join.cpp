@@ -31,4 +31,27 @@ fs::path join_below(const fs::path& base, const std::string& name, const std::st
   return base / fs::path(name);
 }
 
+fs::path resolved_folders(const fs::path& path) {
+  std::error_code ec;
+  const auto absolute = fs::absolute(path, ec);
+  if (ec) return {};
+  const auto name = absolute.filename();
+  // A path ending in "..", "." or "/" names a folder: resolved whole, as the system would.
+  if (name.empty() || name == "." || name == "..") {
+    const auto whole = fs::weakly_canonical(absolute, ec);
+    return ec ? fs::path() : whole;
+  }
+  const auto folders = fs::weakly_canonical(absolute.parent_path(), ec);
+  return ec ? fs::path() : folders / name;
+}
+
+bool really_below(const fs::path& path, const fs::path& dir) {
+  std::error_code ec;
+  const auto real_dir = fs::weakly_canonical(fs::absolute(dir, ec), ec);
+  if (ec) return false;
+  const auto real_path = resolved_folders(path);
+  const auto rel = real_path.lexically_relative(real_dir);
+  return !rel.empty() && rel != "." && *rel.begin() != "..";
+}
+
 }  // namespace salt

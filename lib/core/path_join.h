@@ -1,7 +1,8 @@
 // Joining a name from a config onto a directory (a logger's name and version, a
 // task's plot file, a checkpoint's file name): the result must stay below that
 // directory, whatever the name holds. Every configured name that becomes part of a
-// path goes through here.
+// path goes through here, and so does every removal of a file a run wrote into a
+// folder whose sub-folders may since have been replaced by symbolic links.
 #pragma once
 #include <filesystem>
 #include <string>
@@ -21,5 +22,17 @@ bool stays_below(const std::string& name);
 // absolute nor climbs out with "..". An empty name gives `base`. Otherwise throws
 // UsageError naming `what` (e.g. "TensorBoardLogger 'name'") and the value.
 std::filesystem::path join_below(const std::filesystem::path& base, const std::string& name, const std::string& what);
+
+// Whether `path` really lies below the folder `dir`: its folders resolved through
+// any symbolic links (a link inside `dir` may lead out of it), and `dir` resolved
+// the same way (a `dir` that is itself a link is the user's choice of folder). The
+// last part of `path` is taken as it is: removing a link removes the link only.
+// Parts that do not exist yet are taken lexically, as they will be created.
+bool really_below(const std::filesystem::path& path, const std::filesystem::path& dir);
+
+// `path` with its folders resolved as really_below resolves them (its last part
+// as it is): what a removal should name, so that a link swapped in afterwards
+// cannot redirect it. Empty where the folders cannot be resolved.
+std::filesystem::path resolved_folders(const std::filesystem::path& path);
 
 }  // namespace salt

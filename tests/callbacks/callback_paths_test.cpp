@@ -1,8 +1,9 @@
 // Paths that callbacks build from the config's text stay in their folder: a
 // ModelCheckpoint filename, salt's Checkpoint fname_string and the profiler's
 // filename that would leave it are refused when the config is read (no run
-// directory is made), its format specs too. Real `salt fit` runs of DL1 on toy
-// data (1000 jets, batches of 250).
+// directory is made), its format specs too; and a checkpoint folder replaced by a
+// symbolic link to another place is neither written through nor has files deleted
+// behind it. Real `salt fit` runs of DL1 on toy data (1000 jets, batches of 250).
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -126,6 +127,97 @@ TEST_F(CallbackPaths, FormatSpecsAreCheckedWhenTheConfigIsRead) {
   ASSERT_EQ(saved.size(), 1u);
   const auto name = saved[0].filename().string();
   EXPECT_EQ(name.size(), std::string("loss=0.").size() + 100 + std::string(".ckpt").size()) << name;
+}
+
+// filename '{epoch}/model': each epoch's checkpoint in its own folder below
+// dirpath. A folder of them replaced by a link to another place holds, there, a
+// file of the same name: the resumed run (save_top_k 1) must not delete it.
+TEST_F(CallbackPaths, ADeletionNeverFollowsALinkOutOfDirpath) {
+  const auto ckpts = dir / "mc";
+  const auto mc = model_checkpoint("dirpath: " + ckpts.string() + ", filename: '{epoch}/model', save_top_k: 1");
+  const auto first = fit("first", {"--trainer.max_epochs", "1", mc});
+  ASSERT_EQ(first.exit_code, 0) << first.err;
+  const auto epoch0 = ckpts / "epoch=0";
+  ASSERT_TRUE(fs::exists(epoch0 / "model.ckpt"));
+  const auto resume_from = dir / "resume.ckpt";
+  fs::copy_file(epoch0 / "model.ckpt", resume_from);
+  // The user's own folder, with a file named as the old checkpoint, now behind epoch=0.
+  const auto theirs = dir / "theirs";
+  fs::create_directories(theirs);
+  write_file(theirs / "model.ckpt", "not salt's\n");
+  fs::remove_all(epoch0);
+  fs::create_directory_symlink(theirs, epoch0);
+
+  const auto resumed = fit("second", {"--trainer.max_epochs", "2", "--ckpt_path", resume_from.string(),
+                                      "--model.lrs_config.last_epoch", "0", mc});
+  ASSERT_EQ(resumed.exit_code, 0) << resumed.err;
+  EXPECT_TRUE(fs::exists(ckpts / "epoch=1" / "model.ckpt"));
+  ASSERT_TRUE(fs::exists(theirs / "model.ckpt")) << resumed.err;
+  EXPECT_EQ(read_file(theirs / "model.ckpt"), "not salt's\n");
+  EXPECT_NE(resumed.err.find("ModelCheckpoint: keeping " + (epoch0 / "model.ckpt").string() +
+                             ": a symbolic link in its path leads out of dirpath"),
+            std::string::npos)
+      << resumed.err;
+}
+
+// The same layout, where the next checkpoint's folder is the link: the run
+// stops with one line instead of writing into the other place.
+TEST_F(CallbackPaths, AWriteNeverFollowsALinkOutOfDirpath) {
+  const auto ckpts = dir / "mc";
+  const auto mc = model_checkpoint("dirpath: " + ckpts.string() + ", filename: '{epoch}/model', save_top_k: -1");
+  const auto theirs = dir / "theirs";
+  fs::create_directories(ckpts);
+  fs::create_directories(theirs);
+  fs::create_directory_symlink(theirs, ckpts / "epoch=0");
+  const auto r = fit("write", {"--trainer.max_epochs", "1", mc});
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  EXPECT_EQ(error_lines(r.err), 1) << r.err;
+  EXPECT_NE(r.err.find("ModelCheckpoint: not writing " + (ckpts / "epoch=0" / "model.ckpt").string() +
+                       ": a symbolic link in it leads out of dirpath"),
+            std::string::npos)
+      << r.err;
+  EXPECT_TRUE(fs::is_empty(theirs));
+  // dirpath itself may be a link: it is the user's choice of folder.
+  const auto linked = dir / "linked";
+  fs::create_directory_symlink(theirs, linked);
+  const auto ok = fit("linked", {"--trainer.max_epochs", "1",
+                                 model_checkpoint("dirpath: " + linked.string() + ", filename: '{epoch}/model'")});
+  ASSERT_EQ(ok.exit_code, 0) << ok.err;
+  EXPECT_TRUE(fs::exists(theirs / "epoch=0" / "model.ckpt"));
+}
+
+// A checkpoint edited in Python (torch.load / torch.save, as a user or another
+// tool could) whose ModelCheckpoint state ranks a file outside dirpath as the
+// k-th best: the resumed run replaces it in the ranking and keeps the file.
+TEST_F(CallbackPaths, AResumedStateNamingAFileOutsideDirpathDeletesNothing) {
+  const auto ckpts = dir / "mc";
+  const auto mc = model_checkpoint("dirpath: " + ckpts.string() + ", monitor: val/loss, save_top_k: 1");
+  const auto first = fit("first", {"--trainer.max_epochs", "1", mc});
+  ASSERT_EQ(first.exit_code, 0) << first.err;
+  const auto saved = ckpts / "epoch=0-step=4.ckpt";
+  ASSERT_TRUE(fs::exists(saved));
+  const auto victim = dir / "victim.ckpt", edited = dir / "edited.ckpt";
+  write_file(victim, "not salt's\n");
+  const auto py = run_python(R"(
+import sys, torch
+ck = torch.load(sys.argv[1])
+(key,) = [k for k in ck["callbacks"] if k.startswith("ModelCheckpoint")]
+state, victim = ck["callbacks"][key], sys.argv[2]
+inf = torch.tensor(float("inf"))
+state.update(best_k_models={victim: inf}, kth_best_model_path=victim, kth_value=inf, best_model_path=victim,
+             best_model_score=inf)
+torch.save(ck, sys.argv[3])
+)",
+                             {saved.string(), victim.string(), edited.string()});
+  ASSERT_EQ(py.exit_code, 0) << py.err;
+  const auto resumed = fit("second", {"--trainer.max_epochs", "2", "--ckpt_path", edited.string(),
+                                      "--model.lrs_config.last_epoch", "0", mc});
+  ASSERT_EQ(resumed.exit_code, 0) << resumed.err;
+  EXPECT_EQ(read_file(victim), "not salt's\n");
+  EXPECT_TRUE(fs::exists(ckpts / "epoch=1-step=8.ckpt"));
+  EXPECT_NE(resumed.err.find("ModelCheckpoint: keeping " + victim.string() + ": it is outside dirpath"),
+            std::string::npos)
+      << resumed.err;
 }
 
 }  // namespace

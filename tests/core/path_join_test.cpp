@@ -3,6 +3,7 @@
 
 #include "core/errors.h"
 #include "core/path_join.h"
+#include "support/test_support.h"
 
 #include <vector>
 
@@ -38,6 +39,30 @@ TEST(JoinBelow, ALongNameIsCutInTheMessage) {
     EXPECT_LT(what.size(), 400u);
     EXPECT_NE(what.find("... (99801 more characters)"), std::string::npos) << what;
   }
+}
+
+// A link below the folder that leads out of it is outside; the folder itself may be a link.
+TEST(ReallyBelow, FoldersAreResolvedThroughLinksTheLastPartIsNot) {
+  TempDir dir;
+  const auto base = dir / "base", elsewhere = dir / "elsewhere";
+  std::filesystem::create_directories(base / "inside");
+  std::filesystem::create_directories(elsewhere);
+  std::filesystem::create_directory_symlink(elsewhere, base / "out");
+  std::filesystem::create_directory_symlink(base / "inside", base / "in");
+  std::filesystem::create_symlink(elsewhere / "file", base / "last");
+  std::filesystem::create_directory_symlink(base, dir / "base_link");
+  EXPECT_TRUE(really_below(base / "inside" / "f.ckpt", base));
+  EXPECT_TRUE(really_below(base / "in" / "f.ckpt", base));
+  EXPECT_TRUE(really_below(base / "new" / "deeper" / "f.ckpt", base));  // not there yet: as it will be made
+  EXPECT_TRUE(really_below(base / "last", base));                       // the link itself is below
+  EXPECT_TRUE(really_below(dir / "base_link" / "inside" / "f.ckpt", dir / "base_link"));
+  EXPECT_TRUE(really_below(base / "inside" / "f.ckpt", dir / "base_link"));
+  EXPECT_FALSE(really_below(base / "out" / "f.ckpt", base));
+  EXPECT_FALSE(really_below(base / "out" / "new" / "f.ckpt", base));
+  EXPECT_FALSE(really_below(base / "inside" / ".." / ".." / "f.ckpt", base));
+  EXPECT_FALSE(really_below(base / "out" / "..", base));  // the link's parent, elsewhere's, is dir
+  EXPECT_FALSE(really_below(base, base));
+  EXPECT_EQ(resolved_folders(base / "out" / "f.ckpt"), std::filesystem::canonical(elsewhere) / "f.ckpt");
 }
 
 }  // namespace
