@@ -12,6 +12,7 @@
 
 #include "cli/commands.h"
 #include "cli/version.h"
+#include "core/error_text.h"
 #include "core/errors.h"
 #include "core/memory.h"
 #include "core/signals.h"
@@ -34,19 +35,8 @@ void add_run_command(CLI::App& app, const std::string& name, const std::string& 
   });
 }
 
-// Error text can quote user input (a flag value, bytes of a binary "config"):
-// control characters are shown escaped so the error stays one line.
-std::string one_line(const std::string& text) {
-  std::string out;
-  for (unsigned char c : text) {
-    if (c == '\n') out += "\\n";
-    else if (c == '\r') out += "\\r";
-    else if (c == '\t') out += ' ';
-    else if (c < 0x20 || c == 0x7f) out += '?';
-    else out += static_cast<char>(c);
-  }
-  return out;
-}
+// Error text can quote user input: one line, bounded (core/error_text.h).
+std::string one_line(const std::string& text) { return error_line(text); }
 
 // An allocation that failed (std::bad_alloc, or LibTorch's allocator naming the size).
 int out_of_memory(const std::string& size) {

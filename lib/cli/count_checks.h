@@ -7,6 +7,8 @@ namespace salt::cli {
 
 // A whole number >= 1 (jets, slots, MiB).
 CLI::Validator positive_count();
+// A whole number from `min` to `max` (slots).
+CLI::Validator count_from(long long min, long long max);
 // A whole number >= 0 (0: none).
 CLI::Validator non_negative_count();
 // A seed: a whole number from 0 to 2^64 - 1 (a negative one would wrap silently).

@@ -95,6 +95,7 @@ int run_config_command(const std::string& command, const std::vector<std::string
     training::write_mup_shapes(resolved);
     return 0;
   }
+  training::threads_from_env();  // a bad OMP_NUM_THREADS is refused before workers start
   if (auto code = launch_local_workers(command, args, resolved.run.trainer)) return *code;
   install_stop_handlers();
   const int threads = training::configure_torch_threads(resolved.run.trainer);

@@ -72,7 +72,7 @@ void add_toydata_command(CLI::App& app) {
                   "(repeatable: overlays compose left to right on configs/base.yaml, as in salt fit).");
   auto* slots_option =
       sub->add_option("--slots", *slots, "With --config: slots per constituent type where data.num_inputs sets none.")
-          ->check(positive_count())
+          ->check(count_from(1, data::kMaxToySlots))
           ->capture_default_str();
   auto overwrite = std::make_shared<bool>(false);
   sub->add_flag("--overwrite", *overwrite, "Replace the files of an earlier toy data set in --output_dir.");

@@ -22,8 +22,24 @@ AcceptsArg schema_accepts() {
   return [](const std::string& class_path, const std::string& arg) { return components().accepts(class_path, arg); };
 }
 
-void merge_loaded(Composed& composed, const LoadedYaml& loaded) {
-  composed.tree = merge_values(composed.tree, loaded.root, schema_accepts());
+// Runs one step of composing (a file's merge, a flag) and checks the config it
+// leaves: a tree past the limits is refused naming the step (`where`) that took it
+// there. Three files, each within the limits, merged into a config past them were
+// "<yaml>:0: the document is too large".
+template <class Step>
+void within_limits(const std::string& where, const YAML::Node& tree, Step&& step) {
+  try {
+    step();
+    check_tree_size(tree);
+  } catch (const TreeTooLarge& e) {
+    throw UsageError(where + ": merged with what comes before it, " + e.what());
+  }
+}
+
+// `where` names the YAML in errors: its file, or what a text merged from memory is.
+void merge_loaded(Composed& composed, const LoadedYaml& loaded, const std::string& where) {
+  within_limits(where, composed.tree,
+                [&] { composed.tree = merge_values(composed.tree, loaded.root, schema_accepts()); });
   for (const auto& [key, where] : loaded.origins) composed.origins[key] = where;
 }
 
@@ -82,23 +98,29 @@ void emit_node(YAML::Emitter& out, const YAML::Node& node) {
 Composed compose(const std::string& base_file, const std::vector<ConfigOp>& ops) {
   Composed composed;
   composed.tree = YAML::Node(YAML::NodeType::Map);
-  if (!base_file.empty()) merge_loaded(composed, load_yaml_file(base_file));
+  if (!base_file.empty()) merge_loaded(composed, load_yaml_file(base_file), base_file);
   const auto accepts = schema_accepts();
   for (const auto& op : ops) {
     switch (op.kind) {
       case ConfigOp::Kind::kMergeFile:
-        merge_loaded(composed, load_yaml_file(op.target));
+        merge_loaded(composed, load_yaml_file(op.target), op.target);
         break;
       case ConfigOp::Kind::kMergeText:
-        merge_loaded(composed, load_yaml_string(op.value, op.target));
+        merge_loaded(composed, load_yaml_string(op.value, op.target), op.target);
         break;
       case ConfigOp::Kind::kSet: {
-        auto written = set_path(composed.tree, op.target, parse_cli_value(op.value), accepts, op.token);
+        std::string written;
+        within_limits("command line '" + op.token + "'", composed.tree, [&] {
+          written = set_path(composed.tree, op.target, parse_cli_value(op.value), accepts, op.token);
+        });
         record_cli_origin(composed.origins, written, op.token);
         break;
       }
       case ConfigOp::Kind::kAppend: {
-        auto written = append_path(composed.tree, op.target, parse_cli_value(op.value), op.token);
+        std::string written;
+        within_limits("command line '" + op.token + "'", composed.tree, [&] {
+          written = append_path(composed.tree, op.target, parse_cli_value(op.value), op.token);
+        });
         record_cli_origin(composed.origins, written, op.token);
         break;
       }

@@ -15,14 +15,20 @@ std::vector<std::string> string_list(const YAML::Node& n, const std::string& pat
   return out;
 }
 
-int64_t positive(const YAML::Node& n, const std::string& path) {
+// A proxy's width: 1 to kMaxMupWidth. Before, 10^8 or INT64_MAX reached LibTorch,
+// whose out-of-memory or "Storage size calculation overflowed" named no key.
+int64_t width(const YAML::Node& n, const std::string& path) {
+  const auto refuse = [&] {
+    return UsageError(path + ": expected a width from 1 to " + std::to_string(kMaxMupWidth) + ", got '" +
+                      (n && n.IsScalar() ? n.Scalar() : std::string(n ? "a list or mapping" : "nothing")) + "'");
+  };
   int64_t v = 0;
   try {
     v = n.as<int64_t>();
   } catch (const YAML::Exception&) {
-    throw UsageError(path + ": expected a positive integer");
+    throw refuse();
   }
-  if (v <= 0) throw UsageError(path + ": expected a positive integer, got " + std::to_string(v));
+  if (v < 1 || v > kMaxMupWidth) throw refuse();
   return v;
 }
 
@@ -61,8 +67,8 @@ MupConfig read_mup_config(const YAML::Node& node) {
     if (p.apply_to.size() != p.parameter_name.size())
       throw UsageError(path + ": give one parameter_name per apply_to entry (" + std::to_string(p.apply_to.size()) +
                        " vs " + std::to_string(p.parameter_name.size()) + ")");
-    p.parameter_base = positive(kv.second["parameter_base"], path + ".parameter_base");
-    p.parameter_delta = positive(kv.second["parameter_delta"], path + ".parameter_delta");
+    p.parameter_base = width(kv.second["parameter_base"], path + ".parameter_base");
+    p.parameter_delta = width(kv.second["parameter_delta"], path + ".parameter_delta");
     if (p.parameter_base == p.parameter_delta)
       throw UsageError(path + ": parameter_base and parameter_delta must differ (their difference marks the width)");
     for (const auto& entry : kv.second) {

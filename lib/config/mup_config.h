@@ -23,6 +23,10 @@ struct MupParameter {
   int64_t parameter_delta = 0;              // its value in the delta proxy model
 };
 
+// The widest proxy `salt mup` builds: 32x the zoo's widest model width (512),
+// where one width-square matrix already takes 1 GiB.
+constexpr int64_t kMaxMupWidth = 16384;
+
 struct MupConfig {
   std::string shape_path = "./temp_mup";  // salt's default folder
   std::vector<MupParameter> parameters;

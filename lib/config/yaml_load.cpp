@@ -65,15 +65,23 @@ YAML::Node copy_recording(const YAML::Node& node, const std::string& path, const
   return copy_impl(node, path, file, origins, budget, 0);
 }
 
+// One more node at `depth`: within the budget, or refused. A tree with no file
+// (merged, or copied from one) is TreeTooLarge, for its caller to place.
+void count_node(CopyBudget& budget, int depth, const std::string& file, const YAML::Node& node) {
+  if (depth <= CopyBudget::kMaxDepth && ++budget.nodes <= CopyBudget::kMaxNodes) return;
+  const bool deep = depth > CopyBudget::kMaxDepth;
+  if (file.empty())
+    throw TreeTooLarge(deep ? "the config is nested over " + std::to_string(CopyBudget::kMaxDepth) + " levels deep"
+                            : "the config has over " + std::to_string(CopyBudget::kMaxNodes) +
+                                  " values; salt-cpp reads at most that many (no config comes near)");
+  throw UsageError(file + ":" + std::to_string(node.Mark().line + 1) + ": the document is " +
+                   (deep ? "nested too deeply" : "too large (over " + std::to_string(CopyBudget::kMaxNodes) + " values)") +
+                   " (a recursive or exponentially repeated alias?)");
+}
+
 YAML::Node copy_impl(const YAML::Node& node, const std::string& path, const std::string& file, Origins* origins,
                      CopyBudget& budget, int depth) {
-  if (depth > CopyBudget::kMaxDepth || ++budget.nodes > CopyBudget::kMaxNodes)
-    throw UsageError((file.empty() ? std::string("<yaml>") : file) + ":" + std::to_string(node.Mark().line + 1) +
-                     ": the document is " +
-                     (depth > CopyBudget::kMaxDepth ? "nested too deeply"
-                                                    : "too large (over " + std::to_string(CopyBudget::kMaxNodes) +
-                                                          " values)") +
-                     " (a recursive or exponentially repeated alias?)");
+  count_node(budget, depth, file, node);
   if (origins && !file.empty() && !path.empty())
     (*origins)[path] = file + ":" + std::to_string(node.Mark().line + 1);
   switch (node.Type()) {
@@ -174,6 +182,21 @@ LoadedYaml load_text(const std::string& text, const std::string& where) {
 bool is_quoted(const YAML::Node& scalar) { return scalar.IsScalar() && scalar.Tag() == "!"; }
 
 YAML::Node copy_tree(const YAML::Node& node) { return copy_recording(node, "", "", nullptr); }
+
+namespace {
+void count_tree(const YAML::Node& node, CopyBudget& budget, int depth) {
+  count_node(budget, depth, "", node);
+  if (node.IsMap())
+    for (const auto& kv : node) count_tree(kv.second, budget, depth + 1);
+  else if (node.IsSequence())
+    for (const auto& item : node) count_tree(item, budget, depth + 1);
+}
+}  // namespace
+
+void check_tree_size(const YAML::Node& tree) {
+  CopyBudget budget;
+  count_tree(tree, budget, 0);
+}
 
 YAML::Node get_entry(const YAML::Node& map, const YAML::Node& key) {
   for (const auto& kv : map)

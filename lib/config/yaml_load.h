@@ -7,8 +7,17 @@
 #include <string>
 
 #include "config/origins.h"
+#include "core/errors.h"
 
 namespace salt::config {
+
+// copy_tree's refusal of a tree past its limits (nested too deeply, too many
+// values) when no file is there to name: the caller says where the tree came from
+// (the config file or flag whose merge took it past them).
+class TreeTooLarge : public UsageError {
+ public:
+  using UsageError::UsageError;
+};
 
 struct LoadedYaml {
   YAML::Node root;
@@ -23,8 +32,13 @@ LoadedYaml load_yaml_string(const std::string& text, const std::string& where);
 // `1e-5`); text that is not valid YAML stays a plain string.
 YAML::Node parse_cli_value(const std::string& text);
 
-// Deep copy that resolves merge keys and breaks alias sharing.
+// Deep copy that resolves merge keys and breaks alias sharing; TreeTooLarge past
+// the limits a loaded file has (check_tree_size).
 YAML::Node copy_tree(const YAML::Node& node);
+
+// TreeTooLarge when `tree` (a merged config) is past the limits a loaded file has:
+// a merge of files each within them may not be.
+void check_tree_size(const YAML::Node& tree);
 
 // A scalar that was quoted in the source (tag "!") is a string whatever it looks like.
 bool is_quoted(const YAML::Node& scalar);

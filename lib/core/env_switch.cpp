@@ -6,13 +6,21 @@
 
 namespace salt {
 
+std::string env_choice(const std::string& name, const char* value, const std::vector<EnvValue>& values) {
+  const std::string v = value ? value : "";
+  if (v.empty()) return v;
+  std::string expected;
+  for (std::size_t i = 0; i < values.size(); ++i) {
+    if (v == values[i].first) return v;
+    expected += (i == 0 ? "" : i + 1 == values.size() ? " or " : ", ") + values[i].first + " (" + values[i].second + ")";
+  }
+  throw UsageError(name + "=" + v + ": expected " + expected);
+}
+
 bool env_switch(const std::string& name, const char* value, bool otherwise, const std::string& off,
                 const std::string& on) {
-  const std::string v = value ? value : "";
-  if (v.empty()) return otherwise;
-  if (v == "0") return false;
-  if (v == "1") return true;
-  throw UsageError(name + "=" + v + ": expected 0 (" + off + ") or 1 (" + on + ")");
+  const auto chosen = env_choice(name, value, {{"0", off}, {"1", on}});
+  return chosen.empty() ? otherwise : chosen == "1";
 }
 
 bool env_switch(const std::string& name, bool otherwise, const std::string& off, const std::string& on) {

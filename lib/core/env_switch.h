@@ -1,10 +1,21 @@
-// On/off switches read from the environment (SALT_SHORT_ATTENTION,
-// SALT_SEGMENT_SUM_KERNEL, SALT_HOST_TWINS, SALT_COPY_STREAM, SALT_CUDA_GRAPHS): the same rule for
-// every one, so that a mistyped value is refused instead of read as one or the other.
+// Switches read from the environment: on/off ones (SALT_SHORT_ATTENTION,
+// SALT_SEGMENT_SUM_KERNEL, SALT_HOST_TWINS, SALT_COPY_STREAM, SALT_CUDA_GRAPHS) and ones
+// with named values (SALT_CPU_BF16: native or emulated). The same rule for every one,
+// so that a mistyped value is refused instead of read as one or the other.
 #pragma once
 #include <string>
+#include <utility>
+#include <vector>
 
 namespace salt {
+
+// A value a switch takes and what it means ("emulated", "bf16-rounded inputs ...").
+using EnvValue = std::pair<std::string, std::string>;
+
+// `value` (the variable's, null when unset): unset or empty -> ""; one of `values`
+// -> that value; anything else a UsageError naming `name`, the value and every
+// value with its meaning: "SALT_X=yes: expected 0 (off) or 1 (on)".
+std::string env_choice(const std::string& name, const char* value, const std::vector<EnvValue>& values);
 
 // `value` (the variable's, null when unset): unset or empty -> `otherwise`; "0" ->
 // off; "1" -> on; anything else a UsageError naming `name`, the value and what 0

@@ -61,6 +61,9 @@ class SchemaBuilder {
     if (d.sequence) {
       auto n = data_.num_inputs.find(input);
       d.slots = n == data_.num_inputs.end() ? slots_ : std::max<int64_t>(n->second, 1);
+      if (d.slots > kMaxToySlots)
+        throw UsageError(
+            fmt::format("data.num_inputs.{}: salt toydata writes 1 to {} slots, got {}", input, kMaxToySlots, d.slots));
     }
     schema_.datasets.push_back(std::move(d));
     return schema_.datasets.back();
@@ -251,7 +254,8 @@ void add_tasks(SchemaBuilder& b, const YAML::Node& model_model) {
 }  // namespace
 
 ToySchema toy_schema_from_config(const YAML::Node& model_model, const config::DataConfig& data, int64_t slots) {
-  if (slots < 1) throw UsageError(fmt::format("salt toydata: constituent slots must be positive, got {}", slots));
+  if (slots < 1 || slots > kMaxToySlots)
+    throw UsageError(fmt::format("--slots: must be a whole number from 1 to {}, not {}", kMaxToySlots, slots));
   SchemaBuilder b(data, slots);
   b.add_labeller();
   b.add_inputs();

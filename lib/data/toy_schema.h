@@ -59,9 +59,14 @@ struct ToySchema {
   std::string objects_dataset;  // MaskFormer's objects (data.mf_config), "" without
 };
 
+// The most constituent slots a toy dataset has: 10x the zoo's most (100 tracks).
+// Before, a billion (--slots, data.num_inputs) went to HDF5, whose chunk limit
+// (4 GiB) gave "filters can only be used with chunked layout", naming no key.
+constexpr int64_t kMaxToySlots = 1024;
+
 // The schema a config reads. `model_model` is the validated model.model node
-// (class_path + init_args); `slots` the constituent slots where data.num_inputs
-// sets none. UsageError naming the key for what cannot be generated.
+// (class_path + init_args); `slots` (1 to kMaxToySlots) the constituent slots where
+// data.num_inputs sets none. UsageError naming the key for what cannot be generated.
 ToySchema toy_schema_from_config(const YAML::Node& model_model, const config::DataConfig& data, int64_t slots);
 
 // Writes train/val/test files and the norm and class dicts of `schema` into

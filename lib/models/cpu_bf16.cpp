@@ -4,6 +4,7 @@
 #include <spdlog/spdlog.h>
 #include <torch/library.h>
 
+#include "core/env_switch.h"
 #include "core/torch_compat.h"
 
 #include <cstdlib>
@@ -95,11 +96,10 @@ std::unique_ptr<torch::Library> register_kernels() {
 }  // namespace
 
 bool cpu_bf16_emulated() {
-  if (const char* e = std::getenv("SALT_CPU_BF16")) {
-    const std::string v = e;
-    if (v == "native") return false;
-    if (v == "emulated") return true;
-  }
+  const auto chosen = env_choice("SALT_CPU_BF16", std::getenv("SALT_CPU_BF16"),
+                                 {{"native", "LibTorch's bf16 kernels"},
+                                  {"emulated", "bf16-rounded inputs multiplied in float32"}});
+  if (!chosen.empty()) return chosen == "emulated";
 #if defined(__x86_64__)
   __builtin_cpu_init();
   return !(__builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl") &&

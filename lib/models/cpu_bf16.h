@@ -16,6 +16,7 @@ namespace salt::models {
 
 // Whether bf16 matrix products on this CPU take the emulated path: SALT_CPU_BF16
 // ("native" or "emulated") decides when set, else the CPU's instruction set.
+// Another value is a UsageError naming the variable and both values (env_choice).
 bool cpu_bf16_emulated();
 
 // From now on (for the process), CPU autocast's bf16 linear, matmul, mm, bmm,

@@ -25,6 +25,7 @@
 #include "dist/session.h"
 #include "training/callback_registry.h"
 #include "models/attention_kernels.h"
+#include "models/cpu_bf16.h"
 #include "models/host_read.h"
 #include "models/segment_sum.h"
 #include "models/short_attention.h"
@@ -81,6 +82,7 @@ class FitRun {
     host_twins_enabled();
     copy_stream_enabled();
     cuda_graphs_enabled();
+    models::cpu_bf16_emulated();
   }
 
   FitResult run() {

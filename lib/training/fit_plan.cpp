@@ -1,6 +1,7 @@
 #include "training/fit_plan.h"
 
 #include <algorithm>
+#include <cstdint>
 #include <string>
 
 #include "core/errors.h"
@@ -66,6 +67,52 @@ void keep_resumed_schedule(const config::TrainerConfig& t, TrainPlan& p, const R
                    std::to_string(wanted) + " steps (salt's training guide)");
 }
 
+// After how many training batches validation runs (Lightning's val_check_batch).
+int64_t check_batch(const config::TrainerConfig& t, const TrainPlan& train) {
+  const auto& interval = t.val_check_interval;
+  if (dev_run(t) || interval.kind == BatchLimit::Kind::kAll) return train.train_batches;
+  if (interval.kind == BatchLimit::Kind::kFraction)
+    return std::max<int64_t>(1, static_cast<int64_t>(static_cast<double>(train.train_batches) * interval.value));
+  const auto batches = static_cast<int64_t>(interval.value);
+  if (t.check_val_every_n_epoch > 0 && batches > train.train_batches)
+    throw UsageError("'trainer.val_check_interval' (" + std::to_string(batches) +
+                     ") must not exceed the training batches per epoch (" + std::to_string(train.train_batches) +
+                     "); set 'trainer.check_val_every_n_epoch' to null to count batches across epochs");
+  return batches;
+}
+
+// a x b, or INT64_MAX where that overflows (max_epochs may be set huge).
+int64_t product(int64_t a, int64_t b) {
+  int64_t out = 0;
+  return __builtin_mul_overflow(a, b, &out) ? INT64_MAX : out;
+}
+
+// A run that ends at max_epochs: one stopped by max_steps validates once more
+// before it ends, whatever the interval.
+bool ends_at_max_epochs(const config::TrainerConfig& t, const TrainPlan& train) {
+  if (train.max_epochs <= 0) return false;
+  return t.max_steps <= 0 || t.max_steps > product(train.max_epochs, train.steps_per_epoch);
+}
+
+// Validation planned so that it never comes: no validation loss, so no checkpoint,
+// and the run would still say "finished". Lightning trains on without a word then;
+// salt-cpp refuses before training. Returns why, or "" when validation comes.
+std::string never_validates(const config::TrainerConfig& t, const ValPlan& v, const TrainPlan& train) {
+  if (v.val_batches <= 0 || dev_run(t) || !ends_at_max_epochs(t, train)) return "";
+  const std::string epochs = "'trainer.max_epochs' " + std::to_string(train.max_epochs);
+  const int64_t batches = product(train.max_epochs, train.train_batches);
+  if (v.every_n_epoch == 0 && v.check_batch > batches)
+    return "'trainer.val_check_interval' (" + std::to_string(v.check_batch) +
+           ") with 'trainer.check_val_every_n_epoch' null counts training batches across epochs, but this fit runs " +
+           std::to_string(batches) + " (" + epochs + " x " + std::to_string(train.train_batches) + " per epoch)";
+  // Within the epochs check_val_every_n_epoch picks; only a validation at the epoch's
+  // end comes at the last epoch too.
+  if (v.every_n_epoch > train.max_epochs && !v.at_epoch_end_only())
+    return "'trainer.check_val_every_n_epoch' (" + std::to_string(v.every_n_epoch) + ") exceeds " + epochs +
+           " and 'trainer.val_check_interval' validates within the epochs it picks";
+  return "";
+}
+
 }  // namespace
 
 TrainPlan plan_training(const config::TrainerConfig& t, const TrainCounts& c, const std::optional<ResumePoint>& resume,
@@ -101,19 +148,10 @@ ValPlan plan_validation(const config::TrainerConfig& t, int64_t available, const
   v.train_batches = train.train_batches;
   v.every_n_epoch = t.check_val_every_n_epoch;
   v.max_epochs = train.max_epochs;
-  v.check_batch = train.train_batches;
-  const auto& interval = t.val_check_interval;
-  if (dev_run(t) || interval.kind == BatchLimit::Kind::kAll) return v;
-  if (interval.kind == BatchLimit::Kind::kFraction) {
-    v.check_batch =
-        std::max<int64_t>(1, static_cast<int64_t>(static_cast<double>(train.train_batches) * interval.value));
-    return v;
-  }
-  v.check_batch = static_cast<int64_t>(interval.value);
-  if (v.every_n_epoch > 0 && v.check_batch > train.train_batches)
-    throw UsageError("'trainer.val_check_interval' (" + std::to_string(v.check_batch) +
-                     ") must not exceed the training batches per epoch (" + std::to_string(train.train_batches) +
-                     "); set 'trainer.check_val_every_n_epoch' to null to count batches across epochs");
+  v.check_batch = check_batch(t, train);
+  if (const auto why = never_validates(t, v, train); !why.empty())
+    throw UsageError(why + ": validation would never run, so no validation loss and no checkpoint; validate sooner, "
+                           "or set 'trainer.limit_val_batches' to 0 to train without validation");
   return v;
 }
 

@@ -1,6 +1,7 @@
 // Refusals docs/refusals.md listed without a test: each is one line on stderr, the
 // documented exit code, and nothing written.
 #include <gtest/gtest.h>
+#include <sched.h>
 #include <sys/stat.h>
 
 #include <filesystem>
@@ -30,7 +31,7 @@ TEST(Refusals, SharedFilesThatAreNotThereAreNamed) {
 TEST(Refusals, ToydataWithoutConstituentSlotsWritesNothing) {
   TempDir dir;
   expect_one_line(run_salt({"toydata", "-o", (dir / "toy").string(), "--num_train", "10", "--slots", "0"}), 2,
-                  "--slots: must be a whole number >= 1, not 0");
+                  "--slots: must be a whole number from 1 to 1024, not 0");
   EXPECT_FALSE(fs::exists(dir / "toy") && !fs::is_empty(dir / "toy"));
 }
 
@@ -203,10 +204,153 @@ TEST(Refusals, OverLongNamesAreOneLineNamingThePath) {
   };
   for (const auto& args : commands) {
     const auto r = run_salt(args, dir.path());
-    expect_one_line(r, 1, "salt: error: " + long_name);
+    // Its first and last 100 bytes (core/error_text.h): a path over 200 is shortened.
+    expect_one_line(r, 1, "salt: error: " + long_name.substr(0, 100) + "\u2026");
     EXPECT_NE(r.err.find(": File name too long"), std::string::npos) << r.err;
     EXPECT_EQ(r.err.find("internal error"), std::string::npos) << r.err;
   }
+}
+
+// The refusals below start `salt fit` on the shipped GN2 over toy data in their
+// folder, in batches of 50 so that an epoch is 4 steps; their run directories go to
+// <dir>/logs, which a refusal leaves absent.
+std::vector<std::string> small_fit(const TempDir& dir, std::vector<std::string> extra = {}) {
+  auto args = with_gn2({"fit"});
+  for (const auto* a : {"--data.batch_size", "50", "--trainer.max_epochs", "1", "--force", "--trainer.default_root_dir"})
+    args.push_back(a);
+  args.push_back((dir / "logs").string());
+  args.insert(args.end(), extra.begin(), extra.end());
+  return args;
+}
+
+int cores_this_process_may_use() {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  return sched_getaffinity(0, sizeof(set), &set) == 0 ? CPU_COUNT(&set) : 1;
+}
+
+// Before: the value went straight to LibTorch (100000 started tens of thousands of
+// threads, deaf to SIGTERM for minutes; a typo was ignored or a raw std::stoi
+// exception). The largest value tried is one above the range, so a regression starts
+// a few threads, not thousands, and `timeout` ends a run that would hang.
+TEST(Refusals, OmpNumThreadsOutsideItsRangeIsOneLine) {
+  TempDir dir;
+  write_toy_data(dir / "data" / "toy", 200, 50, 0);
+  const int cores = cores_this_process_may_use();
+  for (const auto& value : {std::string("abc"), std::string("0"), std::string("-2"), std::string("2.5"),
+                            std::string(" 2"), std::to_string(4 * cores + 1)}) {
+    std::vector<std::string> argv = {"timeout", "-s", "KILL", "120", salt_binary()};
+    for (const auto& a : small_fit(dir)) argv.push_back(a);
+    const auto r = run_process(argv, dir.path(), {"OMP_NUM_THREADS=" + value});
+    expect_one_line(r, 2,
+                    "salt: error: OMP_NUM_THREADS=" + value + ": expected a whole number from 1 to " +
+                        std::to_string(4 * cores) + " (4 threads for each of the " + std::to_string(cores) +
+                        " cores this process may use)");
+    EXPECT_FALSE(fs::exists(dir / "logs")) << value;
+  }
+}
+
+// Before: SALT_CPU_BF16=nativ was read as neither value, silently (the CPU decided).
+TEST(Refusals, CpuBf16TakesNativeOrEmulatedOnly) {
+  TempDir dir;
+  write_toy_data(dir / "data" / "toy", 200, 50, 0);
+  expect_one_line(run_salt(small_fit(dir), dir.path(), {"SALT_CPU_BF16=nativ"}), 2,
+                  "salt: error: SALT_CPU_BF16=nativ: expected native (LibTorch's bf16 kernels) or emulated "
+                  "(bf16-rounded inputs multiplied in float32)");
+  EXPECT_FALSE(fs::exists(dir / "logs"));
+}
+
+// Before: both trained to the end, never validated, kept no checkpoint and exited 0.
+TEST(Refusals, ValidationThatCanNeverRunIsRefusedBeforeTraining) {
+  TempDir dir;
+  write_toy_data(dir / "data" / "toy", 200, 50, 0);
+  const std::vector<std::string> across = {"--trainer.check_val_every_n_epoch", "null", "--trainer.val_check_interval",
+                                           "1000000", "--trainer.max_epochs", "2"};
+  expect_one_line(run_salt(small_fit(dir, across), dir.path()), 2,
+                  "'trainer.val_check_interval' (1000000) with 'trainer.check_val_every_n_epoch' null counts training "
+                  "batches across epochs, but this fit runs 8 ('trainer.max_epochs' 2 x 4 per epoch): validation would "
+                  "never run");
+  EXPECT_FALSE(fs::exists(dir / "logs"));
+  const std::vector<std::string> later = {"--trainer.check_val_every_n_epoch", "3", "--trainer.val_check_interval",
+                                          "0.5", "--trainer.max_epochs", "2"};
+  expect_one_line(run_salt(small_fit(dir, later), dir.path()), 2,
+                  "'trainer.check_val_every_n_epoch' (3) exceeds 'trainer.max_epochs' 2 and "
+                  "'trainer.val_check_interval' validates within the epochs it picks: validation would never run");
+  EXPECT_FALSE(fs::exists(dir / "logs"));
+}
+
+// Before: "salt: error: : No such file or directory" (a checkpoint without a config
+// beside it has its embedded config written to a temporary file).
+TEST(Refusals, AMissingTmpdirIsNamedWithItsValue) {
+  TempDir dir;
+  const auto fixture = source_dir() / "tests" / "fixtures" / "written_by_salt" / "GN2_cpu" / "ckpts";
+  fs::create_directories(dir / "run" / "ckpts");
+  const auto ckpt = dir / "run" / "ckpts" / "model.ckpt";
+  fs::copy_file(fixture / "epoch=001-val_loss=0.92230.ckpt", ckpt);
+  const auto missing = (dir / "no_such_tmp").string();
+  expect_one_line(run_salt({"test", "--ckpt_path", ckpt.string()}, dir.path(), {"TMPDIR=" + missing}), 1,
+                  "salt: error: TMPDIR=" + missing + ": no such folder for temporary files");
+}
+
+// Before: "<yaml>:0: the document is too large": files each within the limits merged
+// into a config past them, and no file was named.
+TEST(Refusals, AMergeOfConfigsPastTheLimitsNamesTheFile) {
+  TempDir dir;
+  for (const auto* name : {"big1", "big2", "big3"}) {
+    std::string text = std::string(name) + ":\n";
+    for (int m = 0; m < 40; ++m) {  // 32,000 values a file: within the 50,000 one file may have
+      text += "  m" + std::to_string(m) + ":\n";
+      for (int k = 0; k < 800; ++k) text += "    k" + std::to_string(k) + ": 1\n";
+    }
+    write_file(dir / (std::string(name) + ".yaml"), text);
+  }
+  const auto big2 = (dir / "big2.yaml").string();
+  expect_one_line(run_salt(with_gn2({"fit", "-c", (dir / "big1.yaml").string(), "-c", big2, "-c",
+                                     (dir / "big3.yaml").string(), "--print_config"}),
+                           dir.path()),
+                  2, "salt: error: " + big2 + ": merged with what comes before it, the config has over 50000 values");
+}
+
+// Before: a 10,000-character key was echoed whole, twice; now every word of an error
+// is at most ~200 characters, its first and last 100 bytes around an ellipsis.
+TEST(Refusals, AnOverlongKeyIsShortenedInTheError) {
+  const std::string key(10000, 'k');
+  const auto r = run_salt({"fit", "--trainer." + key, "1"});
+  expect_one_line(r, 2,
+                  "salt: error: command line '--trainer." + std::string(89, 'k') + "\u2026" + std::string(100, 'k') +
+                      " 1': 'trainer." + std::string(91, 'k') + "\u2026" + std::string(98, 'k') + "': unknown key");
+  EXPECT_LT(r.err.size(), 600u) << r.err.substr(0, 1000);
+}
+
+// Before: LibTorch's out-of-memory or "Storage size calculation overflowed" (muP),
+// HDF5's "filters can only be used with chunked layout" (toydata), naming no key.
+TEST(Refusals, ImpossibleWidthsAndSlotsNameTheirKeyAndRange) {
+  TempDir dir;
+  write_toy_data(dir / "data" / "toy", 200, 50, 0);
+  write_file(dir / "mup.yaml", R"(
+model:
+  mup_config:
+    shape_path: shapes
+    embed_dim: {apply_to: [init_nets, encoder], parameter_name: [output_size, embed_dim], parameter_base: 64,
+                parameter_delta: 16}
+)");
+  for (const std::string width : {"100000000", "9223372036854775807", "99999999999999999999"}) {
+    auto args = with_gn2({"mup", "-c", (dir / "mup.yaml").string(), "--model.mup_config.embed_dim.parameter_base", width});
+    expect_one_line(run_salt(args, dir.path()), 2,
+                    "salt: error: model.mup_config.embed_dim.parameter_base: expected a width from 1 to 16384, got '" +
+                        width + "'");
+  }
+  EXPECT_FALSE(fs::exists(dir / "shapes"));
+
+  const auto gn2 = (source_dir() / "configs" / "GN2.yaml").string();
+  const auto out = (dir / "toy2").string();
+  expect_one_line(run_salt({"toydata", "-o", out, "-c", gn2, "--num_train", "10", "--slots", "1000000000"}), 2,
+                  "--slots: must be a whole number from 1 to 1024, not 1000000000");
+  write_file(dir / "slots.yaml", "data:\n  num_inputs: {tracks: 100000000}\n");
+  expect_one_line(
+      run_salt({"toydata", "-o", out, "-c", gn2, "-c", (dir / "slots.yaml").string(), "--num_train", "10"}), 2,
+      "salt: error: data.num_inputs.tracks: salt toydata writes 1 to 1024 slots, got 100000000");
+  EXPECT_TRUE(!fs::exists(out) || fs::is_empty(out));
 }
 
 }  // namespace

@@ -3,6 +3,7 @@
 #include <stdlib.h>
 
 #include <string>
+#include <vector>
 
 #include "core/env_switch.h"
 #include "core/errors.h"
@@ -28,6 +29,20 @@ TEST(EnvSwitch, AnotherValueIsOneLineNamingTheVariableAndBothMeanings) {
   }
   EXPECT_THROW(env_switch("SALT_X", "true", false, "a", "b"), UsageError);
   EXPECT_THROW(env_switch("SALT_X", " 1", false, "a", "b"), UsageError);
+}
+
+TEST(EnvSwitch, NamedValuesFollowTheSameRuleNamingEveryValue) {
+  const std::vector<EnvValue> values = {{"native", "LibTorch's"}, {"emulated", "salt-cpp's"}, {"off", "none"}};
+  EXPECT_EQ(env_choice("SALT_X", nullptr, values), "");
+  EXPECT_EQ(env_choice("SALT_X", "", values), "");
+  EXPECT_EQ(env_choice("SALT_X", "emulated", values), "emulated");
+  try {
+    env_choice("SALT_X", "nativ", values);
+    ADD_FAILURE() << "SALT_X=nativ accepted";
+  } catch (const UsageError& e) {
+    EXPECT_EQ(std::string(e.what()), "SALT_X=nativ: expected native (LibTorch's), emulated (salt-cpp's) or off (none)");
+  }
+  EXPECT_THROW(env_choice("SALT_X", "Native", values), UsageError);
 }
 
 TEST(EnvSwitch, ReadsTheProcessEnvironment) {

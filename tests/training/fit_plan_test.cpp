@@ -185,6 +185,38 @@ TEST(FitPlan, BatchIntervalLongerThanAnEpochIsRefused) {
   EXPECT_EQ(plan_validation(t, 5, train).check_batch, 30);
 }
 
+// Lightning trains on without validating then (check_val_every_n_epoch None skips its
+// "val_check_interval must be less than or equal to the number of the training
+// batches" check); salt-cpp refuses, unless something else ends the run with a
+// validation (max_steps) or validation is off.
+TEST(FitPlan, ValidationThatNeverComesIsRefused) {
+  auto t = trainer(3);
+  t.check_val_every_n_epoch = 0;
+  t.val_check_interval = count(31);  // the run has 30 batches
+  EXPECT_THROW(plan_validation(t, 5, plan_training(t, batches(10), std::nullopt, -1)), UsageError);
+  t.val_check_interval = count(30);  // the last batch
+  EXPECT_EQ(plan_validation(t, 5, plan_training(t, batches(10), std::nullopt, -1)).check_batch, 30);
+  t.val_check_interval = count(1000000);
+  t.max_steps = 25;  // a run stopped by max_steps validates before it ends
+  EXPECT_NO_THROW(plan_validation(t, 5, plan_training(t, batches(10), std::nullopt, -1)));
+  t.max_steps = -1;
+  t.limit_val = count(0);  // no validation asked for
+  EXPECT_NO_THROW(plan_validation(t, 5, plan_training(t, batches(10), std::nullopt, -1)));
+  t.limit_val = BatchLimit{};
+  t.max_epochs = -1;  // no end: the interval comes
+  t.max_steps = -1;
+  EXPECT_NO_THROW(plan_validation(t, 5, plan_training(t, batches(10), std::nullopt, -1)));
+
+  // Every 4th of 3 epochs, within the epoch: never. Once per epoch at its end: the
+  // last epoch validates anyway.
+  auto every = trainer(3);
+  every.check_val_every_n_epoch = 4;
+  every.val_check_interval = fraction(0.5);
+  EXPECT_THROW(plan_validation(every, 5, plan_training(every, batches(10), std::nullopt, -1)), UsageError);
+  every.val_check_interval = BatchLimit{};
+  EXPECT_NO_THROW(plan_validation(every, 5, plan_training(every, batches(10), std::nullopt, -1)));
+}
+
 TEST(FitPlan, NoValidationBatchesMeansNoValidation) {
   auto t = trainer(2);
   t.limit_val = count(0);
