@@ -74,8 +74,9 @@ void count_node(CopyBudget& budget, int depth, const std::string& file, const YA
     throw TreeTooLarge(deep ? "the config is nested over " + std::to_string(CopyBudget::kMaxDepth) + " levels deep"
                             : "the config has over " + std::to_string(CopyBudget::kMaxNodes) +
                                   " values; salt-cpp reads at most that many (no config comes near)");
-  throw UsageError(file + ":" + std::to_string(node.Mark().line + 1) + ": the document is " +
-                   (deep ? "nested too deeply" : "too large (over " + std::to_string(CopyBudget::kMaxNodes) + " values)") +
+  const std::string what =
+      deep ? "nested too deeply" : "too large (over " + std::to_string(CopyBudget::kMaxNodes) + " values)";
+  throw UsageError(file + ":" + std::to_string(node.Mark().line + 1) + ": the document is " + what +
                    " (a recursive or exponentially repeated alias?)");
 }
 

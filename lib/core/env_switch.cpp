@@ -12,7 +12,8 @@ std::string env_choice(const std::string& name, const char* value, const std::ve
   std::string expected;
   for (std::size_t i = 0; i < values.size(); ++i) {
     if (v == values[i].first) return v;
-    expected += (i == 0 ? "" : i + 1 == values.size() ? " or " : ", ") + values[i].first + " (" + values[i].second + ")";
+    const char* before = i == 0 ? "" : i + 1 == values.size() ? " or " : ", ";
+    expected += before + values[i].first + " (" + values[i].second + ")";
   }
   throw UsageError(name + "=" + v + ": expected " + expected);
 }

@@ -216,7 +216,8 @@ TEST(Refusals, OverLongNamesAreOneLineNamingThePath) {
 // <dir>/logs, which a refusal leaves absent.
 std::vector<std::string> small_fit(const TempDir& dir, std::vector<std::string> extra = {}) {
   auto args = with_gn2({"fit"});
-  for (const auto* a : {"--data.batch_size", "50", "--trainer.max_epochs", "1", "--force", "--trainer.default_root_dir"})
+  for (const auto* a :
+       {"--data.batch_size", "50", "--trainer.max_epochs", "1", "--force", "--trainer.default_root_dir"})
     args.push_back(a);
   args.push_back((dir / "logs").string());
   args.insert(args.end(), extra.begin(), extra.end());
@@ -335,7 +336,8 @@ model:
                 parameter_delta: 16}
 )");
   for (const std::string width : {"100000000", "9223372036854775807", "99999999999999999999"}) {
-    auto args = with_gn2({"mup", "-c", (dir / "mup.yaml").string(), "--model.mup_config.embed_dim.parameter_base", width});
+    auto args =
+        with_gn2({"mup", "-c", (dir / "mup.yaml").string(), "--model.mup_config.embed_dim.parameter_base", width});
     expect_one_line(run_salt(args, dir.path()), 2,
                     "salt: error: model.mup_config.embed_dim.parameter_base: expected a width from 1 to 16384, got '" +
                         width + "'");
