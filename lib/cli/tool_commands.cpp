@@ -114,9 +114,10 @@ void add_shuffle_command(CLI::App& app) {
   sub->add_option("--seed", options->seed, "Random seed (the output is a pure function of it and the inputs).")
       ->check(seed_value())
       ->capture_default_str();
-  sub->add_option("--memory_mb", options->memory_mb,
-                  "Memory budget in MiB (growth of resident memory, HDF5's share (8 MiB) included; at least 10); the "
-                  "bucket files need free disk next to the output of about the uncompressed data size.")
+  sub->add_option(
+         "--memory_mb", options->memory_mb,
+         "Memory budget in MiB (growth of resident memory, HDF5's share (8 MiB) included; from 10 to 16777216); the "
+         "bucket files need free disk next to the output of about the uncompressed data size.")
       ->check(positive_count())
       ->capture_default_str();
   sub->add_flag("--overwrite", options->overwrite, "Replace an existing output file (never one of the inputs).");

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
+#include <sys/stat.h>
 #include <unistd.h>  // getpid
 
 #include <malloc.h>
@@ -9,6 +10,7 @@
 #include <cstdio>
 #include <cstring>
 #include <fstream>
+#include <map>
 #include <memory>
 #include <random>
 
@@ -27,6 +29,9 @@ namespace {
 // Measured: HDF5's library state, its chunk caches (1 MiB per open dataset) and LZF
 // buffers grow a shuffle's resident memory by 6-7 MiB whatever the budget; 8 are set aside.
 constexpr int64_t kHdf5ReserveMb = 8, kMinimumBudgetMb = 10;
+// 16 TiB: beyond any machine's memory, and far below where the budget in bytes
+// (memory_mb << 20) overflows int64 (near INT64_MAX it became 60,000 tiny buckets).
+constexpr int64_t kMaximumBudgetMb = int64_t{1} << 24;
 
 // Draws bucket b with probability (room left in b) / (room left in all): jets are
 // dealt into urns of fixed sizes without replacement. A Fenwick tree keeps a draw at
@@ -217,6 +222,21 @@ void collect(const std::vector<Part>& parts, const std::vector<int64_t>& sizes, 
   }
 }
 
+// The same file given twice (again, through a link, as ./x, or matched by a
+// wildcard too) would put each of its jets into the output twice: refused, by
+// device and inode, before anything is written.
+void refuse_repeated_inputs(const std::vector<fs::path>& files) {
+  std::map<std::pair<dev_t, ino_t>, fs::path> seen;
+  for (const auto& f : files) {
+    struct stat st {};
+    if (::stat(f.c_str(), &st) != 0) continue;  // a missing file is reported by whoever opens it
+    const auto [first, inserted] = seen.emplace(std::make_pair(st.st_dev, st.st_ino), f);
+    if (!inserted)
+      throw UsageError("salt shuffle: the input " + f.string() + " is the same file as " + first->second.string() +
+                       ": given twice, its jets would be written twice; give each input once");
+  }
+}
+
 std::vector<fs::path> expand_inputs(const std::vector<std::string>& inputs) {
   std::vector<fs::path> files;
   for (const auto& in : inputs) {
@@ -227,6 +247,7 @@ std::vector<fs::path> expand_inputs(const std::vector<std::string>& inputs) {
     for (auto& f : match_files(in)) files.push_back(std::move(f));
   }
   if (files.empty()) throw InputError("salt shuffle: no input files");
+  refuse_repeated_inputs(files);
   return files;
 }
 
@@ -236,6 +257,9 @@ ShuffleResult shuffle_files(const ShuffleOptions& o) {
   if (o.memory_mb < kMinimumBudgetMb)
     throw UsageError(fmt::format("--memory_mb must be at least {} (HDF5 itself takes about {} MiB)", kMinimumBudgetMb,
                                  kHdf5ReserveMb));
+  if (o.memory_mb > kMaximumBudgetMb)
+    throw UsageError(fmt::format("--memory_mb {} is beyond any machine: give MiB from {} to {} (16 TiB)", o.memory_mb,
+                                 kMinimumBudgetMb, kMaximumBudgetMb));
   const auto files = expand_inputs(o.inputs);
   for (const auto& f : files)
     if (fs::weakly_canonical(f) == fs::weakly_canonical(o.output))
@@ -258,7 +282,11 @@ ShuffleResult shuffle_files(const ShuffleOptions& o) {
   std::vector<int64_t> sizes(static_cast<size_t>(result.buckets), result.jets / result.buckets);
   for (int64_t i = 0; i < result.jets % result.buckets; ++i) ++sizes[static_cast<size_t>(i)];
   const int64_t block_rows = std::max<int64_t>(1, quarter / result.bytes_per_jet);
-  const size_t buffer_bytes = static_cast<size_t>(std::max<int64_t>(1, quarter / result.buckets));
+  // A bucket's buffer never holds more than the bucket: a large budget on small data
+  // reserves what the data needs, not the budget.
+  const int64_t bucket_bytes = sizes.front() * result.bytes_per_jet;
+  const size_t buffer_bytes =
+      static_cast<size_t>(std::max<int64_t>(1, std::min(quarter / result.buckets, bucket_bytes)));
 
   if (!fs::path(o.output).parent_path().empty())
     create_directories_or_fail(o.output.parent_path(), "output directory of salt shuffle");

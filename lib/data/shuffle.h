@@ -29,7 +29,7 @@ struct ShuffleOptions {
   std::vector<std::string> inputs;  // files or wildcard patterns; all with the same datasets
   std::filesystem::path output;
   uint64_t seed = 42;
-  int64_t memory_mb = 1024;  // peak growth of resident memory, HDF5's share (8 MiB) included; at least 10
+  int64_t memory_mb = 1024;  // peak growth of resident memory, HDF5's share (8 MiB) included; 10 to 16777216
   bool overwrite = false;    // replace an existing output (never an input)
 };
 
@@ -40,7 +40,8 @@ struct ShuffleResult {
 };
 
 // InputError on bad inputs (none matching, different datasets, rows differing between
-// a file's datasets, an unwritable output); StopRequested on SIGINT/SIGTERM.
+// a file's datasets, an unwritable output); UsageError for a budget outside 10..16777216
+// MiB or a file given twice (by device and inode); StopRequested on SIGINT/SIGTERM.
 ShuffleResult shuffle_files(const ShuffleOptions& options);
 
 }  // namespace salt::data

@@ -154,5 +154,44 @@ with h5py.File(sys.argv[1], "w") as f:
     EXPECT_EQ(e.path().filename().string().find(".buckets."), std::string::npos) << e.path();
 }
 
+// A budget near INT64_MAX overflowed to 60,000 tiny buckets; the same file given
+// twice (by any spelling: again, through a link, as ./x, or also matched by a
+// wildcard) wrote each of its jets twice. Both are refused in one line, exit 2,
+// before any output, bucket or temp file exists.
+TEST_F(Shuffle, AbsurdBudgetOrAnInputGivenTwiceIsRefusedBeforeWriting) {
+  const auto out = dir / "o.h5";
+  auto expect_refused = [&](const std::vector<std::string>& args, const std::string& message) {
+    std::vector<std::string> argv{"shuffle"};
+    argv.insert(argv.end(), args.begin(), args.end());
+    argv.insert(argv.end(), {"-o", out.string()});
+    auto r = run_salt(argv, dir.path());
+    EXPECT_EQ(r.exit_code, 2) << args.back() << ": " << r.err;
+    EXPECT_EQ(error_lines(r.err), 1) << r.err;
+    EXPECT_NE(r.err.find(message), std::string::npos) << r.err;
+    EXPECT_FALSE(fs::exists(out)) << args.back();
+    fs::remove(out);  // each case on its own, also where an output was written
+    for (const auto& e : fs::directory_iterator(dir.path()))
+      EXPECT_NE(e.path().filename().string().rfind(".o.h5", 0), 0u) << "left: " << e.path();
+  };
+  for (const std::string mb : {"9223372036854775807", "9223372036854775", "16777217"})
+    expect_refused({train().string(), "--memory_mb", mb},
+                   "--memory_mb " + mb + " is beyond any machine: give MiB from 10 to 16777216");
+
+  fs::create_symlink(train(), dir / "link.h5");
+  const std::string same = " is the same file as ";
+  expect_refused({train().string(), train().string()}, "the input " + train().string() + same + train().string());
+  expect_refused({train().string(), (dir / "link.h5").string()}, (dir / "link.h5").string() + same);
+  expect_refused({"data/pp_output_train.h5", "./data/pp_output_train.h5"}, "./data/pp_output_train.h5" + same);
+  expect_refused({train().string(), (dir / "data" / "pp_output_*.h5").string()}, same + train().string());
+
+  // The largest budget allowed runs (its buffers are sized by the data, not the budget).
+  auto largest = run_salt({"shuffle", train().string(), val().string(), "-o", out.string(), "--memory_mb", "16777216"},
+                          dir.path());
+  EXPECT_EQ(largest.exit_code, 0) << largest.err;
+  auto py = run_python(kSameJets, {out.string(), train().string(), val().string()});
+  EXPECT_EQ(py.exit_code, 0) << py.err;
+  EXPECT_EQ(py.out, "19000\n");
+}
+
 }  // namespace
 }  // namespace salt::testing
