@@ -249,7 +249,7 @@ CheckJets check_source(const training::RunSetup& setup, const ExportOptions& o) 
 }  // namespace
 
 ExportResult to_onnx(const ExportOptions& o) {
-  if (!fs::is_regular_file(o.ckpt_path)) throw UsageError("to_onnx: --ckpt_path " + o.ckpt_path.string() + " does not exist");
+  training::require_checkpoint_file(o.ckpt_path, "to_onnx: --ckpt_path");
   const auto& selections = track_selections();
   if (std::find(selections.begin(), selections.end(), o.track_selection) == selections.end())
     throw UsageError("--track_selection: '" + o.track_selection + "' is not one of Athena's track selections");

@@ -2,7 +2,9 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <fstream>
+#include <vector>
 
 #include "core/atomic_file.h"
 #include "core/errors.h"
@@ -512,12 +514,40 @@ void save_checkpoint(const std::filesystem::path& path, const CheckpointState& s
   write_file_atomic(path, serialize::torch_file_bytes(root));
 }
 
+namespace {
+
+// A checkpoint in `dir` or in its ckpts/ (a run directory given for its checkpoint),
+// for the message that refuses the directory; empty when there is none.
+std::filesystem::path a_checkpoint_in(const std::filesystem::path& dir) {
+  std::error_code ec;
+  for (const auto& d : {dir, dir / "ckpts"}) {
+    std::vector<std::filesystem::path> found;
+    for (const auto& entry : std::filesystem::directory_iterator(d, ec))
+      if (entry.path().extension() == ".ckpt" && entry.is_regular_file(ec)) found.push_back(entry.path());
+    if (!found.empty()) return *std::min_element(found.begin(), found.end());
+  }
+  return {};
+}
+
+}  // namespace
+
+void require_checkpoint_file(const std::filesystem::path& path, const std::string& what) {
+  const auto named = (what.empty() ? "" : what + " ") + path.string();
+  std::error_code ec;
+  const auto status = std::filesystem::status(path, ec);
+  if (std::filesystem::is_regular_file(status)) return;
+  if (!std::filesystem::exists(status)) throw InputError(named + " does not exist, expected a checkpoint file (.ckpt)");
+  if (std::filesystem::is_directory(status)) {
+    const auto example = a_checkpoint_in(path);
+    throw InputError(named + " is a directory, not a checkpoint: give a checkpoint file (.ckpt)" +
+                     (example.empty() ? std::string() : ", e.g. " + example.string()));
+  }
+  throw InputError(named + " is not a regular file (a device, FIFO or socket), not a checkpoint (.ckpt)");
+}
+
 CheckpointState load_checkpoint(const std::filesystem::path& path) {
   const auto source = path.string();
-  std::error_code ec;
-  if (!std::filesystem::is_regular_file(path, ec))
-    throw InputError(source + (std::filesystem::exists(path, ec) ? ": not a regular file" : ": no such file") +
-                     ", expected a checkpoint (.ckpt)");
+  require_checkpoint_file(path);
   std::ifstream in(path, std::ios::binary | std::ios::ate);
   if (!in) throw InputError(source + ": cannot read checkpoint");
   // One read of the whole file: an istreambuf_iterator copies it a character at a

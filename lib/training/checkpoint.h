@@ -84,6 +84,12 @@ std::vector<AdamParamState> adam_state(Optimization& optimization);
 void load_adam_state(Optimization& optimization, const std::vector<AdamParamState>& state, const std::string& source);
 
 void save_checkpoint(const std::filesystem::path& path, const CheckpointState& state, const Optimization* optimization);
+// InputError unless `path` is a checkpoint file, saying what it is instead: "<what>
+// <p> does not exist", "… is a directory, not a checkpoint: give a checkpoint file
+// (.ckpt), e.g. <p>/ckpts/<x>.ckpt", "… is not a regular file (a device, FIFO or
+// socket), not a checkpoint". `what` says where the path came from
+// ("to_onnx: --ckpt_path"); empty: the path alone. load_checkpoint checks it first.
+void require_checkpoint_file(const std::filesystem::path& path, const std::string& what = "");
 CheckpointState load_checkpoint(const std::filesystem::path& path);
 
 }  // namespace salt::training

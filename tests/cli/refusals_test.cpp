@@ -114,6 +114,30 @@ TEST(Refusals, TestWithoutATestFile) {
                   "'data.test_file' is not set: salt test needs a file to evaluate");
 }
 
+// A directory as the checkpoint (a run folder, its ckpts/) is said to be one, with
+// what is expected and a checkpoint it holds (before: "does not exist" from to_onnx,
+// "not a regular file" from the others), by every command that takes --ckpt_path.
+TEST(Refusals, ADirectoryAsCkptPathIsSaidToBeOne) {
+  TempDir dir;
+  write_toy_data(dir / "data" / "toy", 200, 50, 50);
+  const auto run = dir / "run";
+  fs::create_directories(run / "ckpts");
+  write_file(run / "ckpts" / "epoch=000.ckpt", "");
+  const std::string is_dir = run.string() + " is a directory, not a checkpoint: give a checkpoint file (.ckpt), e.g. " +
+                             (run / "ckpts" / "epoch=000.ckpt").string();
+  for (const std::string command : {"test", "validate", "predict"})
+    expect_one_line(run_salt({command, "--ckpt_path", run.string()}, dir.path()), 1,
+                    command + ": --ckpt_path " + is_dir);
+  for (const std::string command : {"fit", "test"})
+    expect_one_line(run_salt(with_gn2({command, "--ckpt_path", run.string()}), dir.path()), 1,
+                    command + ": ckpt_path " + is_dir);
+  expect_one_line(run_salt({"to_onnx", "--ckpt_path", run.string(), "--force"}, dir.path()), 1,
+                  "to_onnx: --ckpt_path " + is_dir);
+  expect_one_line(run_salt({"to_onnx", "--ckpt_path", (run / "ckpts").string(), "--force"}, dir.path()), 1,
+                  "to_onnx: --ckpt_path " + (run / "ckpts").string() + " is a directory, not a checkpoint");
+  EXPECT_FALSE(fs::exists(dir / "logs")) << "a run directory was made";
+}
+
 TEST(Refusals, SubmitOptionsThatCannotMakeAJob) {
   TempDir dir;
   write_toy_data(dir / "data" / "toy", 200, 50, 50);

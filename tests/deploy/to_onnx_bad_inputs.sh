@@ -60,6 +60,10 @@ expect_one_line "the checkpoint as --output" "is the checkpoint being exported" 
 expect_one_line "the config as --output" "is the config being exported" --ckpt_path "$ckpt" --output "$run/config.yaml" --overwrite
 [ "$(md5sum <"$ckpt")" = "$before" ] || { echo "FAIL the checkpoint changed"; exit 1; }
 expect_one_line "missing checkpoint" "does not exist" --ckpt_path "$work/none.ckpt"
+# A directory is said to be one (it was "does not exist"), with a checkpoint it holds as the example.
+expect_one_line "a directory as --ckpt_path" \
+  "to_onnx: --ckpt_path $run is a directory, not a checkpoint: give a checkpoint file (.ckpt), e.g. $run/ckpts/.*\.ckpt" \
+  --ckpt_path "$run"
 expect_one_line "missing config" "--config .*none.yaml does not exist" --ckpt_path "$ckpt" --config "$work/none.yaml"
 # --require_check where ONNX Runtime is missing: refused, and the unchecked file removed.
 mkdir -p "$work/no_ort"

@@ -102,7 +102,9 @@ TEST(Checkpoint, MismatchedModelIsAClearError) {
     training::load_checkpoint(dir.path());
     ADD_FAILURE() << "a directory was loaded as a checkpoint";
   } catch (const InputError& e) {
-    EXPECT_NE(std::string(e.what()).find("not a regular file, expected a checkpoint"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find(dir.path().string() + " is a directory, not a checkpoint: give a checkpoint file"),
+              std::string::npos)
+        << e.what();
   }
 }
 
