@@ -15,11 +15,11 @@
 
 #include "core/atomic_file.h"
 #include "core/errors.h"
+#include "core/remove_tree.h"
 #include "data/norm_dict.h"
 #include "models/maskformer_outputs.h"
 #include "models/salt_wrapper.h"
 #include "models/vertexing_task.h"
-#include "core/remove_tree.h"
 
 namespace salt::deploy {
 namespace fs = std::filesystem;
@@ -99,6 +99,9 @@ std::string ort_inputs_json(const Batch& b, const std::vector<Feature>& features
 
 Batch read_check_jets(training::RunSetup& setup, int64_t num_jets) {
   auto reader = training::open_reader(setup, setup.run.data.test_file, -1, "num_test", /*test_stage=*/true);
+  if (reader->num_rows() == 0)  // the edge jets are made from real ones
+    throw InputError("to_onnx: the test file " + setup.run.data.test_file +
+                     " holds no jets (0 rows) to check the export on; give a --test_file with jets");
   Batch batch = reader->read(0, std::min<int64_t>(num_jets, reader->num_rows()));
   append_edge_jets(batch);
   return batch;
@@ -222,6 +225,9 @@ ExportResult check_export(training::RunSetup& setup, const ExportPlan& plan, con
     throw;
   }
   salt::remove_tree(work);
+  if (got["jets"].size() != static_cast<size_t>(jets))
+    throw InputError("to_onnx: the ONNX Runtime runner " + runner.script.string() + " answered for " +
+                     std::to_string(got["jets"].size()) + " jets, salt-cpp asked about " + std::to_string(jets));
 
   ExportResult result;
   result.checked = true;
@@ -241,7 +247,12 @@ ExportResult check_export(training::RunSetup& setup, const ExportPlan& plan, con
     d.integer = p.per_constituent;
     bool nan = false, all_zero = true;
     for (int64_t j = 0; j < jets; ++j) {
-      const auto onnx = numbers(got["jets"][j][p.name]["data"]);
+      const YAML::Node& answer = got;
+      const auto output = answer["jets"][j][p.name];
+      if (!output)
+        throw InputError("to_onnx: the ONNX Runtime runner " + runner.script.string() + " gave no output " + p.name +
+                         " for jet " + std::to_string(j));
+      const auto onnx = numbers(output["data"]);
       auto ref = expected.at(p.name).per_jet[j].to(torch::kDouble).reshape({-1}).contiguous();
       if (static_cast<int64_t>(onnx.size()) != ref.numel())
         throw InputError("to_onnx: ONNX Runtime gave " + std::to_string(onnx.size()) + " values of " + p.name +

@@ -13,7 +13,8 @@
 namespace salt::deploy {
 
 // The first num_jets jets of data.test_file (fewer if the file has fewer) plus the
-// three edge jets: no constituents, one, every slot filled.
+// three edge jets: no constituents, one, every slot filled. InputError naming the
+// file when it holds no jets.
 Batch read_check_jets(training::RunSetup& setup, int64_t num_jets);
 
 // salt's check when there is no test file (salt/onnx/to_onnx.py checks on random
@@ -34,7 +35,7 @@ std::string ort_inputs_json(const Batch& b, const std::vector<Feature>& features
 // Reads num_jets from data.test_file (or draws them, CheckJets::kRandom); InputError when an output differs by more
 // than 1e-5 (float: absolute for values up to 1, relative above, so regression
 // outputs in MeV are held to float32's precision) or at all (int8), is NaN, or is
-// exactly 0 for every jet.
+// exactly 0 for every jet, and when the test file holds no jets.
 ExportResult check_export(training::RunSetup& setup, const ExportPlan& plan, const std::filesystem::path& model,
                           const OrtRunner& runner, int64_t num_jets, CheckJets source = CheckJets::kTestFile);
 

@@ -93,4 +93,46 @@ err=$("$salt" get_onnx_metadata "$work/good.onnx" -k no_such_key 2>&1 >/dev/null
 [ "$rc" -eq 1 ] && [ "$err" = "salt: error: $work/good.onnx: no metadata key 'no_such_key'" ] ||
   { echo "FAIL get_onnx_metadata -k no_such_key (exit $rc): $err"; exit 1; }
 echo "ok   get_onnx_metadata of a missing key: $err"
+
+# A test file without jets: one line naming it (it was LibTorch's argmax message).
+/usr/bin/python3 - "$work/tutorial/data/pp_output_test_ttbar.h5" "$work/no_jets.h5" <<'PY'
+import sys, h5py
+with h5py.File(sys.argv[1]) as src, h5py.File(sys.argv[2], "w") as dst:
+    dst.attrs.update(src.attrs)
+    for name, ds in src.items():
+        dst.create_dataset(name, data=ds[:0]).attrs.update(ds.attrs)
+PY
+expect_one_line "a test file without jets" "to_onnx: the test file $work/no_jets.h5 holds no jets (0 rows)" \
+  --ckpt_path "$ckpt" --test_file "$work/no_jets.h5" --output "$work/no_jets.onnx"
+[ -z "$(find "$work" -maxdepth 1 -name '*no_jets.onnx*')" ] || { echo "FAIL a test file without jets: a file was left"; exit 1; }
+
+# A runner that answers garbage (a real Node script, found as salt finds its runner:
+# <share>/scripts/ort_run.js, here through SALT_SHARE_DIR): one line naming the runner,
+# quoting at most 200 characters of the answer (it was `internal error: yaml-cpp ...`).
+share=$(cd "$(dirname "$salt")/../share/salt" && pwd)
+fake="$work/fake_share"
+mkdir -p "$fake/scripts"
+for entry in configs ort source; do ln -sfn "$share/$entry" "$fake/$entry"; done
+runner_answers() {  # runner_answers WHAT PATTERN ANSWER: the fake runner writes ANSWER as its outputs file
+  local what=$1 pattern=$2
+  printf 'require("fs").writeFileSync(process.argv[4], %s);\n' "$3" >"$fake/scripts/ort_run.js"
+  local err rc=0
+  err=$(SALT_SHARE_DIR="$fake" "$salt" to_onnx --force --ckpt_path "$ckpt" --output "$work/garbage.onnx" 2>&1 >/dev/null) ||
+    rc=$?
+  local line
+  line=$(printf '%s\n' "$err" | grep -v '^info:' || true)
+  if [ "$rc" -ne 1 ] || [ "$(printf '%s\n' "$line" | wc -l)" -ne 1 ] ||
+     ! printf '%s' "$line" | grep -q "^salt: error: the ONNX Runtime runner $fake/scripts/ort_run.js gave an answer salt cannot read ($pattern"; then
+    echo "FAIL runner answering $what (exit $rc):"; printf '%s\n' "$err" | cut -c1-400; exit 1
+  fi
+  [ "${#line}" -lt 500 ] || { echo "FAIL runner answering $what: a line of ${#line} characters"; exit 1; }
+  [ -z "$(find "$work" -maxdepth 1 -name '*garbage.onnx*')" ] || { echo "FAIL runner answering $what: a file was left"; exit 1; }
+  echo "ok   runner answering $what: $line"
+}
+runner_answers "a page of text" "not a JSON object" '"<html>" + "x".repeat(100000)'
+runner_answers "a number for the jets" "no list of jets" 'JSON.stringify({jets: 5})'
+runner_answers "a word for a value" "a value of 'GN2_pb' that is not a number" \
+  'JSON.stringify({jets: [{GN2_pb: {dims: [], data: ["lots"]}}]})'
+runner_answers "half a file" "not JSON: " '"{\"jets\": [{\"GN2_pb\": {\"dims\": [], \"data\": [0.1"'
+
 echo "to_onnx: every bad input refused in one line, nothing written"
