@@ -72,7 +72,7 @@ void config_for_lone_checkpoint(const std::string& command, config::RunArgs& run
     if (op.kind == config::ConfigOp::Kind::kSet && op.target == "ckpt_path") ckpt = op.value;
   }
   if (!ckpt || ckpt->empty() || *ckpt == "null") return;
-  training::require_checkpoint_file(*ckpt, command + ": --ckpt_path");
+  if (std::filesystem::exists(*ckpt)) training::require_checkpoint_file(*ckpt, command + ": --ckpt_path");
   run.ops.insert(run.ops.begin(), from_checkpoint.emplace(command, *ckpt).merge_op());
 }
 
@@ -97,8 +97,10 @@ int run_config_command(const std::string& command, const std::vector<std::string
     return 0;
   }
   training::threads_from_env();  // a bad OMP_NUM_THREADS is refused before workers start
-  // Before a run directory or worker exists: a directory is said to be one.
-  if (resolved.run.ckpt_path) training::require_checkpoint_file(*resolved.run.ckpt_path, command + ": ckpt_path");
+  // A directory is said to be one before a run directory or worker exists (a missing
+  // file is said where it is read, after the config's own checks).
+  if (resolved.run.ckpt_path && std::filesystem::exists(*resolved.run.ckpt_path))
+    training::require_checkpoint_file(*resolved.run.ckpt_path, command + ": ckpt_path");
   if (auto code = launch_local_workers(command, args, resolved.run.trainer)) return *code;
   install_stop_handlers();
   const int threads = training::configure_torch_threads(resolved.run.trainer);

@@ -536,6 +536,9 @@ void require_checkpoint_file(const std::filesystem::path& path, const std::strin
   std::error_code ec;
   const auto status = std::filesystem::status(path, ec);
   if (std::filesystem::is_regular_file(status)) return;
+  // The OS refused to look (a name too long, no permission): its reason, path first.
+  if (ec && ec != std::errc::no_such_file_or_directory && ec != std::errc::not_a_directory)
+    throw InputError(path.string() + ": " + ec.message());
   if (!std::filesystem::exists(status)) throw InputError(named + " does not exist, expected a checkpoint file (.ckpt)");
   if (std::filesystem::is_directory(status)) {
     const auto example = a_checkpoint_in(path);

@@ -87,7 +87,8 @@ void save_checkpoint(const std::filesystem::path& path, const CheckpointState& s
 // InputError unless `path` is a checkpoint file, saying what it is instead: "<what>
 // <p> does not exist", "… is a directory, not a checkpoint: give a checkpoint file
 // (.ckpt), e.g. <p>/ckpts/<x>.ckpt", "… is not a regular file (a device, FIFO or
-// socket), not a checkpoint". `what` says where the path came from
+// socket), not a checkpoint", or "<p>: <the OS's reason>" when it cannot look (a
+// name too long, no permission). `what` says where the path came from
 // ("to_onnx: --ckpt_path"); empty: the path alone. load_checkpoint checks it first.
 void require_checkpoint_file(const std::filesystem::path& path, const std::string& what = "");
 CheckpointState load_checkpoint(const std::filesystem::path& path);
