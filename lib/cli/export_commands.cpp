@@ -13,6 +13,7 @@
 #include "cli/commands.h"
 #include "cli/count_checks.h"
 #include "core/errors.h"
+#include "core/signals.h"
 #include "deploy/compare_models.h"
 #include "deploy/feature_map.h"
 #include "deploy/to_onnx.h"
@@ -60,6 +61,9 @@ void add_to_onnx(CLI::App& app) {
     if (sub->count("--output")) o->output = opt->output;
     if (sub->count("--test_file")) o->test_file = opt->test_file;
     if (sub->count("--object_name")) o->object_name = opt->object_name;
+    // SIGINT/SIGTERM stop the export, its ONNX Runtime child included: temporaries
+    // removed, main() prints one line and exits 128 + signal, as `salt fit` does.
+    install_stop_handlers();
     const auto result = deploy::to_onnx(*o);
     spdlog::info("Done! Saved ONNX model at {}{}", result.onnx.string(),
                  result.checked ? "" : " (not checked in ONNX Runtime)");

@@ -16,6 +16,7 @@
 #include "core/atomic_file.h"
 #include "core/errors.h"
 #include "core/remove_tree.h"
+#include "core/signals.h"
 #include "data/norm_dict.h"
 #include "models/maskformer_outputs.h"
 #include "models/salt_wrapper.h"
@@ -208,23 +209,26 @@ std::vector<double> numbers(const YAML::Node& data) {
 }  // namespace
 
 ExportResult check_export(training::RunSetup& setup, const ExportPlan& plan, const fs::path& model,
-                          const OrtRunner& runner, int64_t num_jets, CheckJets source) {
+                          const fs::path& work, const OrtRunner& runner, int64_t num_jets, CheckJets source) {
   Batch batch = source == CheckJets::kRandom ? random_check_jets(setup, num_jets) : read_check_jets(setup, num_jets);
   const int64_t jets = batch.inputs.at(plan.global_object).size(0);
+  if (int sig = stop_signal()) throw StopRequested{sig};
   const auto expected = expected_values(setup, plan, batch);
+  if (int sig = stop_signal()) throw StopRequested{sig};
 
-  char pattern[] = "/tmp/salt_onnx_check_XXXXXX";
-  if (!::mkdtemp(pattern)) throw InputError("to_onnx: cannot create a temporary directory in /tmp for the check");
-  const fs::path work(pattern);
+  std::error_code ec;
+  if (!fs::create_directory(work, ec))
+    throw InputError("to_onnx: cannot create the check's folder " + work.string() +
+                     (ec ? ": " + ec.message() : std::string(": it exists")));
   YAML::Node got;
   try {
     write_file_atomic(work / "inputs.json", ort_inputs_json(batch, plan.features, jets));
     got = run_ort(runner, model, work / "inputs.json", work / "outputs.json");
   } catch (...) {
-    salt::remove_tree(work);
+    salt::remove_tree(work, ec);
     throw;
   }
-  salt::remove_tree(work);
+  salt::remove_tree(work, ec);
   if (got["jets"].size() != static_cast<size_t>(jets))
     throw InputError("to_onnx: the ONNX Runtime runner " + runner.script.string() + " answered for " +
                      std::to_string(got["jets"].size()) + " jets, salt-cpp asked about " + std::to_string(jets));

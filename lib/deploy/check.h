@@ -35,8 +35,11 @@ std::string ort_inputs_json(const Batch& b, const std::vector<Feature>& features
 // Reads num_jets from data.test_file (or draws them, CheckJets::kRandom); InputError when an output differs by more
 // than 1e-5 (float: absolute for values up to 1, relative above, so regression
 // outputs in MeV are held to float32's precision) or at all (int8), is NaN, or is
-// exactly 0 for every jet, and when the test file holds no jets.
+// exactly 0 for every jet, and when the test file holds no jets. The runner's input
+// and answer go to `work`, a new folder removed on every way out (StopRequested on
+// SIGINT/SIGTERM included; the caller names it so that a SIGKILL's leftover is found).
 ExportResult check_export(training::RunSetup& setup, const ExportPlan& plan, const std::filesystem::path& model,
-                          const OrtRunner& runner, int64_t num_jets, CheckJets source = CheckJets::kTestFile);
+                          const std::filesystem::path& work, const OrtRunner& runner, int64_t num_jets,
+                          CheckJets source = CheckJets::kTestFile);
 
 }  // namespace salt::deploy

@@ -75,16 +75,18 @@ OrtRunner find_ort_runner() {
   if (!fs::exists(r.script, ec)) r.missing = r.script.string() + " is missing";
   else if (!fs::exists(dir / "node_modules" / "onnxruntime-node", ec))
     r.missing = "onnxruntime-node is not installed in " + dir.string() + " (run scripts/bootstrap.sh)";
-  else if (run_command({"node", "--version"}).exit_code != 0)
+  else if (run_command({"node", "--version"}, {/*stop_with_salt=*/true}).exit_code != 0)
     r.missing = "node (Node.js) is not on PATH";
   return r;
 }
 
 YAML::Node run_ort(const OrtRunner& runner, const fs::path& model, const fs::path& inputs_json,
                    const fs::path& outputs_json, int threads, int repeat) {
+  // Node dies with salt: on SIGINT/SIGTERM (StopRequested comes out of here) and on SIGKILL.
   auto result =
       run_command({"node", runner.script.string(), model.string(), inputs_json.string(), outputs_json.string(),
-                   "--threads", std::to_string(threads), "--repeat", std::to_string(repeat)});
+                   "--threads", std::to_string(threads), "--repeat", std::to_string(repeat)},
+                  {/*stop_with_salt=*/true});
   if (result.exit_code != 0) {
     auto msg = result.output;
     while (!msg.empty() && (msg.back() == '\n' || msg.back() == '\r')) msg.pop_back();

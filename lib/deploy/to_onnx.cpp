@@ -13,6 +13,7 @@
 #include "core/atomic_file.h"
 #include "core/errors.h"
 #include "core/provenance.h"
+#include "core/signals.h"
 #include "deploy/check.h"
 #include "deploy/export_plan.h"
 #include "deploy/metadata.h"
@@ -263,6 +264,11 @@ ExportResult to_onnx(const ExportOptions& o) {
   std::optional<training::CheckpointConfig> from_checkpoint;
   std::vector<config::ConfigOp> ops{config_op(o, from_checkpoint)};
   const auto out_path = output_path(o);
+  // A to_onnx killed before it could clean up (SIGKILL) left its temp model and check
+  // folder next to the output (its ONNX Runtime child died with it: core/run_command.h).
+  if (const int n = remove_dead_leftovers_of(out_path))
+    spdlog::info("removed {} temp file(s) and check folder(s) left next to {} by killed processes", n,
+                 out_path.string());
 
   if (o.test_file) ops.push_back({config::ConfigOp::Kind::kSet, "data.test_file", *o.test_file, "--test_file " + *o.test_file});
   auto resolved = config::resolve(config::find_base_config(), ops);
@@ -281,6 +287,7 @@ ExportResult to_onnx(const ExportOptions& o) {
   }
   setup.model->eval();
   float32_on_cpu(*setup.model);
+  if (int sig = stop_signal()) throw StopRequested{sig};
 
   const auto name = model_name(o, setup.run.name);
   const auto tasks = chosen_tasks(o, *setup.model->model);
@@ -299,8 +306,12 @@ ExportResult to_onnx(const ExportOptions& o) {
   result.onnx = out_path;
   try {
     const auto runner = find_ort_runner();
+    if (int sig = stop_signal()) throw StopRequested{sig};
     if (runner.available()) {
-      result = check_export(setup, plan, tmp, runner, o.check_jets, check_source(setup, o));
+      // Named as remove_dead_leftovers_of(out_path) finds it: .<output>.check.<pid>
+      const auto work =
+          out_path.parent_path() / ("." + out_path.filename().string() + ".check." + std::to_string(getpid()));
+      result = check_export(setup, plan, tmp, work, runner, o.check_jets, check_source(setup, o));
       result.onnx = out_path;
     } else if (o.require_check) {
       throw UsageError("to_onnx: cannot check the export in ONNX Runtime: " + runner.missing);

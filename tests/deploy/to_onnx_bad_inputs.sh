@@ -135,4 +135,75 @@ runner_answers "a word for a value" "a value of 'GN2_pb' that is not a number" \
   'JSON.stringify({jets: [{GN2_pb: {dims: [], data: ["lots"]}}]})'
 runner_answers "half a file" "not JSON: " '"{\"jets\": [{\"GN2_pb\": {\"dims\": [], \"data\": [0.1"'
 
+# Stopped while ONNX Runtime checks: SIGTERM/SIGINT stop the Node child, remove the
+# temp model and the check folder, say so in one line and exit 128+N; after SIGKILL
+# the child dies with salt (PR_SET_PDEATHSIG) and the next to_onnx into the same
+# place removes what was left. A larger test file keeps the check running long enough.
+/usr/bin/python3 - "$work/tutorial/data/pp_output_test_ttbar.h5" "$work/many_jets.h5" <<'PY'
+import sys, h5py, numpy as np
+with h5py.File(sys.argv[1]) as src, h5py.File(sys.argv[2], "w") as dst:
+    dst.attrs.update(src.attrs)
+    for name, ds in src.items():
+        dst.create_dataset(name, data=np.concatenate([ds[:]] * 200)).attrs.update(ds.attrs)
+PY
+runner_child_of() {  # runner_child_of PID: the pid of the `node .../ort_run.js` whose parent is PID, or nothing
+  local stat line fields dir  # (read from /proc; `node --version`, run first, is not the check)
+  for stat in /proc/[0-9]*/stat; do
+    { read -r line <"$stat"; } 2>/dev/null || continue
+    case $line in *" (node) "*) ;; *) continue ;; esac
+    fields=(${line##*) })  # state, ppid, ...
+    dir=${stat%/stat}
+    if [ "${fields[1]}" = "$1" ] && grep -qa ort_run.js "$dir/cmdline" 2>/dev/null; then echo "${dir#/proc/}"; return 0; fi
+  done
+  return 0
+}
+running() {  # running PID: the process exists and is no zombie (a killed orphan waits to be reaped by its new parent)
+  local line fields
+  { read -r line <"/proc/$1/stat"; } 2>/dev/null || return 1
+  fields=(${line##*) })
+  [ "${fields[0]}" != Z ]
+}
+start_check() {  # start_check OUTPUT: a to_onnx in the background; sets pid and child once Node runs
+  "$salt" to_onnx --force --ckpt_path "$ckpt" --test_file "$work/many_jets.h5" --check_jets 100000 --output "$1" \
+    >/dev/null 2>"$1.err" &
+  pid=$! child=""
+  for _ in $(seq 1200); do
+    child=$(runner_child_of "$pid")
+    [ -n "$child" ] && return
+    sleep 0.05
+  done
+  echo "FAIL no ONNX Runtime runner (node ort_run.js) child of salt to_onnx within a minute:"; cat "$1.err"; exit 1
+}
+for sig in TERM INT; do
+  out="$work/stopped_$sig.onnx"
+  start_check "$out"
+  kill -s "$sig" "$pid"
+  rc=0
+  wait "$pid" || rc=$?
+  code=$((128 + $(kill -l "$sig")))
+  err=$(grep -v '^info:' "$out.err" || true)
+  if [ "$rc" -ne "$code" ] || [ "$(printf '%s\n' "$err" | wc -l)" -ne 1 ] ||
+     ! printf '%s' "$err" | grep -q "^salt: stopped by signal $((code - 128)) "; then
+    echo "FAIL SIG$sig during the check (exit $rc, expected $code):"; cat "$out.err"; exit 1
+  fi
+  if running "$child"; then echo "FAIL SIG$sig: the node child $child still runs"; exit 1; fi
+  left=$(find "$work" -maxdepth 1 -name "*stopped_$sig.onnx*" ! -name '*.err')
+  [ -z "$left" ] || { echo "FAIL SIG$sig: left $left"; exit 1; }
+  echo "ok   SIG$sig during the ONNX Runtime check: $err"
+done
+out="$work/killed.onnx"
+start_check "$out"
+kill -s KILL "$pid"
+{ wait "$pid"; } 2>/dev/null || true  # bash's "Killed" notice is expected here
+for _ in $(seq 20); do running "$child" || break; sleep 0.05; done  # the kernel kills it at once
+if running "$child"; then echo "FAIL SIGKILL: the node child $child outlived salt"; exit 1; fi
+[ -n "$(find "$work" -maxdepth 1 -name ".killed.onnx.tmp.$pid.*")" ] && [ -d "$work/.killed.onnx.check.$pid" ] ||
+  { echo "FAIL SIGKILL: expected the temp model and check folder of $pid, found:"; ls -A "$work"; exit 1; }
+"$salt" to_onnx --force --ckpt_path "$ckpt" --output "$out" 2>"$out.err" >/dev/null ||
+  { echo "FAIL the export after SIGKILL:"; cat "$out.err"; exit 1; }
+grep -q "removed 2 temp file(s) and check folder(s) left next to $out by killed processes" "$out.err" ||
+  { echo "FAIL the export after SIGKILL did not say what it removed:"; cat "$out.err"; exit 1; }
+left=$(find "$work" -maxdepth 1 -name ".killed.onnx*")
+[ -z "$left" ] && [ -f "$out" ] || { echo "FAIL after SIGKILL and a new export: left $left"; exit 1; }
+echo "ok   SIGKILL during the check: the node child died with salt, the next export removed the temp model and check folder"
 echo "to_onnx: every bad input refused in one line, nothing written"
