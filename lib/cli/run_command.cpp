@@ -103,17 +103,21 @@ int run_config_command(const std::string& command, const std::vector<std::string
     training::require_checkpoint_file(*resolved.run.ckpt_path, command + ": ckpt_path");
   if (auto code = launch_local_workers(command, args, resolved.run.trainer)) return *code;
   install_stop_handlers();
-  const int threads = training::configure_torch_threads(resolved.run.trainer);
-  spdlog::info("computing with {} CPU thread(s) (set OMP_NUM_THREADS to change)", threads);
+  const auto threads = training::configure_torch_threads(resolved.run.trainer);
+  spdlog::info("computing with {} CPU thread(s): {}{}", threads.threads, threads.why,
+               threads.why == "OMP_NUM_THREADS" ? "" : " (OMP_NUM_THREADS sets another count)");
   if (command == "fit") {
     training::FitHooks hooks;
     const auto& run = resolved.run;
-    hooks.before_start = [&run](const std::filesystem::path& run_dir) {
+    hooks.before_start = [&run, threads](const std::filesystem::path& run_dir) {
       GitCheckOptions git;
       git.force = run.force;
       git.tag = run.tag;
       git.logs_root = run_dir.parent_path();
-      return check_git_and_tag(run_dir, git);
+      auto meta = check_git_and_tag(run_dir, git);
+      meta["compute_threads"] = threads.threads;  // metadata.yaml: how the run computed, and why
+      meta["compute_threads_why"] = threads.why;
+      return meta;
     };
     auto result = training::fit(resolved, hooks);
     if (result.requeued && !result.requeue_submitted) {

@@ -1,6 +1,5 @@
 #include "training/threads.h"
 
-#include <sched.h>
 #include <torch/torch.h>
 
 #include <algorithm>
@@ -8,16 +7,12 @@
 #include <string>
 
 #include "core/errors.h"
+#include "dist/launch_env.h"
 #include "training/device.h"
 
 namespace salt::training {
 
-int usable_cores() {
-  cpu_set_t set;
-  CPU_ZERO(&set);
-  if (sched_getaffinity(0, sizeof(set), &set) != 0) return 1;
-  return std::max(1, CPU_COUNT(&set));
-}
+int usable_cores() { return affinity_cores(); }
 
 std::optional<int> threads_from_env(const char* value, int cores) {
   const std::string v = value ? value : "";
@@ -35,13 +30,18 @@ std::optional<int> threads_from_env(const char* value, int cores) {
 
 std::optional<int> threads_from_env() { return threads_from_env(std::getenv("OMP_NUM_THREADS"), usable_cores()); }
 
-int configure_torch_threads(const TrainerConfig& trainer) {
+ThreadChoice configure_torch_threads(const TrainerConfig& trainer) {
+  ThreadChoice choice;
   if (const auto threads = threads_from_env()) {
-    torch::set_num_threads(*threads);
-  } else if (select_device(trainer).is_cuda()) {
-    torch::set_num_threads(1);
+    choice = {*threads, "OMP_NUM_THREADS"};
+  } else {
+    auto in = this_machine();
+    in.local_ranks = dist::read_dist_env(dist::process_environment()).local_world_size;
+    in.on_gpu = select_device(trainer).is_cuda();
+    choice = choose_threads(in);
   }
-  return torch::get_num_threads();
+  torch::set_num_threads(choice.threads);
+  return {torch::get_num_threads(), choice.why};
 }
 
 }  // namespace salt::training

@@ -1,9 +1,11 @@
-// How many threads LibTorch computes with. Measured on the 2-core CI machine
-// (bench_fit): one intra-op thread (LibTorch's default there) trains the toy GN2
-// 2.2x faster than two, because OpenBLAS already runs its own threads inside each
-// matrix product and the loader threads need a core too. So on the CPU salt-cpp
-// keeps LibTorch's default and lets OMP_NUM_THREADS (the usual knob) decide
-// otherwise.
+// How many threads LibTorch computes with: OMP_NUM_THREADS when set, else the
+// rule of core/cpu_budget.h (choose_threads): on the CPU every core this process
+// may use (its affinity mask, its cgroup's quota), shared among the ranks on the
+// node; on a GPU one thread. LibTorch 1.13's own default was one thread on some
+// machines, and LibTorch 2's is the machine's cores, whatever the mask, quota or
+// ranks. Measured on the 2-core machine (AMD EPYC, no AVX-512) at 2 compute
+// threads against 1: GN2 at batch 1000 ~15 % faster in fp32 and in bf16-mixed,
+// with 2 loader workers as with none (docs/performance.md, "Threads").
 //
 // A run on a GPU computes with one thread unless OMP_NUM_THREADS says otherwise:
 // the card does the maths, and what the host computes there is small tensors (the
@@ -16,6 +18,7 @@
 
 #include <optional>
 
+#include "core/cpu_budget.h"
 #include "training/trainer_config.h"
 
 namespace salt::training {
@@ -36,8 +39,9 @@ std::optional<int> threads_from_env(const char* value, int cores);
 // anything is started or written, so that a bad value is refused first.
 std::optional<int> threads_from_env();
 
-// Applies OMP_NUM_THREADS when set (threads_from_env), else one thread when the
-// trainer config runs on a GPU (select_device); returns torch's intra-op thread count.
-int configure_torch_threads(const TrainerConfig& trainer);
+// Applies OMP_NUM_THREADS when set (threads_from_env), else choose_threads for
+// this machine, the node's ranks (the launcher's LOCAL_WORLD_SIZE or Slurm's tasks
+// per node) and the trainer's device; returns torch's intra-op thread count and why.
+ThreadChoice configure_torch_threads(const TrainerConfig& trainer);
 
 }  // namespace salt::training
