@@ -104,12 +104,17 @@ def listing(group):
         raise CannotCompare(f"{shown(group.file.filename)}: cannot read its {where}: {shown(e)}") from None
 
 
+# Float fields compared, and those with a finite value in either file: NaN == NaN
+# everywhere is no agreement, but one all-NaN field beside finite ones can be real.
+FLOATS_SEEN = {"fields": 0, "finite": 0}
+
+
 def compare_floats(name, u, v, atol, files):
     """The largest finite difference of one float field; exits 1 where it or the non-finite values differ."""
     u, v = u.astype(np.float64), v.astype(np.float64)
     finite = np.isfinite(u)
-    if u.size and not finite.any() and not np.isfinite(v).any():  # NaN == NaN everywhere is no agreement
-        raise CannotCompare(f"{name}: no finite value in {shown(files[0])} nor {shown(files[1])}: nothing to compare")
+    FLOATS_SEEN["fields"] += 1
+    FLOATS_SEEN["finite"] += int(bool(finite.any() or np.isfinite(v).any()))
     # NaN and +-inf must sit in the same places with the same values; the tolerance
     # applies to the finite values only.
     if not np.array_equal(finite, np.isfinite(v)):
@@ -186,6 +191,8 @@ def main():
         with open_hdf5(args.a) as a, open_hdf5(args.b) as b:
             if compare(a, b, args.atol, (args.a, args.b)) == 0:
                 raise CannotCompare(f"no datasets in {shown(args.a)} nor {shown(args.b)}: nothing to compare")
+            if FLOATS_SEEN["fields"] and not FLOATS_SEEN["finite"]:
+                raise CannotCompare(f"no finite float value in {shown(args.a)} nor {shown(args.b)}: nothing to compare")
     except CannotCompare as e:
         print(f"{PROG}: error: {e}", file=sys.stderr)
         sys.exit(2)

@@ -417,12 +417,13 @@ class ModelCheckpoint : public Callback {
                    shown_in_message(dirpath_.string()));
       return;
     }
-    if (!really_below(prev, dirpath_)) {
+    const auto real = resolved_below(prev, dirpath_);
+    if (real.empty()) {
       spdlog::warn("ModelCheckpoint: keeping {}: a symbolic link in its path leads out of dirpath {}",
                    shown_in_message(previous), shown_in_message(dirpath_.string()));
       return;
     }
-    fs::remove(resolved_folders(prev), ec);  // the folders just checked, not the path again
+    fs::remove(real, ec);  // the path just checked, not resolved again
   }
 
   float score_at(const std::string& path) const {

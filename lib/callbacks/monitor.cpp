@@ -106,7 +106,8 @@ FormatSpec parse_format_spec(const std::string& spec, bool integer, const std::s
     throw UsageError(where + ": format spec '" + shown_in_message(spec, 60) +
                      "' is not one salt-cpp formats (use e.g. d, 03d, .2f, .3e)");
   if (f.type == "d" && !integer)
-    throw UsageError(where + ": format spec '" + spec + "' is for integers, and the value is a float");
+    throw UsageError(where + ": format spec '" + shown_in_message(spec, 60) +
+                     "' is for integers, and the value is a float");
   return f;
 }
 

@@ -147,11 +147,14 @@ class StochasticWeightAveraging : public Callback {
       if (it == saved.end())
         throw std::invalid_argument("StochasticWeightAveraging's average_model_state has no '" + p.key() + "'");
       // Before, a wrongly shaped average was broadcast into the weights at the end.
-      if (it->second.sizes() != p.value().sizes() || !it->second.is_floating_point())
-        throw std::invalid_argument("StochasticWeightAveraging's average_model_state '" + p.key() + "' is a " +
-                                    std::string(c10::toString(it->second.scalar_type())) + " tensor of shape " +
+      if (it->second.sizes() != p.value().sizes())
+        throw std::invalid_argument("StochasticWeightAveraging's average_model_state '" + p.key() + "' has shape " +
                                     c10::str(it->second.sizes()) + ", but the parameter has shape " +
                                     c10::str(p.value().sizes()));
+      if (!it->second.is_floating_point())
+        throw std::invalid_argument("StochasticWeightAveraging's average_model_state '" + p.key() + "' is a " +
+                                    std::string(c10::toString(it->second.scalar_type())) +
+                                    " tensor, not a floating-point one");
       average_.emplace_back(p.key(), it->second.to(p.value().scalar_type()).clone());
     }
   }

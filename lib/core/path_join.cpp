@@ -45,13 +45,16 @@ fs::path resolved_folders(const fs::path& path) {
   return ec ? fs::path() : folders / name;
 }
 
-bool really_below(const fs::path& path, const fs::path& dir) {
+fs::path resolved_below(const fs::path& path, const fs::path& dir) {
   std::error_code ec;
   const auto real_dir = fs::weakly_canonical(fs::absolute(dir, ec), ec);
-  if (ec) return false;
-  const auto real_path = resolved_folders(path);
+  if (ec) return {};
+  auto real_path = resolved_folders(path);
   const auto rel = real_path.lexically_relative(real_dir);
-  return !rel.empty() && rel != "." && *rel.begin() != "..";
+  if (rel.empty() || rel == "." || *rel.begin() == "..") return {};
+  return real_path;
 }
+
+bool really_below(const fs::path& path, const fs::path& dir) { return !resolved_below(path, dir).empty(); }
 
 }  // namespace salt

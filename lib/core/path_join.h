@@ -35,4 +35,9 @@ bool really_below(const std::filesystem::path& path, const std::filesystem::path
 // cannot redirect it. Empty where the folders cannot be resolved.
 std::filesystem::path resolved_folders(const std::filesystem::path& path);
 
+// really_below's answer and what it resolved, in one resolution: `path` with its
+// folders resolved when that lies below `dir`, else empty. A removal names the
+// result, so the path it checked is the path it removes.
+std::filesystem::path resolved_below(const std::filesystem::path& path, const std::filesystem::path& dir);
+
 }  // namespace salt

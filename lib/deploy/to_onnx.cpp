@@ -319,6 +319,14 @@ ExportResult to_onnx(const ExportOptions& o) {
       spdlog::warn("not checked in ONNX Runtime: {}; the ONNX checker accepted the graph", runner.missing);
     }
     fs::rename(tmp, out_path);
+  } catch (const InputError& e) {
+    std::error_code ec;
+    fs::remove(tmp, ec);
+    // The check ran on the temporary file, gone now: the message names the output.
+    std::string what = e.what();
+    for (auto at = what.find(tmp.string()); at != std::string::npos; at = what.find(tmp.string(), at))
+      what.replace(at, tmp.string().size(), out_path.string() + " (not written)");
+    throw InputError(what);
   } catch (...) {
     std::error_code ec;
     fs::remove(tmp, ec);

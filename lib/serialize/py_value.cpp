@@ -312,24 +312,35 @@ std::optional<std::string> PyValue::nesting_fault(int max_depth) const {
   // path is a cycle, one finished before is known by the depth below it (its height).
   struct Frame {
     const Box* box;
+    bool object;  // an opaque object's box (a class instance, a bound method)
     std::vector<std::pair<const PyValue*, std::string>> children;
     size_t next = 0;
     int height = 0;
   };
-  std::unordered_set<const Box*> on_path;
+  std::unordered_map<const Box*, size_t> on_path;  // box -> its frame
   std::unordered_map<const Box*, int> height_of;  // finished containers
   std::vector<Frame> path;
   std::vector<std::string> labels;
-  auto enter = [&](const Box* box) {
-    Frame f{box, {}, 0, 0};
-    box->for_each_child([&](const PyValue& child, auto&& label) {
+  auto enter = [&](const PyValue& value) {
+    Frame f{value.box_.get(), value.kind_ == Kind::kObject, {}, 0, 0};
+    f.box->for_each_child([&](const PyValue& child, auto&& label) {
       if (child.box_) f.children.emplace_back(&child, label());
     });
-    on_path.insert(box);
+    on_path.emplace(f.box, path.size());
     path.push_back(std::move(f));
   };
+  // A cycle through an opaque object is Python's own (a scheduler's bound method
+  // refers back to the scheduler, in every salt checkpoint's lr_schedulers); salt-cpp
+  // never walks into objects, so only a cycle of plain data (dicts, lists, tuples,
+  // sets) is refused.
+  auto through_an_object = [&](size_t from, const PyValue& child) {
+    if (child.kind_ == Kind::kObject) return true;
+    for (size_t i = from; i < path.size(); ++i)
+      if (path[i].object) return true;
+    return false;
+  };
   auto too_deep = [&] { return render_path(labels) + ": nested deeper than " + std::to_string(max_depth) + " levels"; };
-  enter(box_.get());
+  enter(*this);
   while (!path.empty()) {
     auto& f = path.back();
     if (f.next == f.children.size()) {  // finished: its parent learns its height
@@ -344,7 +355,12 @@ std::optional<std::string> PyValue::nesting_fault(int max_depth) const {
     const auto& [child, label] = f.children[f.next++];
     const Box* box = child->box_.get();
     labels.push_back(label);
-    if (on_path.count(box)) return render_path(labels) + ": contains itself (a container that holds itself)";
+    if (auto cycle = on_path.find(box); cycle != on_path.end()) {
+      if (!through_an_object(cycle->second, *child))
+        return render_path(labels) + ": contains itself (a container that holds itself)";
+      labels.pop_back();
+      continue;
+    }
     const int depth = static_cast<int>(path.size());  // the child's depth
     if (auto known = height_of.find(box); known != height_of.end()) {
       if (depth + known->second > max_depth) return too_deep();
@@ -353,7 +369,7 @@ std::optional<std::string> PyValue::nesting_fault(int max_depth) const {
       continue;
     }
     if (depth > max_depth) return too_deep();
-    enter(box);
+    enter(*child);
   }
   return std::nullopt;
 }

@@ -79,9 +79,12 @@ class PyValue {
   std::string type_name() const;
 
   // Where this value nests containers deeper than `max_depth` levels (itself at
-  // depth 0) or contains itself (a cycle, which pickle's memo allows): the path
-  // to the fault and what it is ("a.b.0: nested deeper than 256 levels"),
-  // nothing when neither. Walks without recursion, each shared container once.
+  // depth 0) or holds itself through plain data only (a dict, list, tuple or set
+  // cycle, which pickle's memo allows): the path to the fault and what it is
+  // ("a.b.0: nested deeper than 256 levels"), nothing when neither. A cycle through
+  // an opaque object is Python's own (a bound method of its object) and passes:
+  // nothing in salt-cpp walks into objects. Walks without recursion, each shared
+  // container once.
   std::optional<std::string> nesting_fault(int max_depth) const;
   // Empties every container reachable from this value, so that a cyclic value
   // is freed (shared_ptr cycles never are) and nothing is left to destroy

@@ -140,10 +140,10 @@ void check_moment_shapes(const AdamParamState& saved, const torch::Tensor& param
                                  {"exp_avg_sq", saved.exp_avg_sq},
                                  {"momentum_buffer", saved.momentum_buffer}}) {
     if (!t.defined()) continue;
-    if (t.sizes() != param.sizes())
+    if (t.sizes() != param.sizes())  // the weights loaded: the optimizer state is what is off
       throw InputError(source + ": the optimizer state of '" + name + "' has " + field + " of shape " +
                        c10::str(t.sizes()) + " but the parameter is " + c10::str(param.sizes()) +
-                       "; was the checkpoint made with another config?");
+                       ": a damaged or edited optimizer state");
     if (!t.is_floating_point())
       throw InputError(source + ": the optimizer state of '" + name + "' has " + field + " of type " +
                        std::string(c10::toString(t.scalar_type())) + ", not a floating-point tensor");

@@ -12,8 +12,6 @@
 
 namespace salt::training {
 
-int usable_cores() { return affinity_cores(); }
-
 std::optional<int> threads_from_env(const char* value, int cores) {
   const std::string v = value ? value : "";
   if (v.empty()) return std::nullopt;
@@ -28,7 +26,7 @@ std::optional<int> threads_from_env(const char* value, int cores) {
   return static_cast<int>(threads);
 }
 
-std::optional<int> threads_from_env() { return threads_from_env(std::getenv("OMP_NUM_THREADS"), usable_cores()); }
+std::optional<int> threads_from_env() { return threads_from_env(std::getenv("OMP_NUM_THREADS"), affinity_cores()); }
 
 ThreadChoice configure_torch_threads(const TrainerConfig& trainer) {
   ThreadChoice choice;

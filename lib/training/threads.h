@@ -23,10 +23,6 @@
 
 namespace salt::training {
 
-// The cores this process may run on (sched_getaffinity: taskset, cpusets and
-// Slurm's binding count), at least 1.
-int usable_cores();
-
 // OMP_NUM_THREADS as salt-cpp takes it: unset or empty -> nullopt; a whole number
 // from 1 to kMaxThreadsPerCore x `cores` -> that number; anything else (a typo, 0,
 // negative, 100000) a UsageError naming the variable and the range. Before, the
@@ -35,7 +31,7 @@ int usable_cores();
 constexpr int kMaxThreadsPerCore = 4;
 std::optional<int> threads_from_env(const char* value, int cores);
 
-// The same for the process's OMP_NUM_THREADS and usable_cores(): called before
+// The same for the process's OMP_NUM_THREADS and affinity_cores(): called before
 // anything is started or written, so that a bad value is refused first.
 std::optional<int> threads_from_env();
 

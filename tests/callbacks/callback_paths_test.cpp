@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "core/remove_tree.h"
 #include "support/test_support.h"
 
 namespace salt::testing {
@@ -145,7 +146,7 @@ TEST_F(CallbackPaths, ADeletionNeverFollowsALinkOutOfDirpath) {
   const auto theirs = dir / "theirs";
   fs::create_directories(theirs);
   write_file(theirs / "model.ckpt", "not salt's\n");
-  fs::remove_all(epoch0);
+  salt::remove_tree(epoch0);
   fs::create_directory_symlink(theirs, epoch0);
 
   const auto resumed = fit("second", {"--trainer.max_epochs", "2", "--ckpt_path", resume_from.string(),

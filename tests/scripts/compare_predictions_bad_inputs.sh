@@ -43,6 +43,10 @@ for side in "ab":
     nan_jets["GN2_pb"] = nan_jets["GN2_pu"] = np.nan
     nan_tracks["GN2_TrackOrigin_pu"] = np.nan
     prediction(f"all_nan_{side}.h5", nan_jets, nan_tracks)
+one_nan = jets.copy()
+one_nan["GN2_pu"] = np.nan  # one float field NaN in both files beside finite ones: a real pair
+prediction("one_nan_a.h5", one_nan, tracks)
+prediction("one_nan_b.h5", one_nan, tracks)
 data = bytearray(open("good.h5", "rb").read())
 open("truncated.h5", "wb").write(data[:3000])  # its signature intact
 for i in range(1200, len(data), 7):
@@ -87,6 +91,7 @@ run() {  # run EXPECTED_RC PATTERN WHAT args...: the exit code and stderr's one 
 run 0 "tracks (10, 4) 2 fields equal" "a copy agrees" good.h5 copy.h5
 run 1 "jets.GN2_pb: max |diff| 0.001 > 1e-05" "a difference is one" good.h5 differs.h5
 run 0 "jets (10,) 3 fields equal" "a difference within --atol" good.h5 differs.h5 --atol 0.01
+run 0 "jets (10,) 3 fields equal" "one all-NaN field beside finite ones" one_nan_a.h5 one_nan_b.h5
 run 2 "missing.h5: no such file" "a missing file" good.h5 missing.h5
 run 2 "text.h5: not an HDF5 file" "a text file" text.h5 good.h5
 run 2 "zero_bytes_a.h5: not an HDF5 file" "two empty files" zero_bytes_a.h5 zero_bytes_b.h5
@@ -97,7 +102,7 @@ run 2 "no datasets in no_datasets_a.h5 nor no_datasets_b.h5: nothing to compare"
   no_datasets_a.h5 no_datasets_b.h5
 run 2 "jets: no rows in zero_jets_a.h5 nor zero_jets_b.h5 (shape (0,)): nothing to compare" "two files of 0 jets" \
   zero_jets_a.h5 zero_jets_b.h5
-run 2 "jets.GN2_pb: no finite value in all_nan_a.h5 nor all_nan_b.h5: nothing to compare" "two all-NaN files" \
+run 2 "no finite float value in all_nan_a.h5 nor all_nan_b.h5: nothing to compare" "two all-NaN files" \
   all_nan_a.h5 all_nan_b.h5
 run 2 "good.h5 and good.h5 are the same file" "a file against itself" good.h5 good.h5
 run 2 "good.h5 and link.h5 are the same file" "a file against a link to it" good.h5 link.h5

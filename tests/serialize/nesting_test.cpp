@@ -97,6 +97,37 @@ TEST(Nesting, PythonCheckpointsTooDeepOrCyclicAreOneErrorNamingFileAndEntry) {
                   "nested deeper than 256 levels");
 }
 
+// A cycle through an object is Python's own: torch's OneCycleLR.state_dict() holds
+// a bound method of the scheduler (in every salt checkpoint's lr_schedulers), whose
+// pickle refers back to the scheduler. It reads; a cycle of plain data does not.
+TEST(Nesting, ACycleThroughAnObjectIsPythonsOwnAndReads) {
+  ASSERT_TRUE(have_python_module("torch")) << "python3-torch is missing (scripts/bootstrap.sh installs it)";
+  TempDir dir;
+  auto r = run_python(R"(
+import sys, torch
+opt = torch.optim.AdamW([torch.nn.Parameter(torch.ones(1))])
+sched = torch.optim.lr_scheduler.OneCycleLR(opt, max_lr=1.0, total_steps=10)
+torch.save({"lr_schedulers": [sched.state_dict()]}, sys.argv[1])
+)",
+                      {(dir / "sched.ckpt").string()});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto v = serialize::load_torch_file(read_file(dir / "sched.ckpt"), "sched.ckpt");
+  const auto& sched = v.find("lr_schedulers")->items().at(0);
+  EXPECT_EQ(sched.find("total_steps")->as_int(), 10);
+  EXPECT_EQ(sched.find("anneal_func")->kind(), PyValue::Kind::kObject);
+
+  // Built here: an object that holds itself through its state passes, a dict whose
+  // list holds the dict does not.
+  auto obj = PyValue::object(PyValue::global("m", "C"), {});
+  obj.state() = PyValue::dict();
+  obj.state().set_item("self", obj);
+  EXPECT_FALSE(obj.nesting_fault(kMaxNesting));
+  auto holder = PyValue::dict();
+  holder.set_item("obj", obj);
+  EXPECT_FALSE(holder.nesting_fault(kMaxNesting));
+  obj.dismantle();
+}
+
 // Python's dict keeps the last value of a key given twice, in the first one's
 // place; a state_dict edited to hold one key twice loads as torch.load loads
 // it.

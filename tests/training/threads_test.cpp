@@ -65,7 +65,7 @@ TEST(Threads, OmpNumThreadsIsAWholeNumberUpToFourPerCore) {
     EXPECT_EQ(std::string(e.what()), "OMP_NUM_THREADS=100000: expected a whole number from 1 to 8 (4 threads for each "
                                      "of the 2 cores this process may use)");
   }
-  EXPECT_GE(salt::training::usable_cores(), 1);
+  EXPECT_GE(salt::affinity_cores(), 1);
 }
 
 // The real `salt fit`, without OMP_NUM_THREADS: every core of its mask on this

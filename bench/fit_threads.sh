@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# salt's GN2.yaml fit on the CPU at 32 and bf16-mixed, with the default compute
+# threads (core/cpu_budget.h) next to one thread (LibTorch 1.13's own default on
+# some machines), interleaved, ROUNDS rounds (default 2): each line one fit's
+# training jets/s, then the medians and the ratio default / one thread.
+#   bench/fit_threads.sh [SALT_BINARY] [ROUNDS]
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+salt=${1:-$root/build/app/salt}
+rounds=${2:-2}
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+"$salt" toydata -o "$work/data" --num_train 4000 --num_val 1000 --num_test 10 >/dev/null 2>&1
+
+fit() {  # precision, OMP_NUM_THREADS ('' for the default) -> jets/s
+  local d threads=(-u OMP_NUM_THREADS)
+  [ -n "$2" ] && threads=("OMP_NUM_THREADS=$2")
+  d=$(mktemp -d -p "$work")
+  env "${threads[@]}" "$salt" fit -c "$root/configs/GN2.yaml" \
+    --data.train_file "$work/data/pp_output_train.h5" --data.val_file "$work/data/pp_output_val.h5" \
+    --data.norm_dict "$work/data/norm_dict.yaml" --data.class_dict "$work/data/class_dict.yaml" \
+    --data.batch_size 1000 --data.num_train 4000 --data.num_val 1000 --data.num_workers 0 \
+    --trainer.max_epochs 1 --trainer.precision "$1" --trainer.enable_progress_bar false \
+    --trainer.default_root_dir "$d" --force 2>&1 | sed -n 's/.*trained [0-9]* jets in [0-9.]* s: \([0-9]*\) jets\/s.*/\1/p'
+}
+
+declare -A runs
+for r in $(seq "$rounds"); do
+  for p in 32 bf16-mixed; do
+    for t in 1 ""; do
+      v=$(fit "$p" "$t")
+      echo "round $r  precision $p  threads ${t:-default}: $v jets/s"
+      runs[$p.${t:-default}]+="$v "
+    done
+  done
+done
+median() { tr ' ' '\n' | grep . | sort -n | awk '{a[NR]=$1} END {print (NR%2 ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2)}'; }
+for p in 32 bf16-mixed; do
+  one=$(echo "${runs[$p.1]}" | median) def=$(echo "${runs[$p.default]}" | median)
+  awk -v p="$p" -v one="$one" -v def="$def" 'BEGIN {printf "%-11s one thread %6.0f  default %6.0f  default/one %.2fx\n", p, one, def, def/one}'
+done
