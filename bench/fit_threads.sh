@@ -2,7 +2,11 @@
 # salt's GN2.yaml fit on the CPU at 32 and bf16-mixed, with the default compute
 # threads (core/cpu_budget.h) next to one thread (LibTorch 1.13's own default on
 # some machines), interleaved, ROUNDS rounds (default 2): each line one fit's
-# training jets/s, then the medians and the ratio default / one thread.
+# training jets/s, then the medians and the ratio default / one thread. Beside
+# them, in the same run, the plain-PyTorch GN2 of bench/python/gn2_reference.py
+# (salt's GN2 sizes, batch 1000, AdamW, torch's default threads; a training step
+# on batches in memory, not a fit, so the fit / step ratio also holds the loader
+# and the loop). SALT_PYTHON names the Python with torch (default /usr/bin/python3).
 #   bench/fit_threads.sh [SALT_BINARY] [ROUNDS]
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -24,6 +28,16 @@ fit() {  # precision, OMP_NUM_THREADS ('' for the default) -> jets/s
     --trainer.default_root_dir "$d" --force 2>&1 | sed -n 's/.*trained [0-9]* jets in [0-9.]* s: \([0-9]*\) jets\/s.*/\1/p'
 }
 
+python=${SALT_PYTHON:-/usr/bin/python3}
+reference() {  # precision -> the PyTorch GN2's training-step jets/s
+  # torch's bf16 matrix products on a CPU without AVX-512 are scalar code, ~100x
+  # slower (docs/performance.md): the bf16 reference would run for many minutes.
+  if [ "$1" = bf16-mixed ] && ! grep -q avx512bw /proc/cpuinfo; then echo 0; return; fi
+  "$python" "$root/bench/python/gn2_reference.py" --batch 1000 --embed 256 --layers 4 --heads 8 --out 128 \
+    --task-hidden 128,64,32 --optimizer adamw --iters 3 --precision "$1" 2>/dev/null |
+    sed -n 's/.*jets_per_s=\([0-9.]*\).*/\1/p'
+}
+
 declare -A runs
 for r in $(seq "$rounds"); do
   for p in 32 bf16-mixed; do
@@ -32,10 +46,18 @@ for r in $(seq "$rounds"); do
       echo "round $r  precision $p  threads ${t:-default}: $v jets/s"
       runs[$p.${t:-default}]+="$v "
     done
+    v=$(reference "$p")
+    if [ "$v" = 0 ]; then echo "round $r  precision $p  PyTorch reference step: skipped (no AVX-512)"
+    else echo "round $r  precision $p  PyTorch reference step: $v jets/s"; fi
+    runs[$p.torch]+="$v "
   done
 done
 median() { tr ' ' '\n' | grep . | sort -n | awk '{a[NR]=$1} END {print (NR%2 ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2)}'; }
 for p in 32 bf16-mixed; do
   one=$(echo "${runs[$p.1]}" | median) def=$(echo "${runs[$p.default]}" | median)
-  awk -v p="$p" -v one="$one" -v def="$def" 'BEGIN {printf "%-11s one thread %6.0f  default %6.0f  default/one %.2fx\n", p, one, def, def/one}'
+  torch=$(echo "${runs[$p.torch]}" | median)
+  awk -v p="$p" -v one="$one" -v def="$def" -v torch="$torch" 'BEGIN {
+    printf "%-11s one thread %6.0f  default %6.0f  default/one %.2fx", p, one, def, def / one
+    if (torch > 0) printf "  PyTorch step %6.0f  fit/PyTorch %.2fx\n", torch, def / torch
+    else printf "  PyTorch step: not run (no AVX-512: torch bf16 is scalar here)\n"}'
 done
