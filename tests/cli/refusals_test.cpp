@@ -1,11 +1,11 @@
 // Refusals docs/refusals.md listed without a test: each is one line on stderr, the
 // documented exit code, and nothing written.
 #include <gtest/gtest.h>
-#include <sched.h>
 #include <sys/stat.h>
 
 #include <filesystem>
 
+#include "core/cpu_budget.h"
 #include "support/test_support.h"
 
 namespace salt::testing {
@@ -250,12 +250,6 @@ std::vector<std::string> small_fit(const TempDir& dir, std::vector<std::string> 
   return args;
 }
 
-int cores_this_process_may_use() {
-  cpu_set_t set;
-  CPU_ZERO(&set);
-  return sched_getaffinity(0, sizeof(set), &set) == 0 ? CPU_COUNT(&set) : 1;
-}
-
 // Before: the value went straight to LibTorch (100000 started tens of thousands of
 // threads, deaf to SIGTERM for minutes; a typo was ignored or a raw std::stoi
 // exception). The largest value tried is one above the range, so a regression starts
@@ -263,7 +257,7 @@ int cores_this_process_may_use() {
 TEST(Refusals, OmpNumThreadsOutsideItsRangeIsOneLine) {
   TempDir dir;
   write_toy_data(dir / "data" / "toy", 200, 50, 0);
-  const int cores = cores_this_process_may_use();
+  const int cores = salt::affinity_cores();
   for (const auto& value : {std::string("abc"), std::string("0"), std::string("-2"), std::string("2.5"),
                             std::string(" 2"), std::to_string(4 * cores + 1)}) {
     std::vector<std::string> argv = {"timeout", "-s", "KILL", "120", salt_binary()};
