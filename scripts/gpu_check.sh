@@ -3,7 +3,7 @@
 # so nothing may rely on a second one). Run ON THE GPU MACHINE from the
 # repository root, after scripts/gpu_deps.sh filled .deps/ here:
 #
-#   run(command="SALT_COMMIT=<sha> bash scripts/gpu_check.sh", carry=[".deps"], timeout_s=600)
+#   run(command="SALT_COMMIT=<sha> bash scripts/gpu_check.sh", carry=[".deps", ".saltpy"], timeout_s=600)
 #
 # (SALT_COMMIT: the working tree travels without .git, so say which commit it is.)
 # It fits in 9 minutes on 16 cores, printing each step's figures as it goes and
@@ -11,6 +11,10 @@
 #   preflight.txt  versions of torch, CUDA, NCCL, cmake, the card
 #   build.log      configure + build of only what it runs
 #   ctest.log      the `gpu`-labelled tests (tests/gpu)
+#   (issue 54, first after the build) salt itself: salt's own `salt fit` (carried in .saltpy,
+#                  scripts/salt_site.py) next to salt-cpp's, interleaved (bench/fit_vs_salt.sh),
+#                  into fit.log; the packed PyTorch GN2 next to the padded one, eager and
+#                  compiled (bench/python/gn2_packed.py), into bench.txt
 #   fit.log        salt's GN2 (batch 4000, salt's size) in 32, bf16-mixed (without and with host
 #                  twins, as CUDA graphs, with flash attention's kernels, without the copy
 #                  stream) and 16-mixed (eager and as graphs), then salt test,
@@ -29,8 +33,10 @@
 #   SALT_GPU_CMAKE_ARGS extra cmake arguments
 #   SALT_GPU_TORCH_PREFIX  LibTorch's CMake prefix (default: asked from the python's torch)
 #   SALT_GPU_DEPS_ON_PREFIX=0  build against the machine's own libraries only (.deps still unpacked)
-#   SALT_GPU_ONLY       run only the steps whose names start with one of these words
-#                       (e.g. "build bench profile": a second, shorter call in the same lease)
+#   SALT_GPU_ONLY       run only the steps whose names start with one of these words, '_'
+#                       standing for a space (e.g. "build bench profile fit_bf16-mixed_graphs": a
+#                       second, shorter call in the same lease; without "build", the binaries
+#                       the first call built)
 #   SALT_GPU_BENCH_QUICK=1  the bench step times salt-cpp's step alone (bench_model
 #                       --gpu-suite --quick: ~30 s instead of ~100, no PyTorch)
 #   SALT_GPU_DRY_RUN=1  rehearse on a machine without a GPU (scripts/gpu_check_dryrun.sh):
@@ -58,7 +64,7 @@ note() { echo "$*" | tee -a "$summary"; }
 wanted() {
   [ -z "${SALT_GPU_ONLY:-}" ] && return 0
   local w
-  for w in $SALT_GPU_ONLY; do [[ $1 == "$w"* ]] && return 0; done
+  for w in $SALT_GPU_ONLY; do [[ $1 == "${w//_/ }"* ]] && return 0; done  # '_' stands for a space
   return 1
 }
 # step NAME SECONDS_NEEDED: false (and a line in the summary) when the step would
@@ -79,6 +85,9 @@ step preflight 5
   echo "commit $commit"
   echo "date $(date -u +%FT%TZ)"
   echo "host $(hostname) $(nproc) cores, $(awk '/MemTotal/ {printf "%.0f GiB", $2/1048576}' /proc/meminfo)"
+  # issue 57: whether this CPU multiplies bf16 natively (AVX-512 BF16, AMX)
+  echo "cpu $(sed -n 's/^model name\s*: //p' /proc/cpuinfo | head -1); bf16 flags:" \
+    "$(grep -oE 'avx512_bf16|amx_bf16|avx512f' /proc/cpuinfo | sort -u | tr '\n' ' ')"
   if command -v nvidia-smi >/dev/null; then
     nvidia-smi --query-gpu=name,memory.total,driver_version,clocks.max.sm --format=csv,noheader
   else
@@ -161,8 +170,72 @@ if step build 150; then
   note "build: $([ $built = 1 ] && echo ok || echo FAILED) in $(($(date +%s) - b0)) s (log: build.log)"
   [ $built = 1 ] && "$build/app/salt" --version | tee -a "$out/preflight.txt"
 fi
+# A later call in the same lease that leaves the build out (SALT_GPU_ONLY) runs the
+# binaries the first one built: the device keeps ignored build outputs between calls.
+if [ $built = 0 ] && ! wanted build && [ -x "$build/app/salt" ]; then
+  built=1
+  note "build: not in SALT_GPU_ONLY; the binaries already in $build"
+fi
 [ $built = 1 ] || { note "nothing to run without a build"; exit 1; }
 salt=$build/app/salt
+
+# ---- the toy data of every fit below (GN2 at salt's size) ----
+if [ "$dry" = 1 ]; then
+  batch=250 ntrain=1000 nval=250 ntest=250 workers=2
+  size=(-c configs/GN2_cpu.yaml)
+else
+  batch=4000 ntrain=160000 nval=40000 ntest=40000 workers=15
+  size=()
+fi
+data=$root/data/gpu
+if step "toy data" 60; then
+  [ -f "$data/pp_output_train.h5" ] ||
+    "$salt" toydata --output_dir "$data" --num_train $ntrain --num_val $nval --num_test $ntest >>"$out/fit.log" 2>&1
+fi
+
+# ---- salt itself on the card (issue 54): salt's own `salt fit` with its GN2.yaml next to
+# salt-cpp's, same data, batch, precision, epochs and workers, interleaved
+# (bench/fit_vs_salt.sh). salt and the pure-Python packages the machine lacks travel in
+# .saltpy/site (scripts/salt_site.py, carried); the machine's torch and Lightning run it. ----
+salt_site=$root/.saltpy/site
+# vs_salt STEP ATTN ROUNDS: bench/fit_vs_salt.sh with salt's attention ATTN ('' for its
+# config's), its log into fit.log, its lines into the summary.
+vs_salt() {
+  if [ ! -d "$salt_site/salt" ]; then
+    note "$1: no $salt_site (run scripts/salt_site.py here and carry .saltpy)"
+    return
+  fi
+  local vs work=/tmp/fit_vs_salt_${2:-config}
+  if [ "$dry" = 1 ]; then vs=(BATCH=250 EPOCHS=2 ROUNDS=1 WORKERS=2 ACCELERATOR=cpu PRECISION=32
+                               "CPP_CONFIGS=-c configs/GN2.yaml -c configs/GN2_cpu.yaml")
+  else vs=(BATCH=$batch EPOCHS=4 ROUNDS=$3 WORKERS=$workers ACCELERATOR=gpu PRECISION=bf16-mixed); fi
+  [ -n "$2" ] && vs+=(SALT_ATTN="$2")
+  # what the budget leaves, less a minute for the steps after (salt on this CPU: ~100 s an epoch)
+  local limit=$((budget - $(elapsed) - 60))
+  [ "$dry" = 1 ] && limit=900
+  env "${vs[@]}" SALT_BIN="$salt" SALT_PY="${SALT_GPU_SALT_PY:-$py}" PYTHONPATH="$salt_site" \
+    timeout "$limit" bench/fit_vs_salt.sh "$data" "$work" >/dev/null 2>&1
+  note "$1 (bench/fit_vs_salt.sh${2:+, attn_type $2 in salt}): exit $?"
+  { cat "$work/fit_vs_salt.log"; for f in "$work"/*.log; do
+      echo "== $f"; grep -vE "it/s]|^\s*$" "$f" | tail -40; done; } >>"$out/fit.log" 2>&1
+  tee -a "$summary" <"$work/fit_vs_salt.log"
+}
+step "salt itself" 150 && vs_salt "salt itself" "" 2
+
+# ---- a packed PyTorch GN2 doing salt-cpp's work (valid tokens only, factorised heads)
+# next to the padded one, eager and compiled, interleaved (bench/python/gn2_packed.py) ----
+if step "packed" 150; then
+  if [ "$dry" = 1 ]; then pk=(--device cpu --batch 200 --iters 2 --rounds 3)
+  else pk=(--device cuda --precision bf16-mixed --batch 4000 --iters 20 --rounds 3); fi
+  echo "== bench/python/gn2_packed.py ${pk[*]}" >>"$out/bench.txt"
+  timeout 300 "$py" bench/python/gn2_packed.py "${pk[@]}" >>"$out/bench.txt" 2>&1
+  note "packed PyTorch baseline (bench/python/gn2_packed.py): exit $?"
+  sed -n '/^== bench\/python\/gn2_packed.py/,$p' "$out/bench.txt" | grep -vE "^RESULT|^== " | tail -14 | tee -a "$summary"
+fi
+
+# salt with its attention on torch's memory-efficient SDPA kernel (salt's default attn_type,
+# where GN2.yaml's flash-varlen needs the flash_attn package the machine lacks).
+step "salt meff" 100 && vs_salt "salt meff" torch-meff 1
 
 # ---- the gpu tests ----
 if step "gpu tests" 100; then
@@ -220,20 +293,8 @@ if [ "$dry" != 1 ] && [ -n "$ncu" ] && step "profile flash" 45; then
 fi
 
 # ---- GN2 at salt's size: 32, bf16-mixed, 16-mixed, then salt test ----
-if [ "$dry" = 1 ]; then
-  batch=250 ntrain=2000 nval=500 ntest=500 workers=2
-  size=(-c configs/GN2_cpu.yaml)
-else
-  batch=4000 ntrain=160000 nval=40000 ntest=40000 workers=15
-  size=()
-fi
-data=$root/data/gpu
-if step "toy data" 60; then
-  [ -f "$data/pp_output_train.h5" ] ||
-    "$salt" toydata --output_dir "$data" --num_train $ntrain --num_val $nval --num_test $ntest >>"$out/fit.log" 2>&1
-fi
-fit() {  # [FIT_TAG=name] fit PRECISION EXTRA_ARGS...   (the run: logs/GN2_gpu_<name, else PRECISION>)
-  local p=$1 tag=${FIT_TAG:-$1} log
+fit() {  # [FIT_TAG=name] [FIT_DATA=dir] fit PRECISION EXTRA_ARGS...   (the run: logs/GN2_gpu_<name, else PRECISION>)
+  local p=$1 tag=${FIT_TAG:-$1} log data=${FIT_DATA:-$data}
   shift
   log=$(mktemp)
   echo "== GN2 fit, $device, precision $p" >>"$out/fit.log"
@@ -258,11 +319,6 @@ fit() {  # [FIT_TAG=name] fit PRECISION EXTRA_ARGS...   (the run: logs/GN2_gpu_<
 # --trainer.devices [0] and 1 both select the card (issue 32's placement check).
 card0="[0]"
 [ "$device" = cuda ] || card0=1
-# The bf16 fit with the model reading the device for its masks and labels (no host
-# twins, lib/training/batch_device.h), first: at 74fa619 and 39a28ed it was 15-20 %
-# faster than the fit with twins, which ran before it; this order tells whether
-# running first was what slowed the twins' fit.
-step "fit bf16-mixed without host twins" 45 && SALT_HOST_TWINS=0 FIT_TAG=bf16-no-twins fit bf16-mixed --trainer.devices 1
 # With twins (the default). SALT_MAX_STEPS_AHEAD=2 makes its log say which side
 # bounds the fit: a step that never waits for the card two steps back is the
 # host's (at 95d5894: 0 waits in 80 steps, so the host, not running ahead, is what
@@ -274,6 +330,43 @@ step "fit bf16-mixed" 45 && SALT_MAX_STEPS_AHEAD=2 fit bf16-mixed --trainer.devi
 # (The fit with one thread per core, here until b725df8, answered its question at
 # call J: 68,035 jets/s against 92,638 with one host thread.)
 step "fit bf16-mixed graphs" 45 && SALT_CUDA_GRAPHS=1 FIT_TAG=bf16-graphs fit bf16-mixed --trainer.devices 1
+# salt-cpp's segment-sum kernel for the vertexing gradients (SALT_SEGMENT_SUM_KERNEL=1,
+# off until a card has run it): what the fit gains from the 1 GB of float32 casts it saves.
+step "fit bf16-mixed segment-sum" 45 && SALT_SEGMENT_SUM_KERNEL=1 FIT_TAG=bf16-segsum fit bf16-mixed --trainer.devices 1
+# Issue 54 item 6: two fits with the same seed and `deterministic: true` give bitwise
+# equal weights and optimizer state (compared tensor by tensor with the machine's torch),
+# and what deterministic mode costs: its epoch 1 against the default fit's above.
+if step "deterministic" 40; then
+  for r in 1 2; do FIT_TAG=det$r fit bf16-mixed --trainer.devices 1 --trainer.deterministic true; done
+  "$py" - logs/GN2_gpu_det1 logs/GN2_gpu_det2 <<'PY' 2>&1 | tee -a "$summary"
+import glob, sys, torch
+def last(run):
+    files = sorted(glob.glob(f"{run}/ckpts/*.ckpt")) or sorted(glob.glob(f"{run}/**/*.ckpt", recursive=True))
+    return files[-1]
+def tensors(x, path=""):
+    if torch.is_tensor(x): yield path, x
+    elif isinstance(x, dict):
+        for k, v in x.items(): yield from tensors(v, f"{path}.{k}")
+    elif isinstance(x, (list, tuple)):
+        for i, v in enumerate(x): yield from tensors(v, f"{path}[{i}]")
+a, b = (torch.load(last(r), map_location="cpu", weights_only=False) for r in sys.argv[1:3])
+ta = dict(tensors({"state_dict": a["state_dict"], "optimizer_states": a["optimizer_states"]}))
+tb = dict(tensors({"state_dict": b["state_dict"], "optimizer_states": b["optimizer_states"]}))
+diff = [k for k in ta if k not in tb or ta[k].shape != tb[k].shape or not torch.equal(ta[k], tb[k])]
+print(f"deterministic: {len(ta)} tensors in {last(sys.argv[1]).split('/')[-1]}, {len(diff)} differ"
+      + (f" (first: {diff[0]})" if diff else ": bitwise equal"))
+PY
+fi
+# Issue 54 item 5: a fit over 2 million jets; its steady epoch next to the bench's step,
+# and the share of the epoch spent waiting for data (salt-cpp's epoch line says it).
+if step "scale" 120; then
+  big=$root/data/gpu_2m
+  if [ "$dry" = 1 ]; then nbig=20000; else nbig=2000000; fi
+  [ -f "$big/pp_output_train.h5" ] || "$salt" toydata --output_dir "$big" --num_train $nbig --num_val 100000 \
+    --num_test 1000 >>"$out/fit.log" 2>&1
+  FIT_TAG=scale FIT_DATA=$big fit bf16-mixed --trainer.devices 1
+  grep -E "info: (train|val) epoch [0-9]+:" "$out/fit.log" | tail -4 | sed 's/^.*info: /  /' | tee -a "$summary"
+fi
 step "fit 16-mixed graphs" 45 && SALT_CUDA_GRAPHS=1 FIT_TAG=16-graphs fit 16-mixed --trainer.devices 1
 # With flash attention's kernels in place of salt-cpp's short-jet kernel (the
 # default since 8f92c71's call: models/short_attention.h).
@@ -281,6 +374,11 @@ step "fit bf16-mixed flash" 45 && SALT_SHORT_ATTENTION=0 FIT_TAG=bf16-flash fit 
 # With the batches copied on the compute stream, as before the copy stream
 # (training/batch_device.h): what the copies' overlap with the step gives a fit.
 step "fit bf16-mixed no copy stream" 45 && SALT_COPY_STREAM=0 FIT_TAG=bf16-no-copy-stream fit bf16-mixed --trainer.devices 1
+# The bf16 fit with the model reading the device for its masks and labels (no host
+# twins, lib/training/batch_device.h), first: at 74fa619 and 39a28ed it was 15-20 %
+# faster than the fit with twins, which ran before it; this order tells whether
+# running first was what slowed the twins' fit.
+step "fit bf16-mixed without host twins" 45 && SALT_HOST_TWINS=0 FIT_TAG=bf16-no-twins fit bf16-mixed --trainer.devices 1
 step "fit 16-mixed" 45 && fit 16-mixed --trainer.devices 1
 step "fit 32" 60 && fit 32 --trainer.devices 1
 if step "salt test" 30; then
