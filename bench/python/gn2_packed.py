@@ -17,7 +17,7 @@ work salt-cpp's step does, on the valid tokens only:
     [A | B] = trk @ [W_i; W_j]^T in one product, per jet P = pooled @ W_c^T + b added to the sender's term A once
     per track (not once per pair), then hidden = act((A + P[jet])[i] + B[j]) and the rest of the MLP on the pairs.
     So the first layer costs per track and per jet, the pairs (every ordered i != j of valid tracks of one jet,
-    about n (n - 1) = 240 per jet) only pay for the gather-add and the later layers.
+    about n (n - 1) = 250 per jet) only pay for the gather-add and the later layers.
 Losses are gn2_reference.py's (weights 1, 0.5, 1.5, the same ignore and edge-weight rules); the padded model's
 state_dict loads into the packed one with strict=True (same modules, another forward).
 
