@@ -220,7 +220,11 @@ vs_salt() {
       echo "== $f"; grep -vE "it/s]|^\s*$" "$f" | tail -40; done; } >>"$out/fit.log" 2>&1
   tee -a "$summary" <"$work/fit_vs_salt.log"
 }
-step "salt itself" 150 && vs_salt "salt itself" "" 2
+step "salt itself" 100 && vs_salt "salt itself" "" 1
+# salt with its attention on torch's memory-efficient SDPA kernel (salt's default attn_type,
+# where GN2.yaml's flash-varlen needs the flash_attn package the machine lacks).
+step "salt meff" 100 && vs_salt "salt meff" torch-meff 1
+
 
 # ---- a packed PyTorch GN2 doing salt-cpp's work (valid tokens only, factorised heads)
 # next to the padded one, eager and compiled, interleaved (bench/python/gn2_packed.py) ----
@@ -228,14 +232,10 @@ if step "packed" 150; then
   if [ "$dry" = 1 ]; then pk=(--device cpu --batch 200 --iters 2 --rounds 3)
   else pk=(--device cuda --precision bf16-mixed --batch 4000 --iters 20 --rounds 3); fi
   echo "== bench/python/gn2_packed.py ${pk[*]}" >>"$out/bench.txt"
-  timeout 300 "$py" bench/python/gn2_packed.py "${pk[@]}" >>"$out/bench.txt" 2>&1
+  timeout $((budget - $(elapsed) - 60)) "$py" bench/python/gn2_packed.py "${pk[@]}" >>"$out/bench.txt" 2>&1
   note "packed PyTorch baseline (bench/python/gn2_packed.py): exit $?"
   sed -n '/^== bench\/python\/gn2_packed.py/,$p' "$out/bench.txt" | grep -vE "^RESULT|^== " | tail -14 | tee -a "$summary"
 fi
-
-# salt with its attention on torch's memory-efficient SDPA kernel (salt's default attn_type,
-# where GN2.yaml's flash-varlen needs the flash_attn package the machine lacks).
-step "salt meff" 100 && vs_salt "salt meff" torch-meff 1
 
 # ---- the gpu tests ----
 if step "gpu tests" 100; then
