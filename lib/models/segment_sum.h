@@ -20,7 +20,8 @@ torch::Tensor segment_sum_rows_blocks_on_cpu(const torch::Tensor& g, const torch
                                              const torch::Tensor& order);
 
 // Whether a card's segment sums go to salt-cpp's kernel: SALT_SEGMENT_SUM_KERNEL=1
-// (or set_segment_sum_kernel); off until a card has run its gpu test. Read at the
+// (or set_segment_sum_kernel); off: on an H200 its gpu test passed but the step ran
+// 0.85x LibTorch's operators (docs/performance.md, call L). Read at the
 // first call; a value other than 0 or 1 is a UsageError.
 bool segment_sum_kernel_enabled();
 // Whether this build has the kernel (a CUDA LibTorch, SALT_CUDA_KERNELS on).
