@@ -2,7 +2,8 @@
 # What CI costs, step by step: clones the committed HEAD into a fresh folder and
 # runs the steps of scripts/test.sh there (bootstrap, build, ctest, fuzzing), printing
 # each step's seconds and ccache's hits (a fresh clone builds from the cache another
-# checkout filled: cmake/ccache_launcher.sh). Figures in the README come from here.
+# checkout filled: cmake/ccache_launcher.sh). Its figures: docs/performance.md,
+# "History: CI and build timings".
 # Usage: scripts/ci_timing.sh [CLONE_DIR]   (default /tmp/salt-ci-timing; replaced)
 set -uo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
