@@ -26,7 +26,7 @@ Also two stand-in modules for compiled packages the GPU machines lack: `comet_ml
 (salt's main imports it for its side effects; the benchmark fits run without salt's
 Comet logger) and `hdf5plugin` (atlas-ftag-tools imports it for LZ4/Zstd filters).
 
-DEST is replaced. The folder is ~10 MB. Prints one line per package.
+DEST is replaced once everything is in place. The folder is ~7 MB. Prints one line per package.
 """
 import ast
 import re
@@ -144,17 +144,26 @@ def main() -> int:
     if not sources.is_dir():
         print(f"salt_site.py: SOURCES {sources} is not a folder", file=sys.stderr)
         return 2
+    # Written beside DEST and moved there whole: a failed run leaves no half a site.
+    partial = dest.with_name(dest.name + ".partial")
+    if partial.exists():
+        shutil.rmtree(partial)
+    partial.mkdir(parents=True)
+    try:
+        for entry in PACKAGES:
+            copy_package(sources, partial, entry, required=True)
+        for entry in OPTIONAL:
+            copy_package(sources, partial, entry, required=False)
+    except SystemExit:
+        shutil.rmtree(partial)
+        raise
+    for module, text in STANDINS.items():
+        (partial / module).mkdir()
+        (partial / module / "__init__.py").write_text(text)
+        print(f"salt_site: {module} stand-in (imported by salt's fit, never called there)")
     if dest.exists():
         shutil.rmtree(dest)
-    dest.mkdir(parents=True)
-    for entry in PACKAGES:
-        copy_package(sources, dest, entry, required=True)
-    for entry in OPTIONAL:
-        copy_package(sources, dest, entry, required=False)
-    for module, text in STANDINS.items():
-        (dest / module).mkdir()
-        (dest / module / "__init__.py").write_text(text)
-        print(f"salt_site: {module} stand-in (imported by salt's fit, never called there)")
+    partial.rename(dest)
     return 0
 
 
