@@ -80,9 +80,13 @@ torch::Tensor match_cost(const MatchInputs& in, const MatchWeights& w) {
   const auto valid = in.target_class != null_class;  // [B, M]
   const auto masks = in.mask_logits.detach().clamp(-1e4, 1e4);
   const auto targets = in.target_masks.to(masks.scalar_type());
-  // Class term: minus the probability the query gives the target's class.
-  const auto index = (in.target_class * valid).unsqueeze(1).expand({-1, in.class_probs.size(1), -1});
-  const auto prob = in.class_probs.detach().gather(2, index) * valid.unsqueeze(1);
+  // Class term: minus the probability the query gives the target's class, on the first
+  // num_classes target slots only, as salt's matcher builds it (obj_class_tgt[:, :num_classes]):
+  // the slots after them are matched on the mask and regression terms alone.
+  const auto first_slots = torch::arange(in.target_class.size(1), in.target_class.options()) < null_class;
+  const auto classed = valid & first_slots.unsqueeze(0);
+  const auto index = (in.target_class * classed).unsqueeze(1).expand({-1, in.class_probs.size(1), -1});
+  const auto prob = in.class_probs.detach().gather(2, index) * classed.unsqueeze(1);
   auto cost = -w.object_class_ce * prob;
   if (w.mask_dice != 0) cost = cost + w.mask_dice * pairwise_dice_cost(masks, targets);
   if (w.mask_ce != 0) cost = cost + w.mask_ce * pairwise_ce_cost(masks, targets);

@@ -40,7 +40,8 @@ struct MatchInputs {
 };
 
 // The cost of giving query n to target m: [B, N, M]; columns of null targets are
-// meaningless (the matcher leaves them out).
+// meaningless (the matcher leaves them out). As in salt, only the first C target slots
+// (C = num_classes) carry the class term; docs/models.md says why that rule is kept.
 torch::Tensor match_cost(const MatchInputs& in, const MatchWeights& w);
 
 // For each jet the assignment of queries to its real targets with the least total
