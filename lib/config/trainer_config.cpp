@@ -249,6 +249,9 @@ Binding<T> make_trainer_binding() {
       .ignored("evaluation always runs without gradients")
       .unbound(field("use_distributed_sampler", t_bool(), true, "Shard batches across processes."))
       .ignored("salt-cpp always shards its weakly-shuffled batches across processes")
+      // Lightning 2.6.2 added it, and salt's config.yaml then carries it.
+      .unbound(field("suggest_integrations", t_bool(), true, "Suggest optional Lightning integrations."))
+      .ignored("salt-cpp suggests none")
       .custom(field_null("profiler", t_optional(t_union({t_str(), t_component("profiler")})),
                          "simple (or lightning.pytorch.profilers.SimpleProfiler): time per stage and callback hook, "
                          "printed and written to <run>/fit-profiler.txt."),

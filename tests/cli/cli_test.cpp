@@ -176,8 +176,9 @@ TEST(Cli, UnhonouredOptionsTableIsUpToDate) {
 }
 
 // The config.yaml salt itself writes into a run directory carries every
-// Lightning trainer argument, the logger and callbacks, links and what salt
-// injects (init nets' variables, norm_config): salt-cpp reads it as it is.
+// Lightning trainer argument (suggest_integrations too, with Lightning 2.6.2 and
+// later), the logger and callbacks, links and what salt injects (init nets'
+// variables, norm_config): salt-cpp reads it as it is.
 TEST(Cli, ConfigWrittenBySaltIsAccepted) {
   TempDir dir;
   write_file(dir / "config.yaml", R"(# lightning.pytorch==2.4.0
@@ -236,6 +237,7 @@ trainer:
   benchmark: null
   inference_mode: true
   use_distributed_sampler: true
+  suggest_integrations: true
   profiler: null
   detect_anomaly: false
   barebones: false
