@@ -85,6 +85,7 @@ step preflight 5
   echo "commit $commit"
   echo "date $(date -u +%FT%TZ)"
   echo "host $(hostname) $(nproc) cores, $(awk '/MemTotal/ {printf "%.0f GiB", $2/1048576}' /proc/meminfo)"
+  echo "cpu topology: $(lscpu 2>/dev/null | grep -E '^(Thread|Core|Socket)' | tr -s ' ' | tr '\n' ';')"
   # issue 57: whether this CPU multiplies bf16 natively (AVX-512 BF16, AMX)
   echo "cpu $(sed -n 's/^model name\s*: //p' /proc/cpuinfo | head -1); bf16 flags:" \
     "$(grep -oE 'avx512_bf16|amx_bf16|avx512f' /proc/cpuinfo | sort -u | tr '\n' ' ')"
@@ -366,6 +367,13 @@ if step "scale" 120; then
     --num_test 1000 >>"$out/fit.log" 2>&1
   FIT_TAG=scale FIT_DATA=$big fit bf16-mixed --trainer.devices 1
   grep -E "info: (train|val) epoch [0-9]+:" "$out/fit.log" | tail -4 | sed 's/^.*info: /  /' | tee -a "$summary"
+fi
+# The same with 4 loader workers instead of 15: at call L the loader kept up (0.4 % of the
+# epoch waiting) while the fit reached 66-73 % of the step; whether 15 busy decoding
+# threads slow the one thread that issues the step (16 cores, maybe 8 with two threads each).
+if step "scale 4 workers" 60; then
+  FIT_TAG=scale-w4 FIT_DATA=$root/data/gpu_2m fit bf16-mixed --trainer.devices 1 --data.num_workers 4
+  grep -E "info: train epoch [0-9]+:" "$out/fit.log" | tail -2 | sed 's/^.*info: /  /' | tee -a "$summary"
 fi
 step "fit 16-mixed graphs" 45 && SALT_CUDA_GRAPHS=1 FIT_TAG=16-graphs fit 16-mixed --trainer.devices 1
 # With flash attention's kernels in place of salt-cpp's short-jet kernel (the
