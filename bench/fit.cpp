@@ -112,7 +112,7 @@ int main(int argc, char** argv) {
   else {
     config::TrainerConfig cpu;  // this bench trains on the CPU: OMP_NUM_THREADS or LibTorch's count
     cpu.accelerator = "cpu";
-    training::configure_torch_threads(cpu);
+    training::configure_torch_threads(cpu, training::read_step_options().threads);
   }
   spdlog::set_level(spdlog::level::warn);
   if (quick) jets = std::min<int64_t>(jets, 4000);

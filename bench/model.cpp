@@ -61,6 +61,7 @@
 #include "training/foreach_adamw.h"
 #include "training/forward_batch.h"
 #include "training/step_graphs.h"
+#include "training/step_options.h"
 
 using namespace salt::models;
 
@@ -591,6 +592,8 @@ int main(int argc, char** argv) {
       return 2;
     }
   }
+  // The switches as salt fit reads and sets them (SALT_CPU_BF16, SALT_SHORT_ATTENTION, ...).
+  salt::training::apply_step_options(salt::training::read_step_options());
   if (setup.precision != "32" && setup.precision != "bf16-mixed") {
     std::fprintf(stderr, "bench_model: --precision must be 32 or bf16-mixed, not '%s'\n", setup.precision.c_str());
     return 2;

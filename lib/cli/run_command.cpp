@@ -96,14 +96,17 @@ int run_config_command(const std::string& command, const std::vector<std::string
     training::write_mup_shapes(resolved);
     return 0;
   }
-  training::threads_from_env();  // a bad OMP_NUM_THREADS is refused before workers start
+  // The switches, read once: a mistyped one (OMP_NUM_THREADS, SALT_*) is refused
+  // before workers start.
+  const auto options = training::read_step_options();
   // A directory is said to be one before a run directory or worker exists (a missing
   // file is said where it is read, after the config's own checks).
   if (resolved.run.ckpt_path && std::filesystem::exists(*resolved.run.ckpt_path))
     training::require_checkpoint_file(*resolved.run.ckpt_path, command + ": ckpt_path");
   if (auto code = launch_local_workers(command, args, resolved.run.trainer)) return *code;
   install_stop_handlers();
-  const auto threads = training::configure_torch_threads(resolved.run.trainer);
+  const auto threads = training::configure_torch_threads(resolved.run.trainer, options.threads);
+  training::apply_step_options(options);  // fit sets them again when built; test, validate and predict run on these
   spdlog::info("computing with {} CPU thread(s): {}{}", threads.threads, threads.why,
                threads.why == "OMP_NUM_THREADS" ? "" : " (OMP_NUM_THREADS sets another count)");
   if (command == "fit") {
@@ -119,7 +122,7 @@ int run_config_command(const std::string& command, const std::vector<std::string
       meta["compute_threads_why"] = threads.why;
       return meta;
     };
-    auto result = training::fit(resolved, hooks);
+    auto result = training::fit(resolved, hooks, options);
     if (result.requeued && !result.requeue_submitted) {
       // Saved mid-epoch, not finished, and nobody will restart it: the exit code and
       // line of any other stop signal (the warning before says how to resume).

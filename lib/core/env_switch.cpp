@@ -1,6 +1,6 @@
 #include "core/env_switch.h"
 
-#include <cstdlib>
+#include <algorithm>
 
 #include "core/errors.h"
 
@@ -24,8 +24,16 @@ bool env_switch(const std::string& name, const char* value, bool otherwise, cons
   return chosen.empty() ? otherwise : chosen == "1";
 }
 
-bool env_switch(const std::string& name, bool otherwise, const std::string& off, const std::string& on) {
-  return env_switch(name, std::getenv(name.c_str()), otherwise, off, on);
+std::optional<long> env_whole_number(const std::string& name, const char* value, long least, long most,
+                                     const std::string& why) {
+  const std::string v = value ? value : "";
+  if (v.empty()) return std::nullopt;
+  // Few enough digits that the number fits; anything else is refused below.
+  const bool whole = v.size() <= 9 && std::all_of(v.begin(), v.end(), [](char c) { return c >= '0' && c <= '9'; });
+  const long number = whole ? std::stol(v) : least - 1;
+  if (number >= least && number <= most) return number;
+  throw UsageError(name + "=" + v + ": expected a whole number from " + std::to_string(least) + " to " +
+                   std::to_string(most) + (why.empty() ? "" : " (" + why + ")"));
 }
 
 }  // namespace salt

@@ -1,8 +1,11 @@
-// Switches read from the environment: on/off ones (SALT_SHORT_ATTENTION,
-// SALT_SEGMENT_SUM_KERNEL, SALT_HOST_TWINS, SALT_COPY_STREAM, SALT_CUDA_GRAPHS) and ones
-// with named values (SALT_CPU_BF16: native or emulated). The same rule for every one,
-// so that a mistyped value is refused instead of read as one or the other.
+// The rule for switches read from the environment: on/off ones (SALT_SHORT_ATTENTION,
+// SALT_SEGMENT_SUM_KERNEL, SALT_HOST_TWINS, SALT_COPY_STREAM, SALT_CUDA_GRAPHS), ones
+// with named values (SALT_CPU_BF16: native or emulated) and whole numbers in a range
+// (SALT_MAX_STEPS_AHEAD, OMP_NUM_THREADS). The same rule for every one, so that a
+// mistyped value is refused instead of read as one or the other. Only the values are
+// parsed here; training/step_options.cpp reads the variables, once.
 #pragma once
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -23,7 +26,11 @@ std::string env_choice(const std::string& name, const char* value, const std::ve
 bool env_switch(const std::string& name, const char* value, bool otherwise, const std::string& off,
                 const std::string& on);
 
-// The same for the variable `name` as the process has it.
-bool env_switch(const std::string& name, bool otherwise, const std::string& off, const std::string& on);
+// `value` (the variable's, null when unset): unset or empty -> nullopt; digits only
+// (no sign, space or fraction) making a number from `least` to `most` -> it; anything
+// else a UsageError "SALT_X=two: expected a whole number from 0 to 1000", followed by
+// ` (<why>)` when `why` is given.
+std::optional<long> env_whole_number(const std::string& name, const char* value, long least, long most,
+                                     const std::string& why = "");
 
 }  // namespace salt

@@ -4,10 +4,9 @@
 #include <spdlog/spdlog.h>
 #include <torch/library.h>
 
-#include "core/env_switch.h"
 #include "core/torch_compat.h"
 
-#include <cstdlib>
+#include <atomic>
 #include <mutex>
 #include <string>
 
@@ -93,13 +92,14 @@ std::unique_ptr<torch::Library> register_kernels() {
   return lib;
 }
 
+std::atomic<bool>& emulated_flag() {
+  static std::atomic<bool> on{cpu_bf16_emulated_by_default()};
+  return on;
+}
+
 }  // namespace
 
-bool cpu_bf16_emulated() {
-  const auto chosen = env_choice("SALT_CPU_BF16", std::getenv("SALT_CPU_BF16"),
-                                 {{"native", "LibTorch's bf16 kernels"},
-                                  {"emulated", "bf16-rounded inputs multiplied in float32"}});
-  if (!chosen.empty()) return chosen == "emulated";
+bool cpu_bf16_emulated_by_default() {
 #if defined(__x86_64__)
   __builtin_cpu_init();
   return !(__builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl") &&
@@ -108,6 +108,9 @@ bool cpu_bf16_emulated() {
   return false;
 #endif
 }
+
+bool cpu_bf16_emulated() { return emulated_flag().load(); }
+void set_cpu_bf16_emulated(bool emulated) { emulated_flag().store(emulated); }
 
 void use_cpu_bf16_matmul() {
   static std::once_flag once;

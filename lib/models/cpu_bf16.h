@@ -14,10 +14,14 @@ class Library;
 
 namespace salt::models {
 
-// Whether bf16 matrix products on this CPU take the emulated path: SALT_CPU_BF16
-// ("native" or "emulated") decides when set, else the CPU's instruction set.
-// Another value is a UsageError naming the variable and both values (env_choice).
+// What the CPU's instruction set asks for: emulated without AVX-512 (BW, VL, DQ).
+bool cpu_bf16_emulated_by_default();
+
+// Whether bf16 matrix products on this CPU take the emulated path: the CPU's
+// default until set_cpu_bf16_emulated, which a fit calls from its StepOptions
+// (SALT_CPU_BF16=native|emulated; training/step_options.h) when it is built.
 bool cpu_bf16_emulated();
+void set_cpu_bf16_emulated(bool emulated);
 
 // From now on (for the process), CPU autocast's bf16 linear, matmul, mm, bmm,
 // addmm, baddbmm and addbmm run emulated when cpu_bf16_emulated() (says so once).

@@ -3,7 +3,11 @@
 namespace salt {
 namespace {
 // The autograd engine runs backward on its own threads, but twins are asked for in
-// the forward pass only, on the thread that installed them.
+// the forward pass only, on the thread that installed them. A thread-local, not a
+// switch: the host copies of the batch in the forward pass now (forward_batch
+// installs them per batch), read deep in modules whose forward takes tensors alone
+// (as salt's do). Whether a batch gets twins at all is StepOptions::host_twins
+// (training/step_options.h), read once.
 thread_local const HostTwins* current_twins = nullptr;
 }  // namespace
 

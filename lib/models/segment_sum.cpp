@@ -1,10 +1,8 @@
 #include "models/segment_sum.h"
 
 #include <atomic>
-#include <cstdlib>
 #include <string>
 
-#include "core/env_switch.h"
 #include "core/errors.h"
 #include "models/segment_sum_block.h"
 
@@ -19,8 +17,10 @@ namespace salt::models {
 
 namespace {
 
+// Off until set otherwise (training/step_options.h: SALT_SEGMENT_SUM_KERNEL, set when
+// a fit is built).
 std::atomic<bool>& segment_sum_flag() {
-  static std::atomic<bool> on{segment_sum_kernel_setting(std::getenv("SALT_SEGMENT_SUM_KERNEL"))};
+  static std::atomic<bool> on{false};
   return on;
 }
 
@@ -87,10 +87,6 @@ torch::Tensor segment_sum_rows(const torch::Tensor& g, const torch::Tensor& coun
   if (segment_sum_kernel_enabled() && kernel_takes(g)) return sum_on_card(g, counts, order);
 #endif
   return segment_sum_rows_reference(g, counts, order);
-}
-
-bool segment_sum_kernel_setting(const char* value) {
-  return env_switch("SALT_SEGMENT_SUM_KERNEL", value, false, "LibTorch's operators", "salt-cpp's kernel");
 }
 
 bool segment_sum_kernel_enabled() { return segment_sum_flag().load(); }

@@ -19,15 +19,13 @@ torch::Tensor segment_sum_rows_reference(const torch::Tensor& g, const torch::Te
 torch::Tensor segment_sum_rows_blocks_on_cpu(const torch::Tensor& g, const torch::Tensor& counts,
                                              const torch::Tensor& order);
 
-// Whether a card's segment sums go to salt-cpp's kernel: SALT_SEGMENT_SUM_KERNEL=1
-// (or set_segment_sum_kernel); off: on an H200 its gpu test passed but the step ran
-// 0.85x LibTorch's operators (docs/performance.md, call L). Read at the
-// first call; a value other than 0 or 1 is a UsageError.
+// Whether a card's segment sums go to salt-cpp's kernel: set_segment_sum_kernel,
+// which a fit calls from its StepOptions (SALT_SEGMENT_SUM_KERNEL=1;
+// training/step_options.h) when it is built; off by default: on an H200 its gpu test
+// passed but the step ran 0.85x LibTorch's operators (docs/performance.md, call L).
 bool segment_sum_kernel_enabled();
 // Whether this build has the kernel (a CUDA LibTorch, SALT_CUDA_KERNELS on).
 bool segment_sum_kernel_compiled();
 void set_segment_sum_kernel(bool on);
-// SALT_SEGMENT_SUM_KERNEL's value (null when unset) -> on or off.
-bool segment_sum_kernel_setting(const char* value);
 
 }  // namespace salt::models

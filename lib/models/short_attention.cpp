@@ -3,11 +3,9 @@
 #include <ATen/Parallel.h>
 
 #include <atomic>
-#include <cstdlib>
 #include <string>
 #include <vector>
 
-#include "core/env_switch.h"
 #include "core/errors.h"
 #include "models/short_attention_block.h"
 
@@ -24,8 +22,10 @@ namespace sa = short_attention;
 
 namespace {
 
+// On until set otherwise (training/step_options.h: SALT_SHORT_ATTENTION, set when a
+// fit is built).
 std::atomic<bool>& short_attention_flag() {
-  static std::atomic<bool> on{short_attention_setting(std::getenv("SALT_SHORT_ATTENTION"))};
+  static std::atomic<bool> on{true};
   return on;
 }
 
@@ -160,12 +160,6 @@ bool short_varlen_applies(const torch::Tensor& qkv, int64_t heads, int64_t max_l
 #else
   return false;
 #endif
-}
-
-// On unless 0: the H200 at 8f92c71 ran the gpu tests (the kernel follows its CPU
-// blocks and the math kernel's gradients) and cut the step's card time by 31 %.
-bool short_attention_setting(const char* value) {
-  return env_switch("SALT_SHORT_ATTENTION", value, true, "flash attention", "salt-cpp's kernel for short jets");
 }
 
 bool short_attention_enabled() { return short_attention_flag().load(); }

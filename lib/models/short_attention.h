@@ -19,11 +19,9 @@ torch::Tensor short_varlen_attention(const torch::Tensor& qkv, const torch::Tens
 bool short_varlen_applies(const torch::Tensor& qkv, int64_t heads, int64_t max_len);
 
 // Whether flash-varlen calls on a card go to this kernel instead of flash
-// attention's: yes unless SALT_SHORT_ATTENTION=0 (or set_short_attention(false)).
-// Read at the first call; another value of the variable is a UsageError.
+// attention's: yes unless set_short_attention(false), which a fit calls from its
+// StepOptions (SALT_SHORT_ATTENTION=0; training/step_options.h) when it is built.
 bool short_attention_enabled();
-// SALT_SHORT_ATTENTION's value (null when unset) -> on or off.
-bool short_attention_setting(const char* value);
 void set_short_attention(bool on);
 
 }  // namespace salt::models

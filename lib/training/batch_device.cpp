@@ -1,5 +1,6 @@
 #include "training/batch_device.h"
 
+#include <atomic>
 #include <map>
 #include <mutex>
 #include <optional>
@@ -12,21 +13,13 @@
 #include <c10/cuda/CUDAGuard.h>
 #endif
 
-#include "core/env_switch.h"
-
 namespace salt::training {
 
-bool host_twins_enabled() {
-  static const bool on = env_switch("SALT_HOST_TWINS", true, "the model reads the device", "the batch's host copies");
-  return on;
-}
-
-bool copy_stream_enabled() {
-  static const bool on = env_switch("SALT_COPY_STREAM", true, "the compute stream", "a copy stream");
-  return on;
-}
-
 namespace {
+
+// On until a fit sets them from its StepOptions (step_options.h).
+std::atomic<bool> host_twins_on{true};
+std::atomic<bool> copy_stream_on{true};
 
 #if SALT_CUDA
 // The device's copy stream, one for the whole run: the caching allocator hands a
@@ -85,6 +78,11 @@ struct SideStreamCopy {
 #endif
 
 }  // namespace
+
+bool host_twins_enabled() { return host_twins_on.load(); }
+void set_host_twins(bool on) { host_twins_on.store(on); }
+bool copy_stream_enabled() { return copy_stream_on.load(); }
+void set_copy_stream(bool on) { copy_stream_on.store(on); }
 
 DeviceBatch batch_to_device(Batch batch, const torch::Device& device) {
   DeviceBatch out;

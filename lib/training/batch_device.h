@@ -16,11 +16,14 @@ struct DeviceBatch : Batch {
 
 // SALT_HOST_TWINS=0 turns the twins off (the model then reads the device, as before
 // they existed): a switch for measuring what they change on a card (scripts/gpu_check.sh).
+// On unless a fit sets it from its StepOptions (step_options.h) when it is built.
 bool host_twins_enabled();
+void set_host_twins(bool on);
 
 // SALT_COPY_STREAM=0 copies on the compute stream, as before the copy stream: a
-// switch for measuring what it changes on a card.
+// switch for measuring what it changes on a card. Set like host_twins_enabled.
 bool copy_stream_enabled();
+void set_copy_stream(bool on);
 
 // Non-blocking copies from pinned memory on a GPU, issued on a copy stream of the
 // device's so that they run beside the kernels the compute stream still has queued

@@ -34,6 +34,7 @@
 #include "training/forward_batch.h"
 #include "training/checkpoint.h"
 #include "training/cuda_runtime.h"
+#include "training/step_options.h"
 #include "training/steps_ahead.h"
 #include "training/step_graphs.h"
 #include "training/device.h"
@@ -73,16 +74,14 @@ std::string class_name(const callbacks::Callback& c) {
 // validation + checkpoint, then finish. Callbacks see it through `state_`.
 class FitRun {
  public:
-  FitRun(const config::ResolvedConfig& resolved, const FitHooks& hooks)
+  FitRun(const config::ResolvedConfig& resolved, const FitHooks& hooks, const std::optional<StepOptions>& options)
       : setup_(prepare_run(resolved, Stage::kFit)), hooks_(hooks), T(setup_.run.trainer), D(setup_.run.data) {
     dev_run_ = T.fast_dev_run > 0;
-    // The environment's switches refused here if bad, not at the first step.
-    models::short_attention_enabled();
-    models::segment_sum_kernel_enabled();
-    host_twins_enabled();
-    copy_stream_enabled();
-    cuda_graphs_enabled();
-    models::cpu_bf16_emulated();
+    // The switches, read once (a mistyped one refused here, not at the first step)
+    // and set where the model's kernels read them.
+    options_ = options ? *options : read_step_options();
+    apply_step_options(options_);
+    steps_ahead_ = cuda::StepsAhead(options_.steps_ahead.value);
   }
 
   FitResult run() {
@@ -118,7 +117,7 @@ class FitRun {
   // SALT_CUDA_GRAPHS=1 (step_graphs.h): the training steps' forward and backward
   // passes as CUDA graphs where the run allows, else one line saying why not.
   void start_graphs() {
-    if (!cuda_graphs_enabled()) return;
+    if (!options_.cuda_graphs.value) return;
     const auto refusal = cuda_graphs_refusal(device_, !session_, T.accumulate_grad_batches, *setup_.model);
     if (!refusal.empty()) return spdlog::warn("SALT_CUDA_GRAPHS=1 but the steps run eagerly: {}", refusal);
     graphs_ = std::make_unique<StepGraphs>(*setup_.model, device_);
@@ -374,6 +373,7 @@ class FitRun {
       for (int i = 0; i < T.num_devices; ++i)
         info.gpu_ids.push_back(T.device_ids.empty() ? i : T.device_ids[static_cast<std::size_t>(i)]);
     info.float32_matmul_precision = cuda::float32_matmul_precision();
+    info.step_options = step_options_yaml(options_);
     run_config_yaml_ = config::to_yaml(write_run_files(run_dir_, setup_, info));
     spdlog::info("run directory: {}", run_dir_.string());
   }
@@ -813,6 +813,7 @@ class FitRun {
 
   RunSetup setup_;
   const FitHooks& hooks_;
+  StepOptions options_;
   const TrainerConfig& T;
   const data::DataConfig& D;
   bool dev_run_ = false;
@@ -851,7 +852,7 @@ class FitRun {
   ResourceMeter meter_;
   torch::Tensor first_nonfinite_;  // the first step with a non-finite loss (-1: none), on the device
   HostReadMeter host_reads_;
-  cuda::StepsAhead steps_ahead_{cuda::max_steps_ahead_from_env()};
+  cuda::StepsAhead steps_ahead_;
   std::optional<GradScaler> scaler_;  // 16-mixed on CUDA
   std::vector<std::string> attention_kernels_;
   std::unique_ptr<StepGraphs> graphs_;  // SALT_CUDA_GRAPHS=1, while training
@@ -864,6 +865,8 @@ class FitRun {
 
 }  // namespace
 
-FitResult fit(const config::ResolvedConfig& resolved, const FitHooks& hooks) { return FitRun(resolved, hooks).run(); }
+FitResult fit(const config::ResolvedConfig& resolved, const FitHooks& hooks, const std::optional<StepOptions>& options) {
+  return FitRun(resolved, hooks, options).run();
+}
 
 }  // namespace salt::training

@@ -11,10 +11,12 @@
 
 #include <filesystem>
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "training/epoch_resources.h"
+#include "training/step_options.h"
 
 namespace salt::training {
 
@@ -44,7 +46,10 @@ struct FitHooks {
   std::function<YAML::Node(const std::filesystem::path& run_dir)> before_start;
 };
 
-FitResult fit(const config::ResolvedConfig& resolved, const FitHooks& hooks = {});
+// `options`: the switches as the command read them (run_command, before any worker
+// starts); without them the fit reads them itself (read_step_options).
+FitResult fit(const config::ResolvedConfig& resolved, const FitHooks& hooks = {},
+              const std::optional<StepOptions>& options = std::nullopt);
 
 // The mid-epoch checkpoint written on SIGUSR1 (a batch system's pre-timeout
 // warning); a fit started in the same run directory resumes from it by itself.

@@ -132,6 +132,7 @@ YAML::Node write_run_files(const fs::path& run_dir, const RunSetup& setup, const
   meta["salt_cpp_build_dirty"] = build_dirty();
   meta["cuda_available"] = torch::cuda::is_available();
   meta["float32_matmul_precision"] = info.float32_matmul_precision;
+  if (info.step_options) meta["step_options"] = config::copy_tree(info.step_options);
   meta["blas"] = active_blas().vendor;
   char host[256] = {0};
   gethostname(host, sizeof host - 1);

@@ -23,6 +23,7 @@ struct RunInfo {
   // Wildcard inputs: the matched files with their jets (the readers above may read temp copies).
   std::vector<data::VirtualMember> train_members, val_members;
   std::string float32_matmul_precision;        // as set for the run ("highest" on CPU)
+  YAML::Node step_options;                     // step_options_yaml: each switch's value and source
 };
 
 // Writes config.yaml, the dict copies and metadata.yaml into `run_dir` (created).

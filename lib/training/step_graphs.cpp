@@ -13,18 +13,12 @@
 #include <c10/cuda/CUDAStream.h>
 #endif
 
-#include "core/env_switch.h"
 #include "models/host_twins.h"
 #include "models/salt_model.h"
 #include "models/static_rows.h"
 #include "models/transformer.h"
 
 namespace salt::training {
-
-bool cuda_graphs_enabled() {
-  static const bool on = env_switch("SALT_CUDA_GRAPHS", false, "eager steps", "CUDA graphs for the training steps");
-  return on;
-}
 
 std::string cuda_graphs_refusal(const torch::Device& device, bool one_process, int64_t accumulate_grad_batches,
                                 const models::SaltWrapperImpl& wrapper) {

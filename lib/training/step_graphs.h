@@ -21,9 +21,9 @@
 
 namespace salt::training {
 
-// SALT_CUDA_GRAPHS: 1 replays training steps as graphs where the run allows
-// (cuda_graphs_refusal); unset or 0, eager (no card has run the graphs yet).
-bool cuda_graphs_enabled();
+// SALT_CUDA_GRAPHS (StepOptions::cuda_graphs, step_options.h): 1 replays training
+// steps as graphs where the run allows (cuda_graphs_refusal); unset or 0, eager (no
+// card has run the graphs yet).
 
 // Why this run's training steps cannot be graphs, or empty: graphs need a card,
 // one process (no NCCL all-reduce inside the step), one batch per optimizer step

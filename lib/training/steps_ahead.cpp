@@ -1,15 +1,11 @@
 #include "training/steps_ahead.h"
 
-#include <cstdlib>
 #include <deque>
-#include <string>
 
 #if SALT_CUDA
 #include <ATen/cuda/CUDAContext.h>
 #include <ATen/cuda/CUDAEvent.h>
 #endif
-
-#include "core/errors.h"
 
 namespace salt::cuda {
 
@@ -41,16 +37,6 @@ void StepsAhead::step_issued(int device) {
 #else
   (void)device;
 #endif
-}
-
-int max_steps_ahead_from_env() {
-  const char* v = std::getenv("SALT_MAX_STEPS_AHEAD");
-  if (!v || !*v) return 0;
-  char* end = nullptr;
-  const long depth = std::strtol(v, &end, 10);
-  if (*end != '\0' || depth < 0 || depth > 1000)
-    throw UsageError("SALT_MAX_STEPS_AHEAD: expected a whole number from 0 to 1000, got '" + std::string(v) + "'");
-  return static_cast<int>(depth);
 }
 
 }  // namespace salt::cuda

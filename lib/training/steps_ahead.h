@@ -33,7 +33,7 @@ class StepsAhead {
   std::unique_ptr<Events> events_;
 };
 
-// SALT_MAX_STEPS_AHEAD: the depth salt fit uses on a card (default 0: no limit).
-int max_steps_ahead_from_env();
+// SALT_MAX_STEPS_AHEAD (StepOptions::steps_ahead, step_options.h) is the depth salt
+// fit uses on a card (default 0: no limit).
 
 }  // namespace salt::cuda

@@ -19,25 +19,24 @@
 #include <optional>
 
 #include "core/cpu_budget.h"
+#include "training/step_options.h"
 #include "training/trainer_config.h"
 
 namespace salt::training {
 
-// OMP_NUM_THREADS as salt-cpp takes it: unset or empty -> nullopt; a whole number
-// from 1 to kMaxThreadsPerCore x `cores` -> that number; anything else (a typo, 0,
-// negative, 100000) a UsageError naming the variable and the range. Before, the
-// value went straight to LibTorch: 100000 started tens of thousands of threads,
+// OMP_NUM_THREADS's value (null when unset) as salt-cpp takes it (the env_switch.h
+// rule; step_options.cpp reads the variable): unset or empty -> nullopt; a whole
+// number from 1 to kMaxThreadsPerCore x `cores` -> that number; anything else (a
+// typo, 0, negative, 100000) a UsageError naming the variable and the range. Before,
+// the value went straight to LibTorch: 100000 started tens of thousands of threads,
 // deaf to SIGTERM for minutes, and a typo was a raw std::stoi exception.
 constexpr int kMaxThreadsPerCore = 4;
 std::optional<int> threads_from_env(const char* value, int cores);
 
-// The same for the process's OMP_NUM_THREADS and affinity_cores(): called before
-// anything is started or written, so that a bad value is refused first.
-std::optional<int> threads_from_env();
-
-// Applies OMP_NUM_THREADS when set (threads_from_env), else choose_threads for
-// this machine, the node's ranks (the launcher's LOCAL_WORLD_SIZE or Slurm's tasks
-// per node) and the trainer's device; returns torch's intra-op thread count and why.
-ThreadChoice configure_torch_threads(const TrainerConfig& trainer);
+// Applies `threads` when it came from the environment (StepOptions::threads, read
+// from OMP_NUM_THREADS), else choose_threads for this machine, the node's ranks (the
+// launcher's LOCAL_WORLD_SIZE or Slurm's tasks per node) and the trainer's device;
+// returns torch's intra-op thread count and why.
+ThreadChoice configure_torch_threads(const TrainerConfig& trainer, const StepOption<int>& threads);
 
 }  // namespace salt::training

@@ -271,6 +271,26 @@ TEST(Refusals, OmpNumThreadsOutsideItsRangeIsOneLine) {
   }
 }
 
+// Every switch of training/step_options.h, mistyped: one line naming it and what it
+// takes, exit 2, no run directory. Before, SALT_MAX_STEPS_AHEAD said it its own way
+// ("SALT_MAX_STEPS_AHEAD: expected ..., got 'yes'").
+TEST(Refusals, EveryStepSwitchMistypedIsOneLine) {
+  TempDir dir;
+  write_toy_data(dir / "data" / "toy", 200, 50, 0);
+  const std::vector<std::pair<std::string, std::string>> switches = {
+      {"SALT_HOST_TWINS", "expected 0 (the model reads the device) or 1 (the batch's host copies)"},
+      {"SALT_COPY_STREAM", "expected 0 (the compute stream) or 1 (a copy stream)"},
+      {"SALT_CUDA_GRAPHS", "expected 0 (eager steps) or 1 (CUDA graphs for the training steps)"},
+      {"SALT_SHORT_ATTENTION", "expected 0 (flash attention) or 1 (salt-cpp's kernel for short jets)"},
+      {"SALT_SEGMENT_SUM_KERNEL", "expected 0 (LibTorch's operators) or 1 (salt-cpp's kernel)"},
+      {"SALT_MAX_STEPS_AHEAD", "expected a whole number from 0 to 1000"},
+  };
+  for (const auto& [name, takes] : switches) {
+    expect_one_line(run_salt(small_fit(dir), dir.path(), {name + "=yes"}), 2, "salt: error: " + name + "=yes: " + takes);
+    EXPECT_FALSE(fs::exists(dir / "logs")) << name;
+  }
+}
+
 // Before: SALT_CPU_BF16=nativ was read as neither value, silently (the CPU decided).
 TEST(Refusals, CpuBf16TakesNativeOrEmulatedOnly) {
   TempDir dir;

@@ -1,6 +1,5 @@
 // On/off switches from the environment (core/env_switch.h).
 #include <gtest/gtest.h>
-#include <stdlib.h>
 
 #include <string>
 #include <vector>
@@ -45,11 +44,20 @@ TEST(EnvSwitch, NamedValuesFollowTheSameRuleNamingEveryValue) {
   EXPECT_THROW(env_choice("SALT_X", "Native", values), UsageError);
 }
 
-TEST(EnvSwitch, ReadsTheProcessEnvironment) {
-  setenv("SALT_ENV_SWITCH_TEST", "0", 1);
-  EXPECT_FALSE(env_switch("SALT_ENV_SWITCH_TEST", true, "a", "b"));
-  unsetenv("SALT_ENV_SWITCH_TEST");
-  EXPECT_TRUE(env_switch("SALT_ENV_SWITCH_TEST", true, "a", "b"));
+// SALT_MAX_STEPS_AHEAD had its own parser ("SALT_MAX_STEPS_AHEAD: expected ..., got 'two'").
+TEST(EnvSwitch, WholeNumbersFollowTheSameRuleNamingTheRange) {
+  EXPECT_EQ(env_whole_number("SALT_X", nullptr, 0, 1000), std::nullopt);
+  EXPECT_EQ(env_whole_number("SALT_X", "", 0, 1000), std::nullopt);
+  EXPECT_EQ(env_whole_number("SALT_X", "0", 0, 1000), 0);
+  EXPECT_EQ(env_whole_number("SALT_X", "1000", 0, 1000), 1000);
+  for (const char* bad : {"two", "-1", "2.5", " 2", "+2", "1001", "99999999999"})
+    EXPECT_THROW(env_whole_number("SALT_X", bad, 0, 1000), UsageError) << bad;
+  try {
+    env_whole_number("SALT_X", "two", 1, 8, "4 for each of 2 cores");
+    ADD_FAILURE() << "SALT_X=two accepted";
+  } catch (const UsageError& e) {
+    EXPECT_EQ(std::string(e.what()), "SALT_X=two: expected a whole number from 1 to 8 (4 for each of 2 cores)");
+  }
 }
 
 }  // namespace

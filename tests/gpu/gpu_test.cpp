@@ -165,9 +165,9 @@ TEST_F(Gpu, ARunOnTheCardComputesWithOneHostThread) {
   torch::set_num_threads(4);
   config::TrainerConfig t;
   t.accelerator = "gpu";
-  EXPECT_EQ(training::configure_torch_threads(t).threads, 1);
+  EXPECT_EQ(training::configure_torch_threads(t, training::read_step_options().threads).threads, 1);
   setenv("OMP_NUM_THREADS", "3", 1);
-  EXPECT_EQ(training::configure_torch_threads(t).threads, 3);
+  EXPECT_EQ(training::configure_torch_threads(t, training::read_step_options().threads).threads, 3);
   if (env)
     setenv("OMP_NUM_THREADS", env_before.c_str(), 1);
   else

@@ -104,12 +104,15 @@ TEST(CpuBf16, OutsideAutocastNothingChanges) {
   EXPECT_TRUE(torch::equal(before, during));
 }
 
-TEST(CpuBf16, TheEnvironmentDecides) {
-  setenv("SALT_CPU_BF16", "native", 1);
+// The CPU's instruction set decides until a fit sets its StepOptions' mode
+// (SALT_CPU_BF16: training/step_options.h).
+TEST(CpuBf16, TheSettingDecidesAfterTheCpu) {
+  EXPECT_EQ(cpu_bf16_emulated(), cpu_bf16_emulated_by_default());
+  set_cpu_bf16_emulated(false);
   EXPECT_FALSE(cpu_bf16_emulated());
-  setenv("SALT_CPU_BF16", "emulated", 1);
+  set_cpu_bf16_emulated(true);
   EXPECT_TRUE(cpu_bf16_emulated());
-  unsetenv("SALT_CPU_BF16");
+  set_cpu_bf16_emulated(cpu_bf16_emulated_by_default());
 }
 
 }  // namespace

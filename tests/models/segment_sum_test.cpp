@@ -55,13 +55,6 @@ TEST(SegmentSum, TheKernelsFunctionFollowsLibTorch) {
   EXPECT_TRUE(torch::allclose(half.to(torch::kFloat), rounded.to(torch::kBFloat16).to(torch::kFloat), 8e-3, 1e-6));
 }
 
-// SALT_SEGMENT_SUM_KERNEL (core/env_switch.h's rule): off unless 1.
-TEST(SegmentSum, KernelSettingComesFromTheEnvironment) {
-  EXPECT_FALSE(segment_sum_kernel_setting(nullptr));
-  EXPECT_TRUE(segment_sum_kernel_setting("1"));
-  EXPECT_THROW(segment_sum_kernel_setting("on"), salt::UsageError);
-}
-
 TEST(SegmentSum, RefusesWhatItsCpuBlocksCannotTake) {
   EXPECT_THROW(segment_sum_rows_blocks_on_cpu(five_rows().to(torch::kDouble), torch::tensor({5}, kLong), {}),
                salt::UsageError);

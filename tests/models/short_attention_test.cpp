@@ -98,13 +98,6 @@ TEST(ShortAttention, SharedMemoryFloats) {
   EXPECT_EQ(short_attention::backward_smem_floats(15, 32), 4 * 15 * 33 + 2 * 15 * 15);
 }
 
-// SALT_SHORT_ATTENTION (core/env_switch.h's rule): on unless 0.
-TEST(ShortAttention, SettingComesFromTheEnvironment) {
-  EXPECT_TRUE(short_attention_setting(nullptr));
-  EXPECT_FALSE(short_attention_setting("0"));
-  EXPECT_THROW(short_attention_setting("yes"), salt::UsageError);
-}
-
 TEST(ShortAttention, RefusesWhatItCannotTake) {
   auto starts = starts_of({2});
   EXPECT_THROW(short_varlen_attention(torch::randn({2, 10}), starts, 2, 3, 1.0), salt::UsageError);  // 10 % 9

@@ -27,11 +27,12 @@ TEST(Threads, OmpNumThreadsDecides) {
   RestoreThreads restore;
   salt::config::TrainerConfig cpu;
   cpu.accelerator = "cpu";
+  using salt::training::read_step_options;
   setenv("OMP_NUM_THREADS", "1", 1);
-  EXPECT_EQ(salt::training::configure_torch_threads(cpu).threads, 1);
+  EXPECT_EQ(salt::training::configure_torch_threads(cpu, read_step_options().threads).threads, 1);
   setenv("OMP_NUM_THREADS", "2", 1);
-  EXPECT_EQ(salt::training::configure_torch_threads(cpu).threads, 2);
-  EXPECT_EQ(salt::training::configure_torch_threads(cpu).why, "OMP_NUM_THREADS");
+  EXPECT_EQ(salt::training::configure_torch_threads(cpu, read_step_options().threads).threads, 2);
+  EXPECT_EQ(salt::training::configure_torch_threads(cpu, read_step_options().threads).why, "OMP_NUM_THREADS");
 }
 
 // Without OMP_NUM_THREADS the CPU computes on every core of this process's mask
@@ -43,7 +44,7 @@ TEST(Threads, TheCpuTakesEveryUsableCore) {
   salt::config::TrainerConfig cpu;
   cpu.accelerator = "cpu";
   const auto expected = salt::choose_threads(salt::this_machine());
-  const auto chosen = salt::training::configure_torch_threads(cpu);
+  const auto chosen = salt::training::configure_torch_threads(cpu, salt::training::read_step_options().threads);
   EXPECT_EQ(chosen.threads, expected.threads);
   EXPECT_EQ(chosen.why, expected.why);
   EXPECT_EQ(torch::get_num_threads(), expected.threads);

@@ -1,0 +1,74 @@
+// The switches that change how a training step is computed, and nothing else: the
+// same config trains the same model with any of them, only faster or slower (or, for
+// SALT_CPU_BF16, with bf16 products rounded the other way). Each is read from the
+// environment ONCE, by read_step_options (the only place in lib that reads these
+// variables), with core/env_switch.h's rule for every one: unset or empty is the
+// default, a mistyped value a UsageError naming the variable and what it takes. A fit
+// records each with where it came from in metadata.yaml (`step_options`), so two
+// runs that differ only by a switch do not look the same afterwards. Torch-free.
+//
+//   host_twins          SALT_HOST_TWINS=0|1 (1)        the model reads the batch's host copies (batch_device.h)
+//   copy_stream         SALT_COPY_STREAM=0|1 (1)       a card's batch copies on a copy stream (batch_device.h)
+//   cuda_graphs         SALT_CUDA_GRAPHS=0|1 (0)       training steps as CUDA graphs (step_graphs.h)
+//   short_attention     SALT_SHORT_ATTENTION=0|1 (1)   salt-cpp's kernel for short jets (models/short_attention.h)
+//   segment_sum_kernel  SALT_SEGMENT_SUM_KERNEL=0|1 (0) salt-cpp's segment-sum kernel (models/segment_sum.h)
+//   cpu_bf16            SALT_CPU_BF16=native|emulated (the CPU's instruction set; models/cpu_bf16.h)
+//   steps_ahead         SALT_MAX_STEPS_AHEAD=0..1000 (0: no limit; steps_ahead.h)
+//   threads             OMP_NUM_THREADS=1..4 x cores (choose_threads' rule; threads.h)
+#pragma once
+#include <yaml-cpp/yaml.h>
+
+#include <functional>
+#include <string>
+
+namespace salt::training {
+
+enum class OptionSource { kDefault, kEnvironment };
+
+// "default" or "environment", as metadata.yaml says it.
+const char* source_name(OptionSource source);
+
+template <class T>
+struct StepOption {
+  T value{};
+  OptionSource source = OptionSource::kDefault;
+};
+
+enum class CpuBf16Mode { kNative, kEmulated };
+
+struct StepOptions {
+  StepOption<bool> host_twins{true};
+  StepOption<bool> copy_stream{true};
+  StepOption<bool> cuda_graphs{false};
+  StepOption<bool> short_attention{true};
+  StepOption<bool> segment_sum_kernel{false};
+  StepOption<CpuBf16Mode> cpu_bf16{CpuBf16Mode::kNative};  // default: what the CPU runs fast
+  StepOption<int> steps_ahead{0};
+  StepOption<int> threads{0};  // from the environment: the count asked for; 0: choose_threads decides
+};
+
+// A variable's value as the environment has it (null when unset).
+using EnvLookup = std::function<const char*(const char* name)>;
+
+// The one parser: every switch from `env`, OMP_NUM_THREADS's range from `cores`,
+// SALT_CPU_BF16's default from `cpu_emulates_bf16`. The first mistyped value is a
+// UsageError ("SALT_COPY_STREAM=yes: expected 0 (the compute stream) or 1 (a copy
+// stream)").
+StepOptions parse_step_options(const EnvLookup& env, int cores, bool cpu_emulates_bf16);
+
+// parse_step_options over this process's environment, the cores it may use and its
+// CPU. Called once per command (run_command, before any worker starts), or by a fit
+// started without options (benches, in-process tests).
+StepOptions read_step_options();
+
+// Sets what the model's kernels read (short attention, segment sum, CPU bf16,
+// host twins, copy stream) from `options`: process-wide accessors, since a model
+// module has no handle on its fit. fit() calls it when it is built; run_command
+// before test, validate and predict.
+void apply_step_options(const StepOptions& options);
+
+// metadata.yaml's `step_options`: each switch's {value, source}, `threads` as the
+// count LibTorch computes with.
+YAML::Node step_options_yaml(const StepOptions& options);
+
+}  // namespace salt::training
