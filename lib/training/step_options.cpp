@@ -41,7 +41,9 @@ YAML::Node entry(const StepOption<T>& option) {
 
 }  // namespace
 
-const char* source_name(OptionSource source) { return source == OptionSource::kEnvironment ? "environment" : "default"; }
+const char* source_name(OptionSource source) {
+  return source == OptionSource::kEnvironment ? "environment" : "default";
+}
 
 StepOptions parse_step_options(const EnvLookup& env, int cores, bool cpu_emulates_bf16) {
   StepOptions o;

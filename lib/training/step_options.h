@@ -2,10 +2,12 @@
 // same config trains the same model with any of them, only faster or slower (or, for
 // SALT_CPU_BF16, with bf16 products rounded the other way). Each is read from the
 // environment ONCE, by read_step_options (the only place in lib that reads these
-// variables), with core/env_switch.h's rule for every one: unset or empty is the
-// default, a mistyped value a UsageError naming the variable and what it takes. A fit
-// records each with where it came from in metadata.yaml (`step_options`), so two
-// runs that differ only by a switch do not look the same afterwards. Torch-free.
+// variables for a step; dist/local_launch.cpp only looks whether OMP_NUM_THREADS is
+// set before setting it for its workers), with core/env_switch.h's rule for every
+// one: unset or empty is the default, a mistyped value a UsageError naming the
+// variable and what it takes. A fit records each with where it came from in
+// metadata.yaml (`step_options`), so two runs that differ only by a switch do not
+// look the same afterwards. Torch-free.
 //
 //   host_twins          SALT_HOST_TWINS=0|1 (1)        the model reads the batch's host copies (batch_device.h)
 //   copy_stream         SALT_COPY_STREAM=0|1 (1)       a card's batch copies on a copy stream (batch_device.h)

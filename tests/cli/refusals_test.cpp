@@ -286,7 +286,8 @@ TEST(Refusals, EveryStepSwitchMistypedIsOneLine) {
       {"SALT_MAX_STEPS_AHEAD", "expected a whole number from 0 to 1000"},
   };
   for (const auto& [name, takes] : switches) {
-    expect_one_line(run_salt(small_fit(dir), dir.path(), {name + "=yes"}), 2, "salt: error: " + name + "=yes: " + takes);
+    expect_one_line(run_salt(small_fit(dir), dir.path(), {name + "=yes"}), 2,
+                    "salt: error: " + name + "=yes: " + takes);
     EXPECT_FALSE(fs::exists(dir / "logs")) << name;
   }
 }

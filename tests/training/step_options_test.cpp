@@ -96,12 +96,14 @@ TEST(StepOptions, AMistypedValueOfEachSwitchNamesItAndWhatItTakes) {
       {"SALT_CPU_BF16",
        "expected native (LibTorch's bf16 kernels) or emulated (bf16-rounded inputs multiplied in float32)"},
       {"SALT_MAX_STEPS_AHEAD", "expected a whole number from 0 to 1000"},
-      {"OMP_NUM_THREADS", "expected a whole number from 1 to 8 (4 threads for each of the 2 cores this process may use)"},
+      {"OMP_NUM_THREADS",
+       "expected a whole number from 1 to 8 (4 threads for each of the 2 cores this process may use)"},
   };
   for (const auto& [name, takes] : expected)
     EXPECT_EQ(refusal({{name, "yes"}}), name + "=yes: " + takes);
-  EXPECT_EQ(refusal({{"SALT_MAX_STEPS_AHEAD", "1001"}}), "SALT_MAX_STEPS_AHEAD=1001: expected a whole number from 0 to 1000");
-  EXPECT_EQ(refusal({{"SALT_MAX_STEPS_AHEAD", "-1"}}), "SALT_MAX_STEPS_AHEAD=-1: expected a whole number from 0 to 1000");
+  for (const std::string depth : {"1001", "-1", "2.5"})
+    EXPECT_EQ(refusal({{"SALT_MAX_STEPS_AHEAD", depth}}),
+              "SALT_MAX_STEPS_AHEAD=" + depth + ": expected a whole number from 0 to 1000");
   EXPECT_EQ(refusal({{"SALT_CPU_BF16", "Native"}}).rfind("SALT_CPU_BF16=Native: expected native", 0), 0u);
 }
 
