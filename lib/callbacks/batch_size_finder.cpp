@@ -72,8 +72,7 @@ class BatchSizeFinder : public Callback {
     adjust(o_.init_val);
     int64_t found = o_.mode == "power" ? power_scaling() : binsearch_scaling();
     found = std::max<int64_t>(found, 1);
-    s.setup->run.data.batch_size = found;
-    s.setup->config["data"]["batch_size"] = found;
+    s.edit_config(config::ConfigEdit::set_batch_size(found));
     spdlog::info("Finished batch size finder, will continue with full run using batch size {}", found);
     state_ = nullptr;
   }

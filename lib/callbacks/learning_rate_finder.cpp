@@ -56,30 +56,13 @@ const config::Binding<LrFinderOptions>& learning_rate_finder_binding() {
   return b;
 }
 
-double* lr_field(config::LrsConfig& lrs, const std::string& name) {
-  if (name == "lrs_config.max") return &lrs.max;
-  if (name == "lrs_config.initial") return &lrs.initial;
-  if (name == "lrs_config.end") return &lrs.end;
-  return nullptr;
-}
-
-// The shortest text that reads back as `x`, as PyYAML writes floats (1.0e-05:
-// YAML 1.1 wants a dot before the exponent).
-std::string yaml_float(double x) {
-  auto text = python_float_repr(x);
-  if (text.find('e') != std::string::npos && text.find('.') == std::string::npos)
-    text.insert(text.find('e'), ".0");
-  return text;
-}
-
 class LearningRateFinder : public Callback {
  public:
   explicit LearningRateFinder(LrFinderOptions o) : o_(std::move(o)) {
     if (!(o_.min_lr > 0) || !(o_.max_lr > o_.min_lr))
       throw UsageError("LearningRateFinder: min_lr and max_lr must satisfy 0 < min_lr < max_lr");
     if (!o_.update_attr) return;
-    config::LrsConfig probe;
-    if (!lr_field(probe, o_.attr_name))
+    if (!config::lrs_field(o_.attr_name))
       throw UsageError("LearningRateFinder: update_attr needs attr_name: lrs_config.max, lrs_config.initial or "
                        "lrs_config.end (salt's model has no `lr` or `learning_rate`" +
                        std::string(o_.attr_name.empty() ? "" : "; got '" + o_.attr_name + "'") +
@@ -135,9 +118,7 @@ class LearningRateFinder : public Callback {
 
   // salt's model.lrs_config takes the suggestion, and config.yaml records it.
   void apply(FitState& s, double lr) {
-    *lr_field(s.setup->run.model.lrs, o_.attr_name) = lr;
-    const auto key = o_.attr_name.substr(o_.attr_name.find('.') + 1);
-    s.setup->config["model"]["lrs_config"][key] = yaml_float(lr);
+    s.edit_config(config::ConfigEdit::set_learning_rate(*config::lrs_field(o_.attr_name), lr));
     spdlog::info("Learning rate set to {} (model.{})", python_float_repr(lr), o_.attr_name);
   }
 

@@ -8,6 +8,7 @@
 #include "cli/commands.h"
 #include "cli/git_checks.h"
 #include "config/compose.h"
+#include "config/config_edit.h"
 #include "config/run_args.h"
 #include "core/errors.h"
 #include "core/signals.h"
@@ -56,8 +57,7 @@ void default_checkpoint_beside_config(const config::RunArgs& args, config::Resol
   if (!std::filesystem::is_directory(ckpt_dir)) return;
   spdlog::info("no --ckpt_path: looking for the best checkpoint in {}", ckpt_dir.string());
   const auto best = training::best_checkpoint(ckpt_dir).string();
-  resolved.config["ckpt_path"] = best;
-  resolved.run.ckpt_path = best;
+  config::apply_edit(resolved, config::ConfigEdit::set_ckpt_path(best));
 }
 
 // salt test/validate/predict given --ckpt_path and no config file: the checkpoint's

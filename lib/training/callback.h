@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "config/config_edit.h"
 #include "training/prediction_writer.h"
 #include "models/salt_wrapper.h"
 #include "serialize/py_value.h"
@@ -92,6 +93,10 @@ struct FitState {
   std::function<std::vector<double>(const std::vector<double>&)> sum_over_ranks;
   // Runs a tuner's trial (see TrialSpec); only during the tune hook.
   std::function<TrialResult(const TrialSpec&)> run_trial;
+  // A tuner's result (data.batch_size, a model.lrs_config rate): the run's typed
+  // settings and what config.yaml records change together (config::apply_edit);
+  // only during the tune hook. Tuners change settings through this alone.
+  std::function<void(const config::ConfigEdit&)> edit_config;
 
   int64_t max_epochs() const { return plan ? plan->max_epochs : 0; }          // -1: until max_steps
   int64_t train_batches() const { return plan ? plan->train_batches : 0; }    // per epoch
@@ -134,7 +139,7 @@ class Callback {
   // The data are open and the model is placed; the batches per epoch and the
   // one-cycle schedule are not planned yet. Tuners (BatchSizeFinder,
   // LearningRateFinder) run trials here (FitState::run_trial) and may change
-  // setup->run.data.batch_size or setup->run.model.lrs, which the run then plans with.
+  // data.batch_size or model.lrs_config (FitState::edit_config), which the run then plans with.
   virtual void tune(FitState&) {}
   // The run directory and any resume are decided, run files written, nothing
   // trained yet.

@@ -417,8 +417,17 @@ class FitRun {
       return session_ ? session_->sum(values) : values;
     };
     state_.run_trial = [this](const callbacks::TrialSpec& spec) { return run_trial(spec); };
+    state_.edit_config = [this](const config::ConfigEdit& edit) { apply_tuned(edit); };
     hook("tune", &callbacks::Callback::tune, state_);
     state_.run_trial = nullptr;
+    state_.edit_config = nullptr;
+  }
+
+  // A tuner's result: the typed settings and config.yaml's record change together
+  // (config::apply_edit), and D, the run's copy of the data settings, follows.
+  void apply_tuned(const config::ConfigEdit& edit) {
+    config::apply_edit(setup_.run, setup_.config, edit);
+    D = setup_.run.data;
   }
 
   // A tuner's trial (see callbacks::TrialSpec): the run's step on its own
@@ -815,7 +824,7 @@ class FitRun {
   const FitHooks& hooks_;
   StepOptions options_;
   const TrainerConfig& T;
-  const data::DataConfig& D;
+  data::DataConfig D;  // a copy of setup_.run.data, refreshed by apply_tuned (a tuner's new batch size)
   bool dev_run_ = false;
   // process group
   torch::Device device_{torch::kCPU};

@@ -72,7 +72,7 @@ TEST(LearningRateFinder, TrainsWithTheSuggestionTorchGradientAgreesWith) {
   const auto sweep = read_sweep(r.run_dir / "lr_find.csv");
   ASSERT_GE(sweep.lrs.size(), 13u);
   // Lightning's suggestion() in torch on the saved sweep; salt (PyYAML) reads
-  // config.yaml's new max as that float.
+  // config.yaml's new max as that float, and the run trained with it.
   const auto py = run_python(R"(
 import sys, csv, torch, yaml
 rows = list(csv.DictReader(open(sys.argv[1])))
@@ -82,9 +82,13 @@ g = torch.gradient(losses[finite], spacing=[x[finite]])[0]
 idx = torch.arange(len(lrs))[10:-1][finite][torch.argmin(g).item()].item()
 written = yaml.safe_load(open(sys.argv[2]))["model"]["lrs_config"]["max"]
 assert isinstance(written, float) and written == lrs[idx], (written, lrs[idx])
+# The run trained with it: the one-cycle schedule's peak in the checkpoint's optimizer (OneCycleLR's max_lr).
+trained = torch.load(sys.argv[3], map_location="cpu")["optimizer_states"][0]["param_groups"][0]["max_lr"]
+assert trained == lrs[idx], (trained, lrs[idx])
 print(repr(lrs[idx]))
 )",
-                             {(r.run_dir / "lr_find.csv").string(), (r.run_dir / "config.yaml").string()});
+                             {(r.run_dir / "lr_find.csv").string(), (r.run_dir / "config.yaml").string(),
+                              r.checkpoints.back().string()});
   ASSERT_EQ(py.exit_code, 0) << py.err;
   const double suggested = std::stod(py.out);
   const auto config = run_config(r);
