@@ -7,6 +7,7 @@
 #include <functional>
 #include <set>
 
+#include "config/model_view.h"
 #include "core/errors.h"
 #include "core/signals.h"
 #include "data/cuts.h"
@@ -142,12 +143,11 @@ class SchemaBuilder {
 
   // data.mf_config: the objects (num_objects slots, ids, classes) and the
   // constituents' link to them; the object tasks add their targets.
-  void add_maskformer(const YAML::Node& model_model) {
+  void add_maskformer(const config::ModelView& model) {
     if (!data_.mf_config) return;
     const auto& mf = *data_.mf_config;
     int64_t slots = mf.object.max_objects.value_or(0);
-    const YAML::Node n = model_model["init_args"]["mask_decoder"]["init_args"]["num_objects"];
-    if (!slots && n && n.IsScalar()) slots = n.as<int64_t>();
+    if (!slots && model.num_objects) slots = *model.num_objects;
     dataset("objects").slots = std::max<int64_t>(1, slots ? slots : 5);
     add("objects", {mf.object.id_label, Kind::kObjectId, {}});
     if (mf.object.class_label) {
@@ -173,80 +173,77 @@ class SchemaBuilder {
   std::string objects_;
 };
 
-std::vector<std::string> strings(const YAML::Node& n) {
-  std::vector<std::string> out;
-  if (!n || n.IsNull()) return out;
-  if (n.IsScalar()) return {n.Scalar()};
-  for (const auto& e : n) out.push_back(e.Scalar());
-  return out;
+// A classification task's label: the raw value of each of its n classes (label_map
+// inverted, else the class itself), then for a label other than the main one every
+// raw value label_map names (each class drawn from any of its raw values).
+ToyField class_field(const config::TaskView& t, int64_t n, bool main) {
+  ToyField f{t.label, main ? Kind::kMain : Kind::kClass, {}, {}, n};
+  for (int64_t c = 0; c < n; ++c) {
+    int64_t raw = c;
+    for (const auto& [from, to] : t.label_map)
+      if (to == c) {
+        raw = from;
+        break;
+      }
+    f.values.push_back(raw);
+    f.classes.push_back(c);
+  }
+  if (!main)
+    for (const auto& [from, to] : t.label_map) {
+      f.values.push_back(from);
+      f.classes.push_back(to);
+    }
+  return f;
 }
 
-// Reads the tasks from the validated model.model node. Only labels are needed
-// here, not the modules, so the task list is read as data rather than built.
-void add_tasks(SchemaBuilder& b, const YAML::Node& model_model) {
-  const YAML::Node modules = model_model["init_args"]["tasks"]["init_args"]["modules"];
+// Reads the tasks from the typed view of model.model (config::model_view). Only
+// labels are needed here, not the modules, so the task list is read as data
+// rather than built.
+void add_tasks(SchemaBuilder& b, const config::ModelView& model) {
   // A task on a merge_dict input reads its members' labels.
-  const YAML::Node merges = model_model["init_args"]["merge_dict"];
+  auto merged = [&](const std::string& input) -> const std::vector<std::string>* {
+    auto it = model.merge_dict.find(input);
+    return it == model.merge_dict.end() ? nullptr : &it->second;
+  };
   auto add = [&](const std::string& input, const ToyField& f) {
-    if (merges && merges.IsMap() && merges[input])
-      for (const auto& m : merges[input]) b.add(m.Scalar(), f);
+    if (const auto* members = merged(input))
+      for (const auto& m : *members) b.add(m, f);
     else
       b.add(input, f);
   };
   bool main_found = false;
-  for (size_t i = 0; i < modules.size(); ++i) {
-    const YAML::Node t = modules[i];
-    const std::string cls = t["class_path"].Scalar();
-    const YAML::Node a = t["init_args"];
-    const std::string input = a["input_name"].Scalar();
+  for (size_t i = 0; i < model.tasks.size(); ++i) {
+    const config::TaskView& t = model.tasks[i];
     const std::string key = fmt::format("model.model.init_args.tasks.init_args.modules[{}]", i);
-    for (const auto& w : strings(a["sample_weight"])) add(input, {w, Kind::kPositive, {}});
-    if (cls.find("VertexingTask") != std::string::npos) {
-      add(input, {a["label"].Scalar(), Kind::kVertex, {}});
-    } else if (cls.find("RegressionTask") != std::string::npos) {
-      for (const auto& f : strings(a["targets"])) add(input, {f, Kind::kPositive, {}});
-      for (const auto& f : strings(a["target_denominators"])) add(input, {f, Kind::kPositive, {}});
-    } else if (cls.find("ClassificationTask") != std::string::npos) {
-      const auto names = strings(a["class_names"]);
-      const YAML::Node out = a["dense_config"]["output_size"];
-      if (names.empty() && !(out && out.IsScalar()))
+    const std::string& input = t.input_name;
+    for (const auto& w : t.sample_weight) add(input, {w, Kind::kPositive, {}});
+    if (t.kind == config::TaskView::Kind::kVertexing) {
+      add(input, {t.label, Kind::kVertex, {}});
+    } else if (t.kind == config::TaskView::Kind::kRegression) {
+      for (const auto& f : t.targets) add(input, {f, Kind::kPositive, {}});
+      for (const auto& f : t.target_denominators) add(input, {f, Kind::kPositive, {}});
+    } else if (t.kind == config::TaskView::Kind::kClassification) {
+      if (t.class_names.empty() && !t.output_size)
         throw UsageError(key + ".init_args: salt toydata needs class_names or dense_config.output_size to know the classes");
-      int64_t n = names.empty() ? out.as<int64_t>() : static_cast<int64_t>(names.size());
+      int64_t n = t.class_names.empty() ? *t.output_size : static_cast<int64_t>(t.class_names.size());
       if (n == 1) n = 2;  // a binary task with one logit
-      const bool merged = merges && merges.IsMap() && merges[input];
-      const ToyDataset ds = b.dataset(merged ? merges[input][0].Scalar() : input);  // a copy: add() may grow the list
+      const auto* members = merged(input);
+      const ToyDataset ds = b.dataset(members && !members->empty() ? members->front() : input);  // a copy: add() may grow the list
       const bool main = !main_found && !ds.sequence && input == b.data().global_object;
       // The main label needs values[k] = a raw value of class k; others draw any raw value.
-      ToyField f{a["label"].Scalar(), main ? Kind::kMain : Kind::kClass, {}, {}, n};
-      const YAML::Node map = a["label_map"];
-      for (int64_t c = 0; c < n; ++c) {
-        int64_t raw = c;
-        if (map && map.IsMap())
-          for (const auto& kv : map)
-            if (kv.second.as<int64_t>() == c) {
-              raw = kv.first.as<int64_t>();
-              break;
-            }
-        f.values.push_back(raw);
-        f.classes.push_back(c);
-      }
-      if (!main && map && map.IsMap())
-        for (const auto& kv : map) {
-          f.values.push_back(kv.first.as<int64_t>());
-          f.classes.push_back(kv.second.as<int64_t>());
-        }
+      const ToyField f = class_field(t, n, main);
       if (main) {
         main_found = true;
         auto& s = b.schema();
         s.num_classes = n;
-        s.class_names = names.empty() ? default_flavours(n) : names;
+        s.class_names = t.class_names.empty() ? default_flavours(n) : t.class_names;
         if (!s.labeller_classes.empty()) s.class_names = s.labeller_classes;
       }
       const bool relabelled = main && !b.schema().labeller_classes.empty();
       if (!relabelled) add(input, f);
-      b.schema().class_dict_labels[ds.name].push_back(a["label"].Scalar());
+      b.schema().class_dict_labels[ds.name].push_back(t.label);
     } else {
-      throw UsageError(fmt::format("{}.class_path: salt toydata does not know the labels of '{}'", key, cls));
+      throw UsageError(fmt::format("{}.class_path: salt toydata does not know the labels of '{}'", key, t.class_path));
     }
   }
 }
@@ -262,8 +259,9 @@ ToySchema toy_schema_from_config(const YAML::Node& model_model, const config::Da
   b.add_edge_kinematics();
   b.add_selections();
   b.add_multi_targets();
-  b.add_maskformer(model_model);
-  add_tasks(b, model_model);
+  const config::ModelView model = config::model_view(model_model);
+  b.add_maskformer(model);
+  add_tasks(b, model);
   auto& s = b.schema();
   s.objects_dataset = b.objects_dataset();
   if (s.class_names.empty()) s.class_names = default_flavours(s.num_classes);

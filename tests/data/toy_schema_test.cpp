@@ -2,6 +2,8 @@
 // with the config's own settings (labeller, selections, multi_target) reads them.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include "support/one_line_error.h"
 
 #include "config/data_config.h"
@@ -87,6 +89,23 @@ TEST(ToySchema, UnknownTaskNamesItsKey) {
   });
   EXPECT_NE(msg.find("model.model.init_args.tasks.init_args.modules[0].class_path: salt toydata does not know the labels "
                      "of 'my.Task'"),
+            std::string::npos)
+      << msg;
+}
+
+// Tasks are known by their class (a registered alias counts), not by a substring
+// of the class path: before, my.VertexingTaskLike was taken for a VertexingTask.
+TEST(ToySchema, TasksAreKnownByTheirClassNotBySubstring) {
+  const auto schema = toy_schema_from_config(
+      tasks_node("[{class_path: salt.models.task.RegressionTask, init_args: {name: r, input_name: jets, targets: [mass]}}]"),
+      data_config(), 5);
+  const auto& jets = schema.datasets[0].fields;
+  ASSERT_TRUE(std::any_of(jets.begin(), jets.end(), [](const ToyField& f) { return f.name == "mass"; }));
+  const auto msg = salt::testing::one_line_error_of<UsageError>([&] {
+    toy_schema_from_config(tasks_node("[{class_path: my.VertexingTaskLike, init_args: {input_name: tracks, label: vtx}}]"),
+                           data_config(), 5);
+  });
+  EXPECT_NE(msg.find("modules[0].class_path: salt toydata does not know the labels of 'my.VertexingTaskLike'"),
             std::string::npos)
       << msg;
 }
