@@ -17,7 +17,7 @@ YAML::Node at_path(const YAML::Node& node, std::initializer_list<const char*> pa
 }
 
 template <class T>
-T value_or(const YAML::Node& n, T fallback) {
+T given_or(const YAML::Node& n, T fallback) {
   return given(n) ? Codec<T>::decode(n) : fallback;
 }
 
@@ -37,12 +37,12 @@ TaskView task_view(const YAML::Node& task) {
   t.kind = task_kind(t.class_path);
   const auto args = get(task, "init_args");
   using Strings = std::vector<std::string>;
-  t.input_name = value_or<std::string>(get(args, "input_name"), "");
-  t.label = value_or<std::string>(get(args, "label"), "");
-  t.sample_weight = value_or<Strings>(get(args, "sample_weight"), {});
-  t.targets = value_or<Strings>(get(args, "targets"), {});
-  t.target_denominators = value_or<Strings>(get(args, "target_denominators"), {});
-  t.class_names = value_or<Strings>(get(args, "class_names"), {});
+  t.input_name = given_or<std::string>(get(args, "input_name"), "");
+  t.label = given_or<std::string>(get(args, "label"), "");
+  t.sample_weight = given_or<Strings>(get(args, "sample_weight"), {});
+  t.targets = given_or<Strings>(get(args, "targets"), {});
+  t.target_denominators = given_or<Strings>(get(args, "target_denominators"), {});
+  t.class_names = given_or<Strings>(get(args, "class_names"), {});
   const auto out = at_path(args, {"dense_config", "output_size"});
   if (given(out) && out.IsScalar()) t.output_size = Codec<int64_t>::decode(out);
   const auto map = get(args, "label_map");
