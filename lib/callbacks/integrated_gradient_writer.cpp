@@ -29,7 +29,7 @@ namespace fs = std::filesystem;
 namespace h5 = data::h5;
 
 struct IgOptions {
-  YAML::Node input_keys;  // {inputs: [...], pad_masks: [...]}
+  std::map<std::string, std::vector<std::string>> input_keys;  // {inputs: [...], pad_masks: [...]}
   std::vector<std::string> output_keys;
   bool add_softmax = true;
   int64_t n_baselines = 5, min_allowed_track_sizes = 5, max_allowed_track_sizes = 15;
@@ -44,7 +44,7 @@ const config::Binding<IgOptions>& integrated_gradient_writer_binding() {
   static const auto b =
       Binding<IgOptions>({})
           .custom(required("input_keys", t_dict(t_list(t_str())), "{inputs: [inputs to attribute], pad_masks: [...]}"),
-                  [](IgOptions& o, const YAML::Node& n) { o.input_keys = n; })
+                  [](IgOptions& o, const YAML::Node& n) { o.input_keys = Codec<std::map<std::string, std::vector<std::string>>>::decode(n); })
           .required("output_keys", SALT_FIELD(output_keys), "[input, task] of the output to attribute.", t_list(t_str()))
           .arg("add_softmax", SALT_FIELD(add_softmax), "Attribute probabilities (else logits).")
           .arg("n_baselines", SALT_FIELD(n_baselines), "Baselines per jet.", at_least(t_int(), 1))
@@ -99,8 +99,7 @@ class IntegratedGradientWriter : public Callback {
                        std::to_string(o_.output_keys.size()) + " names");
     if (o_.min_allowed_flow_sizes.has_value() != o_.max_allowed_flow_sizes.has_value())
       throw UsageError("IntegratedGradientWriter: set both min_allowed_flow_sizes and max_allowed_flow_sizes, or neither");
-    if (o_.input_keys["inputs"])
-      for (const auto& n : o_.input_keys["inputs"]) attributed_.push_back(n.as<std::string>());
+    if (auto inputs = o_.input_keys.find("inputs"); inputs != o_.input_keys.end()) attributed_ = inputs->second;
     target_ = {o_.output_keys[0], o_.output_keys[1], o_.add_softmax};
   }
 

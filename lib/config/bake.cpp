@@ -47,4 +47,12 @@ void bake_variables(YAML::Node config, const DataConfig& data) {
   config["model"]["norm_config"] = norm_config;
 }
 
+void bake_run_dir(YAML::Node config, const std::string& norm_dict, const std::optional<std::string>& class_dict,
+                  const std::string& run_dir) {
+  config["data"]["norm_dict"] = norm_dict;
+  config["model"]["norm_config"]["norm_dict"] = norm_dict;
+  if (class_dict) config["data"]["class_dict"] = *class_dict;
+  config["trainer"]["default_root_dir"] = run_dir;
+}
+
 }  // namespace salt::config

@@ -23,4 +23,11 @@ void bake_class_weights(YAML::Node config, const ClassWeights& weights);
 
 void bake_variables(YAML::Node config, const DataConfig& data);
 
+// The run directory's own copies, as salt records them in config.yaml: the norm
+// dict (data.norm_dict and model.norm_config.norm_dict), the class dict when the
+// run has one (data.class_dict), and the run directory as trainer.default_root_dir
+// (resuming from this config strips it again).
+void bake_run_dir(YAML::Node config, const std::string& norm_dict, const std::optional<std::string>& class_dict,
+                  const std::string& run_dir);
+
 }  // namespace salt::config

@@ -75,7 +75,7 @@ struct DataConfig {
   bool non_finite_to_num = false;
   bool ignore_finite_checks = false;
   // salt-cpp's plausibility check of the inputs against the norm dict (0: off);
-  // make_salt_readable leaves them out of config.yaml while they are at these defaults.
+  // make_salt_readable (config/salt_readable.h) leaves them out of config.yaml while they are at these defaults.
   double warn_input_sigma = 1e4;
   double max_input_sigma = 0;
   std::map<std::string, std::vector<std::string>> labels;  // extra label variables to load per input

@@ -159,7 +159,7 @@ void add_edges(SaltWrapperImpl& wrapper, const SaltModelConfig& m, const ModelCo
   }
   if (m.edge_init_nets->size() > 1) throw UsageError(key + ": at most one edge init net is supported (as in salt)");
   auto node = config::copy_tree(m.edge_init_nets->front());
-  std::string input = node["input_name"].Scalar();
+  std::string input = init_net_binding().read(node).input_name();
   const std::string prefix = config::edge_input_name("");
   if (input.rfind(prefix, 0) == 0) input = input.substr(prefix.size());
   const config::EdgeConstructorConfig* constructor = nullptr;

@@ -6,6 +6,7 @@
 
 #include <limits>
 
+#include "config/salt_readable.h"
 #include "serialize/yaml_value.h"
 #include "training/checkpoint.h"
 
@@ -112,12 +113,9 @@ PyValue lightning_hparams(const std::string& config_yaml) {
   } catch (const YAML::Exception&) {
     return PyValue();
   }
-  if (!config.IsMap() || !config["model"] || !config["model"].IsMap()) return PyValue();
-  auto hparams = serialize::yaml_to_py(config["model"]);
-  // config.yaml drops link targets; ModelWrapper needs them.
-  if (!hparams.find("name") && config["name"]) hparams.set_item("name", serialize::yaml_to_py(config["name"]));
-  if (!hparams.find("global_object") && config["data"] && config["data"]["global_object"])
-    hparams.set_item("global_object", serialize::yaml_to_py(config["data"]["global_object"]));
+  const YAML::Node model = config::model_hparams(config);
+  if (!model.IsDefined()) return PyValue();
+  auto hparams = serialize::yaml_to_py(model);
   hparams.set_item("_instantiator", PyValue::str("lightning.pytorch.cli.instantiate_module"));
   return hparams;
 }

@@ -7,7 +7,9 @@
 #include <fstream>
 #include <sstream>
 
+#include "config/bake.h"
 #include "config/compose.h"
+#include "config/salt_readable.h"
 #include "config/yaml_load.h"
 #include "core/atomic_file.h"
 #include "core/blas_info.h"
@@ -15,7 +17,6 @@
 #include "core/provenance.h"
 #include "core/torch_compat.h"
 #include "training/checkpoint.h"
-#include "training/salt_cli_config.h"
 
 namespace salt::training {
 namespace fs = std::filesystem;
@@ -67,15 +68,12 @@ YAML::Node write_run_files(const fs::path& run_dir, const RunSetup& setup, const
   // Copies of the dicts, and the config pointing at them (as salt does).
   auto norm_copy = run_dir / "norm_dict.yaml";
   write_file_atomic(norm_copy, read_text(setup.run.data.norm_dict));
-  config["data"]["norm_dict"] = norm_copy.string();
-  config["model"]["norm_config"]["norm_dict"] = norm_copy.string();
+  std::optional<std::string> class_copy;
   if (!setup.run.data.class_dict.empty()) {
-    auto class_copy = run_dir / "class_dict.yaml";
-    write_file_atomic(class_copy, read_text(setup.run.data.class_dict));
-    config["data"]["class_dict"] = class_copy.string();
+    class_copy = (run_dir / "class_dict.yaml").string();
+    write_file_atomic(*class_copy, read_text(setup.run.data.class_dict));
   }
-  // salt records the run directory as the root; resuming from this config strips it again.
-  config["trainer"]["default_root_dir"] = run_dir.string();
+  config::bake_run_dir(config, norm_copy.string(), class_copy, run_dir.string());
 
   YAML::Node meta(YAML::NodeType::Map);
   meta["train_file"] = info.train->path().string();
@@ -139,7 +137,7 @@ YAML::Node write_run_files(const fs::path& run_dir, const RunSetup& setup, const
   meta["hostname"] = std::string(host);
 
   write_file_atomic(run_dir / "metadata.yaml", yaml_text(meta));
-  make_salt_readable(config, names);
+  config::make_salt_readable(config, names);
   // config.yaml last: its presence marks a run directory that started properly.
   write_file_atomic(run_dir / "config.yaml", config::to_yaml(config));
   return config;
