@@ -50,7 +50,8 @@
 #include "training/fit_plan.h"
 #include "training/fit_support.h"
 #include "training/grad_scaler.h"
-#include "training/grad_clip.h"
+#include "training/train_step.h"
+#include "training/tuner_trials.h"
 #include "training/validation.h"
 
 namespace salt::training {
@@ -82,6 +83,7 @@ class FitRun {
     host_twins_enabled();
     copy_stream_enabled();
     cuda_graphs_enabled();
+    cuda::max_steps_ahead_from_env();
     models::cpu_bf16_emulated();
   }
 
@@ -98,7 +100,7 @@ class FitRun {
 
  private:
   void train_epochs() {
-    start_graphs();
+    step_->start_graphs(!session_, T.accumulate_grad_batches);
     for (int64_t epoch = plan_.start_epoch; (plan_.max_epochs < 0 || epoch < plan_.max_epochs) && !stop_; ++epoch) {
       // A callback may have asked to stop before this epoch (a Timer already spent at the start).
       if (stop_requested(epoch)) break;
@@ -112,23 +114,7 @@ class FitRun {
       hook("on_train_epoch_end", &callbacks::Callback::on_train_epoch_end, state_);
       if (stop_requested(epoch + 1)) stop_ = true;
     }
-    stop_graphs();
-  }
-
-  // SALT_CUDA_GRAPHS=1 (step_graphs.h): the training steps' forward and backward
-  // passes as CUDA graphs where the run allows, else one line saying why not.
-  void start_graphs() {
-    if (!cuda_graphs_enabled()) return;
-    const auto refusal = cuda_graphs_refusal(device_, !session_, T.accumulate_grad_batches, *setup_.model);
-    if (!refusal.empty()) return spdlog::warn("SALT_CUDA_GRAPHS=1 but the steps run eagerly: {}", refusal);
-    graphs_ = std::make_unique<StepGraphs>(*setup_.model, device_);
-  }
-
-  void stop_graphs() {
-    if (!graphs_) return;
-    spdlog::info("CUDA graphs: {} captured, {} training steps replayed{}", graphs_->graphs(), graphs_->replays(),
-                 graphs_->given_up() ? " (then a step waited for the card: eager since)" : "");
-    graphs_.reset();
+    step_->stop_graphs();
   }
 
   // Calls a callback hook on every callback; under trainer.profiler each one's
@@ -182,6 +168,7 @@ class FitRun {
     pin_inputs();
     write_files();
     make_loaders();
+    make_step();
     prepare_state();
     restore_callbacks();
     hook("on_fit_start", &callbacks::Callback::on_fit_start, state_);
@@ -395,15 +382,22 @@ class FitRun {
     train_loader_ = std::make_unique<data::Loader>(train_reader_, train_sampler_, loader_options());
     val_loader_ = std::make_unique<data::Loader>(val_reader_, val_sampler(D.batch_size), loader_options());
     val_plan_ = plan_validation(T, val_loader_->batches_per_epoch(), plan_);
-    // float16 gradients need loss scaling (Lightning's 16-mixed: torch's GradScaler).
-    if (needs_loss_scaling())
-      scaler_.emplace(resume_ && resume_->amp_scaling ? *resume_->amp_scaling : GradScalerState{});
+  }
+
+  // The run's training step (training/train_step.h); a resumed run's loss scale
+  // continues from its checkpoint.
+  TrainStepOptions step_options() const {
+    return fit_step_options(T, device_).grad_sync(grad_sync_.get()).profiler(profiler_.get());
+  }
+  void make_step() {
+    auto options = step_options();
+    if (resume_ && resume_->amp_scaling) options.scaler_state(*resume_->amp_scaling);
+    step_ = std::make_unique<TrainStep>(*setup_.model, options);
   }
 
   void choose_precision() {
     autocast_ = autocast_for(T.precision, device_);
   }
-  bool needs_loss_scaling() const { return autocast_.enabled && autocast_.dtype == torch::kFloat16; }
 
   // ---- tuners (BatchSizeFinder, LearningRateFinder) ----
   // Before anything is planned from the batch size or the learning rate. Sets the
@@ -416,77 +410,11 @@ class FitRun {
     state_.sum_over_ranks = [this](const std::vector<double>& values) {
       return session_ ? session_->sum(values) : values;
     };
-    state_.run_trial = [this](const callbacks::TrialSpec& spec) { return run_trial(spec); };
+    TunerTrials trials(setup_, step_options(), T.accumulate_grad_batches, train_reader_, val_reader_,
+                       loader_options(), session_.get());
+    state_.run_trial = [&trials](const callbacks::TrialSpec& spec) { return trials.run(spec); };
     hook("tune", &callbacks::Callback::tune, state_);
     state_.run_trial = nullptr;
-  }
-
-  // A tuner's trial (see callbacks::TrialSpec): the run's step on its own
-  // optimizer and loaders; the weights and generators are put back afterwards.
-  callbacks::TrialResult run_trial(const callbacks::TrialSpec& spec) {
-    callbacks::TrialResult result;
-    const auto sampler = data::SamplerOptions::training(train_reader_->num_rows(), spec.batch_size, setup_.seed)
-                             .set_shard(rank_, world_);
-    result.batches_per_epoch = data::BatchSampler(sampler).batches_per_epoch();
-    if (result.batches_per_epoch <= 0 || spec.steps <= 0) return result;
-    const ModelSnapshot snapshot(*setup_.model, device_);
-    try {
-      trial_steps(spec, sampler, result);
-      if (spec.val_batches > 0) trial_validation(spec);
-    } catch (const std::bad_alloc&) {
-      result.out_of_memory = true;
-    } catch (const c10::Error& e) {
-      if (!is_out_of_memory(e)) throw;
-      result.out_of_memory = true;
-    }
-    return result;
-  }
-
-  // Lightning's is_oom_error: CUDA's allocator, or the CPU's.
-  static bool is_out_of_memory(const c10::Error& e) {
-    if (dynamic_cast<const c10::OutOfMemoryError*>(&e)) return true;
-    return allocation_failure(e.what_without_backtrace());
-  }
-
-  void trial_steps(const callbacks::TrialSpec& spec, const data::SamplerOptions& sampler,
-                   callbacks::TrialResult& result) {
-    Optimization optimization(setup_.model->named_parameters(), optimizer_kind(setup_.run.model.optimizer),
-                              setup_.run.model.lrs, std::max<int64_t>(spec.steps, 1), 0, setup_.model->mup_width_mults);
-    const double beta1 = optimization.current_beta1();  // the momentum the schedule starts at, held
-    std::optional<GradScaler> scaler;
-    if (needs_loss_scaling()) scaler.emplace();
-    data::Loader loader(train_reader_, sampler, loader_options());
-    int64_t epoch = 0;
-    loader.start_epoch(epoch);
-    setup_.model->train();
-    const int64_t accumulate = T.accumulate_grad_batches;
-    for (int64_t step = 0; step < spec.steps; ++step) {
-      if (spec.lr_at) optimization.override_schedule(spec.lr_at(step), beta1);
-      double loss = 0;
-      for (int64_t k = 0; k < accumulate; ++k) {
-        auto batch = loader.next();
-        if (!batch) {  // as Lightning's loop, on into the next epoch
-          loader.stop();
-          loader.start_epoch(++epoch);
-          batch = loader.next();
-        }
-        const auto out = forward_backward(batch_to_device(std::move(*batch), device_), accumulate, k + 1 == accumulate,
-                                          scaler ? &*scaler : nullptr);
-        loss += host_read<double>(out.loss) / static_cast<double>(accumulate);
-      }
-      if (grad_sync_) grad_sync_->finish();
-      apply_gradients(optimization, scaler ? &*scaler : nullptr);
-      ++result.steps_run;
-      if (session_) loss = session_->sum({loss})[0] / world_;
-      if (spec.after_step && !spec.after_step(step, loss)) break;
-    }
-    loader.stop();
-  }
-
-  void trial_validation(const callbacks::TrialSpec& spec) {
-    data::Loader loader(val_reader_, val_sampler(spec.batch_size), loader_options());
-    const int64_t batches = std::min(spec.val_batches, loader.batches_per_epoch());
-    validation_pass(setup_.model, loader, 0, batches, device_, autocast_, {}, false);
   }
 
   void prepare_state() {
@@ -499,7 +427,7 @@ class FitRun {
     state_.weight_decay = setup_.run.model.lrs.weight_decay;
     state_.capture = [this] {
       auto state = capture_state(setup_, *optimization_, state_.epoch, state_.global_step, plan_.total_steps);
-      if (scaler_) state.amp_scaling = scaler_->state();
+      if (const auto* scaler = step_->scaler()) state.amp_scaling = scaler->state();
       state.run_config_yaml = run_config_yaml_;
       state.loop_shape = {plan_.train_batches, val_plan_.val_batches, setup_.run.trainer.accumulate_grad_batches};
       state.batch_in_epoch = state_.batch_in_epoch;
@@ -544,7 +472,6 @@ class FitRun {
     hook("on_epoch_start", &callbacks::Callback::on_epoch_start, state_, std::string("train"), plan_.train_batches);
     interval_ = LossTotals{};
     optimization_->zero_grad();
-    nan_pending_ = false;
     for (int64_t b = 0; b < plan_.train_batches; ++b) {
       if (!session_) check_stop();  // several ranks agree on stopping at step boundaries instead
       const auto asked = std::chrono::steady_clock::now();
@@ -583,15 +510,12 @@ class FitRun {
 
   void train_batch(Batch batch, int64_t b) {
     const auto timed = profile("run_training_batch");
-    host_reads_.step_start();
+    step_->batch_started();
     auto on_device = batch_to_device(std::move(batch), device_);
     const int64_t accumulate = state_.accumulate_grad_batches;
     const bool boundary = (b + 1) % accumulate == 0 || b + 1 == plan_.train_batches;
-    GradScaler* scaler = scaler_ ? &*scaler_ : nullptr;
-    const auto out = graphs_ && accumulate == 1
-                         ? graphs_->run(on_device, [&](const DeviceBatch& d) { return forward_backward(d, 1, boundary, scaler); })
-                         : forward_backward(on_device, accumulate, boundary, scaler);
-    watch_finite(out.loss);
+    const auto out = step_->forward_backward(on_device, Accumulation{accumulate, boundary});
+    step_->watch_finite(out.loss, state_.global_step, session_ != nullptr);
     interval_.add(out, on_device.size);
     result_.train_jets += on_device.size;
     if (boundary) {
@@ -600,57 +524,12 @@ class FitRun {
     }
     hook("on_batch_end", &callbacks::Callback::on_batch_end, state_, std::string("train"), b, out.loss.detach(),
                     on_device.size);
-    if (!session_ && boundary && state_.global_step % T.log_every_n_steps != 0) host_reads_.step_done();
-    if (device_.is_cuda()) steps_ahead_.step_issued(device_.index());
+    step_->batch_done(!session_ && boundary && state_.global_step % T.log_every_n_steps != 0);
   }
 
-  // The forward pass (under autocast) and the backward pass of one training batch,
-  // as every training step (the run's and a tuner's trial) takes them; with
-  // gradient accumulation the loss is divided by the batches per step, and the
-  // ranks' gradients are reduced only at the step boundary.
-  models::ModelOutput forward_backward(const DeviceBatch& on_device, int64_t accumulate, bool boundary, GradScaler* scaler) {
-    models::ModelOutput out;
-    {
-      const auto timed = profile("[Strategy].training_step");
-      out = forward_batch(*setup_.model, on_device, true, autocast_, device_);
-    }
-    if (grad_sync_) grad_sync_->begin_backward(boundary);
-    auto loss = out.loss / static_cast<double>(accumulate);
-    if (scaler) loss = scaler->scale(loss);
-    const auto timed = profile("[Strategy].backward");
-    loss.backward();
-    return out;
-  }
-
-  // Unscale (16-mixed), clip, step, zero the gradients: every optimizer step (the
-  // run's and a trial's). `before_clip` sees the final, unscaled gradients.
-  void apply_gradients(Optimization& optimization, GradScaler* scaler, const std::function<void()>& before_clip = {}) {
-    if (scaler) scaler->unscale(optimization.parameters());  // before clipping, as Lightning
-    if (before_clip) before_clip();
-    clip_gradients();
-    // A scaled step with an inf/NaN gradient is skipped; the schedule still advances.
-    optimization.step(!scaler || scaler->gradients_finite());
-    if (scaler) scaler->update();
-    optimization.zero_grad();
-  }
-
-  // A non-finite loss stops the run. On one process the first step with one is kept
-  // on the device and read at logging points (check_finite), so a step never waits
-  // for its loss; several ranks agree at every step anyway, so they read it now.
-  void watch_finite(const torch::Tensor& loss) {
-    if (session_) {
-      if (!std::isfinite(host_read<double>(loss))) nan_pending_ = true;
-      return;
-    }
-    if (!first_nonfinite_.defined())
-      first_nonfinite_ = torch::full({}, -1, torch::TensorOptions().dtype(torch::kLong).device(loss.device()));
-    first_nonfinite_.masked_fill_(loss.detach().isfinite().logical_not() & (first_nonfinite_ < 0), state_.global_step);
-  }
-
-  // Throws the NaN error for the first non-finite step watch_finite saw, if any.
+  // Throws the NaN error for the first non-finite step the step's watch saw, if any.
   void check_finite() {
-    if (!first_nonfinite_.defined()) return;
-    const auto step = host_read<int64_t>(first_nonfinite_);
+    const auto step = step_->first_nonfinite_step();
     if (step >= 0) throw InputError(nan_message("train/loss", state_.epoch, step, run_dir_));
   }
 
@@ -658,14 +537,14 @@ class FitRun {
     bool requeue_now = !dev_run_ && take_requeue_request();
     if (session_) {
       grad_sync_->finish();  // every .grad is now the mean over ranks
-      const auto flags = session_->agree(nan_pending_, stop_signal(), requeue_now);
+      const auto flags = session_->agree(step_->nonfinite_seen(), stop_signal(), requeue_now);
       if (flags.nan_rank >= 0)
         throw InputError(nan_message("train/loss on rank " + std::to_string(flags.nan_rank), state_.epoch,
                                      state_.global_step, run_dir_));
       if (flags.stop_signal) throw StopRequested{flags.stop_signal};
       requeue_now = flags.requeue && !dev_run_;
     }
-    apply_gradients(*optimization_, scaler_ ? &*scaler_ : nullptr, [this] {
+    step_->apply(*optimization_, [this] {
       hook("on_after_backward", &callbacks::Callback::on_after_backward, state_);
       state_.lr = optimization_->current_lr();
       state_.beta1 = optimization_->current_beta1();
@@ -684,14 +563,6 @@ class FitRun {
       result_.requeued = true;
       stop_ = true;
     }
-  }
-
-  void clip_gradients() {
-    if (!T.gradient_clip_val) return;
-    if (T.gradient_clip_algorithm == "value")
-      torch::nn::utils::clip_grad_value_(setup_.model->parameters(), *T.gradient_clip_val);
-    else
-      clip_grad_norm(setup_.model->parameters(), *T.gradient_clip_val);
   }
 
   // rank 0's batches, as Lightning logs without sync_dist
@@ -784,7 +655,7 @@ class FitRun {
       std::error_code ec;  // finished: a later run in this directory must not resume from it
       fs::remove(run_dir_ / "ckpts" / kRequeueCheckpoint, ec);
     }
-    result_.host_reads_per_step = host_reads_.per_step();
+    result_.host_reads_per_step = step_->host_reads_per_step();
     report_speed();
     if (profiler_ && main_rank_) result_.profile = profiler_->report(dev_run_ ? fs::path() : run_dir_);
     if (session_) session_->group().barrier();  // rank 0's files are complete when any rank reports success
@@ -792,12 +663,7 @@ class FitRun {
   }
 
   void report_speed() const {
-    if (host_reads_.steps > 0)
-      spdlog::info("host reads of device values: {:.2f} per training step outside logging steps ({} steps)",
-                   host_reads_.per_step(), host_reads_.steps);
-    if (steps_ahead_.depth() > 0 && steps_ahead_.steps() > 0)
-      spdlog::info("host at most {} steps ahead of the card (SALT_MAX_STEPS_AHEAD): waited at {} of {} steps",
-                   steps_ahead_.depth(), steps_ahead_.waits(), steps_ahead_.steps());
+    step_->report();
     if (result_.train_seconds > 0)
       spdlog::info("trained {} jets in {:.2f} s: {:.0f} jets/s over {} process(es)", result_.train_jets * world_,
                    result_.train_seconds, static_cast<double>(result_.train_jets * world_) / result_.train_seconds,
@@ -844,17 +710,13 @@ class FitRun {
   TrainPlan plan_;
   ValPlan val_plan_;
   int64_t skip_batches_ = 0;  // of the first epoch trained: done before a mid-epoch checkpoint
-  bool stop_ = false, nan_pending_ = false;
+  bool stop_ = false;
   bool validated_last_batch_ = false;  // a mid-epoch validation saw the last trained batch
   LossTotals interval_;
   Autocast autocast_;
   ResourceMeter meter_;
-  torch::Tensor first_nonfinite_;  // the first step with a non-finite loss (-1: none), on the device
-  HostReadMeter host_reads_;
-  cuda::StepsAhead steps_ahead_{cuda::max_steps_ahead_from_env()};
-  std::optional<GradScaler> scaler_;  // 16-mixed on CUDA
+  std::unique_ptr<TrainStep> step_;  // the training step: loss scaler, graphs, host-read meter, non-finite watch
   std::vector<std::string> attention_kernels_;
-  std::unique_ptr<StepGraphs> graphs_;  // SALT_CUDA_GRAPHS=1, while training
   std::unique_ptr<SimpleProfiler> profiler_;  // trainer.profiler
   // callbacks
   callbacks::CallbackList callbacks_;
