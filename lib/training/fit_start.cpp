@@ -319,6 +319,7 @@ void FitStart::make_loaders() {
 TrainStepOptions FitStart::step_options() const {
   return fit_step_options(T, device_).grad_sync(grad_sync_.get()).profiler(profiler_.get());
 }
+
 void FitStart::make_step() {
   auto options = step_options();
   if (resume_ && resume_->amp_scaling) options.scaler_state(*resume_->amp_scaling);
