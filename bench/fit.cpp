@@ -21,10 +21,11 @@
 #include "data/loader.h"
 #include "data/toy_data.h"
 #include "training/fit.h"
-#include "training/forward_batch.h"
+#include "training/batch_device.h"
 #include "training/optimization.h"
 #include "training/run_setup.h"
 #include "training/threads.h"
+#include "training/train_step.h"
 #include "core/remove_tree.h"
 
 namespace fs = std::filesystem;
@@ -64,8 +65,8 @@ config::ResolvedConfig resolve(const Case& c, const fs::path& data_dir, const fs
   return config::resolve(config::find_base_config(), run.ops);
 }
 
-// Forward + backward + optimizer step (model.optimizer, AdamW by default) on batches
-// read beforehand: the model alone.
+// salt fit's training step (forward + backward + model.optimizer's step, AdamW by
+// default) on batches read beforehand: the model alone.
 double model_only_jets_per_s(const config::ResolvedConfig& config, int64_t jets) {
   auto setup = training::prepare_run(config, training::Stage::kFit);
   auto reader = training::open_reader(setup, setup.run.data.train_file, jets, "num_train");
@@ -76,11 +77,11 @@ double model_only_jets_per_s(const config::ResolvedConfig& config, int64_t jets)
   const auto kind = training::optimizer_kind(setup.run.model.optimizer);
   training::Optimization opt(setup.model->named_parameters(), kind, lrs, static_cast<int64_t>(batches.size()) + 1);
   setup.model->train();
+  // salt fit's step for this config (training/train_step.h), on batches already in memory.
+  training::TrainStep train_step(*setup.model, training::fit_step_options(setup.run.trainer, torch::kCPU, training::read_step_options()));
   auto step = [&](const Batch& b) {
-    auto out = salt::training::forward_batch(*setup.model, b, true, {}, torch::kCPU);
-    opt.zero_grad();
-    out.loss.backward();
-    opt.step();
+    train_step.forward_backward(training::batch_to_device(b, torch::kCPU));
+    train_step.apply(opt);
   };
   step(batches.front());  // warm-up
   auto t0 = std::chrono::steady_clock::now();

@@ -29,6 +29,7 @@
 #if SALT_CUDA
 #include <cuda_profiler_api.h>
 #endif
+#include "bench_step.h"
 #include "op_census.h"
 #include "sync_probe.h"
 #include <torch/torch.h>
@@ -58,10 +59,10 @@
 #include "models/short_attention.h"
 #include "models/static_rows.h"
 #include "models/summary.h"
-#include "training/foreach_adamw.h"
-#include "training/forward_batch.h"
-#include "training/step_graphs.h"
+#include "training/batch_device.h"
+#include "training/optimization.h"
 #include "training/step_options.h"
+#include "training/train_step.h"
 
 using namespace salt::models;
 
@@ -172,16 +173,10 @@ Result run_salt_cpp(const Size& s, int64_t length, int64_t iters, const Setup& s
   labels["jets"]["flavour_label"] = torch::randint(0, 4, {batch}, torch::kLong);
   labels["tracks"]["ftagTruthOriginLabel"] = torch::randint(0, 8, {batch, length}, torch::kLong);
   labels["tracks"]["ftagTruthVertexIndex"] = torch::randint(-1, 4, {batch, length}, torch::kLong);
-  salt::HostTwins twins;
-  auto to_device = [&](torch::Tensor& t, bool twin) {  // twins for masks and labels, as batch_to_device
-    auto host = t;
-    t = t.to(setup.device);
-    if (twin && s.host_twins) twins.add(t, host);
-  };
-  for (auto& [name, t] : inputs) to_device(t, false);
-  for (auto& [name, t] : masks) to_device(t, true);
-  for (auto& [group, by_name] : labels)
-    for (auto& [name, t] : by_name) to_device(t, true);
+  // The batch as salt fit hands it over (its host twins: batch_to_device), or
+  // without the twins.
+  auto device_batch = salt::training::batch_to_device(salt::Batch{inputs, masks, labels, 0, batch}, setup.device);
+  if (!s.host_twins) device_batch.twins = salt::HostTwins{};
 
   ModelContext ctx;
   ctx.variables = {{"jets", {"pt_btagJes", "eta_btagJes"}}, {"tracks", std::vector<std::string>(19, "v")}};
@@ -191,53 +186,30 @@ Result run_salt_cpp(const Size& s, int64_t length, int64_t iters, const Setup& s
   auto model = build_model(model_yaml(s), ctx);
   model->to(setup.device);
   model->train();
-  // The optimizer salt fit runs (torch's AdamW arithmetic in multi-tensor kernels).
-  std::optional<salt::training::ForeachAdamW> optimizer;
-  if (s.with_optimizer) optimizer.emplace(model->parameters(), torch::optim::AdamWOptions(1e-4));
-
-  // With graphs: the batch as salt fit hands it over, and the graphs (their first
-  // step eager, the second captured: both in the warm-up).
-  salt::training::DeviceBatch device_batch;
-  std::optional<salt::training::StepGraphs> graphs;
-  if (s.graphs) {
-    static_cast<salt::Batch&>(device_batch) = salt::Batch{inputs, masks, labels, 0, batch};
-    device_batch.twins = twins;
-    graphs.emplace(*model, setup.device);
-  }
-  const salt::training::Autocast autocast{setup.bf16(), torch::kBFloat16};
-  auto forward_backward = [&](const salt::training::DeviceBatch& b) {
-    auto out = salt::training::forward_batch(*model, b, true, autocast, setup.device);
-    out.loss.backward();
-    return out;
-  };
+  // salt fit's step (bench_step.h); with graphs, their first step eager and the
+  // second captured: both in the warm-up.
+  salt::training::TrainStep train_step(*model, salt::bench::bench_step_options(setup.device, setup.precision)
+                                                   .cuda_graphs(s.graphs));
+  if (s.graphs) train_step.start_graphs(/*one_process=*/true, /*accumulate_grad_batches=*/1);
+  // The optimizer salt fit runs (AdamW in multi-tensor kernels) at the reference's
+  // learning rate 1e-4 and weight decay 0.01 (torch's default), its schedule flat
+  // and long enough for every step here.
+  std::optional<salt::training::Optimization> optimization;
+  if (s.with_optimizer)
+    optimization.emplace(model->named_parameters(), salt::training::OptimizerKind::kAdamW,
+                         salt::training::LrsConfig{1e-4, 1e-4, 1e-4, 0.1, 0.01, -1}, int64_t{1} << 20);
   // at(phase), where given, is told as each phase of the step starts.
   auto step = [&](const std::function<void(const char*)>& at = {}) {
-    if (at) at("zero_grad");
-    model->zero_grad();
-    if (graphs) {
-      if (at) at("graph");
-      graphs->run(device_batch, forward_backward);
-      if (at) at("optimizer");
-      if (optimizer) optimizer->step();
-      return;
+    if (!optimization) {  // apply() leaves the gradients zeroed
+      if (at) at("zero_grad");
+      model->zero_grad();
     }
+    train_step.set_phase_observer(at);
     std::optional<StaticRows> static_rows;
-    if (s.static_rows) static_rows.emplace();
-    torch::Tensor loss;
-    if (at) at("forward");
-    {
-      salt::HostTwinsScope known(&twins);
-      std::optional<salt::compat::AutocastGuard> autocast;
-      if (setup.bf16()) {
-        if (setup.device.is_cpu()) salt::models::use_cpu_bf16_matmul();  // as salt fit does
-        autocast.emplace(setup.device.type(), torch::kBFloat16);
-      }
-      loss = model->forward(inputs, masks, &labels).loss;
-    }
-    if (at) at("backward");
-    loss.backward();
+    if (s.static_rows && !s.graphs) static_rows.emplace();
+    train_step.forward_backward(device_batch);
     if (at) at("optimizer");
-    if (optimizer) optimizer->step();
+    if (optimization) train_step.apply(*optimization);
   };
   step();  // warm-up
   step();  // a second one: the caching allocator and cuBLAS settle in the first

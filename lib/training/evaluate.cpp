@@ -209,8 +209,7 @@ EvaluateResult evaluate(const config::ResolvedConfig& resolved) {
     if (int sig = stop_signal()) throw StopRequested{sig};
     auto batch = loader.next();
     if (!batch) break;
-    const auto on_device = batch_to_device(*batch, device);
-    auto out = forward_batch(*setup.model, on_device, false, autocast, device);
+    const auto [on_device, out] = evaluation_step(*setup.model, *batch, device, autocast, false);
     progress.update(b, out.loss.defined() ? out.loss.item<double>() : NAN, batch->size);
     if (flavours.task) flavours.add(out.preds.at(flavours.task->input_name()).at(flavours.task->name()), *batch);
     if (test.wants_predictions)

@@ -59,13 +59,10 @@ YAML::Node attr_or_null(const YAML::Node& attrs, const char* key) {
   return config::copy_tree(v);
 }
 
-}  // namespace
-
-YAML::Node write_run_files(const fs::path& run_dir, const RunSetup& setup, const RunInfo& info) {
-  create_directories_or_fail(run_dir, "run directory (trainer.default_root_dir)");
+// Copies of the dicts in the run directory, and the config pointing at them (as
+// salt does): the config.yaml to write.
+YAML::Node config_with_dict_copies(const fs::path& run_dir, const RunSetup& setup) {
   YAML::Node config = config::copy_tree(setup.config);
-
-  // Copies of the dicts, and the config pointing at them (as salt does).
   auto norm_copy = run_dir / "norm_dict.yaml";
   write_file_atomic(norm_copy, read_text(setup.run.data.norm_dict));
   std::optional<std::string> class_copy;
@@ -74,6 +71,14 @@ YAML::Node write_run_files(const fs::path& run_dir, const RunSetup& setup, const
     write_file_atomic(*class_copy, read_text(setup.run.data.class_dict));
   }
   config::bake_run_dir(config, norm_copy.string(), class_copy, run_dir.string());
+  return config;
+}
+
+}  // namespace
+
+YAML::Node write_run_files(const fs::path& run_dir, const RunSetup& setup, const RunInfo& info) {
+  create_directories_or_fail(run_dir, "run directory (trainer.default_root_dir)");
+  YAML::Node config = config_with_dict_copies(run_dir, setup);
 
   YAML::Node meta(YAML::NodeType::Map);
   meta["train_file"] = info.train->path().string();

@@ -96,16 +96,8 @@ void bake_into_config(RunSetup& s) {
   config::bake_variables(s.config, s.run.data);
 }
 
-}  // namespace
-
-void seed_everything(uint64_t seed) { torch::manual_seed(seed); }
-
-RunSetup prepare_run(const config::ResolvedConfig& resolved, Stage stage) {
-  RunSetup s;
-  s.run = resolved.run;
-  s.config = config::copy_tree(resolved.config);
-  const auto& run = s.run;
-  const auto& d = s.run.data;
+// What no stage can run without: the inputs' variables, a loader's threads.
+void check_data_settings(const data::DataConfig& d) {
   if (d.variables.empty())
     throw UsageError("'data.variables' is empty: the model config must list its input variables");
   if (!d.variables.count(d.global_object))
@@ -115,52 +107,42 @@ RunSetup prepare_run(const config::ResolvedConfig& resolved, Stage stage) {
         fmt::format("data.num_workers {} is more loader threads than salt-cpp starts ({}; this machine has "
                     "{} cores, and a worker per core is plenty)",
                     d.num_workers, data::kMaxLoaderWorkers, std::thread::hardware_concurrency()));
-  s.seed = resolve_seed(run, s.config);
+}
 
-  const auto& model_file = stage == Stage::kFit ? d.train_file : d.test_file;
-  if (model_file.empty()) throw UsageError("'data.test_file' is not set: salt test needs a file to evaluate");
-
-  s.norm_dict = data::read_norm_dict(d.norm_dict);
+// What the model's builders read beyond the model's config: variables, norm,
+// class weights and names (from `model_file`, or the labeller's), loss mode.
+// The functions hold references to `s` and `model_file`: used while both live.
+models::ModelContext model_context(const RunSetup& s, const std::map<std::string, data::NormParams>& norm,
+                                  const std::string& model_file, const std::vector<std::string>& relabelled) {
+  const auto& d = s.run.data;
   models::ModelContext ctx;
   ctx.variables = d.variables;
   ctx.global_object = d.global_object;
-  const auto norm = data::norm_params_for(s.norm_dict, d.variables, d.input_map);
   for (const auto& [input, params] : norm) ctx.norm[input] = models::NormStats{params.mean, params.std};
-  if (!d.class_dict.empty()) s.class_dict = data::read_class_dict(d.class_dict);
   ctx.class_weights = [&s, &d](const std::string& input,
                                const std::string& label) -> std::optional<std::vector<float>> {
     if (!s.class_dict) return std::nullopt;
     auto w = data::class_weights(*s.class_dict, d.dataset_of(input), label);
     return std::vector<float>(w.begin(), w.end());
   };
-  const auto relabelled = labeller_classes(d);
   ctx.class_names = [&d, &model_file, relabelled](const std::string& input, const std::string& label) {
     // With the labeller, flavour_label's classes are the labeller's, not the file's.
     if (!relabelled.empty() && input == d.global_object && label == "flavour_label")
       return std::optional<std::vector<std::string>>(relabelled);
     return file_class_names(d, model_file, input, label);
   };
-  ctx.loss_mode = run.model.loss_mode;
+  ctx.loss_mode = s.run.model.loss_mode;
   ctx.mf_config = d.mf_config;
   ctx.edge_constructors = d.edge_constructors;
   ctx.name = s.run.name;
+  return ctx;
+}
 
-  seed_everything(s.seed);  // weight initialisation draws from it
-  // trainer.deterministic: LibTorch's deterministic algorithms (bitwise-repeatable
-  // GPU runs; an op without a deterministic kernel then fails with LibTorch's error).
-  // "warn" only warns about such ops, as in Lightning.
-  if (s.run.trainer.deterministic) {
-    at::globalContext().setDeterministicAlgorithms(true, s.run.trainer.deterministic_warn_only);
-  }
-  s.model = models::build_model(run.model.model, ctx);
-  if (run.model.mup_config) {
-    if (run.model.optimizer != "AdamW")
-      throw UsageError("model.mup_config: muP needs model.optimizer AdamW (salt's MuAdamW), not " +
-                       run.model.optimizer);
-    const auto file = config::mup_shapes_file(*run.model.mup_config);
-    models::apply_base_shapes(*s.model, models::read_base_shapes(file), file.string());
-  }
-
+// The readers read what the model needs (its labels, the config's extra ones) as
+// data.* says.
+void set_reader_options(RunSetup& s, const std::map<std::string, data::NormParams>& norm,
+                        const std::vector<std::string>& relabelled) {
+  const auto& d = s.run.data;
   auto labels = s.model->required_labels();
   for (const auto& [input, extra] : d.labels)
     for (const auto& l : extra) {
@@ -187,6 +169,47 @@ RunSetup prepare_run(const config::ResolvedConfig& resolved, Stage stage) {
       spdlog::warn("data.transforms: GaussianNoise multiplies {}.{} by N(0, {}), as salt's code does, so its values "
                    "shrink towards 0; mean 1 adds noise around the value",
                    n.input, n.variable, n.std);
+}
+
+}  // namespace
+
+void seed_everything(uint64_t seed) { torch::manual_seed(seed); }
+
+RunSetup prepare_run(const config::ResolvedConfig& resolved, Stage stage) {
+  RunSetup s;
+  s.run = resolved.run;
+  s.config = config::copy_tree(resolved.config);
+  const auto& run = s.run;
+  const auto& d = s.run.data;
+  check_data_settings(d);
+  s.seed = resolve_seed(run, s.config);
+
+  const auto& model_file = stage == Stage::kFit ? d.train_file : d.test_file;
+  if (model_file.empty()) throw UsageError("'data.test_file' is not set: salt test needs a file to evaluate");
+
+  s.norm_dict = data::read_norm_dict(d.norm_dict);
+  const auto norm = data::norm_params_for(s.norm_dict, d.variables, d.input_map);
+  if (!d.class_dict.empty()) s.class_dict = data::read_class_dict(d.class_dict);
+  const auto relabelled = labeller_classes(d);
+  const auto ctx = model_context(s, norm, model_file, relabelled);
+
+  seed_everything(s.seed);  // weight initialisation draws from it
+  // trainer.deterministic: LibTorch's deterministic algorithms (bitwise-repeatable
+  // GPU runs; an op without a deterministic kernel then fails with LibTorch's error).
+  // "warn" only warns about such ops, as in Lightning.
+  if (s.run.trainer.deterministic) {
+    at::globalContext().setDeterministicAlgorithms(true, s.run.trainer.deterministic_warn_only);
+  }
+  s.model = models::build_model(run.model.model, ctx);
+  if (run.model.mup_config) {
+    if (run.model.optimizer != "AdamW")
+      throw UsageError("model.mup_config: muP needs model.optimizer AdamW (salt's MuAdamW), not " +
+                       run.model.optimizer);
+    const auto file = config::mup_shapes_file(*run.model.mup_config);
+    models::apply_base_shapes(*s.model, models::read_base_shapes(file), file.string());
+  }
+
+  set_reader_options(s, norm, relabelled);
   bake_into_config(s);
   return s;
 }

@@ -11,7 +11,6 @@
 
 namespace salt::training {
 
-
 void LossTotals::add(const models::ModelOutput& out, int64_t jets_in_batch) {
   const double w = static_cast<double>(jets_in_batch);
   // float -> double, times w, summed in double: the same arithmetic as reading each
@@ -44,6 +43,14 @@ std::map<std::string, double> LossTotals::means(const std::string& stage) {
   return m;
 }
 
+EvaluatedBatch evaluation_step(models::SaltWrapperImpl& model, Batch batch, const torch::Device& device,
+                               const Autocast& autocast, bool with_labels) {
+  torch::NoGradGuard no_grad;
+  EvaluatedBatch evaluated{batch_to_device(std::move(batch), device), {}};
+  evaluated.out = forward_batch(model, evaluated.batch, with_labels, autocast, device);
+  return evaluated;
+}
+
 LossTotals validation_pass(models::SaltWrapper& model, data::Loader& loader, int64_t epoch, int64_t batches,
                            const torch::Device& device, const Autocast& autocast, const BatchDone& on_batch, bool check_stop,
                            const DataWait& on_wait) {
@@ -58,8 +65,7 @@ LossTotals validation_pass(models::SaltWrapper& model, data::Loader& loader, int
     auto batch = loader.next();
     if (on_wait) on_wait(std::chrono::duration<double>(std::chrono::steady_clock::now() - asked).count());
     if (!batch) break;
-    auto on_device = batch_to_device(std::move(*batch), device);
-    auto out = forward_batch(*model, on_device, true, autocast, device);
+    const auto [on_device, out] = evaluation_step(*model, std::move(*batch), device, autocast, true);
     totals.add(out, on_device.size);
     if (on_batch) on_batch(b, out, on_device);
   }

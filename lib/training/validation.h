@@ -12,6 +12,7 @@
 #include "data/batch.h"
 #include "data/loader.h"
 #include "models/salt_wrapper.h"
+#include "training/batch_device.h"
 #include "training/forward_batch.h"
 
 namespace salt::training {
@@ -37,7 +38,15 @@ struct LossTotals {
   std::map<std::string, torch::Tensor> pending_;  // float64 on the device
 };
 
-
+// One evaluation batch, as validation and `salt test` take it: the batch copied to
+// the device and the forward pass at the run's autocast, without gradients; with
+// the labels (the losses) when `with_labels`.
+struct EvaluatedBatch {
+  DeviceBatch batch;
+  models::ModelOutput out;
+};
+EvaluatedBatch evaluation_step(models::SaltWrapperImpl& model, Batch batch, const torch::Device& device,
+                               const Autocast& autocast, bool with_labels);
 
 // Told the seconds each batch was waited for (the loader falling behind).
 using DataWait = std::function<void(double seconds)>;
