@@ -52,12 +52,12 @@
 #include "core/install_paths.h"
 #include "config/yaml_load.h"
 #include "core/torch_compat.h"
-#include "models/cpu_bf16.h"
-#include "models/host_twins.h"
+#include "models/kernels/cpu_bf16.h"
+#include "models/packing/host_twins.h"
 #include "models/model_factory.h"
-#include "models/segment_sum.h"
-#include "models/short_attention.h"
-#include "models/static_rows.h"
+#include "models/kernels/segment_sum.h"
+#include "models/kernels/short_attention.h"
+#include "models/packing/static_rows.h"
 #include "models/summary.h"
 #include "training/batch_device.h"
 #include "training/optimization.h"
@@ -77,12 +77,12 @@ struct Size {
   int64_t batch;
   std::string attn_type = "torch-math";
   bool with_optimizer = false;  // AdamW step in the timed step
-  // The batch's host copies are known to the model (models/host_twins.h), as in
+  // The batch's host copies are known to the model (models/packing/host_twins.h), as in
   // salt fit: its masks' counts and labels' range need no read of the device.
   bool host_twins = true;
   bool probe_syncs = false;  // after the timed steps, one step under bench/sync_probe.h (CUDA)
   bool census = false;       // after those, one step under bench/op_census.h
-  bool static_rows = false;  // rows padded to their bucket (models/static_rows.h), eager
+  bool static_rows = false;  // rows padded to their bucket (models/packing/static_rows.h), eager
   bool graphs = false;       // forward and backward as a CUDA graph (training/step_graphs.h)
 };
 
@@ -397,7 +397,7 @@ void compare_short_attention(const Size& gn2, int64_t length, int64_t iters, con
   }
 }
 
-// salt-cpp's segment-sum kernel for the vertexing gradients (models/segment_sum.h,
+// salt-cpp's segment-sum kernel for the vertexing gradients (models/kernels/segment_sum.h,
 // SALT_SEGMENT_SUM_KERNEL=1, off by default until a card has run its gpu test)
 // against LibTorch's operators.
 void compare_segment_sum(const Size& gn2, int64_t length, int64_t iters, const Setup& setup) {
@@ -406,7 +406,7 @@ void compare_segment_sum(const Size& gn2, int64_t length, int64_t iters, const S
               torch_ops.jets_per_s, kernel.jets_per_s / torch_ops.jets_per_s);
 }
 
-// Static rows (models/static_rows.h) eagerly, then the step as a CUDA graph
+// Static rows (models/packing/static_rows.h) eagerly, then the step as a CUDA graph
 // (training/step_graphs.h, SALT_CUDA_GRAPHS=1), each against the default step
 // timed right before: what padding costs, and what replaying saves.
 void compare_graphs(const Size& gn2, int64_t length, int64_t iters, const Setup& setup) {
@@ -447,7 +447,7 @@ int run_gpu_suite(const Setup& setup, int64_t iters, int threads, int64_t batch,
               static_cast<long long>(batch), static_cast<long long>(length), static_cast<long long>(iters), flops);
   std::printf("%s, batch %lld\n", gn2.name.c_str(), static_cast<long long>(batch));
   // As `salt fit` on a card (training/threads.h): one host thread, the short-jet
-  // attention kernel (models/short_attention.h); each is timed the other way below.
+  // attention kernel (models/kernels/short_attention.h); each is timed the other way below.
   const int cores = torch::get_num_threads();
   torch::set_num_threads(1);
   std::printf("  salt-cpp computes with 1 host thread, as salt fit on a card (%d with one per core, below)\n", cores);
@@ -595,7 +595,7 @@ int main(int argc, char** argv) {
   for (const auto& s : sizes) {
     std::printf("%s, batch %lld\n", s.name.c_str(), static_cast<long long>(s.batch));
     auto cpp = run_salt_cpp(s, length, iters, setup);
-    {  // what the host twins (models/host_twins.h) cost or save where no read waits
+    {  // what the host twins (models/packing/host_twins.h) cost or save where no read waits
       Size off = s;
       off.host_twins = false;
       const auto r = run_salt_cpp(off, length, iters, setup);

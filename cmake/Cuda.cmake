@@ -17,7 +17,7 @@ endif()
 
 if(SALT_CUDA)
   add_compile_definitions(SALT_CUDA=1)
-  # salt-cpp's own kernels (lib/models/cuda) use the shared CUDA runtime LibTorch
+  # salt-cpp's own kernels (lib/models/kernels/cuda) use the shared CUDA runtime LibTorch
   # loads: one runtime in the process, not a static copy beside it in every program.
   set(CMAKE_CUDA_RUNTIME_LIBRARY Shared)
   # CUDA 12.9+ ships NVTX 3 as headers only, without libnvToolsExt, but LibTorch

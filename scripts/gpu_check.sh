@@ -158,10 +158,10 @@ if step build 150; then
     # -k 0: one call must report every file that fails to compile, not the first
     cmake --build "$build" -j"$(nproc)" --target "${targets[@]}" -- -k 0
   } >"$out/build.log" 2>&1 && built=1
-  # salt-cpp's own CUDA kernels (lib/models/cuda, nvcc) are the one part this
+  # salt-cpp's own CUDA kernels (lib/models/kernels/cuda, nvcc) are the one part this
   # machine compiles that the CUDA build gate here cannot fully check: if they
   # failed, build again without them, so that the rest of the check still runs.
-  if [ $built = 0 ] && grep -qE "salt_cuda_kernels|CMAKE_CUDA|models/cuda/|enable_language" "$out/build.log"; then
+  if [ $built = 0 ] && grep -qE "salt_cuda_kernels|CMAKE_CUDA|models/kernels/cuda/|enable_language" "$out/build.log"; then
     note "build: failed in salt-cpp's CUDA kernels; again with -DSALT_CUDA_KERNELS=OFF"
     { cmake -S . -B "$build" -DSALT_CUDA_KERNELS=OFF &&
       add_gpu_tests &&
@@ -281,7 +281,7 @@ if [ "$dry" != 1 ] && [ -n "$ncu" ] && step "profile" 60; then
   head -14 "$out/profile.txt" | tee -a "$summary"
 fi
 # The same step with flash attention's kernels in place of salt-cpp's short-jet
-# kernel (SALT_SHORT_ATTENTION=0, models/short_attention.h), appended to profile.txt.
+# kernel (SALT_SHORT_ATTENTION=0, models/kernels/short_attention.h), appended to profile.txt.
 if [ "$dry" != 1 ] && [ -n "$ncu" ] && step "profile flash" 45; then
   SALT_SHORT_ATTENTION=0 timeout 120 "$ncu" --profile-from-start off --clock-control none \
     --metrics gpu__time_duration.sum --csv --page raw "$build/bench/bench_model" --device cuda \
@@ -377,7 +377,7 @@ if step "scale 4 workers" 60; then
 fi
 step "fit 16-mixed graphs" 45 && SALT_CUDA_GRAPHS=1 FIT_TAG=16-graphs fit 16-mixed --trainer.devices 1
 # With flash attention's kernels in place of salt-cpp's short-jet kernel (the
-# default since 8f92c71's call: models/short_attention.h).
+# default since 8f92c71's call: models/kernels/short_attention.h).
 step "fit bf16-mixed flash" 45 && SALT_SHORT_ATTENTION=0 FIT_TAG=bf16-flash fit bf16-mixed --trainer.devices 1
 # With the batches copied on the compute stream, as before the copy stream
 # (training/batch_device.h): what the copies' overlap with the step gives a fit.

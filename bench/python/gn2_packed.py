@@ -12,8 +12,9 @@ work salt-cpp's step does, on the valid tokens only:
     running torch: torch.nn.attention.varlen.varlen_attn (CUDA, bf16), else nested jagged tensors with
     F.scaled_dot_product_attention, else a manual fallback (scatter into [B, max t, D], masked softmax, gather back);
   - heads: the first Linear of the track-origin and vertexing heads is factorised as salt-cpp's
-    lib/models/dense.cpp (forward_gathered) and lib/models/vertexing_task.cpp (edge_logits) do it. Origin: per jet
-    pooled @ W_c^T + b, per track trk @ W_t^T, added at the track. Vertexing, W = [W_c | W_i | W_j]: per track
+    lib/models/layers/dense.cpp (forward_gathered) and lib/models/tasks/vertexing_task.cpp (edge_logits) do it.
+    Origin: per jet pooled @ W_c^T + b, per track trk @ W_t^T, added at the track.
+    Vertexing, W = [W_c | W_i | W_j]: per track
     [A | B] = trk @ [W_i; W_j]^T in one product, per jet P = pooled @ W_c^T + b added to the sender's term A once
     per track (not once per pair), then hidden = act((A + P[jet])[i] + B[j]) and the rest of the MLP on the pairs.
     So the first layer costs per track and per jet, the pairs (every ordered i != j of valid tracks of one jet,

@@ -14,7 +14,7 @@
 #include "core/atomic_file.h"
 #include "core/errors.h"
 #include "core/path_join.h"
-#include "models/classification_task.h"
+#include "models/tasks/classification_task.h"
 #include "plot/confusion.h"
 
 namespace salt::callbacks {

@@ -20,7 +20,7 @@
 #include "core/atomic_file.h"
 #include "core/errors.h"
 #include "data/h5_file.h"
-#include "models/classification_task.h"
+#include "models/tasks/classification_task.h"
 #include "training/integrated_gradients.h"
 
 namespace salt::callbacks {

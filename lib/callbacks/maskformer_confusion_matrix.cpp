@@ -11,7 +11,7 @@
 #include "training/callback_registry.h"
 #include "core/atomic_file.h"
 #include "core/errors.h"
-#include "models/object_targets.h"
+#include "models/maskformer/object_targets.h"
 #include "plot/confusion.h"
 
 namespace salt::callbacks {

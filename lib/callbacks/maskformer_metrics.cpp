@@ -1,14 +1,14 @@
 // salt.callbacks.MaskformerMetrics: a MaskFormer's object metrics (class
 // efficiency/purity, vertex match efficiency and fake rate, regression MAE; see
-// models/maskformer_metrics.h) over each validation, summed over ranks and logged
+// models/maskformer/maskformer_metrics.h) over each validation, summed over ranks and logged
 // as val/<metric> with the losses (metrics.csv, the loggers). salt logs each
 // batch's value and Lightning averages them over batches; salt-cpp counts over the
 // whole epoch, so every object weighs the same.
 #include "training/callback_registry.h"
 #include "core/errors.h"
-#include "models/maskformer_metrics.h"
-#include "models/object_targets.h"
-#include "models/regression_task.h"
+#include "models/maskformer/maskformer_metrics.h"
+#include "models/maskformer/object_targets.h"
+#include "models/tasks/regression_task.h"
 
 namespace salt::callbacks {
 namespace {

@@ -7,7 +7,7 @@
 
 #include "training/callback_registry.h"
 #include "core/errors.h"
-#include "models/host_read.h"
+#include "models/packing/host_read.h"
 #include "training/progress.h"
 
 namespace salt::callbacks {

@@ -2,7 +2,7 @@
 // of one input (GN2XE), computed from their raw (un-normalised) variables before
 // the input normalisation and fed to the model as the input
 // `_edge_features_<input_name>` [B, L, L, len(edge_features)]. The computation:
-// models/edge_features.h.
+// models/layers/edge_features.h.
 #pragma once
 #include <map>
 #include <string>

@@ -1,7 +1,7 @@
 // salt's data.mf_config (MaskformerConfig): which dataset holds the objects a
 // MaskFormer reconstructs (truth hadrons / vertices), the label that identifies each
 // object and the one that classifies it, and the constituent label that links each
-// constituent (track) to its object. The targets built from it: models/object_targets.h.
+// constituent (track) to its object. The targets built from it: models/maskformer/object_targets.h.
 #pragma once
 #include <yaml-cpp/yaml.h>
 

@@ -100,7 +100,7 @@ struct ComponentSpec {
 };
 
 // Every component a config can name. Components register themselves next to
-// their code (models/dense.cpp registers its own spec), from static
+// their code (models/layers/dense.cpp registers its own spec), from static
 // initialisers: `const bool kRegistered = config::register_component({...});`.
 class ComponentRegistry {
  public:

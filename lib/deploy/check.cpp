@@ -18,9 +18,9 @@
 #include "core/remove_tree.h"
 #include "core/signals.h"
 #include "data/norm_dict.h"
-#include "models/maskformer_outputs.h"
+#include "models/maskformer/maskformer_outputs.h"
 #include "models/salt_wrapper.h"
-#include "models/vertexing_task.h"
+#include "models/tasks/vertexing_task.h"
 
 namespace salt::deploy {
 namespace fs = std::filesystem;
@@ -148,7 +148,7 @@ struct Expected {
   std::vector<torch::Tensor> per_jet;  // per jet: [] float (jet level) or [n] int64 (per constituent)
 };
 
-// What salt's exporter derives from the objects (models/maskformer_outputs.h), from
+// What salt's exporter derives from the objects (models/maskformer/maskformer_outputs.h), from
 // the decoder's predictions in query order, the regression in physical units.
 models::MaskformerOutputs maskformer_outputs_of(models::SaltWrapperImpl& wrapper, const models::ModelOutput& out,
                                                 const std::string& model_name) {

@@ -5,7 +5,7 @@
 #include "core/errors.h"
 #include "config/validate.h"
 #include "config/yaml_load.h"
-#include "models/edge_features.h"
+#include "models/layers/edge_features.h"
 #include "models/registry.h"
 
 namespace salt::models {

@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "models/input_norm.h"
+#include "models/layers/input_norm.h"
 #include "models/salt_wrapper.h"
 
 namespace salt::models {

@@ -4,7 +4,7 @@
 
 #include "config/edge_config.h"
 #include "core/errors.h"
-#include "models/regression_task.h"
+#include "models/tasks/regression_task.h"
 
 namespace salt::models {
 

@@ -9,14 +9,14 @@
 #include <string>
 #include <vector>
 
-#include "models/common.h"
-#include "models/featurewise.h"
-#include "models/init_net.h"
-#include "models/mask_decoder.h"
-#include "models/node_query_gap.h"
-#include "models/pooling.h"
-#include "models/task.h"
-#include "models/transformer.h"
+#include "models/layers/featurewise.h"
+#include "models/layers/init_net.h"
+#include "models/layers/node_query_gap.h"
+#include "models/layers/pooling.h"
+#include "models/layers/transformer.h"
+#include "models/maskformer/mask_decoder.h"
+#include "models/packing/common.h"
+#include "models/tasks/task.h"
 
 namespace salt::models {
 

@@ -4,11 +4,11 @@
 
 #include "core/errors.h"
 #include "export/layers.h"
-#include "models/mask_decoder.h"
-#include "models/maskformer_outputs.h"
-#include "models/node_query_gap.h"
-#include "models/regression_task.h"
+#include "models/layers/node_query_gap.h"
+#include "models/maskformer/mask_decoder.h"
+#include "models/maskformer/maskformer_outputs.h"
 #include "models/salt_model.h"
+#include "models/tasks/regression_task.h"
 
 namespace salt::models {
 

@@ -5,7 +5,7 @@
 #include <cstdio>
 
 #include "core/errors.h"
-#include "models/object_targets.h"
+#include "models/maskformer/object_targets.h"
 
 namespace salt::models {
 

@@ -9,8 +9,8 @@
 #include <map>
 #include <string>
 
-#include "models/edge_features.h"
-#include "models/input_norm.h"
+#include "models/layers/edge_features.h"
+#include "models/layers/input_norm.h"
 #include "models/salt_model.h"
 
 namespace salt::models {

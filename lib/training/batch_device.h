@@ -3,13 +3,13 @@
 #include <torch/torch.h>
 
 #include "data/batch.h"
-#include "models/host_twins.h"
+#include "models/packing/host_twins.h"
 
 namespace salt::training {
 
 // A batch on the model's device, with the host tensors it was copied from: the
 // model reads its masks' token counts and its labels' range there instead of
-// waiting for the device (models/host_twins.h; forward_batch installs them).
+// waiting for the device (models/packing/host_twins.h; forward_batch installs them).
 struct DeviceBatch : Batch {
   HostTwins twins;
 };

@@ -14,7 +14,7 @@
 #include "core/signals.h"
 #include "core/torch_compat.h"
 #include "data/loader.h"
-#include "models/classification_task.h"
+#include "models/tasks/classification_task.h"
 #include "plot/run_plots.h"
 #include "training/batch_device.h"
 #include "training/forward_batch.h"

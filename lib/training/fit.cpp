@@ -10,7 +10,7 @@
 
 #include "core/errors.h"
 #include "core/signals.h"
-#include "models/attention_kernels.h"
+#include "models/kernels/attention_kernels.h"
 #include "training/batch_device.h"
 #include "training/fit_start.h"
 #include "training/metrics_log.h"

@@ -6,7 +6,7 @@
 #include "config/trainer_config.h"
 #include "core/torch_compat.h"
 #include "data/batch.h"
-#include "models/cpu_bf16.h"
+#include "models/kernels/cpu_bf16.h"
 #include "training/batch_device.h"
 #include "models/salt_wrapper.h"
 

@@ -14,7 +14,7 @@
 #include <string>
 
 #include "data/batch.h"
-#include "models/task.h"
+#include "models/tasks/task.h"
 
 namespace salt::callbacks {
 

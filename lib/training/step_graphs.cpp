@@ -13,10 +13,10 @@
 #include <c10/cuda/CUDAStream.h>
 #endif
 
-#include "models/host_twins.h"
+#include "models/layers/transformer.h"
+#include "models/packing/host_twins.h"
+#include "models/packing/static_rows.h"
 #include "models/salt_model.h"
-#include "models/static_rows.h"
-#include "models/transformer.h"
 
 namespace salt::training {
 

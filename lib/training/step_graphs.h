@@ -3,7 +3,7 @@
 // the time the card runs them (call K: 19 ms against 18 ms), so the card waits on
 // the host. A graph replays a step's kernels in one launch.
 //
-// A graph replays fixed shapes; static rows (models/static_rows.h) give every
+// A graph replays fixed shapes; static rows (models/packing/static_rows.h) give every
 // batch of one bucket the same. Each bucket's first batch runs eagerly (its
 // warm-up: handles, lazy inits, autograd's streams), its second is captured into
 // a graph and replayed, later ones are copied into the graph's input tensors and

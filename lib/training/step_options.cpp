@@ -6,9 +6,9 @@
 
 #include "core/cpu_budget.h"
 #include "core/env_switch.h"
-#include "models/cpu_bf16.h"
-#include "models/segment_sum.h"
-#include "models/short_attention.h"
+#include "models/kernels/cpu_bf16.h"
+#include "models/kernels/segment_sum.h"
+#include "models/kernels/short_attention.h"
 #include "training/batch_device.h"
 #include "training/threads.h"
 
@@ -54,7 +54,7 @@ StepOptions parse_step_options(const EnvLookup& env, int cores, bool cpu_emulate
   // blocks and the math kernel's gradients) and cut the step's card time by 31 %.
   o.short_attention =
       switch_from(env, "SALT_SHORT_ATTENTION", true, "flash attention", "salt-cpp's kernel for short jets");
-  // Off unless 1: on an H200 its gpu test passed but the step ran no faster (models/segment_sum.h).
+  // Off unless 1: on an H200 its gpu test passed but the step ran no faster (models/kernels/segment_sum.h).
   o.segment_sum_kernel =
       switch_from(env, "SALT_SEGMENT_SUM_KERNEL", false, "LibTorch's operators", "salt-cpp's kernel");
   o.cpu_bf16 = cpu_bf16_from(env, cpu_emulates_bf16);

@@ -12,9 +12,9 @@
 //   host_twins          SALT_HOST_TWINS=0|1 (1)        the model reads the batch's host copies (batch_device.h)
 //   copy_stream         SALT_COPY_STREAM=0|1 (1)       a card's batch copies on a copy stream (batch_device.h)
 //   cuda_graphs         SALT_CUDA_GRAPHS=0|1 (0)       training steps as CUDA graphs (step_graphs.h)
-//   short_attention     SALT_SHORT_ATTENTION=0|1 (1)   salt-cpp's kernel for short jets (models/short_attention.h)
-//   segment_sum_kernel  SALT_SEGMENT_SUM_KERNEL=0|1 (0) salt-cpp's segment-sum kernel (models/segment_sum.h)
-//   cpu_bf16            SALT_CPU_BF16=native|emulated (the CPU's instruction set; models/cpu_bf16.h)
+//   short_attention     SALT_SHORT_ATTENTION=0|1 (1)   salt-cpp's short-jet kernel (models/kernels/short_attention.h)
+//   segment_sum_kernel  SALT_SEGMENT_SUM_KERNEL=0|1 (0) salt-cpp's segment-sum kernel (models/kernels/segment_sum.h)
+//   cpu_bf16            SALT_CPU_BF16=native|emulated (the CPU's instruction set; models/kernels/cpu_bf16.h)
 //   steps_ahead         SALT_MAX_STEPS_AHEAD=0..1000 (0: no limit; steps_ahead.h)
 //   threads             OMP_NUM_THREADS=1..4 x cores (choose_threads' rule; threads.h)
 #pragma once

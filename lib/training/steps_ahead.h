@@ -1,5 +1,5 @@
 // How far the host may run ahead of the card. A training step that reads no
-// device value (models/host_read.h) lets the host issue the next steps while the
+// device value (models/packing/host_read.h) lets the host issue the next steps while the
 // card still works on earlier ones, as deep as CUDA's launch queue goes; the
 // batches' pinned host buffers are then held until the card reaches their copies.
 // StepsAhead records an event at the end of each issued step and, once more than

@@ -9,7 +9,7 @@
 //
 // A run on a GPU computes with one thread unless OMP_NUM_THREADS says otherwise:
 // the card does the maths, and what the host computes there is small tensors (the
-// batch's host copies, models/host_twins.h; the loader's conversions), for which a
+// batch's host copies, models/packing/host_twins.h; the loader's conversions), for which a
 // parallel region costs more than it saves once the loader's workers keep the
 // cores busy (bench/host_ops_threads.py on the 2-core machine with both cores
 // busy: 96 ms for one step's host-copy operations on 2 threads against 2.5 ms on

@@ -5,7 +5,7 @@
 #include <cmath>
 
 #include "dist/grad_sync.h"
-#include "models/host_read.h"
+#include "models/packing/host_read.h"
 #include "training/grad_clip.h"
 #include "training/optimization.h"
 #include "training/profiler.h"

@@ -7,7 +7,7 @@
 #include "core/memory.h"
 #include "dist/grad_sync.h"
 #include "dist/session.h"
-#include "models/host_read.h"
+#include "models/packing/host_read.h"
 #include "training/batch_device.h"
 #include "training/model_snapshot.h"
 #include "training/optimization.h"

@@ -5,7 +5,7 @@
 
 #include "core/signals.h"
 #include "core/torch_compat.h"
-#include "models/host_read.h"
+#include "models/packing/host_read.h"
 #include "training/batch_device.h"
 #include "training/forward_batch.h"
 

@@ -43,7 +43,7 @@ def expect(path, pch, level):
 
 
 # Library files: torch users get salt_pch, the others (same torch targets) none.
-expect("lib/models/attention.cpp", "salt_pch", "-O2")
+expect("lib/models/layers/attention.cpp", "salt_pch", "-O2")
 expect("lib/training/fit.cpp", "salt_pch", "-O2")
 expect("lib/submit/submit_htcondor.cpp", None, "-O2")  # salt_submit links torch, this file never includes it
 expect("lib/data/h5_file.cpp", None, "-O2")

@@ -19,11 +19,11 @@
 #include "dist/free_port.h"
 #include "dist/grad_sync.h"
 #include "dist/process_group.h"
-#include "models/attention.h"
-#include "models/attention_kernels.h"
-#include "models/segment_sum.h"
-#include "models/short_attention.h"
-#include "models/static_rows.h"
+#include "models/layers/attention.h"
+#include "models/kernels/attention_kernels.h"
+#include "models/kernels/segment_sum.h"
+#include "models/kernels/short_attention.h"
+#include "models/packing/static_rows.h"
 #include "models/model_test_helpers.h"
 #include "support/op_trace.h"
 #include "training/batch_device.h"
@@ -321,8 +321,8 @@ TEST_F(Gpu, FlashVarlenGradientsFollowTheMathKernel) {
       << kernels;
 }
 
-// salt-cpp's short-jet kernel on the card (models/cuda/short_attention.cu) against
-// the same block maths on the CPU (tests/models/short_attention_test.cpp checks
+// salt-cpp's short-jet kernel on the card (models/kernels/cuda/short_attention.cu) against
+// the same block maths on the CPU (tests/models/kernels/short_attention_test.cpp checks
 // those against plain attention): float32 to rounding, bf16 and fp16 to their
 // precision; forward and the gradient of q, k and v.
 // Jets of 0 to `longest` rows, GN2's head size.
@@ -359,7 +359,7 @@ TEST_F(Gpu, ShortAttentionKernelFollowsItsCpuBlocks) {
   expect_short_attention_follows_cpu(50, 70);
 }
 
-// salt-cpp's segment-sum kernel (models/cuda/segment_sum.cu) against LibTorch's
+// salt-cpp's segment-sum kernel (models/kernels/cuda/segment_sum.cu) against LibTorch's
 // operators on the card, in each type it takes, with and without an order, 70000
 // segments (GN2's tracks at batch 4000 are ~64000) and NaN rows past the last
 // segment, which neither may read; 128 columns (GN2's), 24 (a block narrower than
@@ -467,7 +467,7 @@ std::pair<torch::Tensor, std::vector<torch::Tensor>> bf16_step(models::SaltWrapp
   return {loss.detach(), grads};
 }
 
-// Static rows (models/static_rows.h) on the card, where the attention kernels and
+// Static rows (models/packing/static_rows.h) on the card, where the attention kernels and
 // the segment sums leave padding rows unwritten forward and backward: the step
 // equals plain packing with NaN at the padded slots, in every kernel mode.
 TEST_F(Gpu, StaticRowsStepEqualsPlainPackingOnTheCard) {

@@ -87,15 +87,15 @@ std::vector<Case> cases() {
   const auto& transformer = component("salt.models.Transformer");
   const auto& cls = component("salt.models.ClassificationTask");
   return {
-      {"dense.h", "DenseOptions", &key_of(init_net, "dense_config"), {}, {}},
-      {"init_net.h", "InitNetOptions", &init_net, {{"dense", "dense_config"}}, {}},
-      {"glu.h", "GLUOptions", &key_of(transformer, "dense_kwargs"), {}, {"embed_dim"}},
-      {"attention.h", "AttentionOptions", &key_of(transformer, "attn_kwargs"), {}, {"embed_dim", "attn_type"}},
-      {"transformer.h", "TransformerOptions", &transformer, {}, {}},
-      {"pooling.h", "GlobalAttentionPoolingOptions", &component("salt.models.GlobalAttentionPooling"), {}, {}},
-      {"task.h", "TaskOptions", &cls, {{"dense", "dense_config"}}, {}},
-      {"classification_task.h", "ClassificationOptions", &cls, {}, {}},
-      {"regression_task.h", "RegressionOptions", &component("salt.models.RegressionTask"),
+      {"layers/dense.h", "DenseOptions", &key_of(init_net, "dense_config"), {}, {}},
+      {"layers/init_net.h", "InitNetOptions", &init_net, {{"dense", "dense_config"}}, {}},
+      {"layers/glu.h", "GLUOptions", &key_of(transformer, "dense_kwargs"), {}, {"embed_dim"}},
+      {"layers/attention.h", "AttentionOptions", &key_of(transformer, "attn_kwargs"), {}, {"embed_dim", "attn_type"}},
+      {"layers/transformer.h", "TransformerOptions", &transformer, {}, {}},
+      {"layers/pooling.h", "GlobalAttentionPoolingOptions", &component("salt.models.GlobalAttentionPooling"), {}, {}},
+      {"tasks/task.h", "TaskOptions", &cls, {{"dense", "dense_config"}}, {}},
+      {"tasks/classification_task.h", "ClassificationOptions", &cls, {}, {}},
+      {"tasks/regression_task.h", "RegressionOptions", &component("salt.models.RegressionTask"),
        {{"norm_mean", "norm_params"}, {"norm_std", "norm_params"}}, {"gaussian"}},
   };
 }
@@ -124,7 +124,7 @@ TEST(Binding, LossOptionsAreKeysOfSomeLoss) {
   std::set<std::string> keys;
   for (const auto* spec : salt::config::components().in_category("loss"))
     for (const auto& f : spec->init_args->fields) keys.insert(f.name);
-  for (const auto& arg : torch_args("loss.h", "LossOptions"))
+  for (const auto& arg : torch_args("tasks/loss.h", "LossOptions"))
     if (arg.name != "kind") EXPECT_TRUE(keys.count(arg.name)) << "LossOptions::" << arg.name << " is no loss's key";
 }
 
@@ -162,7 +162,7 @@ TEST(Binding, ShortTorchNamesResolveThroughTheRegistry) {
 }
 
 // Keys the module implemented but the schema used to refuse are reachable now.
-#include "model_test_helpers.h"
+#include "models/model_test_helpers.h"
 
 TEST(Binding, QueryKeyAndValueNormsAreReachableFromAConfig) {
   using namespace salt::models;

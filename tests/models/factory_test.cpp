@@ -2,7 +2,7 @@
 #include <gtest/gtest.h>
 
 #include "core/errors.h"
-#include "model_test_helpers.h"
+#include "models/model_test_helpers.h"
 
 using namespace salt::models;
 using namespace salt::models::testing;

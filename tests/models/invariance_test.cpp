@@ -2,7 +2,7 @@
 // empty jets are finite, registers are pooled, gradients flow.
 #include <gtest/gtest.h>
 
-#include "model_test_helpers.h"
+#include "models/model_test_helpers.h"
 
 using namespace salt::models;
 using namespace salt::models::testing;

@@ -6,7 +6,7 @@
 
 #include "data/batch.h"
 #include "models/model_factory.h"
-#include "model_test_helpers.h"
+#include "models/model_test_helpers.h"
 
 namespace salt::models {
 namespace {

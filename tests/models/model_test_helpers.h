@@ -16,9 +16,9 @@
 
 #include "core/errors.h"
 #include "data/batch.h"
-#include "models/dense.h"
+#include "models/layers/dense.h"
 #include "models/model_factory.h"
-#include "models/task.h"
+#include "models/tasks/task.h"
 #include "support/test_support.h"
 
 namespace salt::models::testing {

@@ -10,8 +10,8 @@
 #include <cmath>
 
 #include "core/errors.h"
-#include "model_test_helpers.h"
 #include "models/model_factory.h"
+#include "models/model_test_helpers.h"
 #include "training/optimization.h"
 
 namespace salt::models {

@@ -7,7 +7,7 @@
 #include <iostream>
 #include <set>
 
-#include "model_test_helpers.h"
+#include "models/model_test_helpers.h"
 #include "models/summary.h"
 
 using namespace salt::models;

@@ -5,10 +5,10 @@
 #include <gtest/gtest.h>
 
 #include "core/errors.h"
-#include "models/class_names.h"
-#include "models/classification_task.h"
 #include "models/model_factory.h"
 #include "models/registry.h"
+#include "models/tasks/class_names.h"
+#include "models/tasks/classification_task.h"
 #include "support/in_process.h"
 #include "training/fit.h"
 

@@ -6,7 +6,7 @@
 
 #include "core/errors.h"
 #include "support/test_support.h"
-#include "models/mask_decoder.h"
+#include "models/maskformer/mask_decoder.h"
 #include "training/checkpoint.h"
 #include "training/one_cycle.h"
 #include "training/optimization.h"

@@ -1,11 +1,11 @@
-// The training step's reads of device values (models/host_read.h): each one makes
+// The training step's reads of device values (models/packing/host_read.h): each one makes
 // the CPU wait for the GPU. The fit loop reads none outside logging steps (losses,
 // the NaN check and the progress bar's mean stay on the device; gradient clipping
 // returns no norm); the model reads none either (the budget below), so that a new
 // read fails here until it is removed or accounted.
 #include <regex>
 
-#include "models/host_read.h"
+#include "models/packing/host_read.h"
 #include "training/fit_support.h"
 #include "training/grad_clip.h"
 
@@ -13,7 +13,7 @@ namespace salt::testing {
 namespace {
 
 // GN2's reads per step: none. The model reads its masks' token counts and its labels'
-// range from the batch's host copies (models/host_twins.h, installed by forward_batch),
+// range from the batch's host copies (models/packing/host_twins.h, installed by forward_batch),
 // and builds the packed layout and the vertexing pairs without nonzero()/masked_select().
 constexpr double kGn2ReadsPerStep = 0;
 

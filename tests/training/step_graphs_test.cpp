@@ -6,7 +6,7 @@
 
 #include "core/errors.h"
 #include "models/model_test_helpers.h"
-#include "models/static_rows.h"
+#include "models/packing/static_rows.h"
 #include "training/forward_batch.h"
 #include "training/step_graphs.h"
 

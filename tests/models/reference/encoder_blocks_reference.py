@@ -1,4 +1,4 @@
-"""Reference values for tests/models/encoder_blocks_test.cpp, computed with
+"""Reference values for tests/models/layers/encoder_blocks_test.cpp, computed with
 /usr/bin/python3's torch 1.13 from salt's definitions (salt/models/layernorm.py
 RMSNorm, transformer.py LayerScale/DropPath/NormResidual/EncoderLayer with
 norm_type hybrid, attention.py q/k/v norms), written out here independently of
