@@ -48,7 +48,7 @@ from torch import nn
 import torch.nn.functional as F
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from gn2_reference import GN2, SelfAttention, layer_norm  # noqa: E402
+from gn2_reference import GN2, SelfAttention, add_size_arguments, layer_norm  # noqa: E402
 
 REGISTERS = 1  # GN2's default, as gn2_reference.py builds it
 VARIANTS = ["padded-eager", "padded-compiled", "packed-eager", "packed-compiled"]
@@ -558,18 +558,7 @@ def main():
     warnings.filterwarnings("ignore", message="scatter_reduce.*beta")  # torch 1.13's note on the pooling's max
     warnings.filterwarnings("ignore", message="The PyTorch API of nested tensors")  # the CPU math path's note
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--batch", type=int, default=1000)
-    p.add_argument("--length", type=int, default=40)
-    p.add_argument("--min-valid", type=int, default=5)
-    p.add_argument("--max-valid", type=int, default=25)
-    p.add_argument("--threads", type=int, default=0, help="0: torch's default")
-    p.add_argument("--embed", type=int, default=256)
-    p.add_argument("--layers", type=int, default=4)
-    p.add_argument("--heads", type=int, default=8)
-    p.add_argument("--out", type=int, default=128)
-    p.add_argument("--task-hidden", default="128,64,32")
-    p.add_argument("--jet-vars", type=int, default=2)
-    p.add_argument("--track-vars", type=int, default=19)
+    add_size_arguments(p)
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
     p.add_argument("--precision", default="32", choices=["32", "bf16-mixed"])

@@ -124,8 +124,8 @@ class GN2(nn.Module):
         return loss_jet + 0.5 * loss_origin + 1.5 * loss_vertex
 
 
-def main():
-    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+def add_size_arguments(p):
+    """The model's sizes and the random batch's shape, shared with gn2_packed.py."""
     p.add_argument("--batch", type=int, default=1000)
     p.add_argument("--length", type=int, default=40)
     p.add_argument("--min-valid", type=int, default=5)
@@ -138,6 +138,11 @@ def main():
     p.add_argument("--task-hidden", default="128,64,32")
     p.add_argument("--jet-vars", type=int, default=2)
     p.add_argument("--track-vars", type=int, default=19)
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    add_size_arguments(p)
     p.add_argument("--iters", type=int, default=1)
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--device", default="cpu")
