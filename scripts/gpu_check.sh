@@ -375,6 +375,51 @@ if step "scale 4 workers" 60; then
   FIT_TAG=scale-w4 FIT_DATA=$root/data/gpu_2m fit bf16-mixed --trainer.devices 1 --data.num_workers 4
   grep -E "info: train epoch [0-9]+:" "$out/fit.log" | tail -2 | sed 's/^.*info: /  /' | tee -a "$summary"
 fi
+# The 2-million-jet fit as CUDA graphs: at call L the bench (0.93x) and the toy fit (0.6 s
+# against 0.9 s an epoch) disagreed on graphs; the steady epochs at scale decide.
+if step "scale graphs" 50; then
+  SALT_CUDA_GRAPHS=1 FIT_TAG=scale-graphs FIT_DATA=$root/data/gpu_2m fit bf16-mixed --trainer.devices 1
+  grep -E "info: train epoch [0-9]+:" "$out/fit.log" | tail -2 | sed 's/^.*info: /  /' | tee -a "$summary"
+fi
+# Where the fit's host time goes at scale (Lightning's SimpleProfiler: each action's
+# host time; with the card behind, a step's launches show where the host waits).
+if step "scale profile" 50; then
+  FIT_TAG=scale-prof FIT_DATA=$root/data/gpu_2m fit bf16-mixed --trainer.devices 1 --trainer.profiler simple
+  grep -E "info: train epoch [0-9]+:" "$out/fit.log" | tail -2 | sed 's/^.*info: /  /' | tee -a "$summary"
+  prof=$(ls logs/GN2_gpu_scale-prof/fit*.txt 2>/dev/null | head -1)
+  [ -n "$prof" ] && grep -vE "^\s*$|^-+$" "$prof" | head -24 | tee -a "$summary"
+fi
+# Issue 54 item 8: `--trainer.devices [0,0]`, two processes on the one card over Gloo
+# (the launcher picks it: NCCL refuses two ranks on a device), against one process with
+# the same global batch (accumulate_grad_batches 2, as tests/dist/fit_dist_test.cpp on
+# the CPU); fp32 and deterministic, so that only the gradients' averaging may differ.
+if step "two processes" 60; then
+  half=$((batch / 2))
+  # One host thread each (a GPU fit's default anyway): on the CPU (dry run) two threads
+  # against one sum in another order, and Adam turns that into 5e-3 on a zero-started bias.
+  OMP_NUM_THREADS=1 FIT_TAG=one-proc fit 32 --trainer.devices 1 --data.batch_size $half --trainer.accumulate_grad_batches 2 \
+    --trainer.max_epochs 1 --trainer.deterministic true --data.num_workers 6
+  OMP_NUM_THREADS=1 FIT_TAG=two-proc fit 32 --trainer.devices "[0,0]" --data.batch_size $half --trainer.max_epochs 1 \
+    --trainer.deterministic true --data.num_workers 6
+  grep -E "data parallel:|one card to several" "$out/fit.log" | tail -2 | sed 's/^.*info: /  /' | tee -a "$summary"
+  "$py" - logs/GN2_gpu_one-proc logs/GN2_gpu_two-proc <<'PY' 2>&1 | tee -a "$summary"
+import glob, sys, torch
+def last(run):
+    return sorted(glob.glob(f"{run}/ckpts/*.ckpt"))[-1]
+a, b = (torch.load(last(r), map_location="cpu", weights_only=False) for r in sys.argv[1:3])
+worst, name, largest, equal = 0.0, "", 0.0, 0
+floats = {k: v for k, v in a["state_dict"].items() if v.is_floating_point()}
+for k, v in floats.items():
+    d = (v - b["state_dict"][k]).abs().max().item()
+    equal += d == 0
+    largest = max(largest, d)
+    if d / max(v.abs().max().item(), 1e-12) > worst: worst, name = d / max(v.abs().max().item(), 1e-12), k
+print(f"two processes on one card: global_step {b['global_step']} (one process: {a['global_step']}); "
+      f"{equal} of {len(floats)} float tensors bitwise equal; largest difference {largest:.2e}, "
+      f"relative to its tensor's largest weight {worst:.2e} ({name}); "
+      + " vs ".join(last(r).split("/")[-1] for r in sys.argv[1:3]))
+PY
+fi
 step "fit 16-mixed graphs" 45 && SALT_CUDA_GRAPHS=1 FIT_TAG=16-graphs fit 16-mixed --trainer.devices 1
 # With flash attention's kernels in place of salt-cpp's short-jet kernel (the
 # default since 8f92c71's call: models/kernels/short_attention.h).
@@ -426,5 +471,31 @@ if step "batch size" 90; then
   FIT_TAG=bsf fit bf16-mixed --trainer.devices 1 --trainer.limit_train_batches 1 --trainer.limit_val_batches 1 \
     --trainer.max_epochs 1 "--trainer.callbacks+={class_path: lightning.pytorch.callbacks.BatchSizeFinder, init_args: {mode: binsearch, steps_per_trial: 1, margin: 0, max_val: $bsf_max}}"
   grep -E "Batch size [0-9]+ (succeeded|failed)|Finished batch size finder" "$out/fit.log" | tail -6 | tee -a "$summary"
+fi
+# ---- issue 57: bf16 on this machine's CPU (AMX, AVX-512 BF16): at call L, bf16-mixed fits
+# were 2.1x slower than fp32 here. LibTorch's bf16 kernels (native) against bf16-rounded
+# inputs multiplied in float32 (emulated), the step alone and whole fits, interleaved. ----
+if step "cpu bf16" 110; then
+  cpu=(-c configs/GN2.yaml -c configs/GN2_cpu.yaml --trainer.accelerator cpu)
+  cpu_train=64000 cpu_val=8000
+  [ "$dry" = 1 ] && cpu_train=-1 cpu_val=-1
+  for m in native emulated native emulated; do
+    echo "== bench_model cpu bf16-mixed SALT_CPU_BF16=$m" >>"$out/bench.txt"
+    SALT_CPU_BF16=$m "$build/bench/bench_model" --device cpu --no-python --precision bf16-mixed --iters 3 \
+      --quick >>"$out/bench.txt" 2>&1
+    note "cpu step bf16 $m (GN2, GN2_cpu): $(grep -E '^  jets/s: salt-cpp' "$out/bench.txt" | tail -2 | tr -s '\n ' ' ')"
+  done
+  "$build/bench/bench_model" --device cpu --no-python --precision 32 --iters 3 --quick >>"$out/bench.txt" 2>&1
+  note "cpu step 32 (GN2, GN2_cpu): $(grep -E '^  jets/s: salt-cpp' "$out/bench.txt" | tail -2 | tr -s '\n ' ' ')"
+  for m in 32 native emulated; do
+    p=bf16-mixed; [ $m = 32 ] && p=32
+    SALT_CPU_BF16=$([ $m = 32 ] && echo native || echo $m) "$salt" fit "${cpu[@]}" --force -n GN2_cpu -ls "$m" \
+      -oc --data.train_file "$data/pp_output_train.h5" --data.val_file "$data/pp_output_val.h5" \
+      --data.norm_dict "$data/norm_dict.yaml" --data.class_dict "$data/class_dict.yaml" \
+      --data.num_train $cpu_train --data.num_val $cpu_val --data.num_workers 2 --trainer.max_epochs 2 \
+      --trainer.precision $p >/tmp/cpu_fit.log 2>&1
+    note "cpu fit $m: exit $?; $(grep -oE 'computing with [0-9]+ CPU thread' /tmp/cpu_fit.log | head -1);" \
+      "$(grep -E 'train epoch [0-9]+:' /tmp/cpu_fit.log | sed 's/.*train epoch/epoch/; s/, peak.*//' | tr '\n' ';')"
+  done
 fi
 note "gpu_check: done in $(elapsed) s (commit $commit)"

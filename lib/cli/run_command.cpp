@@ -4,6 +4,7 @@
 #include <filesystem>
 #include <iostream>
 #include <optional>
+#include <set>
 
 #include "cli/commands.h"
 #include "cli/git_checks.h"
@@ -25,6 +26,14 @@ namespace salt::cli {
 
 namespace {
 
+// `trainer.devices: [0, 0]`: processes that share a card (a test of the multi-process
+// path on a one-card machine, or small models packed onto one card).
+bool shares_a_card(const config::TrainerConfig& trainer) {
+  if (trainer.accelerator == "cpu") return false;
+  std::set<int> ids(trainer.device_ids.begin(), trainer.device_ids.end());
+  return ids.size() < trainer.device_ids.size();
+}
+
 // `salt fit --trainer.devices N` with no launcher around it: this process starts the
 // N workers itself (same command) and supervises them. Returns nullopt when this
 // process should train itself (one device, or a launcher already set it up).
@@ -39,8 +48,13 @@ std::optional<int> launch_local_workers(const std::string& command, const std::v
                      "variables); see docs/distributed.md");
   std::vector<std::string> worker_args{command};
   worker_args.insert(worker_args.end(), args.begin(), args.end());
-  return dist::run_local_workers(
-      dist::LocalLaunchOptions().set_args(worker_args).set_num_processes(trainer.num_devices));
+  auto options = dist::LocalLaunchOptions().set_args(worker_args).set_num_processes(trainer.num_devices);
+  if (shares_a_card(trainer) && !std::getenv("SALT_DIST_BACKEND")) {
+    spdlog::info("trainer.devices gives one card to several processes: their gradients are averaged over Gloo "
+                 "(NCCL takes one process per card)");
+    options.add_env("SALT_DIST_BACKEND=gloo");
+  }
+  return dist::run_local_workers(options);
 }
 
 // salt test/validate without --ckpt_path (salt's get_best_epoch): the best

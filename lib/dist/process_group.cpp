@@ -1,5 +1,6 @@
 #include "dist/process_group.h"
 
+#include "core/env_switch.h"
 #include "core/errors.h"
 #include "dist/c10d_compat.h"
 
@@ -45,6 +46,10 @@ GroupOptions GroupOptions::from_environment(const EnvLookup& env) {
   GroupOptions o;
   o.set_timeout(dist_timeout(env));
   if (auto i = env("GLOO_SOCKET_IFNAME")) o.set_gloo_interface(*i);
+  auto backend = env("SALT_DIST_BACKEND");
+  o.set_backend(env_choice("SALT_DIST_BACKEND", backend ? backend->c_str() : nullptr,
+                           {{"nccl", "NCCL, one process per card"},
+                            {"gloo", "Gloo, CUDA tensors staged through host memory"}}));
   return o;
 }
 
@@ -68,8 +73,12 @@ std::unique_ptr<ProcessGroup> ProcessGroup::connect(const DistEnv& env, const to
     auto tcp = compat::make_tcp_store(env.master_addr, env.master_port, env.rank == 0, env.world_size, options.timeout);
     impl->store = compat::prefixed("salt", tcp);
     auto backend_store = compat::prefixed("c10d", tcp);
+    if (options.backend == "nccl" && !(SALT_HAVE_NCCL && device.is_cuda()))
+      throw UsageError(std::string("SALT_DIST_BACKEND=nccl but ") +
+                       (device.is_cuda() ? "this LibTorch build has no NCCL" : "the run trains on the CPU") +
+                       ": leave SALT_DIST_BACKEND unset or use gloo");
 #if SALT_HAVE_NCCL
-    if (device.is_cuda()) {
+    if (device.is_cuda() && options.backend != "gloo") {
       impl->backend = compat::make_nccl(backend_store, env.rank, env.world_size, options.timeout);
       impl->name = "nccl";
       impl->device = device;

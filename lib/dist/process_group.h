@@ -17,10 +17,16 @@ namespace salt::dist {
 struct GroupOptions {
   std::chrono::milliseconds timeout{std::chrono::seconds(kDefaultTimeoutSeconds)};
   std::string gloo_interface;  // GLOO_SOCKET_IFNAME: the network interface Gloo binds to
+  // SALT_DIST_BACKEND: "" (NCCL for CUDA tensors where LibTorch has it, else Gloo),
+  // "nccl" or "gloo". Gloo stages CUDA tensors through host memory; it is what lets
+  // several processes share one card, which NCCL refuses (`trainer.devices: [0, 0]`).
+  std::string backend;
 
   GroupOptions& set_timeout(std::chrono::milliseconds t) { timeout = t; return *this; }
   GroupOptions& set_gloo_interface(std::string i) { gloo_interface = std::move(i); return *this; }
-  // SALT_DIST_TIMEOUT and GLOO_SOCKET_IFNAME from the environment.
+  GroupOptions& set_backend(std::string b) { backend = std::move(b); return *this; }
+  // SALT_DIST_TIMEOUT, GLOO_SOCKET_IFNAME and SALT_DIST_BACKEND from the environment
+  // (a SALT_DIST_BACKEND other than nccl or gloo is a UsageError).
   static GroupOptions from_environment(const EnvLookup& env);
 };
 

@@ -6,6 +6,7 @@
 
 #include "core/errors.h"
 #include "dist/launch_env.h"
+#include "dist/process_group.h"
 #include "dist/slurm_nodelist.h"
 
 namespace salt::dist {
@@ -190,6 +191,15 @@ TEST(DistEnv, Timeout) {
   EXPECT_EQ(dist_timeout(fake({{"SALT_DIST_TIMEOUT", "2.5"}})), std::chrono::milliseconds(2500));
   EXPECT_THROW(dist_timeout(fake({{"SALT_DIST_TIMEOUT", "0"}})), UsageError);
   EXPECT_THROW(dist_timeout(fake({{"SALT_DIST_TIMEOUT", "soon"}})), UsageError);
+}
+
+TEST(GroupOptions, BackendFromTheEnvironment) {
+  EXPECT_EQ(GroupOptions::from_environment(fake({})).backend, "");
+  EXPECT_EQ(GroupOptions::from_environment(fake({{"SALT_DIST_BACKEND", "gloo"}})).backend, "gloo");
+  EXPECT_EQ(GroupOptions::from_environment(fake({{"SALT_DIST_BACKEND", "nccl"}})).backend, "nccl");
+  const auto e = usage_error([] { GroupOptions::from_environment(fake({{"SALT_DIST_BACKEND", "mpi"}})); });
+  EXPECT_NE(e.find("SALT_DIST_BACKEND=mpi"), std::string::npos) << e;
+  EXPECT_NE(e.find("gloo"), std::string::npos) << e;
 }
 
 }  // namespace

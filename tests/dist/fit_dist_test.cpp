@@ -195,6 +195,22 @@ TEST_F(DistFitTest, ResumesAnyWorldSizeFromAnEpochCheckpoint) {
   EXPECT_LT(max_weight_diff(ckpts[2], resumed[1]), kTolerance);
 }
 
+// SALT_DIST_BACKEND (dist/process_group.h): gloo is what CPU processes use anyway and
+// trains; nccl cannot reduce CPU tensors and is one line, before any run is written.
+TEST_F(DistFitTest, TheBackendCanBeChosenAndNcclOnTheCpuIsOneLine) {
+  auto gloo = salt("fit", two_ranks({"-ls", "gloo"}), {"OMP_NUM_THREADS=1", "SALT_DIST_BACKEND=gloo"});
+  ASSERT_EQ(gloo.exit_code, 0) << gloo.err;
+  EXPECT_NE(gloo.err.find("backend gloo"), std::string::npos) << gloo.err;
+  auto nccl = salt("fit", two_ranks({"-ls", "nccl"}), {"OMP_NUM_THREADS=1", "SALT_DIST_BACKEND=nccl"});
+  EXPECT_NE(nccl.exit_code, 0) << nccl.err;
+  EXPECT_EQ(error_lines(nccl.err), 1) << nccl.err;
+  EXPECT_NE(nccl.err.find("SALT_DIST_BACKEND=nccl but the run trains on the CPU"), std::string::npos) << nccl.err;
+  auto typo = salt("fit", two_ranks({"-ls", "typo"}), {"OMP_NUM_THREADS=1", "SALT_DIST_BACKEND=mpi"});
+  EXPECT_NE(typo.exit_code, 0) << typo.err;
+  EXPECT_NE(typo.err.find("SALT_DIST_BACKEND=mpi"), std::string::npos) << typo.err;
+  EXPECT_EQ(typo.err.find("internal error"), std::string::npos) << typo.err;
+}
+
 TEST_F(DistFitTest, ConfigAndLauncherMustAgree) {
   auto r = salt("fit", small_gn2({"--trainer.devices", "3", "--trainer.accelerator", "cpu"}),
                 {"OMP_NUM_THREADS=1", "RANK=0", "WORLD_SIZE=2", "MASTER_ADDR=127.0.0.1", "MASTER_PORT=1"});
