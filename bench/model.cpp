@@ -224,6 +224,10 @@ Result run_salt_cpp(const Size& s, int64_t length, int64_t iters, const Setup& s
   }
   setup.sync();
   profiled.stop();
+  // How many steps the graphs replayed (or that they gave up): at call M (H200, 13d010b)
+  // the bench's graphed step ran at the eager static rows' speed (0.86x) while a fit's
+  // graphs replayed 995 of 1000 steps at 1.71x the eager epoch.
+  if (s.graphs) train_step.stop_graphs();
   const double dt = seconds_since(t0) / static_cast<double>(iters);
   host /= static_cast<double>(iters);
   std::printf("  salt-cpp: %.3f s/batch, %.1f valid tracks/jet", dt, n_valid.to(torch::kDouble).mean().item<double>());

@@ -16,8 +16,8 @@
 #                  into fit.log; the packed PyTorch GN2 next to the padded one, eager and
 #                  compiled (bench/python/gn2_packed.py), into bench.txt
 #   fit.log        salt's GN2 (batch 4000, salt's size) in 32, bf16-mixed (without and with host
-#                  twins, as CUDA graphs, with flash attention's kernels, without the copy
-#                  stream) and 16-mixed (eager and as graphs), then salt test,
+#                  twins, eager instead of CUDA graphs, with flash attention's kernels, without
+#                  the copy stream) and 16-mixed (as graphs and eager), then salt test,
 #                  then scripts/lightning_checks.py on the bf16 run's checkpoints
 #   bench.txt      the model step next to the same model in the machine's PyTorch; the loader at 16 threads
 #   profile.txt    the kernels of one GN2 step by total time (ncu), with salt-cpp's short-jet
@@ -34,7 +34,7 @@
 #   SALT_GPU_TORCH_PREFIX  LibTorch's CMake prefix (default: asked from the python's torch)
 #   SALT_GPU_DEPS_ON_PREFIX=0  build against the machine's own libraries only (.deps still unpacked)
 #   SALT_GPU_ONLY       run only the steps whose names start with one of these words, '_'
-#                       standing for a space (e.g. "build bench profile fit_bf16-mixed_graphs": a
+#                       standing for a space (e.g. "build bench profile fit_bf16-mixed_eager": a
 #                       second, shorter call in the same lease; without "build", the binaries
 #                       the first call built)
 #   SALT_GPU_BENCH_QUICK=1  the bench step times salt-cpp's step alone (bench_model
@@ -221,10 +221,10 @@ vs_salt() {
       echo "== $f"; grep -vE "it/s]|^\s*$" "$f" | tail -40; done; } >>"$out/fit.log" 2>&1
   tee -a "$summary" <"$work/fit_vs_salt.log"
 }
-step "salt itself" 100 && vs_salt "salt itself" "" 1
+step "salt itself" 100 && vs_salt "salt itself" "" "${SALT_GPU_SALT_ROUNDS:-1}"
 # salt with its attention on torch's memory-efficient SDPA kernel (salt's default attn_type,
 # where GN2.yaml's flash-varlen needs the flash_attn package the machine lacks).
-step "salt meff" 100 && vs_salt "salt meff" torch-meff 1
+step "salt meff" 100 && vs_salt "salt meff" torch-meff "${SALT_GPU_SALT_ROUNDS:-1}"
 
 
 # ---- a packed PyTorch GN2 doing salt-cpp's work (valid tokens only, factorised heads)
@@ -325,21 +325,20 @@ card0="[0]"
 # host's (at 95d5894: 0 waits in 80 steps, so the host, not running ahead, is what
 # the twins slow down).
 step "fit bf16-mixed" 45 && SALT_MAX_STEPS_AHEAD=2 fit bf16-mixed --trainer.devices "$card0"
-# The training steps as CUDA graphs (training/step_graphs.h; off by default until
-# a card has run them): each bucket's first batch eager, its second captured,
-# later ones replayed. Its log says how many graphs and replays there were.
-# (The fit with one thread per core, here until b725df8, answered its question at
-# call J: 68,035 jets/s against 92,638 with one host thread.)
-step "fit bf16-mixed graphs" 45 && SALT_CUDA_GRAPHS=1 FIT_TAG=bf16-graphs fit bf16-mixed --trainer.devices 1
+# The training steps eagerly (SALT_CUDA_GRAPHS=0): CUDA graphs (training/step_graphs.h)
+# are the default since call M (13d010b), where a 2-million-jet fit's epoch took 6.35 s
+# as graphs against 10.88 s eager; the default fits above log how many graphs and replays.
+step "fit bf16-mixed eager" 45 && SALT_CUDA_GRAPHS=0 FIT_TAG=bf16-eager fit bf16-mixed --trainer.devices 1
 # salt-cpp's segment-sum kernel for the vertexing gradients (SALT_SEGMENT_SUM_KERNEL=1,
 # off until a card has run it): what the fit gains from the 1 GB of float32 casts it saves.
 step "fit bf16-mixed segment-sum" 45 && SALT_SEGMENT_SUM_KERNEL=1 FIT_TAG=bf16-segsum fit bf16-mixed --trainer.devices 1
 # Issue 54 item 6: two fits with the same seed and `deterministic: true` give bitwise
 # equal weights and optimizer state (compared tensor by tensor with the machine's torch),
 # and what deterministic mode costs: its epoch 1 against the default fit's above.
-if step "deterministic" 40; then
-  for r in 1 2; do FIT_TAG=det$r fit bf16-mixed --trainer.devices 1 --trainer.deterministic true; done
-  "$py" - logs/GN2_gpu_det1 logs/GN2_gpu_det2 <<'PY' 2>&1 | tee -a "$summary"
+# same_checkpoints RUN_A RUN_B LABEL: whether the two runs' last checkpoints hold bitwise
+# equal weights and AdamW moments, as a line in the summary.
+same_checkpoints() {
+  "$py" - "$1" "$2" "$3" <<'PY' 2>&1 | tee -a "$summary"
 import glob, sys, torch
 def last(run):
     files = sorted(glob.glob(f"{run}/ckpts/*.ckpt")) or sorted(glob.glob(f"{run}/**/*.ckpt", recursive=True))
@@ -354,9 +353,21 @@ a, b = (torch.load(last(r), map_location="cpu", weights_only=False) for r in sys
 ta = dict(tensors({"state_dict": a["state_dict"], "optimizer_states": a["optimizer_states"]}))
 tb = dict(tensors({"state_dict": b["state_dict"], "optimizer_states": b["optimizer_states"]}))
 diff = [k for k in ta if k not in tb or ta[k].shape != tb[k].shape or not torch.equal(ta[k], tb[k])]
-print(f"deterministic: {len(ta)} tensors in {last(sys.argv[1]).split('/')[-1]}, {len(diff)} differ"
+print(f"{sys.argv[3]}: {len(ta)} tensors in {last(sys.argv[1]).split('/')[-1]}, {len(diff)} differ"
       + (f" (first: {diff[0]})" if diff else ": bitwise equal"))
 PY
+}
+if step "deterministic" 40; then
+  for r in 1 2; do FIT_TAG=det$r fit bf16-mixed --trainer.devices 1 --trainer.deterministic true; done
+  same_checkpoints logs/GN2_gpu_det1 logs/GN2_gpu_det2 "deterministic (eager: graphs stay off by default there)"
+fi
+# Deterministic mode with CUDA graphs asked for: once bitwise equal on a card, graphs can
+# be the default in deterministic runs too (training/train_step.cpp).
+if step "deterministic graphs" 40; then
+  for r in 1 2; do
+    SALT_CUDA_GRAPHS=1 FIT_TAG=detg$r fit bf16-mixed --trainer.devices 1 --trainer.deterministic true
+  done
+  same_checkpoints logs/GN2_gpu_detg1 logs/GN2_gpu_detg2 "deterministic with CUDA graphs"
 fi
 # Issue 54 item 5: a fit over 2 million jets; its steady epoch next to the bench's step,
 # and the share of the epoch spent waiting for data (salt-cpp's epoch line says it).
@@ -375,10 +386,9 @@ if step "scale 4 workers" 60; then
   FIT_TAG=scale-w4 FIT_DATA=$root/data/gpu_2m fit bf16-mixed --trainer.devices 1 --data.num_workers 4
   grep -E "info: train epoch [0-9]+:" "$out/fit.log" | tail -2 | sed 's/^.*info: /  /' | tee -a "$summary"
 fi
-# The 2-million-jet fit as CUDA graphs: at call L the bench (0.93x) and the toy fit (0.6 s
-# against 0.9 s an epoch) disagreed on graphs; the steady epochs at scale decide.
-if step "scale graphs" 50; then
-  SALT_CUDA_GRAPHS=1 FIT_TAG=scale-graphs FIT_DATA=$root/data/gpu_2m fit bf16-mixed --trainer.devices 1
+# The 2-million-jet fit eagerly (SALT_CUDA_GRAPHS=0), against the default's graphs above.
+if step "scale eager" 50; then
+  SALT_CUDA_GRAPHS=0 FIT_TAG=scale-eager FIT_DATA=$root/data/gpu_2m fit bf16-mixed --trainer.devices 1
   grep -E "info: train epoch [0-9]+:" "$out/fit.log" | tail -2 | sed 's/^.*info: /  /' | tee -a "$summary"
 fi
 # Where the fit's host time goes at scale (Lightning's SimpleProfiler: each action's
@@ -420,7 +430,7 @@ print(f"two processes on one card: global_step {b['global_step']} (one process: 
       + " vs ".join(last(r).split("/")[-1] for r in sys.argv[1:3]))
 PY
 fi
-step "fit 16-mixed graphs" 45 && SALT_CUDA_GRAPHS=1 FIT_TAG=16-graphs fit 16-mixed --trainer.devices 1
+step "fit 16-mixed eager" 45 && SALT_CUDA_GRAPHS=0 FIT_TAG=16-eager fit 16-mixed --trainer.devices 1
 # With flash attention's kernels in place of salt-cpp's short-jet kernel (the
 # default since 8f92c71's call: models/kernels/short_attention.h).
 step "fit bf16-mixed flash" 45 && SALT_SHORT_ATTENTION=0 FIT_TAG=bf16-flash fit bf16-mixed --trainer.devices 1

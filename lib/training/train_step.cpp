@@ -24,7 +24,9 @@ TrainStepOptions fit_step_options(const config::TrainerConfig& trainer, const to
       .gradient_clip_val(trainer.gradient_clip_val)
       .gradient_clip_algorithm(trainer.gradient_clip_algorithm)
       .max_steps_ahead(switches.steps_ahead.value)
-      .cuda_graphs(switches.cuda_graphs.value);
+      .cuda_graphs(switches.cuda_graphs.value)
+      .cuda_graphs_asked(switches.cuda_graphs.source == OptionSource::kEnvironment)
+      .deterministic(trainer.deterministic);
 }
 
 struct TrainStep::Meters {
@@ -84,13 +86,22 @@ void TrainStep::clip_gradients() {
     clip_grad_norm(model_.parameters(), *options_.gradient_clip_val());
 }
 
-// SALT_CUDA_GRAPHS=1 (step_graphs.h): the training steps' forward and backward
-// passes as CUDA graphs where the run allows, else one line saying why not.
+// The training steps' forward and backward passes as CUDA graphs (step_graphs.h) where
+// the run allows, else one line saying why not: a warning when SALT_CUDA_GRAPHS=1 asked
+// for them, an info line when they were the default on a card.
 void TrainStep::start_graphs(bool one_process, int64_t accumulate_grad_batches) {
   if (!options_.cuda_graphs()) return;
-  const auto refusal = cuda_graphs_refusal(options_.device(), one_process, accumulate_grad_batches, model_);
-  if (!refusal.empty()) return spdlog::warn("SALT_CUDA_GRAPHS=1 but the steps run eagerly: {}", refusal);
-  graphs_ = std::make_unique<StepGraphs>(model_, options_.device());
+  auto refusal = cuda_graphs_refusal(options_.device(), one_process, accumulate_grad_batches, model_);
+  if (refusal.empty() && options_.deterministic() && !options_.cuda_graphs_asked())
+    refusal = "trainer.deterministic (graphed fits are not yet shown bitwise repeatable on a card; SALT_CUDA_GRAPHS=1 "
+              "uses them)";
+  if (refusal.empty()) {
+    graphs_ = std::make_unique<StepGraphs>(model_, options_.device());
+  } else if (options_.cuda_graphs_asked()) {
+    spdlog::warn("SALT_CUDA_GRAPHS=1 but the steps run eagerly: {}", refusal);
+  } else if (options_.device().is_cuda()) {
+    spdlog::info("training steps run eagerly, not as CUDA graphs: {}", refusal);
+  }
 }
 
 void TrainStep::stop_graphs() {

@@ -51,6 +51,12 @@ struct TrainStepOptions {
   TORCH_ARG(int, max_steps_ahead) = 0;
   // Training steps as CUDA graphs where the run allows (start_graphs).
   TORCH_ARG(bool, cuda_graphs) = false;
+  // Whether SALT_CUDA_GRAPHS=1 asked for them (a refusal is then a warning) or they are
+  // the default (a refusal is an info line on a card, nothing on the CPU).
+  TORCH_ARG(bool, cuda_graphs_asked) = false;
+  // trainer.deterministic: graphs by default only once a card has shown graphed fits
+  // bitwise repeatable; SALT_CUDA_GRAPHS=1 still asks for them.
+  TORCH_ARG(bool, deterministic) = false;
 };
 
 // The step `salt fit` runs for trainer config `trainer` on `device`: its precision's
