@@ -118,6 +118,25 @@ std::filesystem::path chosen_checkpoint(const RunSetup& setup) {
                              : best_checkpoint(fs::path(setup.run.trainer.default_root_dir) / "ckpts");
 }
 
+// `<ckpt dir>/<ckpt stem>__test_<sample>[_<test_suff>].h5` (salt's name).
+fs::path prediction_file(const fs::path& checkpoint, const fs::path& test_file,
+                         const std::optional<std::string>& test_suff) {
+  auto name = checkpoint.stem().string() + "__test_" + sample_name(test_file);
+  if (test_suff) {
+    if (test_suff->find('/') != std::string::npos || *test_suff == "..")
+      throw UsageError("data.test_suff '" + *test_suff + "' must not contain '/': it becomes part of the prediction "
+                       "file's name");
+    name += "_" + *test_suff;
+  }
+  return checkpoint.parent_path() / (name + ".h5");
+}
+
+// `salt validate`'s val/... and `salt test`'s test/... losses, one line each.
+void print_metrics(const std::map<std::string, double>& metrics) {
+  for (const auto& [k, v] : metrics) std::printf("%-40s %.6f\n", k.c_str(), v);
+  std::fflush(stdout);
+}
+
 }  // namespace
 
 std::map<std::string, double> validate_checkpoint(const config::ResolvedConfig& resolved) {
@@ -137,7 +156,7 @@ std::map<std::string, double> validate_checkpoint(const config::ResolvedConfig& 
   auto means = validation_pass(setup.model, loader, 0, batches, device,
                                autocast_for(setup.run.trainer.precision, device), {}, true)
                    .means("val");
-  for (const auto& [k, v] : means) std::printf("%-40s %.6f\n", k.c_str(), v);
+  print_metrics(means);
   return means;
 }
 
@@ -184,14 +203,7 @@ EvaluateResult evaluate(const config::ResolvedConfig& resolved) {
   test.checkpoint = result.checkpoint;
   test.test_file = reader->path();  // for a wildcard, its virtual file (salt names the sample after it too)
   test.num_rows = reader->num_rows();
-  auto name = result.checkpoint.stem().string() + "__test_" + sample_name(reader->path());
-  if (D.test_suff) {
-    if (D.test_suff->find('/') != std::string::npos || *D.test_suff == "..")
-      throw UsageError("data.test_suff '" + *D.test_suff + "' must not contain '/': it becomes part of the prediction "
-                       "file's name");
-    name += "_" + *D.test_suff;
-  }
-  test.output = result.checkpoint.parent_path() / (name + ".h5");
+  test.output = prediction_file(result.checkpoint, reader->path(), D.test_suff);
   callbacks.call(&callbacks::Callback::on_test_start, test);
 
   data::LoaderOptions loader_options;
@@ -199,6 +211,7 @@ EvaluateResult evaluate(const config::ResolvedConfig& resolved) {
   data::Loader loader(reader, data::SamplerOptions::evaluation(reader->num_rows(), D.batch_size), loader_options);
   const int64_t batches = T.limit_test.apply(loader.batches_per_epoch());
   auto flavours = FlavourCollector::find(setup.model);
+  LossTotals losses;
   torch::NoGradGuard no_grad;
   // Batch logs get about ten lines; a terminal redraws the bar at every batch.
   const int refresh = Progress::stderr_is_terminal() ? 1 : static_cast<int>(std::max<int64_t>(1, batches / 10));
@@ -209,8 +222,11 @@ EvaluateResult evaluate(const config::ResolvedConfig& resolved) {
     if (int sig = stop_signal()) throw StopRequested{sig};
     auto batch = loader.next();
     if (!batch) break;
-    const auto [on_device, out] = evaluation_step(*setup.model, *batch, device, autocast, false);
-    progress.update(b, out.loss.defined() ? out.loss.item<double>() : NAN, batch->size);
+    const auto [on_device, out] = evaluation_step(*setup.model, *batch, device, autocast, losses);
+    progress.update(b, batch->size, [&losses] {  // read only when the bar is drawn (a GPU's loss waits for it)
+      const auto means = losses.means("test");
+      return means.count("test/loss") ? means.at("test/loss") : NAN;
+    });
     if (flavours.task) flavours.add(out.preds.at(flavours.task->input_name()).at(flavours.task->name()), *batch);
     if (test.wants_predictions)
       callbacks.call(&callbacks::Callback::on_test_batch_end, test, *batch,
@@ -218,6 +234,8 @@ EvaluateResult evaluate(const config::ResolvedConfig& resolved) {
   }
   loader.stop();
   progress.finish(std::to_string(progress.jets()) + " jets");
+  result.metrics = losses.means("test");  // none when no batch had labels
+  print_metrics(result.metrics);
   callbacks.call(&callbacks::Callback::on_test_end, test);
   if (test.written) {
     result.output = test.output;

@@ -6,7 +6,9 @@
 #include "config/compose.h"
 
 #include <filesystem>
+#include <map>
 #include <optional>
+#include <string>
 #include <vector>
 
 #include "training/performance.h"
@@ -16,6 +18,7 @@ namespace salt::training {
 struct EvaluateResult {
   std::filesystem::path checkpoint;
   std::filesystem::path output;  // empty when no PredictionWriter callback is configured
+  std::map<std::string, double> metrics;  // "test/loss", "test/<task>_loss": jet-weighted means, as validation's
   std::optional<Performance> performance;
   std::vector<std::filesystem::path> plots;  // rejection curves next to `output`, loss curves in the run
 };

@@ -12,6 +12,7 @@
 namespace salt::training {
 
 void LossTotals::add(const models::ModelOutput& out, int64_t jets_in_batch) {
+  if (!out.loss.defined()) return;
   const double w = static_cast<double>(jets_in_batch);
   // float -> double, times w, summed in double: the same arithmetic as reading each
   // loss and summing on the host, so the means are bitwise those of before.
@@ -44,10 +45,11 @@ std::map<std::string, double> LossTotals::means(const std::string& stage) {
 }
 
 EvaluatedBatch evaluation_step(models::SaltWrapperImpl& model, Batch batch, const torch::Device& device,
-                               const Autocast& autocast, bool with_labels) {
+                               const Autocast& autocast, LossTotals& totals) {
   torch::NoGradGuard no_grad;
   EvaluatedBatch evaluated{batch_to_device(std::move(batch), device), {}};
-  evaluated.out = forward_batch(model, evaluated.batch, with_labels, autocast, device);
+  evaluated.out = forward_batch(model, evaluated.batch, /*with_labels=*/true, autocast, device);
+  totals.add(evaluated.out, evaluated.batch.size);
   return evaluated;
 }
 
@@ -65,8 +67,7 @@ LossTotals validation_pass(models::SaltWrapper& model, data::Loader& loader, int
     auto batch = loader.next();
     if (on_wait) on_wait(std::chrono::duration<double>(std::chrono::steady_clock::now() - asked).count());
     if (!batch) break;
-    const auto [on_device, out] = evaluation_step(*model, std::move(*batch), device, autocast, true);
-    totals.add(out, on_device.size);
+    const auto [on_device, out] = evaluation_step(*model, std::move(*batch), device, autocast, totals);
     if (on_batch) on_batch(b, out, on_device);
   }
   loader.stop();

@@ -1,6 +1,6 @@
 // One validation pass: the model over a loader's epoch in eval mode, losses summed
 // per task and weighted by jets. Shared by `salt fit` (after each epoch) and
-// `salt validate`.
+// `salt validate`; its step, evaluation_step, is `salt test`'s too.
 #pragma once
 #include <functional>
 #include <torch/torch.h>
@@ -28,6 +28,7 @@ struct LossTotals {
   std::map<std::string, double> sums;  // "loss", "<task>_loss", as of the last settle()
   double jets = 0;
 
+  // Nothing for an output without a loss (a batch without labels).
   void add(const models::ModelOutput& out, int64_t jets_in_batch);
   // Moves the device sums into `sums` (one read of the device).
   void settle();
@@ -38,15 +39,16 @@ struct LossTotals {
   std::map<std::string, torch::Tensor> pending_;  // float64 on the device
 };
 
-// One evaluation batch, as validation and `salt test` take it: the batch copied to
-// the device and the forward pass at the run's autocast, without gradients; with
-// the labels (the losses) when `with_labels`.
+// One evaluation batch, as validation and `salt test` take it (salt's shared_step):
+// the batch copied to the device and the forward pass at the run's autocast, without
+// gradients, given the batch's labels; where the batch has labels, its losses go into
+// `totals` (what validation logs as val/..., `salt test` prints as test/...).
 struct EvaluatedBatch {
   DeviceBatch batch;
-  models::ModelOutput out;
+  models::ModelOutput out;  // the predictions; loss and losses defined where the batch has labels
 };
 EvaluatedBatch evaluation_step(models::SaltWrapperImpl& model, Batch batch, const torch::Device& device,
-                               const Autocast& autocast, bool with_labels);
+                               const Autocast& autocast, LossTotals& totals);
 
 // Told the seconds each batch was waited for (the loader falling behind).
 using DataWait = std::function<void(double seconds)>;

@@ -2,6 +2,9 @@
 // with the HDF5 library, the performance table; and every shipped model config
 // trains and tests on the toy data.
 #include <cstring>
+#include <map>
+#include <sstream>
+#include <string>
 
 #include "core/errors.h"
 #include "data/h5_file.h"
@@ -288,6 +291,45 @@ TEST_F(FitTest, ValidatePrintsTheCheckpointsValidationLosses) {
   auto m = salt("validate", {"-c", (moved / "config.yaml").string()});
   ASSERT_EQ(m.exit_code, 0) << m.err;
   EXPECT_NE(m.err.find("validating checkpoint " + (moved / "ckpts" / ckpt).string()), std::string::npos) << m.err;
+}
+
+// The lines of `salt validate`/`salt test`'s stdout that start with `stage`/, as
+// name (without the stage) -> the value as printed.
+namespace {
+std::map<std::string, std::string> printed_metrics(const std::string& out, const std::string& stage) {
+  std::map<std::string, std::string> metrics;
+  std::istringstream lines(out);
+  for (std::string line; std::getline(lines, line);) {
+    if (line.rfind(stage + "/", 0) != 0) continue;
+    std::istringstream words(line.substr(stage.size() + 1));
+    std::string name, value;
+    words >> name >> value;
+    metrics[name] = value;
+  }
+  return metrics;
+}
+}  // namespace
+
+// Validation and `salt test` share one evaluation step (salt's shared_step forwards
+// the labels in both): the test losses of a checkpoint on the validation file are
+// its validation losses, task by task, at either precision (before, `salt test`
+// forwarded without labels and reported no loss).
+TEST_F(FitTest, TestReportsTheValidationLossesOfTheSameFile) {
+  auto fit = salt("fit", small_gn2({"--trainer.max_epochs", "1", "-ls", "e"}));
+  ASSERT_EQ(fit.exit_code, 0) << fit.err;
+  const auto config = (dir / "logs" / "GN2_cpu_e" / "config.yaml").string();
+  for (const std::string precision : {"32", "bf16-mixed"}) {
+    SCOPED_TRACE(precision);
+    auto val = salt("validate", {"-c", config, "--trainer.precision", precision});
+    ASSERT_EQ(val.exit_code, 0) << val.err;
+    auto test = salt("test", {"-c", config, "--trainer.precision", precision, "--data.test_file",
+                              (dir / "data/toy/pp_output_val.h5").string()});
+    ASSERT_EQ(test.exit_code, 0) << test.err;
+    const auto validated = printed_metrics(val.out, "val");
+    EXPECT_EQ(validated.size(), 4u) << val.out;  // loss, jets_classification, track_origin, track_vertexing
+    EXPECT_EQ(printed_metrics(test.out, "test"), validated) << test.out;
+    EXPECT_NE(test.out.find("GN2_cpu b-tagging performance"), std::string::npos) << test.out;
+  }
 }
 
 
