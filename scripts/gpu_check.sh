@@ -137,6 +137,10 @@ if step build 150; then
     prefix+=";$deps/usr"
     hdf5=(-DHDF5_ROOT="$arch/hdf5/serial" -DHDF5_PREFER_PARALLEL=OFF)
   fi
+  # Gloo's headers, which pip's LibTorch lacks (scripts/gloo_headers.sh via gpu_deps.sh);
+  # without them salt-cpp has no Gloo, and processes cannot share the card.
+  gloo=()
+  [ -f .deps/gloo-include/gloo/algorithm.h ] && gloo=(-DSALT_GLOO_INCLUDE_DIR="$root/.deps/gloo-include")
   eval "extra=(${SALT_GPU_CMAKE_ARGS:-})"  # may hold quoted arguments with spaces
   b0=$(date +%s)
   # The benches only for the steps that run them (a shorter call builds less).
@@ -153,7 +157,7 @@ if step build 150; then
   }
   {
     cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DSALT_BUILD_BENCH=ON \
-      -DCMAKE_PREFIX_PATH="$prefix" "${cuda[@]}" "${hdf5[@]}" "${extra[@]}" &&
+      -DCMAKE_PREFIX_PATH="$prefix" "${cuda[@]}" "${hdf5[@]}" "${gloo[@]}" "${extra[@]}" &&
     add_gpu_tests &&
     # -k 0: one call must report every file that fails to compile, not the first
     cmake --build "$build" -j"$(nproc)" --target "${targets[@]}" -- -k 0
@@ -169,7 +173,10 @@ if step build 150; then
   fi
   grep -E "salt-cpp:|CUDA detected|error|FAILED" "$out/build.log" | head -40
   note "build: $([ $built = 1 ] && echo ok || echo FAILED) in $(($(date +%s) - b0)) s (log: build.log)"
-  [ $built = 1 ] && "$build/app/salt" --version | tee -a "$out/preflight.txt"
+  if [ $built = 1 ]; then
+    "$build/app/salt" --version | tee -a "$out/preflight.txt"
+    note "build: $(grep '^data parallel:' "$out/preflight.txt" | tail -1)"  # Gloo in or not (SALT_GLOO_INCLUDE_DIR)
+  fi
 fi
 # A later call in the same lease that leaves the build out (SALT_GPU_ONLY) runs the
 # binaries the first one built: the device keeps ignored build outputs between calls.
@@ -311,6 +318,7 @@ fit() {  # [FIT_TAG=name] [FIT_DATA=dir] fit PRECISION EXTRA_ARGS...   (the run:
   speed=$(grep -oE "trained [0-9]+ jets in [0-9.]+ s: [0-9]+ jets/s" "$log" | tail -1)
   res=$(grep -E "train epoch 1: " "$log" | tail -1 | sed 's/.*train epoch 1: //')
   grep -E "steps ahead of the card|CUDA graphs|SALT_CUDA_GRAPHS" "$log" | sed -E 's/^.*(info|warning): /  /' | tee -a "$summary"
+  [ $rc = 0 ] || grep -E "salt: error:" "$log" | tail -1 | sed 's/^/  /' | tee -a "$summary"  # why, in the summary too
   rm -f "$log"
   note "fit $tag: exit $rc; $speed; epoch 1: $res"
   sed -n '/attention_kernels:/,/stages:/p' "logs/GN2_gpu_$tag/metadata.yaml" 2>/dev/null | grep -v "stages:" |

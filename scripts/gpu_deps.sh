@@ -3,7 +3,9 @@
 # The GPU machine has CUDA, a pip torch (LibTorch 2.x) and CMake, but no package
 # registry: the other libraries salt-cpp builds against travel as Debian 12
 # packages, downloaded (not installed) into .deps/ (git-ignored), which the device
-# call names in `carry`. scripts/gpu_check.sh unpacks and uses them there.
+# call names in `carry`. scripts/gpu_check.sh unpacks and uses them there. Gloo's
+# headers go into .deps/gloo-include (scripts/gloo_headers.sh, from a clone of
+# pytorch/gloo: SALT_GLOO_GIT).
 # Usage: scripts/gpu_deps.sh
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -25,4 +27,7 @@ mkdir -p "$out"
   echo "gpu_deps: apt-get download failed (run 'apt-get update' first?)" >&2
   exit 1
 }
-echo "gpu_deps: ${#pkgs[@]} packages, $(du -sh "$out" | cut -f1) in $out; name .deps in the device call's carry"
+# The pip LibTorch there ships no Gloo headers (docs/distributed.md): those of the Gloo
+# it was built with, which gpu_check.sh hands to CMake (SALT_GLOO_INCLUDE_DIR).
+"$root/scripts/gloo_headers.sh" "" "$out/gloo-include"  # "": its default clone, or SALT_GLOO_GIT
+echo "gpu_deps: ${#pkgs[@]} packages and Gloo's headers, $(du -sh "$out" | cut -f1) in $out; name .deps in the device call's carry"

@@ -13,6 +13,7 @@
 #include "config/run_args.h"
 #include "core/errors.h"
 #include "core/signals.h"
+#include "dist/backends.h"
 #include "dist/launch_env.h"
 #include "dist/local_launch.h"
 #include "training/mup_shapes.h"
@@ -49,6 +50,10 @@ std::optional<int> launch_local_workers(const std::string& command, const std::v
   std::vector<std::string> worker_args{command};
   worker_args.insert(worker_args.end(), args.begin(), args.end());
   auto options = dist::LocalLaunchOptions().set_args(worker_args).set_num_processes(trainer.num_devices);
+  // Said before any worker starts: each would otherwise stop with it, after loading its data.
+  if (shares_a_card(trainer) && !dist::built_backends().gloo)
+    throw UsageError(dist::no_gloo_message("trainer.devices naming a card more than once (several processes on "
+                                           "one card, which NCCL refuses)"));
   if (shares_a_card(trainer) && !std::getenv("SALT_DIST_BACKEND")) {
     spdlog::info("trainer.devices gives one card to several processes: their gradients are averaged over Gloo "
                  "(NCCL takes one process per card)");

@@ -5,6 +5,7 @@
 #include "core/blas_info.h"
 #include "core/provenance.h"
 #include "core/torch_compat.h"
+#include "dist/backends.h"
 
 namespace salt::cli {
 
@@ -23,6 +24,11 @@ std::string version_text() {
   text += "BLAS: " + blas.vendor + (blas.path.empty() ? "" : " (" + blas.path + ")");
   if (!blas.optimised()) text += " -- slow; install an optimised BLAS: apt-get install libopenblas0-pthread";
   text += "\n";
+  // Gloo goes missing where LibTorch ships no gloo/ headers (pip's; docs/distributed.md).
+  const auto backends = dist::built_backends();
+  text += std::string("data parallel: ") +
+          (backends.gloo ? "gloo" : "no gloo (its headers were missing at build time)") +
+          (backends.nccl ? ", nccl" : "") + "\n";
   text += std::string("host: ") + host + "\n";
   return text;
 }

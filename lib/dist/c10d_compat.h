@@ -17,9 +17,10 @@
 //
 // Gloo and NCCL are behind the macros torch's own headers test (USE_C10D_GLOO,
 // USE_C10D_NCCL). Every Linux LibTorch has Gloo, so it is switched on when its
-// headers are found; NCCL only when the build defines USE_C10D_NCCL and nccl.h is
-// on the include path (see docs/distributed.md), otherwise CUDA tensors are
-// reduced over Gloo through host memory.
+// headers are found (pip's LibTorch ships none: CMake's SALT_GLOO_INCLUDE_DIR names
+// a copy, and dist/backends.h says what a build lacks); NCCL only when the build
+// defines USE_C10D_NCCL and nccl.h is on the include path (see docs/distributed.md),
+// otherwise CUDA tensors are reduced over Gloo through host memory.
 #pragma once
 #include <torch/csrc/distributed/c10d/PrefixStore.hpp>
 #include <torch/csrc/distributed/c10d/Store.hpp>

@@ -2,6 +2,7 @@
 
 #include "core/env_switch.h"
 #include "core/errors.h"
+#include "dist/backends.h"
 #include "dist/c10d_compat.h"
 
 namespace salt::dist {
@@ -26,7 +27,24 @@ std::string seconds(std::chrono::milliseconds t) {
 
 bool is_loopback(const std::string& host) { return host == "localhost" || host.rfind("127.", 0) == 0 || host == "::1"; }
 
+// The refusals that need no peer: a backend that this build or this run cannot have.
+void require_backend(const GroupOptions& options, const torch::Device& device) {
+  const bool nccl = SALT_HAVE_NCCL && device.is_cuda();
+  if (options.backend == "nccl" && !nccl)
+    throw UsageError(std::string("SALT_DIST_BACKEND=nccl but ") +
+                     (device.is_cuda() ? "this LibTorch build has no NCCL" : "the run trains on the CPU") +
+                     ": leave SALT_DIST_BACKEND unset or use gloo");
+  if (SALT_HAVE_GLOO) return;
+  if (options.backend == "gloo")
+    throw UsageError(no_gloo_message("SALT_DIST_BACKEND=gloo (which trainer.devices [0, 0] sets to share a card)"));
+  if (!nccl)
+    throw UsageError(no_gloo_message(device.is_cuda() ? "data-parallel training with a LibTorch that has no NCCL"
+                                                      : "data-parallel training on the CPU"));
+}
+
 }  // namespace
+
+BuiltBackends built_backends() { return {SALT_HAVE_GLOO != 0, SALT_HAVE_NCCL != 0}; }
 
 struct ProcessGroup::Impl {
   c10::intrusive_ptr<c10d::Store> store;  // salt's own keys, under "salt/"
@@ -67,16 +85,13 @@ void ProcessGroup::fail(const std::string& what, const std::exception& e) const 
 }
 
 std::unique_ptr<ProcessGroup> ProcessGroup::connect(const DistEnv& env, const torch::Device& device, GroupOptions options) {
+  require_backend(options, device);
   auto impl = std::make_unique<Impl>();
   const std::string where = env.master_addr + ":" + std::to_string(env.master_port);
   try {
     auto tcp = compat::make_tcp_store(env.master_addr, env.master_port, env.rank == 0, env.world_size, options.timeout);
     impl->store = compat::prefixed("salt", tcp);
     auto backend_store = compat::prefixed("c10d", tcp);
-    if (options.backend == "nccl" && !(SALT_HAVE_NCCL && device.is_cuda()))
-      throw UsageError(std::string("SALT_DIST_BACKEND=nccl but ") +
-                       (device.is_cuda() ? "this LibTorch build has no NCCL" : "the run trains on the CPU") +
-                       ": leave SALT_DIST_BACKEND unset or use gloo");
 #if SALT_HAVE_NCCL
     if (device.is_cuda() && options.backend != "gloo") {
       impl->backend = compat::make_nccl(backend_store, env.rank, env.world_size, options.timeout);
@@ -84,16 +99,14 @@ std::unique_ptr<ProcessGroup> ProcessGroup::connect(const DistEnv& env, const to
       impl->device = device;
     }
 #endif
-    if (!impl->backend) {
 #if SALT_HAVE_GLOO
+    if (!impl->backend) {  // require_backend leaves no other case without Gloo
       impl->backend = compat::make_gloo(backend_store, env.rank, env.world_size, options.timeout, options.gloo_interface,
                                         is_loopback(env.master_addr));
       impl->name = "gloo";
       impl->stage_through_host = device.is_cuda();
-#else
-      throw UsageError("this LibTorch build has neither Gloo nor NCCL: data-parallel training is not available");
-#endif
     }
+#endif
   } catch (const UserError&) {
     throw;
   } catch (const std::exception& e) {

@@ -25,6 +25,14 @@ TEST(Cli, VersionReportsTorchCudaAndBlas) {
   EXPECT_NE(r.out.find("commit: "), std::string::npos);
 }
 
+// Which collective backends the binary has: Gloo is missing from a build against a
+// LibTorch without Gloo's headers (pip's), which gpu_check.sh's preflight shows.
+TEST(Cli, VersionNamesTheDataParallelBackends) {
+  auto r = run_salt({"--version"});
+  EXPECT_EQ(r.exit_code, 0);
+  EXPECT_NE(r.out.find("\ndata parallel: gloo"), std::string::npos) << r.out;  // Debian's LibTorch has its headers
+}
+
 TEST(Cli, FitHelpListsEveryKeyWithItsDefault) {
   auto r = run_salt({"fit", "--help"});
   ASSERT_EQ(r.exit_code, 0) << r.err;

@@ -5,6 +5,7 @@
 #include <map>
 
 #include "core/errors.h"
+#include "dist/backends.h"
 #include "dist/launch_env.h"
 #include "dist/process_group.h"
 #include "dist/slurm_nodelist.h"
@@ -200,6 +201,19 @@ TEST(GroupOptions, BackendFromTheEnvironment) {
   const auto e = usage_error([] { GroupOptions::from_environment(fake({{"SALT_DIST_BACKEND", "mpi"}})); });
   EXPECT_NE(e.find("SALT_DIST_BACKEND=mpi"), std::string::npos) << e;
   EXPECT_NE(e.find("gloo"), std::string::npos) << e;
+}
+
+// A build without Gloo (pip's LibTorch ships no gloo/ headers) refuses what needs Gloo
+// in one line that says why (the headers were missing at build time) and how to build
+// with them. The suite's builds all have Gloo, so the line itself is what is checked here.
+TEST(GroupOptions, NoGlooMessageSaysHowToBuildWithGloo) {
+  const auto m = no_gloo_message("SALT_DIST_BACKEND=gloo");
+  EXPECT_EQ(m.rfind("SALT_DIST_BACKEND=gloo needs Gloo", 0), 0u) << m;
+  EXPECT_NE(m.find("headers (gloo/algorithm.h) were missing when it was compiled"), std::string::npos) << m;
+  EXPECT_NE(m.find("-DSALT_GLOO_INCLUDE_DIR="), std::string::npos) << m;
+  EXPECT_NE(m.find("scripts/gloo_headers.sh"), std::string::npos) << m;
+  EXPECT_EQ(m.find('\n'), std::string::npos) << m;
+  EXPECT_TRUE(built_backends().gloo) << "Debian's LibTorch brings Gloo's headers";
 }
 
 }  // namespace
