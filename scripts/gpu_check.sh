@@ -325,7 +325,7 @@ card0="[0]"
 # host's (at 95d5894: 0 waits in 80 steps, so the host, not running ahead, is what
 # the twins slow down).
 step "fit bf16-mixed" 45 && SALT_MAX_STEPS_AHEAD=2 fit bf16-mixed --trainer.devices "$card0"
-# The training steps as CUDA graphs (training/step_graphs.h; off by default until
+# The training steps as CUDA graphs (training/step/step_graphs.h; off by default until
 # a card has run them): each bucket's first batch eager, its second captured,
 # later ones replayed. Its log says how many graphs and replays there were.
 # (The fit with one thread per core, here until b725df8, answered its question at
@@ -425,10 +425,10 @@ step "fit 16-mixed graphs" 45 && SALT_CUDA_GRAPHS=1 FIT_TAG=16-graphs fit 16-mix
 # default since 8f92c71's call: models/kernels/short_attention.h).
 step "fit bf16-mixed flash" 45 && SALT_SHORT_ATTENTION=0 FIT_TAG=bf16-flash fit bf16-mixed --trainer.devices 1
 # With the batches copied on the compute stream, as before the copy stream
-# (training/batch_device.h): what the copies' overlap with the step gives a fit.
+# (training/step/batch_device.h): what the copies' overlap with the step gives a fit.
 step "fit bf16-mixed no copy stream" 45 && SALT_COPY_STREAM=0 FIT_TAG=bf16-no-copy-stream fit bf16-mixed --trainer.devices 1
 # The bf16 fit with the model reading the device for its masks and labels (no host
-# twins, lib/training/batch_device.h), first: at 74fa619 and 39a28ed it was 15-20 %
+# twins, lib/training/step/batch_device.h), first: at 74fa619 and 39a28ed it was 15-20 %
 # faster than the fit with twins, which ran before it; this order tells whether
 # running first was what slowed the twins' fit.
 step "fit bf16-mixed without host twins" 45 && SALT_HOST_TWINS=0 FIT_TAG=bf16-no-twins fit bf16-mixed --trainer.devices 1
