@@ -22,7 +22,7 @@ namespace fs = std::filesystem;
 
 namespace {
 
-// One `salt fit`: the set-up (FitStart, training/fit_start.h), then per epoch
+// One `salt fit`: the set-up (FitStart, training/loop/fit_start.h), then per epoch
 // training and validation + checkpoint, then finish. Callbacks see it through `state_`.
 class FitRun : FitStart {
  public:

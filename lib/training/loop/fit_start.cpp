@@ -312,7 +312,7 @@ void FitStart::make_loaders() {
   val_plan_ = plan_validation(T, val_loader_->batches_per_epoch(), plan_);
 }
 
-// The run's training step (training/train_step.h); a resumed run's loss scale
+// The run's training step (training/step/train_step.h); a resumed run's loss scale
 // continues from its checkpoint.
 TrainStepOptions FitStart::step_options() const {
   return fit_step_options(T, device_, options_).grad_sync(grad_sync_.get()).profiler(profiler_.get());

@@ -90,7 +90,7 @@ class FitStart {
  protected:
   RunSetup setup_;
   const FitHooks& hooks_;
-  StepOptions options_;  // the switches, read once (training/step_options.h)
+  StepOptions options_;  // the switches, read once (training/step/step_options.h)
   const TrainerConfig& T;
   data::DataConfig D;  // a copy of setup_.run.data, refreshed by apply_tuned (a tuner's new batch size)
   bool dev_run_ = false;

@@ -55,7 +55,7 @@ torch::Tensor zeropower_via_newtonschulz(const torch::Tensor& update, const Muon
 // lowercased name matches one of the exclusion regexes (bias, norms, embeddings,
 // heads/outputs). Applied to salt-cpp's names (model->named_parameters(), which
 // follow salt's module names under "model."), GN2 splits as (tests/training/
-// optimizers_test.cpp, SplitsGN2ByName prints it):
+// optim/optimizers_test.cpp, SplitsGN2ByName prints it):
 //   Muon:  init_nets.*.net.net.N.weight, tasks.*.net.net.N.weight,
 //          encoder.registers, encoder.layers.*.attn.fn.in_proj_weight,
 //          encoder.layers.*.dense.fn.in_proj.weight, pool_net.gate_nn.weight

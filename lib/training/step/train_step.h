@@ -1,5 +1,5 @@
 // One training step, as every caller takes it: `salt fit`'s loop, the tuners'
-// trials (training/tuner_trials.h) and the benches (bench_model, bench_fit). A
+// trials (training/tuners/tuner_trials.h) and the benches (bench_model, bench_fit). A
 // step is forward_backward for each of its batches (the forward pass under
 // autocast, the loss divided by the batches per step and scaled for 16-mixed,
 // backward; the ranks' gradients reduced at the last), then apply (unscale, clip,
@@ -87,7 +87,7 @@ class TrainStep {
   void set_phase_observer(std::function<void(const char*)> observer) { at_phase_ = std::move(observer); }
 
   // With options.cuda_graphs: CUDA graphs for the steps from now on
-  // (training/step_graphs.h) where the run allows (cuda_graphs_refusal), else one
+  // (training/step/step_graphs.h) where the run allows (cuda_graphs_refusal), else one
   // line saying why the steps run eagerly; stop_graphs logs what they did and ends them.
   void start_graphs(bool one_process, int64_t accumulate_grad_batches);
   void stop_graphs();

@@ -1,6 +1,6 @@
 // The tuners' trials (BatchSizeFinder, LearningRateFinder; callbacks::TrialSpec):
 // a few training steps at a batch size, on the run's model and data, through the
-// run's TrainStep (training/train_step.h) with an optimizer and loaders of their
+// run's TrainStep (training/step/train_step.h) with an optimizer and loaders of their
 // own, then a few validation batches; the weights and generators are put back
 // afterwards.
 #pragma once

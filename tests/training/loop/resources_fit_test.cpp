@@ -1,4 +1,4 @@
-// What each stage of a fit cost (training/epoch_resources.h): one log line per
+// What each stage of a fit cost (training/loop/epoch_resources.h): one log line per
 // stage and metadata.yaml's `resources`, rewritten after every stage: wall time,
 // the part spent waiting for the loader, peak host RSS, peak GPU memory (null on
 // the CPU), the attention kernels the model ran and the float32 matmul precision.

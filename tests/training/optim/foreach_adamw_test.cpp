@@ -1,4 +1,4 @@
-// ForeachAdamW (training/foreach_adamw.h) against LibTorch's AdamW, which salt-cpp
+// ForeachAdamW (training/optim/foreach_adamw.h) against LibTorch's AdamW, which salt-cpp
 // used before and whose checkpoints it writes: bitwise the same parameters and
 // state after steps with weight decay, a changing lr and beta1 (the one-cycle
 // schedule), parameter groups, a parameter without gradient, and AMSGrad.

@@ -1,4 +1,4 @@
-// 16-mixed's loss scaling (training/grad_scaler.h) against torch.amp.GradScaler's
+// 16-mixed's loss scaling (training/optim/grad_scaler.h) against torch.amp.GradScaler's
 // rules, worked out by hand: the scaled loss, exact unscaling by a power of two,
 // inf/NaN detection, the skipped step, backoff and growth (torch's
 // _amp_update_scale_: grow after growth_interval finite steps, never to inf), and

@@ -1,4 +1,4 @@
-// What decides which CUDA graph replays a step (training/step_graphs.h), on the
+// What decides which CUDA graph replays a step (training/step/step_graphs.h), on the
 // CPU: the bucket key follows the batch's bucket, not its exact counts, and
 // predicts every capacity GN2's static rows take; runs that cannot replay a graph
 // say why. tests/gpu replays the graphs on a card.

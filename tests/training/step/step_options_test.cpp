@@ -1,4 +1,4 @@
-// The switches that change how a step is computed (training/step_options.h): one
+// The switches that change how a step is computed (training/step/step_options.h): one
 // parser, the core/env_switch.h rule for each, defaults and sources as recorded,
 // and the real `salt fit`'s metadata.yaml listing them.
 #include <gtest/gtest.h>

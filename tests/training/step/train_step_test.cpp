@@ -1,4 +1,4 @@
-// The training step is one object (training/train_step.h) that salt fit, the
+// The training step is one object (training/step/train_step.h) that salt fit, the
 // tuners' trials and the benches all run: bench_model and bench_fit configure it
 // through bench/bench_step.h, salt fit through fit_step_options. Here both take one
 // batch from the same weights and must give bitwise the same loss and gradients,
