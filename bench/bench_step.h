@@ -1,6 +1,6 @@
-// The training step the benches time: salt fit's own (training/train_step.h), so
+// The training step the benches time: salt fit's own (training/step/train_step.h), so
 // that a bench figure measures the step `salt fit` runs. tests/training/
-// train_step_test.cpp checks that this step and salt fit's give bitwise the same
+// step/train_step_test.cpp checks that this step and salt fit's give bitwise the same
 // loss and gradients.
 #pragma once
 #include <torch/torch.h>
@@ -8,7 +8,7 @@
 #include <string>
 
 #include "config/trainer_config.h"
-#include "training/train_step.h"
+#include "training/step/train_step.h"
 
 namespace salt::bench {
 

@@ -20,12 +20,12 @@
 #include "config/run_args.h"
 #include "data/loader.h"
 #include "data/toy_data.h"
-#include "training/fit.h"
-#include "training/batch_device.h"
-#include "training/optimization.h"
+#include "training/loop/fit.h"
+#include "training/step/batch_device.h"
+#include "training/optim/optimization.h"
 #include "training/run_setup.h"
-#include "training/threads.h"
-#include "training/train_step.h"
+#include "training/step/threads.h"
+#include "training/step/train_step.h"
 #include "core/remove_tree.h"
 
 namespace fs = std::filesystem;
@@ -77,7 +77,7 @@ double model_only_jets_per_s(const config::ResolvedConfig& config, int64_t jets)
   const auto kind = training::optimizer_kind(setup.run.model.optimizer);
   training::Optimization opt(setup.model->named_parameters(), kind, lrs, static_cast<int64_t>(batches.size()) + 1);
   setup.model->train();
-  // salt fit's step for this config (training/train_step.h), on batches already in memory.
+  // salt fit's step for this config (training/step/train_step.h), on batches already in memory.
   training::TrainStep train_step(*setup.model, training::fit_step_options(setup.run.trainer, torch::kCPU, training::read_step_options()));
   auto step = [&](const Batch& b) {
     train_step.forward_backward(training::batch_to_device(b, torch::kCPU));

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """What intra-op threads cost the host's small tensor operations when other work
-keeps the cores busy (training/threads.h): one GPU step's host-copy operations
+keeps the cores busy (training/step/threads.h): one GPU step's host-copy operations
 (models/packing/host_twins.h: token counts, their max and sum, the labels' checks, on a
 [4000, 40] batch) timed with 1 thread and with one per core, first on idle cores,
 then beside one busy process per core (as a GPU fit's loader workers keep them).

@@ -59,10 +59,10 @@
 #include "models/kernels/short_attention.h"
 #include "models/packing/static_rows.h"
 #include "models/summary.h"
-#include "training/batch_device.h"
-#include "training/optimization.h"
-#include "training/step_options.h"
-#include "training/train_step.h"
+#include "training/step/batch_device.h"
+#include "training/optim/optimization.h"
+#include "training/step/step_options.h"
+#include "training/step/train_step.h"
 
 using namespace salt::models;
 
@@ -83,7 +83,7 @@ struct Size {
   bool probe_syncs = false;  // after the timed steps, one step under bench/sync_probe.h (CUDA)
   bool census = false;       // after those, one step under bench/op_census.h
   bool static_rows = false;  // rows padded to their bucket (models/packing/static_rows.h), eager
-  bool graphs = false;       // forward and backward as a CUDA graph (training/step_graphs.h)
+  bool graphs = false;       // forward and backward as a CUDA graph (training/step/step_graphs.h)
 };
 
 // Where and how the step runs; the PyTorch reference gets the same.
@@ -411,7 +411,7 @@ void compare_segment_sum(const Size& gn2, int64_t length, int64_t iters, const S
 }
 
 // Static rows (models/packing/static_rows.h) eagerly, then the step as a CUDA graph
-// (training/step_graphs.h, SALT_CUDA_GRAPHS=1), each against the default step
+// (training/step/step_graphs.h, SALT_CUDA_GRAPHS=1), each against the default step
 // timed right before: what padding costs, and what replaying saves.
 void compare_graphs(const Size& gn2, int64_t length, int64_t iters, const Setup& setup) {
   if (!setup.device.is_cuda()) return (void)std::printf("    static rows and CUDA graphs: timed on a card only\n");
@@ -450,7 +450,7 @@ int run_gpu_suite(const Setup& setup, int64_t iters, int threads, int64_t batch,
               salt::compat::torch_version().c_str(), setup.device.str().c_str(), setup.precision.c_str(),
               static_cast<long long>(batch), static_cast<long long>(length), static_cast<long long>(iters), flops);
   std::printf("%s, batch %lld\n", gn2.name.c_str(), static_cast<long long>(batch));
-  // As `salt fit` on a card (training/threads.h): one host thread, the short-jet
+  // As `salt fit` on a card (training/step/threads.h): one host thread, the short-jet
   // attention kernel (models/kernels/short_attention.h); each is timed the other way below.
   const int cores = torch::get_num_threads();
   torch::set_num_threads(1);

@@ -19,7 +19,7 @@
 #include "deploy/feature_map.h"
 #include "deploy/ort_runner.h"
 #include "deploy/to_onnx.h"
-#include "training/checkpoint.h"
+#include "training/checkpoints/checkpoint.h"
 #include "training/run_setup.h"
 
 namespace fs = std::filesystem;

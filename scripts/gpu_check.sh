@@ -333,7 +333,7 @@ card0="[0]"
 # host's (at 95d5894: 0 waits in 80 steps, so the host, not running ahead, is what
 # the twins slow down).
 step "fit bf16-mixed" 45 && SALT_MAX_STEPS_AHEAD=2 fit bf16-mixed --trainer.devices "$card0"
-# The training steps eagerly (SALT_CUDA_GRAPHS=0): CUDA graphs (training/step_graphs.h)
+# The training steps eagerly (SALT_CUDA_GRAPHS=0): CUDA graphs (training/step/step_graphs.h)
 # are the default since call M (13d010b), where a 2-million-jet fit's epoch took 6.35 s
 # as graphs against 10.88 s eager; the default fits above log how many graphs and replays.
 step "fit bf16-mixed eager" 45 && SALT_CUDA_GRAPHS=0 FIT_TAG=bf16-eager fit bf16-mixed --trainer.devices 1
@@ -370,7 +370,7 @@ if step "deterministic" 40; then
   same_checkpoints logs/GN2_gpu_det1 logs/GN2_gpu_det2 "deterministic (eager: graphs stay off by default there)"
 fi
 # Deterministic mode with CUDA graphs asked for: once bitwise equal on a card, graphs can
-# be the default in deterministic runs too (training/train_step.cpp).
+# be the default in deterministic runs too (training/step/train_step.cpp).
 if step "deterministic graphs" 40; then
   for r in 1 2; do
     SALT_CUDA_GRAPHS=1 FIT_TAG=detg$r fit bf16-mixed --trainer.devices 1 --trainer.deterministic true
@@ -443,10 +443,10 @@ step "fit 16-mixed eager" 45 && SALT_CUDA_GRAPHS=0 FIT_TAG=16-eager fit 16-mixed
 # default since 8f92c71's call: models/kernels/short_attention.h).
 step "fit bf16-mixed flash" 45 && SALT_SHORT_ATTENTION=0 FIT_TAG=bf16-flash fit bf16-mixed --trainer.devices 1
 # With the batches copied on the compute stream, as before the copy stream
-# (training/batch_device.h): what the copies' overlap with the step gives a fit.
+# (training/step/batch_device.h): what the copies' overlap with the step gives a fit.
 step "fit bf16-mixed no copy stream" 45 && SALT_COPY_STREAM=0 FIT_TAG=bf16-no-copy-stream fit bf16-mixed --trainer.devices 1
 # The bf16 fit with the model reading the device for its masks and labels (no host
-# twins, lib/training/batch_device.h), first: at 74fa619 and 39a28ed it was 15-20 %
+# twins, lib/training/step/batch_device.h), first: at 74fa619 and 39a28ed it was 15-20 %
 # faster than the fit with twins, which ran before it; this order tells whether
 # running first was what slowed the twins' fit.
 step "fit bf16-mixed without host twins" 45 && SALT_HOST_TWINS=0 FIT_TAG=bf16-no-twins fit bf16-mixed --trainer.devices 1

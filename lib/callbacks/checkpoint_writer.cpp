@@ -1,6 +1,6 @@
 #include "callbacks/checkpoint_writer.h"
 
-#include "training/checkpoint.h"
+#include "training/checkpoints/checkpoint.h"
 
 namespace salt::callbacks {
 

@@ -11,7 +11,7 @@
 #include <sstream>
 
 #include "training/callback_registry.h"
-#include "training/cuda_runtime.h"
+#include "training/step/cuda_runtime.h"
 
 namespace salt::callbacks {
 namespace {

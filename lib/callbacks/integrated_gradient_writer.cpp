@@ -1,5 +1,5 @@
 // salt.callbacks.IntegratedGradientWriter for `salt test`: integrated-gradient
-// attributions (training/integrated_gradients.h) of a task's outputs to each
+// attributions (training/outputs/integrated_gradients.h) of a task's outputs to each
 // input variable, on test jets whose track (and flow) count lies in the allowed
 // range. As salt-attribution does it: the baselines of a jet are the n_baselines
 // test jets with the same counts whose predictions have the highest entropy
@@ -21,7 +21,7 @@
 #include "core/errors.h"
 #include "data/h5_file.h"
 #include "models/tasks/classification_task.h"
-#include "training/integrated_gradients.h"
+#include "training/outputs/integrated_gradients.h"
 
 namespace salt::callbacks {
 namespace {

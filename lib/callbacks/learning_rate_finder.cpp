@@ -23,7 +23,7 @@
 #include "core/atomic_file.h"
 #include "core/errors.h"
 #include "plot/figure.h"
-#include "training/lr_finder.h"
+#include "training/tuners/lr_finder.h"
 
 namespace salt::callbacks {
 namespace {

@@ -2,7 +2,7 @@
 // into <run>/metrics.csv (rank 0, not under fast_dev_run), rewritten after each
 // validation so a killed run keeps what it logged.
 #include "training/callback_registry.h"
-#include "training/metrics_log.h"
+#include "training/outputs/metrics_log.h"
 
 namespace salt::callbacks {
 namespace {

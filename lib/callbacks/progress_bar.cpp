@@ -1,5 +1,5 @@
 // lightning.pytorch.callbacks.TQDMProgressBar: the training and validation
-// progress line (see training/progress.h) on rank 0. Lightning adds one with
+// progress line (see training/outputs/progress.h) on rank 0. Lightning adds one with
 // refresh_rate 1 when the config has none and enable_progress_bar is not false.
 #include <cmath>
 #include <cstdio>
@@ -8,7 +8,7 @@
 #include "training/callback_registry.h"
 #include "core/errors.h"
 #include "models/packing/host_read.h"
-#include "training/progress.h"
+#include "training/outputs/progress.h"
 
 namespace salt::callbacks {
 namespace {

@@ -25,8 +25,8 @@
 #include "callbacks/monitor.h"
 #include "training/callback_registry.h"
 #include "core/errors.h"
-#include "training/checkpoint.h"
-#include "training/optimization.h"
+#include "training/checkpoints/checkpoint.h"
+#include "training/optim/optimization.h"
 
 namespace salt::callbacks {
 namespace {

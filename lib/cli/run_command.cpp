@@ -16,12 +16,12 @@
 #include "dist/backends.h"
 #include "dist/launch_env.h"
 #include "dist/local_launch.h"
-#include "training/mup_shapes.h"
-#include "training/checkpoint.h"
-#include "training/checkpoint_config.h"
-#include "training/evaluate.h"
-#include "training/fit.h"
-#include "training/threads.h"
+#include "training/loop/mup_shapes.h"
+#include "training/checkpoints/checkpoint.h"
+#include "training/checkpoints/checkpoint_config.h"
+#include "training/loop/evaluate.h"
+#include "training/loop/fit.h"
+#include "training/step/threads.h"
 
 namespace salt::cli {
 

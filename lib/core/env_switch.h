@@ -3,7 +3,7 @@
 // with named values (SALT_CPU_BF16: native or emulated) and whole numbers in a range
 // (SALT_MAX_STEPS_AHEAD, OMP_NUM_THREADS). The same rule for every one, so that a
 // mistyped value is refused instead of read as one or the other. Only the values are
-// parsed here; training/step_options.cpp reads the variables, once.
+// parsed here; training/step/step_options.cpp reads the variables, once.
 #pragma once
 #include <optional>
 #include <string>

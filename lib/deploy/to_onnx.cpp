@@ -20,8 +20,8 @@
 #include "deploy/ort_runner.h"
 #include "export/graph.h"
 #include "data/h5_file.h"
-#include "training/checkpoint.h"
-#include "training/checkpoint_config.h"
+#include "training/checkpoints/checkpoint.h"
+#include "training/checkpoints/checkpoint_config.h"
 #include "training/run_setup.h"
 
 namespace salt::deploy {

@@ -6,7 +6,7 @@
 #include "config/run_args.h"
 #include "core/errors.h"
 #include "submit/shell_quote.h"
-#include "training/run_dir.h"
+#include "training/loop/run_dir.h"
 #include "repro/dirty_check.h"
 #include "repro/git_state.h"
 #include "repro/repository.h"

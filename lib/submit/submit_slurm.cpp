@@ -10,7 +10,7 @@
 #include "core/run_command.h"
 #include "submit/shell_quote.h"
 #include "submit/sweep.h"
-#include "training/run_dir.h"
+#include "training/loop/run_dir.h"
 
 namespace salt::submit {
 namespace fs = std::filesystem;

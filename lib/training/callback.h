@@ -13,13 +13,13 @@
 #include <vector>
 
 #include "config/config_edit.h"
-#include "training/prediction_writer.h"
+#include "training/outputs/prediction_writer.h"
 #include "models/salt_wrapper.h"
 #include "serialize/py_value.h"
-#include "training/checkpoint.h"
+#include "training/checkpoints/checkpoint.h"
 #include "training/fit_plan.h"
-#include "training/optimization.h"
-#include "training/progress.h"
+#include "training/optim/optimization.h"
+#include "training/outputs/progress.h"
 #include "training/run_setup.h"
 
 namespace salt::callbacks {

@@ -15,7 +15,7 @@
 #include "data/h5_reader.h"
 #include "data/norm_dict.h"
 #include "models/salt_wrapper.h"
-#include "training/one_cycle.h"
+#include "training/optim/one_cycle.h"
 #include "training/trainer_config.h"
 #include "config/compose.h"
 

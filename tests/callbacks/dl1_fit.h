@@ -6,8 +6,8 @@
 #include <vector>
 
 #include "support/in_process.h"
-#include "training/checkpoint.h"
-#include "training/fit.h"
+#include "training/checkpoints/checkpoint.h"
+#include "training/loop/fit.h"
 
 namespace salt::testing {
 

@@ -13,8 +13,8 @@
 #include "core/errors.h"
 #include "dl1_fit.h"
 #include "support/in_process.h"
-#include "training/checkpoint.h"
-#include "training/fit.h"
+#include "training/checkpoints/checkpoint.h"
+#include "training/loop/fit.h"
 
 namespace salt::testing {
 namespace {

@@ -3,7 +3,7 @@
 // It must throw, not rename a mostly-zero file into place, and remove its temp file.
 #include <gtest/gtest.h>
 
-#include "training/prediction_writer.h"
+#include "training/outputs/prediction_writer.h"
 #include "core/errors.h"
 #include "data/tiny_fs.h"
 #include "data/toy_data.h"

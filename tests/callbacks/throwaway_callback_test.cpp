@@ -7,7 +7,7 @@
 #include "training/callback_registry.h"
 #include "core/errors.h"
 #include "support/in_process.h"
-#include "training/fit.h"
+#include "training/loop/fit.h"
 
 namespace salt::testing {
 namespace {

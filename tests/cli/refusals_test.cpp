@@ -271,7 +271,7 @@ TEST(Refusals, OmpNumThreadsOutsideItsRangeIsOneLine) {
   }
 }
 
-// Every switch of training/step_options.h, mistyped: one line naming it and what it
+// Every switch of training/step/step_options.h, mistyped: one line naming it and what it
 // takes, exit 2, no run directory. Before, SALT_MAX_STEPS_AHEAD said it its own way
 // ("SALT_MAX_STEPS_AHEAD: expected ..., got 'yes'").
 TEST(Refusals, EveryStepSwitchMistypedIsOneLine) {

@@ -44,13 +44,13 @@ def expect(path, pch, level):
 
 # Library files: torch users get salt_pch, the others (same torch targets) none.
 expect("lib/models/layers/attention.cpp", "salt_pch", "-O2")
-expect("lib/training/fit.cpp", "salt_pch", "-O2")
+expect("lib/training/loop/fit.cpp", "salt_pch", "-O2")
 expect("lib/submit/submit_htcondor.cpp", None, "-O2")  # salt_submit links torch, this file never includes it
 expect("lib/data/h5_file.cpp", None, "-O2")
 expect("lib/cli/tool_commands.cpp", None, "-O2")
 # Tests: -O0, salt_test_pch where torch is reached (here through our own headers only).
 expect("tests/models/param_count_test.cpp", "salt_test_pch", "-O0")
-expect("tests/training/fit_test.cpp", "salt_test_pch", "-O0")
+expect("tests/training/loop/fit_test.cpp", "salt_test_pch", "-O0")
 expect("tests/submit/slurm_submit_test.cpp", None, "-O0")
 expect("tests/config/compose_rules_test.cpp", None, "-O0")
 

@@ -32,7 +32,7 @@ EXCEPTIONS = {
     ("lib/deploy/ort_runner.cpp", ""): "reads the answer of the ONNX Runtime helper process (jets -> outputs)",
     ("lib/deploy/check.cpp", ""): "reads the answer of the ONNX Runtime helper process (jets -> outputs)",
     ("lib/submit/sweep.cpp", ""): "reads a sweep file (grid/list of --key=value settings)",
-    ("lib/training/run_files.cpp", "info.git"): "reads the git state (repro::git_info_yaml) for metadata.yaml",
+    ("lib/training/loop/run_files.cpp", "info.git"): "reads the git state (repro::git_info_yaml) for metadata.yaml",
 }
 
 root = Path(sys.argv[1])

@@ -14,7 +14,7 @@
 #include <thread>
 
 #include "training/fit_support.h"
-#include "training/checkpoint.h"
+#include "training/checkpoints/checkpoint.h"
 
 namespace salt::testing {
 

@@ -26,14 +26,14 @@
 #include "models/packing/static_rows.h"
 #include "models/model_test_helpers.h"
 #include "support/op_trace.h"
-#include "training/batch_device.h"
-#include "training/cuda_runtime.h"
-#include "training/device.h"
-#include "training/grad_scaler.h"
-#include "training/forward_batch.h"
-#include "training/step_graphs.h"
-#include "training/steps_ahead.h"
-#include "training/threads.h"
+#include "training/step/batch_device.h"
+#include "training/step/cuda_runtime.h"
+#include "training/step/device.h"
+#include "training/optim/grad_scaler.h"
+#include "training/step/forward_batch.h"
+#include "training/step/step_graphs.h"
+#include "training/step/steps_ahead.h"
+#include "training/step/threads.h"
 
 namespace salt::testing {
 namespace {
@@ -135,7 +135,7 @@ TEST_F(Gpu, TrainerDevicesSelectTheCard) {
 }
 
 // batch_to_device copies on a copy stream and the compute stream waits for the
-// copies (training/batch_device.h): a sum queued right after reads the whole
+// copies (training/step/batch_device.h): a sum queued right after reads the whole
 // batch, not what the copy had reached (256 MiB of pinned input: ~10 ms to cross;
 // new values each round, so a block left from the round before cannot pass for it).
 TEST_F(Gpu, TheStepWaitsForTheBatchItsCopyStreamBrings) {
@@ -156,7 +156,7 @@ TEST_F(Gpu, TheStepWaitsForTheBatchItsCopyStreamBrings) {
 }
 
 // A run on the card computes its host work with one thread unless OMP_NUM_THREADS
-// says otherwise (training/threads.h).
+// says otherwise (training/step/threads.h).
 TEST_F(Gpu, ARunOnTheCardComputesWithOneHostThread) {
   const int before = torch::get_num_threads();
   const char* env = std::getenv("OMP_NUM_THREADS");
@@ -394,7 +394,7 @@ TEST_F(Gpu, SegmentSumKernelFollowsLibTorch) {
   }
 }
 
-// The run-ahead limit (training/steps_ahead.h): with depth 1, a step issued while
+// The run-ahead limit (training/step/steps_ahead.h): with depth 1, a step issued while
 // the previous one (20 float32 4096^3 products, tens of ms on any card) is still
 // running waits for it; with depth 0 nothing waits.
 TEST_F(Gpu, StepsAheadHoldsTheHostBack) {
@@ -515,7 +515,7 @@ TEST_F(Gpu, StaticRowsDispatchTheSameOperatorsForOneBucket) {
   for (size_t i = 0; i < a.size(); ++i) ASSERT_EQ(a[i], b[i]) << "operator " << i;
 }
 
-// The training step as CUDA graphs (training/step_graphs.h) against the same step
+// The training step as CUDA graphs (training/step/step_graphs.h) against the same step
 // run eagerly with static rows by a twin model, batch by batch: bucket A's first
 // batch runs eagerly, its second is captured and replayed, its third replayed;
 // bucket B's first eager, its second captured. After each step both models take

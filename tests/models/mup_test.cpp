@@ -12,7 +12,7 @@
 #include "core/errors.h"
 #include "models/model_factory.h"
 #include "models/model_test_helpers.h"
-#include "training/optimization.h"
+#include "training/optim/optimization.h"
 
 namespace salt::models {
 namespace {

@@ -10,7 +10,7 @@
 #include "models/tasks/class_names.h"
 #include "models/tasks/classification_task.h"
 #include "support/in_process.h"
-#include "training/fit.h"
+#include "training/loop/fit.h"
 
 namespace salt::testing {
 namespace {

@@ -4,7 +4,7 @@
 # torch's AdamW state with tensor steps, a real OneCycleLR state (its bound
 # anneal function pickles the scheduler object), Lightning's loops and
 # callbacks, AttributeDict hyper_parameters, and no salt-cpp entries.
-# Used by tests/training/salt_checkpoint_test.cpp and tests/zoo/run_zoo_config.sh.
+# Used by tests/training/checkpoints/salt_checkpoint_test.cpp and tests/zoo/run_zoo_config.sh.
 import collections, sys, types, torch
 
 def home(cls, module):  # Lightning's classes, importable by name for pickle

@@ -19,7 +19,7 @@ bool cpu_bf16_emulated_by_default();
 
 // Whether bf16 matrix products on this CPU take the emulated path: the CPU's
 // default until set_cpu_bf16_emulated, which a fit calls from its StepOptions
-// (SALT_CPU_BF16=native|emulated; training/step_options.h) when it is built.
+// (SALT_CPU_BF16=native|emulated; training/step/step_options.h) when it is built.
 bool cpu_bf16_emulated();
 void set_cpu_bf16_emulated(bool emulated);
 

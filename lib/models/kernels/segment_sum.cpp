@@ -17,7 +17,7 @@ namespace salt::models {
 
 namespace {
 
-// Off until set otherwise (training/step_options.h: SALT_SEGMENT_SUM_KERNEL, set when
+// Off until set otherwise (training/step/step_options.h: SALT_SEGMENT_SUM_KERNEL, set when
 // a fit is built).
 std::atomic<bool>& segment_sum_flag() {
   static std::atomic<bool> on{false};

@@ -21,7 +21,7 @@ torch::Tensor segment_sum_rows_blocks_on_cpu(const torch::Tensor& g, const torch
 
 // Whether a card's segment sums go to salt-cpp's kernel: set_segment_sum_kernel,
 // which a fit calls from its StepOptions (SALT_SEGMENT_SUM_KERNEL=1;
-// training/step_options.h) when it is built; off by default: on an H200 its gpu test
+// training/step/step_options.h) when it is built; off by default: on an H200 its gpu test
 // passed but the step ran 0.85x LibTorch's operators (docs/performance.md, call L).
 bool segment_sum_kernel_enabled();
 // Whether this build has the kernel (a CUDA LibTorch, SALT_CUDA_KERNELS on).

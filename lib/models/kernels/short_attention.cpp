@@ -22,7 +22,7 @@ namespace sa = short_attention;
 
 namespace {
 
-// On until set otherwise (training/step_options.h: SALT_SHORT_ATTENTION, set when a
+// On until set otherwise (training/step/step_options.h: SALT_SHORT_ATTENTION, set when a
 // fit is built).
 std::atomic<bool>& short_attention_flag() {
   static std::atomic<bool> on{true};

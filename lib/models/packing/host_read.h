@@ -1,7 +1,7 @@
 // Every read of a device value on the host goes through host_read: on a GPU each
 // one makes the CPU wait until the card has computed it, which stalls the queue of
 // kernels a training step launches (and rules out CUDA graphs). Counting them is
-// how tests hold the training step to its budget (tests/training/host_reads_test:
+// how tests hold the training step to its budget (tests/training/step/host_reads_test:
 // none in a training step outside logging points, save those the model itself
 // still makes, listed there).
 #pragma once

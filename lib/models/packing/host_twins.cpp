@@ -7,7 +7,7 @@ namespace {
 // switch: the host copies of the batch in the forward pass now (forward_batch
 // installs them per batch), read deep in modules whose forward takes tensors alone
 // (as salt's do). Whether a batch gets twins at all is StepOptions::host_twins
-// (training/step_options.h), read once.
+// (training/step/step_options.h), read once.
 thread_local const HostTwins* current_twins = nullptr;
 }  // namespace
 

@@ -4,7 +4,7 @@
 // label is out of range) can then be read from the copy left on the host instead
 // of from the device, where each read makes the CPU wait for the GPU (host_read.h).
 //
-// The step that copies the batch records each pair (training/batch_device.h) and
+// The step that copies the batch records each pair (training/step/batch_device.h) and
 // installs them for its forward pass with HostTwinsScope; the model asks host_twin()
 // and reads the device, as before, for tensors it built itself (no twin).
 #pragma once

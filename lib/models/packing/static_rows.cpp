@@ -7,7 +7,7 @@ namespace salt::models {
 namespace {
 // A thread-local, not a switch: the guard of the step being captured or replayed
 // now (StepGraphs makes one around each graphed forward pass). Whether steps are
-// graphed at all is StepOptions::cuda_graphs (training/step_options.h), read once;
+// graphed at all is StepOptions::cuda_graphs (training/step/step_options.h), read once;
 // this only carries that step's scope to TokenIndex::from_mask and the vertexing
 // edges, deep in modules whose forward takes tensors alone (as salt's do).
 thread_local StaticRows* innermost = nullptr;

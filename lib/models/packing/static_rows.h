@@ -36,7 +36,7 @@ class StaticRows {
   StaticRows(const StaticRows&) = delete;
   StaticRows& operator=(const StaticRows&) = delete;
   // Every capacity noted under this guard, in order: two steps of one bucket must
-  // take the same (training/step_graphs.h checks it).
+  // take the same (training/step/step_graphs.h checks it).
   const std::vector<int64_t>& capacities() const { return capacities_; }
 
  private:

@@ -105,7 +105,7 @@ TEST(CpuBf16, OutsideAutocastNothingChanges) {
 }
 
 // The CPU's instruction set decides until a fit sets its StepOptions' mode
-// (SALT_CPU_BF16: training/step_options.h).
+// (SALT_CPU_BF16: training/step/step_options.h).
 TEST(CpuBf16, TheSettingDecidesAfterTheCpu) {
   EXPECT_EQ(cpu_bf16_emulated(), cpu_bf16_emulated_by_default());
   set_cpu_bf16_emulated(false);

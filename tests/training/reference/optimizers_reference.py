@@ -1,4 +1,4 @@
-"""Reference values for tests/training/optimizers_test.cpp.
+"""Reference values for tests/training/optim/optimizers_test.cpp.
 
 Written by hand from the update rules of lion_pytorch.Lion (lion_pytorch.py,
 update_fn) and torch.optim.Muon (torch/optim/_muon.py, torch >= 2.9), driven by

@@ -1,0 +1,296 @@
+#include "training/loop/fit.h"
+
+#include <spdlog/spdlog.h>
+
+#include <chrono>
+#include <cmath>
+#include <exception>
+#include <string>
+#include <system_error>
+
+#include "core/errors.h"
+#include "core/signals.h"
+#include "models/kernels/attention_kernels.h"
+#include "training/step/batch_device.h"
+#include "training/loop/fit_start.h"
+#include "training/outputs/metrics_log.h"
+#include "training/loop/run_files.h"
+#include "training/step/validation.h"
+
+namespace salt::training {
+namespace fs = std::filesystem;
+
+namespace {
+
+// One `salt fit`: the set-up (FitStart, training/loop/fit_start.h), then per epoch
+// training and validation + checkpoint, then finish. Callbacks see it through `state_`.
+class FitRun : FitStart {
+ public:
+  FitRun(const config::ResolvedConfig& resolved, const FitHooks& hooks, const std::optional<StepOptions>& options)
+      : FitStart(resolved, hooks, options) {}
+
+  FitResult run() {
+    set_up();
+    try {
+      train_epochs();
+    } catch (const std::exception&) {
+      check_inputs();  // a read error from a file changed under the run: say that instead
+      throw;
+    }
+    return finish();
+  }
+
+ private:
+  void train_epochs() {
+    step_->start_graphs(!session_, T.accumulate_grad_batches);
+    for (int64_t epoch = plan_.start_epoch; (plan_.max_epochs < 0 || epoch < plan_.max_epochs) && !stop_; ++epoch) {
+      // A callback may have asked to stop before this epoch (a Timer already spent at the start).
+      if (stop_requested(epoch)) break;
+      state_.epoch = epoch;
+      train_epoch(epoch);
+      if (result_.requeued) break;
+      state_.batch_in_epoch = -1;
+      const bool go_on = !validation_due(epoch) || validate(epoch);
+      ++result_.epochs_run;
+      if (!go_on) break;
+      hook("on_train_epoch_end", &callbacks::Callback::on_train_epoch_end, state_);
+      if (stop_requested(epoch + 1)) stop_ = true;
+    }
+    step_->stop_graphs();
+  }
+
+  // Lightning's trainer.should_stop, honoured once min_epochs and min_steps are
+  // met (`epochs_done`: the epochs trained so far, the current one included once
+  // its batches are done).
+  bool stop_requested(int64_t epochs_done) const {
+    if (!state_.should_stop) return false;
+    const bool min_epochs_met = !T.min_epochs || epochs_done >= *T.min_epochs;
+    const bool min_steps_met = !T.min_steps || state_.global_step >= *T.min_steps;
+    return min_epochs_met && min_steps_met;
+  }
+
+  // ---- one training epoch ----
+  void train_epoch(int64_t epoch) {
+    const auto timed = profile("run_training_epoch");
+    check_inputs();
+    setup_.model->train();
+    const auto start = std::chrono::steady_clock::now();
+    meter_.start("train", epoch);
+    train_loader_->start_epoch(epoch);
+    state_.accumulate_grad_batches = T.accumulate_grad_batches;
+    hook("on_epoch_start", &callbacks::Callback::on_epoch_start, state_, std::string("train"), plan_.train_batches);
+    interval_ = LossTotals{};
+    optimization_->zero_grad();
+    for (int64_t b = 0; b < plan_.train_batches; ++b) {
+      if (!session_) check_stop();  // several ranks agree on stopping at step boundaries instead
+      const auto asked = std::chrono::steady_clock::now();
+      auto batch = [&] {
+        const auto timed = profile("[_TrainingEpochLoop].train_dataloader_next");
+        return train_loader_->next();
+      }();
+      meter_.add_data_wait(std::chrono::duration<double>(std::chrono::steady_clock::now() - asked).count());
+      if (!batch) break;
+      if (b < skip_batches_) continue;  // done before the requeue: same batch order, so skip them
+      state_.batch_in_epoch = b + 1;
+      train_batch(std::move(*batch), b);
+      if (stop_requested(epoch)) stop_ = true;
+      if (stop_) break;
+      if (b + 1 < plan_.train_batches && val_plan_.after_batch(epoch, b)) validate_mid_epoch(epoch);
+      if (stop_) break;
+    }
+    train_loader_->stop();
+    check_finite();  // before the epoch's validation and checkpoint
+    skip_batches_ = 0;
+    result_.train_seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    hook("on_epoch_end", &callbacks::Callback::on_epoch_end, state_, std::string("train"),
+                    "step " + std::to_string(state_.global_step));
+    record_resources(meter_.finish());
+  }
+
+  // One line per stage, and metadata.yaml's `resources` rewritten (rank 0): what
+  // the stage cost, so a run that waits for data or runs out of memory says so.
+  void record_resources(const EpochResources& figures) {
+    result_.resources.push_back(figures);
+    if (attention_kernels_.empty()) attention_kernels_ = models::attention_kernels_used();
+    spdlog::info("{}", figures.summary());
+    if (!main_rank_ || dev_run_) return;
+    write_run_resources(run_dir_, result_.resources, attention_kernels_);
+  }
+
+  void train_batch(Batch batch, int64_t b) {
+    const auto timed = profile("run_training_batch");
+    step_->batch_started();
+    auto on_device = batch_to_device(std::move(batch), device_);
+    const int64_t accumulate = state_.accumulate_grad_batches;
+    const bool boundary = (b + 1) % accumulate == 0 || b + 1 == plan_.train_batches;
+    const auto out = step_->forward_backward(on_device, Accumulation{accumulate, boundary});
+    step_->watch_finite(out.loss, state_.global_step, session_ != nullptr);
+    interval_.add(out, on_device.size);
+    result_.train_jets += on_device.size;
+    if (boundary) {
+      const auto timed = profile("[LightningModule].optimizer_step");
+      optimizer_step(b);
+    }
+    hook("on_batch_end", &callbacks::Callback::on_batch_end, state_, std::string("train"), b, out.loss.detach(),
+                    on_device.size);
+    step_->batch_done(!session_ && boundary && state_.global_step % T.log_every_n_steps != 0);
+  }
+
+  // Throws the NaN error for the first non-finite step the step's watch saw, if any.
+  void check_finite() {
+    const auto step = step_->first_nonfinite_step();
+    if (step >= 0) throw InputError(nan_message("train/loss", state_.epoch, step, run_dir_));
+  }
+
+  void optimizer_step(int64_t b) {
+    bool requeue_now = !dev_run_ && take_requeue_request();
+    if (session_) {
+      grad_sync_->finish();  // every .grad is now the mean over ranks
+      const auto flags = session_->agree(step_->nonfinite_seen(), stop_signal(), requeue_now);
+      if (flags.nan_rank >= 0)
+        throw InputError(nan_message("train/loss on rank " + std::to_string(flags.nan_rank), state_.epoch,
+                                     state_.global_step, run_dir_));
+      if (flags.stop_signal) throw StopRequested{flags.stop_signal};
+      requeue_now = flags.requeue && !dev_run_;
+    }
+    step_->apply(*optimization_, [this] {
+      hook("on_after_backward", &callbacks::Callback::on_after_backward, state_);
+      state_.lr = optimization_->current_lr();
+      state_.beta1 = optimization_->current_beta1();
+    });
+    cleanup_->disarm();
+    ++state_.global_step;
+    if (state_.global_step % T.log_every_n_steps == 0) {
+      check_finite();
+      log_interval();
+    }
+    if (T.max_steps > 0 && state_.global_step >= T.max_steps) stop_ = true;
+    if (requeue_now) {  // every rank stops here; rank 0 saves
+      check_finite();
+      if (main_rank_)
+        save_requeue_checkpoint(run_dir_, state_.capture(), b + 1, *optimization_);
+      result_.requeued = true;
+      stop_ = true;
+    }
+  }
+
+  // rank 0's batches, as Lightning logs without sync_dist
+  void log_interval() {
+    auto m = interval_.means("train");
+    hook("add_step_metrics", &callbacks::Callback::add_step_metrics, state_, m);
+    state_.train_metrics = m;
+    hook("on_metrics", &callbacks::Callback::on_metrics, state_, m);
+    interval_ = LossTotals{};
+  }
+
+  // ---- validation + checkpoint ----
+  // limit_val_batches=0 turns validation (and so checkpointing) off, as in Lightning.
+  // A run that stops validates once more, unless it just did.
+  bool validation_due(int64_t epoch) const {
+    if (val_plan_.val_batches <= 0) return false;
+    if (stop_) return !validated_last_batch_;
+    return val_plan_.at_epoch_end(epoch);
+  }
+
+  // A validation within the epoch: its checkpoints record the batches done, so a
+  // resume continues after them. Its time counts towards the training stage's.
+  void validate_mid_epoch(int64_t epoch) {
+    validate(epoch, true);
+    setup_.model->train();
+    if (stop_requested(epoch)) {
+      stop_ = true;
+      validated_last_batch_ = true;
+    }
+  }
+
+  // Returns false when the run ends here (fast_dev_run).
+  bool validate(int64_t epoch, bool mid_epoch = false) {
+    check_inputs();  // the epoch just trained read unchanged files
+    hook("on_epoch_start", &callbacks::Callback::on_epoch_start, state_, std::string("val"), val_plan_.val_batches);
+    const auto on_batch = [this](int64_t b, const models::ModelOutput& out, const Batch& batch) {
+      hook("on_validation_batch", &callbacks::Callback::on_validation_batch, state_, out, batch);
+      hook("on_batch_end", &callbacks::Callback::on_batch_end, state_, std::string("val"), b, out.loss.detach(),
+           batch.size);
+    };
+    const auto timed = profile("run_validation");
+    if (!mid_epoch) meter_.start("val", epoch);  // a mid-epoch one counts in the train stage's figures
+    auto val = validation_pass(setup_.model, *val_loader_, epoch, val_plan_.val_batches, device_, autocast_, on_batch,
+                               !session_, [this](double seconds) { meter_.add_data_wait(seconds); });
+    if (!mid_epoch) record_resources(meter_.finish());
+    if (session_) sum_over_ranks(val);
+    auto metrics = val.means("val");
+    hook("add_val_metrics", &callbacks::Callback::add_val_metrics, state_, metrics);
+    if (!std::isfinite(metrics["val/loss"]))
+      throw InputError(nan_message("val/loss", epoch, state_.global_step, run_dir_));
+    result_.last_val_metrics = metrics;
+    state_.val_metrics = metrics;
+    std::string summary;
+    for (const auto& [k, v] : metrics) summary += (summary.empty() ? "" : ", ") + k + " " + std::to_string(v);
+    hook("on_epoch_end", &callbacks::Callback::on_epoch_end, state_, std::string("val"), summary);
+    spdlog::info("epoch {} step {}: {}", epoch, state_.global_step, summary);
+    if (dev_run_) return false;
+    check_inputs();  // before the checkpoint: its val/loss came from an unchanged file
+    hook("on_metrics", &callbacks::Callback::on_metrics, state_, metrics);
+    hook("on_validation_end", &callbacks::Callback::on_validation_end, state_);
+    return true;
+  }
+
+  // Jet-weighted means over all ranks' shards: sum the sums and the jet counts.
+  void sum_over_ranks(LossTotals& val) {
+    val.settle();
+    std::vector<double> totals{val.jets};
+    for (const auto& [k, v] : val.sums) totals.push_back(v);
+    totals = session_->sum(totals);
+    val.jets = totals[0];
+    std::size_t i = 1;
+    for (auto& [k, v] : val.sums) v = totals[i++];
+    if (const auto flags = session_->agree(false, stop_signal(), false); flags.stop_signal)
+      throw StopRequested{flags.stop_signal};
+  }
+
+  // ---- finish ----
+  FitResult finish() {
+    if (!result_.requeued) check_inputs();
+    hook("on_fit_end", &callbacks::Callback::on_fit_end, state_);
+    result_.global_step = state_.global_step;
+    if (result_.requeued) {
+      result_.requeue_submitted = main_rank_ ? request_requeue() : in_requeueable_slurm_job();
+    } else if (!dev_run_ && main_rank_) {
+      std::error_code ec;  // finished: a later run in this directory must not resume from it
+      fs::remove(run_dir_ / "ckpts" / kRequeueCheckpoint, ec);
+    }
+    result_.host_reads_per_step = step_->host_reads_per_step();
+    report_speed();
+    if (profiler_ && main_rank_) result_.profile = profiler_->report(dev_run_ ? fs::path() : run_dir_);
+    if (session_) session_->group().barrier();  // rank 0's files are complete when any rank reports success
+    return result_;
+  }
+
+  void report_speed() const {
+    step_->report();
+    if (result_.train_seconds > 0)
+      spdlog::info("trained {} jets in {:.2f} s: {:.0f} jets/s over {} process(es)", result_.train_jets * world_,
+                   result_.train_seconds, static_cast<double>(result_.train_jets * world_) / result_.train_seconds,
+                   world_);
+    if (grad_sync_ && grad_sync_->stats().steps > 0) {
+      const auto& st = grad_sync_->stats();
+      spdlog::info(
+          "gradient sync: {} bucket(s), {} started during backward and {} after it, {:.2f} ms waiting per step",
+          grad_sync_->num_buckets(), st.buckets_launched_in_backward, st.buckets_launched_after,
+          1000 * st.wait_seconds / static_cast<double>(st.steps));
+    }
+  }
+
+  bool stop_ = false;
+  bool validated_last_batch_ = false;  // a mid-epoch validation saw the last trained batch
+  LossTotals interval_;
+  std::vector<std::string> attention_kernels_;
+};
+
+}  // namespace
+
+FitResult fit(const config::ResolvedConfig& resolved, const FitHooks& hooks, const std::optional<StepOptions>& options) {
+  return FitRun(resolved, hooks, options).run();
+}
+
+}  // namespace salt::training

@@ -1,0 +1,406 @@
+#include "training/loop/fit_start.h"
+
+#include <spdlog/spdlog.h>
+
+#include <cxxabi.h>
+
+#include <cstdlib>
+#include <sstream>
+#include <typeinfo>
+
+#include "config/compose.h"
+#include "core/atomic_file.h"
+#include "core/errors.h"
+#include "core/signals.h"
+#include "core/torch_compat.h"
+#include "data/file_pin.h"
+#include "data/loader.h"
+#include "data/temp_copy.h"
+#include "data/virtual_file.h"
+#include "dist/session.h"
+#include "models/kernels/attention_kernels.h"
+#include "models/kernels/cpu_bf16.h"
+#include "models/kernels/segment_sum.h"
+#include "models/kernels/short_attention.h"
+#include "models/summary.h"
+#include "training/step/batch_device.h"
+#include "training/callback_registry.h"
+#include "training/checkpoints/checkpoint.h"
+#include "training/step/cuda_runtime.h"
+#include "training/step/device.h"
+#include "training/loop/epoch_resources.h"
+#include "training/fit_plan.h"
+#include "training/loop/fit_support.h"
+#include "training/step/forward_batch.h"
+#include "training/optim/optimization.h"
+#include "training/outputs/profiler.h"
+#include "training/checkpoints/rng_state.h"
+#include "training/loop/run_dir.h"
+#include "training/loop/run_files.h"
+#include "training/run_setup.h"
+#include "training/step/step_graphs.h"
+#include "training/step/steps_ahead.h"
+#include "training/step/train_step.h"
+#include "training/tuners/tuner_trials.h"
+#include "training/step/validation.h"
+
+namespace salt::training {
+namespace fs = std::filesystem;
+
+std::string callback_class_name(const callbacks::Callback& c) {
+  int status = 0;
+  const char* mangled = typeid(c).name();
+  std::unique_ptr<char, void (*)(void*)> name(abi::__cxa_demangle(mangled, nullptr, nullptr, &status), std::free);
+  std::string full = status == 0 && name ? name.get() : mangled;
+  const auto colon = full.rfind("::");
+  return colon == std::string::npos ? full : full.substr(colon + 2);
+}
+
+FitStart::FitStart(const config::ResolvedConfig& resolved, const FitHooks& hooks,
+                   const std::optional<StepOptions>& options)
+    : setup_(prepare_run(resolved, Stage::kFit)), hooks_(hooks), T(setup_.run.trainer), D(setup_.run.data) {
+  dev_run_ = T.fast_dev_run > 0;
+  // The switches, read once (a mistyped one refused here, not at the first step)
+  // and set where the model's kernels read them.
+  options_ = options ? *options : read_step_options();
+  apply_step_options(options_);
+}
+
+FitStart::~FitStart() = default;
+
+void FitStart::set_up() {
+  if (T.profiler) profiler_ = std::make_unique<SimpleProfiler>(*T.profiler);
+  join_data_parallel();
+  callbacks_ = callbacks::make_callbacks(T.callbacks, T);
+  state_.setup = &setup_;
+  state_.main_rank = main_rank_;
+  state_.dev_run = dev_run_;
+  hook("on_setup", &callbacks::Callback::on_setup, state_);
+  // Open (and so validate) the data before anything is written.
+  train_reader_ = open_reader(setup_, D.train_file, D.num_train, "num_train");
+  val_reader_ = open_reader(setup_, D.val_file, D.num_val, "num_val");
+  refuse_empty(*train_reader_, D.train_file, D.num_train, "num_train", "nothing to train on");
+  // No validation means no val_loss, so salt's Checkpoint would keep nothing.
+  refuse_empty(*val_reader_, D.val_file, D.num_val, "num_val", "no validation loss, so no checkpoint would be kept");
+  train_members_ = train_reader_->members();  // before any temp copies
+  val_members_ = val_reader_->members();
+  decide_start();
+  place_model();
+  choose_precision();
+  tune();
+  plan_steps();
+  make_optimization();
+  run_git_checks();
+  copy_to_temp();
+  pin_inputs();
+  write_files();
+  make_loaders();
+  make_step();
+  prepare_state();
+  restore_callbacks();
+  hook("on_fit_start", &callbacks::Callback::on_fit_start, state_);
+  resume_position();
+}
+
+// Lightning restores each callback's state_dict by its state_key before on_fit_start.
+void FitStart::restore_callbacks() {
+  if (!resume_) return;
+  for (const auto& callback : callbacks_.all()) {
+    const auto key = callback->state_key();
+    if (key.empty()) continue;
+    for (const auto& [saved_key, value] : resume_->callback_states) {
+      if (saved_key != key) continue;
+      try {
+        callback->load_state_dict(state_, value);
+      } catch (const std::invalid_argument& e) {  // a PyValue of the wrong kind, a missing entry
+        throw InputError(resume_source_ + ": the state of callback " + key + " cannot be read (" + e.what() + ")");
+      }
+    }
+  }
+}
+
+// Data parallel: a launcher (salt's own, torchrun-style, srun) says which rank this
+// is; devices x num_nodes must match the processes it started.
+void FitStart::join_data_parallel() {
+  const auto dist_env = dist::Session::environment_for(T.num_devices, T.num_nodes);
+  device_ = select_device(T, dist_env.local_rank);
+  meter_ = ResourceMeter(device_.is_cuda() ? device_.index() : -1);
+  // salt: torch.set_float32_matmul_precision("medium") for training only (TF32
+  // tensor cores); it changes CUDA results only, so CPU runs stay bitwise as before.
+  if (device_.is_cuda()) cuda::set_float32_matmul_precision("medium");
+  if (dist_env.distributed()) session_ = dist::Session::join(dist_env, device_);
+  rank_ = session_ ? session_->rank() : 0;
+  world_ = session_ ? session_->size() : 1;
+  main_rank_ = rank_ == 0;
+  quiet_.emplace(!main_rank_);
+  if (session_) {
+    spdlog::info("data parallel: {} processes ({}, master {}:{}), backend {}; global batch {} = {} x {}", world_,
+                 dist::launcher_name(dist_env.launcher), dist_env.master_addr, dist_env.master_port,
+                 session_->group().backend_name(), D.batch_size * world_, D.batch_size, world_);
+    // A drawn seed (seed_everything: true) differs per process; the batch order must not.
+    const auto seed =
+        std::stoull(session_->from_rank0("seed", "choose the seed", [&] { return std::to_string(setup_.seed); }));
+    if (seed != setup_.seed) {
+      setup_.seed = seed;
+      seed_everything(seed);
+    }
+  }
+  if (T.precision == Precision::kFloat16Mixed && device_.is_cpu())
+    spdlog::warn("precision=16-mixed is not supported on CPU; using bf16-mixed instead (as salt does)");
+}
+
+// Rank 0 names the run directory (timestamps differ between processes), decides
+// what to resume from; the others follow its answer.
+void FitStart::decide_start() {
+  if (!session_) return (void)decide_on_rank0();
+  const auto decided = session_->from_rank0("start", "start the run", [this] { return decide_on_rank0(); });
+  if (main_rank_) return;
+  std::istringstream lines(decided);
+  std::string dir, source, same;
+  std::getline(lines, dir);
+  std::getline(lines, source);
+  std::getline(lines, same);
+  run_dir_ = dir;
+  resume_source_ = source;
+  same_dir_resume_ = same == "1";
+  load_resume();
+}
+
+std::string FitStart::decide_on_rank0() {
+  if (!dev_run_) {
+    // Claimed (created or locked) before anything else can fail: a start that
+    // fails from here on removes a directory it created.
+    claim_ = std::make_unique<RunDirClaim>(T.default_root_dir, setup_.run.name, setup_.run.log_suffix,
+                                           timestamp_now(), setup_.run.overwrite_config);
+    run_dir_ = claim_->dir();
+    if (claim_->created()) cleanup_ = std::make_unique<RunDirCleanup>(run_dir_, claim_->created_parents());
+    if (const int n = claim_->created() ? 0 : remove_dead_temp_files(run_dir_))
+      spdlog::info("removed {} temp file(s) left in {} by killed processes", n, run_dir_.string());
+  }
+  // Resume: an explicit --ckpt_path, else a requeue checkpoint left in this run directory.
+  same_dir_resume_ = !dev_run_ && fs::exists(run_dir_ / "ckpts" / kRequeueCheckpoint);
+  if (setup_.run.ckpt_path) resume_source_ = *setup_.run.ckpt_path;
+  else if (same_dir_resume_) resume_source_ = (run_dir_ / "ckpts" / kRequeueCheckpoint).string();
+  load_resume();
+  return run_dir_.string() + "\n" + resume_source_ + "\n" + (same_dir_resume_ ? "1" : "0");
+}
+
+void FitStart::load_resume() {
+  if (resume_source_.empty()) return;
+  resume_ = load_checkpoint(resume_source_);
+  load_module_state(*setup_.model, resume_->state_dict, resume_source_);
+  spdlog::info("resuming from {} (epoch {}, step {})", resume_source_, resume_->epoch, resume_->global_step);
+}
+
+void FitStart::place_model() {
+  setup_.model->to(device_);
+  if (!session_) return;
+  dist::broadcast_module(session_->group(), *setup_.model);  // every rank starts from rank 0's weights
+  grad_sync_ = session_->gradient_sync(setup_.model->parameters());
+}
+
+// Batches per epoch, the one-cycle schedule's length and where a resumed run
+// starts (training/fit_plan.h); each rank takes every world-th batch of the same
+// seeded order (see data.md).
+void FitStart::plan_steps() {
+  train_sampler_ =
+      data::SamplerOptions::training(train_reader_->num_rows(), D.batch_size, setup_.seed).set_shard(rank_, world_);
+  TrainCounts counts{data::BatchSampler(train_sampler_).batches_per_epoch(), train_reader_->num_rows(),
+                     D.batch_size, world_};
+  std::optional<ResumePoint> resume;
+  if (resume_)
+    resume = ResumePoint{resume_->epoch, resume_->global_step, resume_->batch_in_epoch,
+                         resume_->scheduler_total_steps, resume_->scheduler_last_epoch,
+                         saved_world_size(resume_->config_yaml)};
+  plan_ = plan_training(T, counts, resume, setup_.run.model.lrs.last_epoch);
+  train_sampler_.shuffle = plan_.shuffle;
+  if (!plan_.shuffle)
+    spdlog::info("overfit_batches: training on the first {} batches in file order every epoch, unshuffled",
+                 plan_.train_batches);
+  if (plan_.new_schedule)
+    spdlog::info(
+        "model.lrs_config.last_epoch {}: a new one-cycle schedule of {} steps starts at step {} "
+        "(the checkpoint's planned {})",
+        setup_.run.model.lrs.last_epoch, plan_.total_steps, plan_.schedule_position, resume_->scheduler_total_steps);
+  skip_batches_ = plan_.skip_batches;
+}
+
+void FitStart::make_optimization() {
+  const auto kind = optimizer_kind(setup_.run.model.optimizer);
+  optimization_ =
+      std::make_unique<Optimization>(setup_.model->named_parameters(), kind, setup_.run.model.lrs, plan_.total_steps,
+                                     resume_ ? resume_->global_step : 0, setup_.model->mup_width_mults);
+  if (!resume_) return;
+  if (plan_.schedule_position >= 0) optimization_->set_schedule_index(plan_.schedule_position);
+  load_adam_state(*optimization_, resume_->adam_state, resume_source_);
+  if (resume_->cpu_rng_state.defined()) set_cpu_rng_state(resume_->cpu_rng_state);
+}
+
+// Every check that can refuse the run has passed: now the git checks (which may
+// write uncommitted.patch, and push a tag) on rank 0. A failure until the first
+// optimizer step removes a run directory this run created (cleanup_, armed when
+// the directory was claimed), so a start that fails leaves none behind.
+void FitStart::run_git_checks() {
+  if (!cleanup_) cleanup_ = std::make_unique<RunDirCleanup>(fs::path());
+  auto git_checks = [&]() -> std::string {
+    if (!dev_run_ && hooks_.before_start) git_meta_ = hooks_.before_start(run_dir_);
+    return "";
+  };
+  if (!session_) git_checks();
+  else session_->from_rank0("git", "check the git working tree", git_checks);
+}
+
+// Temp copies (not under fast_dev_run, like salt); removed on every way out.
+void FitStart::copy_to_temp() {
+  if (dev_run_ || !D.move_files_temp) return;
+  temp_ = std::make_unique<data::TempCopies>(*D.move_files_temp);
+  spdlog::info("copying training files to {}", temp_->dir().string());
+  train_reader_ = open_reader(setup_, copy_input(*train_reader_), D.num_train, "num_train");
+  val_reader_ = open_reader(setup_, copy_input(*val_reader_), D.num_val, "num_val");
+}
+
+// A virtual file's members are copied one by one and a virtual file over the
+// copies is written next to them (removed with them).
+std::string FitStart::copy_input(const data::H5Reader& reader) {
+  if (reader.members().empty()) return temp_->copy(reader.path()).string();
+  std::vector<fs::path> copies;
+  for (const auto& m : reader.members()) copies.push_back(temp_->copy(m.file));
+  const auto vds = temp_->reserve(reader.path());
+  data::write_virtual_file(copies, vds, "temp copies of the members of " + reader.path().string());
+  return vds.string();
+}
+
+// Every file the readers read: the inputs (or their copies) and any virtual members.
+void FitStart::pin_inputs() {
+  for (const auto* reader : {train_reader_.get(), val_reader_.get()})
+    for (const auto& file : reader->files()) pins_.emplace_back(file);
+}
+
+void FitStart::write_files() {
+  result_.run_dir = run_dir_;
+  result_.rank = rank_;
+  result_.world_size = world_;
+  if (dev_run_ || !main_rank_) return;
+  RunInfo info{train_reader_.get(), val_reader_.get(), models::count_parameters(*setup_.model).trainable,
+               device_.is_cuda() ? T.num_devices * T.num_nodes : 0, {}, timestamp_now(), git_meta_,
+               train_members_, val_members_};
+  if (device_.is_cuda())
+    for (int i = 0; i < T.num_devices; ++i)
+      info.gpu_ids.push_back(T.device_ids.empty() ? i : T.device_ids[static_cast<std::size_t>(i)]);
+  info.float32_matmul_precision = cuda::float32_matmul_precision();
+  info.step_options = step_options_yaml(options_);
+  run_config_yaml_ = config::to_yaml(write_run_files(run_dir_, setup_, info));
+  spdlog::info("run directory: {}", run_dir_.string());
+}
+
+data::LoaderOptions FitStart::loader_options() const {
+  data::LoaderOptions options;
+  options.set_num_workers(D.num_workers)
+      .set_prefetch_factor(D.prefetch_factor)
+      .set_pin_memory(D.pin_memory && device_.is_cuda())
+      .set_persistent_workers(D.persistent_workers);
+  return options;
+}
+
+data::SamplerOptions FitStart::val_sampler(int64_t batch_size) const {
+  return data::SamplerOptions::evaluation(val_reader_->num_rows(), batch_size).set_shard(rank_, world_);
+}
+
+void FitStart::make_loaders() {
+  train_loader_ = std::make_unique<data::Loader>(train_reader_, train_sampler_, loader_options());
+  val_loader_ = std::make_unique<data::Loader>(val_reader_, val_sampler(D.batch_size), loader_options());
+  val_plan_ = plan_validation(T, val_loader_->batches_per_epoch(), plan_);
+}
+
+// The run's training step (training/step/train_step.h); a resumed run's loss scale
+// continues from its checkpoint.
+TrainStepOptions FitStart::step_options() const {
+  return fit_step_options(T, device_, options_).grad_sync(grad_sync_.get()).profiler(profiler_.get());
+}
+
+void FitStart::make_step() {
+  auto options = step_options();
+  if (resume_ && resume_->amp_scaling) options.scaler_state(*resume_->amp_scaling);
+  step_ = std::make_unique<TrainStep>(*setup_.model, options);
+}
+
+void FitStart::choose_precision() {
+  autocast_ = autocast_for(T.precision, device_);
+}
+
+// ---- tuners (BatchSizeFinder, LearningRateFinder) ----
+// Before anything is planned from the batch size or the learning rate. Sets the
+// parts of state_ tuners read (prepare_state the rest).
+void FitStart::tune() {
+  state_.run_dir = run_dir_;
+  state_.world_size = world_;
+  state_.train_rows = train_reader_->num_rows();
+  if (resume_) state_.resumed_from = resume_source_;
+  state_.sum_over_ranks = [this](const std::vector<double>& values) {
+    return session_ ? session_->sum(values) : values;
+  };
+  TunerTrials trials(setup_, step_options(), T.accumulate_grad_batches, train_reader_, val_reader_,
+                     loader_options(), session_.get());
+  state_.run_trial = [&trials](const callbacks::TrialSpec& spec) { return trials.run(spec); };
+  state_.edit_config = [this](const config::ConfigEdit& edit) { apply_tuned(edit); };
+  hook("tune", &callbacks::Callback::tune, state_);
+  state_.run_trial = nullptr;
+  state_.edit_config = nullptr;
+}
+
+// A tuner's result: the typed settings and config.yaml's record change together
+// (config::apply_edit), and D, the run's copy of the data settings, follows.
+void FitStart::apply_tuned(const config::ConfigEdit& edit) {
+  config::apply_edit(setup_.run, setup_.config, edit);
+  D = setup_.run.data;
+}
+
+void FitStart::prepare_state() {
+  state_.optimization = optimization_.get();
+  state_.optimizer_name = optimization_->class_name();  // Lightning logs lr-<class name>
+  state_.same_dir_resume = same_dir_resume_;
+  state_.plan = &plan_;
+  state_.val_plan = &val_plan_;
+  state_.cuda_device = device_.is_cuda() ? device_.index() : -1;
+  state_.weight_decay = setup_.run.model.lrs.weight_decay;
+  state_.capture = [this] {
+    auto state = capture_state(setup_, *optimization_, state_.epoch, state_.global_step, plan_.total_steps);
+    if (const auto* scaler = step_->scaler()) state.amp_scaling = scaler->state();
+    state.run_config_yaml = run_config_yaml_;
+    state.loop_shape = {plan_.train_batches, val_plan_.val_batches, setup_.run.trainer.accumulate_grad_batches};
+    state.batch_in_epoch = state_.batch_in_epoch;
+    for (const auto& callback : callbacks_.all())
+      if (auto key = callback->state_key(); !key.empty())
+        state.callback_states.emplace_back(key, callback->state_dict());
+    return state;
+  };
+  state_.checkpoint_saved = [this](const fs::path& path) {
+    result_.checkpoints.push_back(path);
+    hook("on_checkpoint_saved", &callbacks::Callback::on_checkpoint_saved, state_, path);
+  };
+  state_.log_histogram = [this](const std::string& tag, const std::vector<double>& values) {
+    hook("on_histogram", &callbacks::Callback::on_histogram, state_, tag, values);
+  };
+  state_.log_image = [this](const std::string& tag, const std::string& png) {
+    hook("on_image", &callbacks::Callback::on_image, state_, tag, png);
+  };
+  state_.log_text = [this](const std::string& tag, const std::string& markdown) {
+    hook("on_text", &callbacks::Callback::on_text, state_, tag, markdown);
+  };
+}
+
+void FitStart::resume_position() {
+  state_.global_step = optimization_->steps_done();
+  if (!resume_ || resume_->batch_in_epoch < 0) return;
+  const int saved_world = saved_world_size(resume_->config_yaml);
+  if (saved_world == world_) return;
+  spdlog::warn("resuming mid-epoch with {} processes from a run with {}: skipping {} batches per process", world_,
+               saved_world, plan_.skip_batches);
+}
+
+// Input files are pinned for the run (data/file_pin.h): a change stops it in one line.
+void FitStart::check_inputs() const {
+  for (const auto& pin : pins_) pin.check();
+}
+
+}  // namespace salt::training

@@ -1,0 +1,135 @@
+// `salt fit`'s set-up, in named stages (process group, data, run directory and
+// resume, the tuners, schedule, git checks, run files, loaders, the training step),
+// and the state the run goes on with: FitRun (fit.cpp) trains from it. Internal to
+// fit.cpp; callbacks see the run through `state_`.
+#pragma once
+#include <yaml-cpp/yaml.h>
+
+#include <filesystem>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "config/compose.h"
+#include "config/config_edit.h"
+#include "data/file_pin.h"
+#include "data/loader.h"
+#include "data/temp_copy.h"
+#include "dist/grad_sync.h"
+#include "dist/session.h"
+#include "training/callback.h"
+#include "training/checkpoints/checkpoint.h"
+#include "training/loop/epoch_resources.h"
+#include "training/loop/fit.h"
+#include "training/fit_plan.h"
+#include "training/loop/fit_support.h"
+#include "training/step/forward_batch.h"
+#include "training/optim/optimization.h"
+#include "training/outputs/profiler.h"
+#include "training/loop/run_dir.h"
+#include "training/run_setup.h"
+#include "training/step/step_options.h"
+#include "training/step/train_step.h"
+
+namespace salt::training {
+
+// A callback's class without its namespaces (ProgressBar), for the profiler.
+std::string callback_class_name(const callbacks::Callback& c);
+
+class FitStart {
+ protected:
+  FitStart(const config::ResolvedConfig& resolved, const FitHooks& hooks, const std::optional<StepOptions>& options);
+  ~FitStart();
+
+  // Every stage up to the first training batch, in order.
+  void set_up();
+
+  // Calls a callback hook on every callback; under trainer.profiler each one's
+  // time is recorded as [Callback]<class>.<hook>.
+  template <class Hook, class... Args>
+  void hook(const char* name, Hook h, Args&&... args) {
+    if (!profiler_) return callbacks_.call(h, args...);
+    for (const auto& c : callbacks_.all()) {
+      SimpleProfiler::Scope scope(profiler_.get(), "[Callback]" + callback_class_name(*c) + "." + name);
+      ((*c).*h)(args...);
+    }
+  }
+
+  SimpleProfiler::Scope profile(const char* action) { return SimpleProfiler::Scope(profiler_.get(), action); }
+
+  // Input files are pinned for the run (data/file_pin.h): a change stops it in one line.
+  void check_inputs() const;
+  data::LoaderOptions loader_options() const;
+
+ private:
+  // The stages (fit_start.cpp says what each does).
+  void restore_callbacks();
+  void join_data_parallel();
+  void decide_start();
+  std::string decide_on_rank0();
+  void load_resume();
+  void place_model();
+  void plan_steps();
+  void make_optimization();
+  void run_git_checks();
+  void copy_to_temp();
+  std::string copy_input(const data::H5Reader& reader);
+  void pin_inputs();
+  void write_files();
+  data::SamplerOptions val_sampler(int64_t batch_size) const;
+  void make_loaders();
+  TrainStepOptions step_options() const;
+  void make_step();
+  void choose_precision();
+  void tune();
+  void apply_tuned(const config::ConfigEdit& edit);
+  void prepare_state();
+  void resume_position();
+
+ protected:
+  RunSetup setup_;
+  const FitHooks& hooks_;
+  StepOptions options_;  // the switches, read once (training/step/step_options.h)
+  const TrainerConfig& T;
+  data::DataConfig D;  // a copy of setup_.run.data, refreshed by apply_tuned (a tuner's new batch size)
+  bool dev_run_ = false;
+  // process group
+  torch::Device device_{torch::kCPU};
+  std::unique_ptr<dist::Session> session_;
+  int rank_ = 0, world_ = 1;
+  bool main_rank_ = true;
+  std::optional<QuietLogs> quiet_;
+  std::unique_ptr<dist::GradSync> grad_sync_;
+  // data
+  std::shared_ptr<data::H5Reader> train_reader_, val_reader_;
+  std::unique_ptr<data::TempCopies> temp_;
+  data::SamplerOptions train_sampler_;
+  std::unique_ptr<data::Loader> train_loader_, val_loader_;
+  std::string run_config_yaml_;  // config.yaml as written (rank 0): checkpoints' hyper_parameters
+  // run directory and resume
+  std::filesystem::path run_dir_;
+  std::optional<CheckpointState> resume_;
+  std::string resume_source_;
+  bool same_dir_resume_ = false;
+  YAML::Node git_meta_;
+  std::vector<data::VirtualMember> train_members_, val_members_;  // wildcard inputs' files
+  std::vector<data::FilePin> pins_;  // the files the readers read (temp copies when made)
+  std::unique_ptr<RunDirClaim> claim_;  // rank 0: the run directory, locked while the run lives
+  std::unique_ptr<RunDirCleanup> cleanup_;
+  // schedule and loop position
+  std::unique_ptr<Optimization> optimization_;
+  TrainPlan plan_;
+  ValPlan val_plan_;
+  int64_t skip_batches_ = 0;  // of the first epoch trained: done before a mid-epoch checkpoint
+  Autocast autocast_;
+  ResourceMeter meter_;
+  std::unique_ptr<TrainStep> step_;  // the training step: loss scaler, graphs, host-read meter, non-finite watch
+  std::unique_ptr<SimpleProfiler> profiler_;  // trainer.profiler
+  // callbacks
+  callbacks::CallbackList callbacks_;
+  callbacks::FitState state_;
+  FitResult result_;
+};
+
+}  // namespace salt::training

@@ -1,0 +1,98 @@
+#include "training/step/step_options.h"
+
+#include <torch/torch.h>
+
+#include <cstdlib>
+
+#include "core/cpu_budget.h"
+#include "core/env_switch.h"
+#include "models/kernels/cpu_bf16.h"
+#include "models/kernels/segment_sum.h"
+#include "models/kernels/short_attention.h"
+#include "training/step/batch_device.h"
+#include "training/step/threads.h"
+
+namespace salt::training {
+
+namespace {
+
+// An on/off switch: 0 or 1, else the default; says what each value means.
+StepOption<bool> switch_from(const EnvLookup& env, const char* name, bool otherwise, const char* off, const char* on) {
+  const char* value = env(name);
+  const bool set = value && *value;
+  return {env_switch(name, value, otherwise, off, on), set ? OptionSource::kEnvironment : OptionSource::kDefault};
+}
+
+StepOption<CpuBf16Mode> cpu_bf16_from(const EnvLookup& env, bool cpu_emulates_bf16) {
+  const auto chosen = env_choice("SALT_CPU_BF16", env("SALT_CPU_BF16"),
+                                 {{"native", "LibTorch's bf16 kernels"},
+                                  {"emulated", "bf16-rounded inputs multiplied in float32"}});
+  if (chosen.empty()) return {cpu_emulates_bf16 ? CpuBf16Mode::kEmulated : CpuBf16Mode::kNative};
+  return {chosen == "emulated" ? CpuBf16Mode::kEmulated : CpuBf16Mode::kNative, OptionSource::kEnvironment};
+}
+
+template <class T>
+YAML::Node entry(const StepOption<T>& option) {
+  YAML::Node node(YAML::NodeType::Map);
+  node["value"] = option.value;
+  node["source"] = source_name(option.source);
+  return node;
+}
+
+}  // namespace
+
+const char* source_name(OptionSource source) {
+  return source == OptionSource::kEnvironment ? "environment" : "default";
+}
+
+StepOptions parse_step_options(const EnvLookup& env, int cores, bool cpu_emulates_bf16) {
+  StepOptions o;
+  o.host_twins = switch_from(env, "SALT_HOST_TWINS", true, "the model reads the device", "the batch's host copies");
+  o.copy_stream = switch_from(env, "SALT_COPY_STREAM", true, "the compute stream", "a copy stream");
+  // On unless 0 (where the run allows: train_step.cpp): on an H200 at 13d010b a fit over 2
+  // million jets ran its epoch in 6.35 s as graphs against 10.88 s eager (docs/gpu.md).
+  o.cuda_graphs = switch_from(env, "SALT_CUDA_GRAPHS", true, "eager steps", "CUDA graphs for the training steps");
+  // On unless 0: the H200 at 8f92c71 ran the gpu tests (the kernel follows its CPU
+  // blocks and the math kernel's gradients) and cut the step's card time by 31 %.
+  o.short_attention =
+      switch_from(env, "SALT_SHORT_ATTENTION", true, "flash attention", "salt-cpp's kernel for short jets");
+  // Off unless 1: on an H200 its gpu test passed but the step ran no faster (models/kernels/segment_sum.h).
+  o.segment_sum_kernel =
+      switch_from(env, "SALT_SEGMENT_SUM_KERNEL", false, "LibTorch's operators", "salt-cpp's kernel");
+  o.cpu_bf16 = cpu_bf16_from(env, cpu_emulates_bf16);
+  if (const auto depth = env_whole_number("SALT_MAX_STEPS_AHEAD", env("SALT_MAX_STEPS_AHEAD"), 0, 1000))
+    o.steps_ahead = {static_cast<int>(*depth), OptionSource::kEnvironment};
+  if (const auto threads = threads_from_env(env("OMP_NUM_THREADS"), cores))
+    o.threads = {*threads, OptionSource::kEnvironment};
+  return o;
+}
+
+StepOptions read_step_options() {
+  const EnvLookup process_env = [](const char* name) -> const char* { return std::getenv(name); };
+  return parse_step_options(process_env, affinity_cores(), models::cpu_bf16_emulated_by_default());
+}
+
+void apply_step_options(const StepOptions& options) {
+  models::set_short_attention(options.short_attention.value);
+  models::set_segment_sum_kernel(options.segment_sum_kernel.value);
+  models::set_cpu_bf16_emulated(options.cpu_bf16.value == CpuBf16Mode::kEmulated);
+  set_host_twins(options.host_twins.value);
+  set_copy_stream(options.copy_stream.value);
+}
+
+YAML::Node step_options_yaml(const StepOptions& options) {
+  YAML::Node node(YAML::NodeType::Map);
+  node["host_twins"] = entry(options.host_twins);
+  node["copy_stream"] = entry(options.copy_stream);
+  node["cuda_graphs"] = entry(options.cuda_graphs);
+  node["short_attention"] = entry(options.short_attention);
+  node["segment_sum_kernel"] = entry(options.segment_sum_kernel);
+  StepOption<std::string> bf16{options.cpu_bf16.value == CpuBf16Mode::kEmulated ? "emulated" : "native",
+                               options.cpu_bf16.source};
+  node["cpu_bf16"] = entry(bf16);
+  node["steps_ahead"] = entry(options.steps_ahead);
+  node["threads"] = entry(StepOption<int>{torch::get_num_threads(), options.threads.source});
+  return node;
+}
+
+}  // namespace salt::training

@@ -1,0 +1,72 @@
+// The training step is one object (training/step/train_step.h) that salt fit, the
+// tuners' trials and the benches all run: bench_model and bench_fit configure it
+// through bench/bench_step.h, salt fit through fit_step_options. Here both take one
+// batch from the same weights and must give bitwise the same loss and gradients,
+// so that a bench figure measures the step salt fit runs.
+#include <gtest/gtest.h>
+#include <torch/torch.h>
+
+#include <vector>
+
+#include "bench_step.h"
+#include "support/in_process.h"
+#include "training/step/batch_device.h"
+#include "training/run_setup.h"
+#include "training/step/train_step.h"
+
+namespace salt::testing {
+namespace {
+
+struct StepTaken {
+  torch::Tensor loss;
+  std::vector<torch::Tensor> gradients;
+};
+
+// One forward and backward pass of `batch` from zeroed gradients and the same
+// generator state (dropout), on the CPU.
+StepTaken take_step(training::RunSetup& setup, const training::TrainStepOptions& options, const Batch& batch,
+                    training::Accumulation accumulation) {
+  setup.model->zero_grad();
+  torch::manual_seed(11);
+  training::TrainStep step(*setup.model, options);
+  const auto out = step.forward_backward(training::batch_to_device(batch, torch::kCPU), accumulation);
+  StepTaken taken{out.loss.detach().clone(), {}};
+  for (const auto& p : setup.model->parameters()) taken.gradients.push_back(p.grad().clone());
+  return taken;
+}
+
+void expect_bitwise_equal(const StepTaken& a, const StepTaken& b) {
+  EXPECT_TRUE(torch::equal(a.loss, b.loss)) << a.loss.item<double>() << " vs " << b.loss.item<double>();
+  ASSERT_EQ(a.gradients.size(), b.gradients.size());
+  int64_t differ = 0;
+  for (std::size_t i = 0; i < a.gradients.size(); ++i) differ += !torch::equal(a.gradients[i], b.gradients[i]);
+  EXPECT_EQ(differ, 0) << "of " << a.gradients.size() << " gradients";
+}
+
+TEST(TrainStep, TheBenchesStepIsSaltFitsStepBitwise) {
+  InProcessRun run(400, 100, 100);
+  for (const std::string precision : {"bf16-mixed", "32"}) {
+    SCOPED_TRACE(precision);
+    const auto resolved = InProcessRun::resolve({"-c", InProcessRun::repo_config("GN2.yaml"), "-c",
+                                                 InProcessRun::repo_config("GN2_cpu.yaml"), "--trainer.precision",
+                                                 precision, "--data.batch_size", "100"});
+    auto setup = training::prepare_run(resolved, training::Stage::kFit);
+    const auto reader = training::open_reader(setup, setup.run.data.train_file, 400, "num_train");
+    const auto batch = reader->read(0, 100);
+    setup.model->train();
+    // As FitRun takes a step of one batch on one process (no gradient sync).
+    const auto& trainer = setup.run.trainer;
+    const auto fit = take_step(setup, training::fit_step_options(trainer, torch::kCPU, training::StepOptions{}), batch,
+                               training::Accumulation{trainer.accumulate_grad_batches, true});
+    // As bench_model takes its step (bench_fit: fit_step_options on the config itself).
+    const auto bench = take_step(setup, bench::bench_step_options(torch::kCPU, precision), batch, {});
+    expect_bitwise_equal(fit, bench);
+    // The comparison tells steps apart: the other precision's step differs.
+    const auto other = take_step(setup, bench::bench_step_options(torch::kCPU, precision == "32" ? "bf16-mixed" : "32"),
+                                 batch, {});
+    EXPECT_FALSE(torch::equal(other.loss, fit.loss));
+  }
+}
+
+}  // namespace
+}  // namespace salt::testing
