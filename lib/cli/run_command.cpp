@@ -156,11 +156,11 @@ int run_config_command(const std::string& command, const std::vector<std::string
   }
   if (command != "fit") default_checkpoint_beside_config(run, resolved);
   if (command == "test" || command == "predict") {
-    training::evaluate(resolved);
+    training::evaluate(resolved, options);
     return 0;
   }
   if (command == "validate") {
-    training::validate_checkpoint(resolved);
+    training::validate_checkpoint(resolved, options);
     return 0;
   }
   throw UsageError("unknown command 'salt " + command + "'");

@@ -139,7 +139,7 @@ TEST_F(Gpu, TrainerDevicesSelectTheCard) {
 // batch, not what the copy had reached (256 MiB of pinned input: ~10 ms to cross;
 // new values each round, so a block left from the round before cannot pass for it).
 TEST_F(Gpu, TheStepWaitsForTheBatchItsCopyStreamBrings) {
-  ASSERT_TRUE(training::copy_stream_enabled());
+  ASSERT_TRUE(training::TransferOptions().copy_stream());  // the default
   for (int round = 0; round < 3; ++round) {
     Batch batch;
     batch.inputs["tracks"] = torch::rand({4000, 40, 400}).pin_memory();

@@ -139,7 +139,7 @@ void print_metrics(const std::map<std::string, double>& metrics) {
 
 }  // namespace
 
-std::map<std::string, double> validate_checkpoint(const config::ResolvedConfig& resolved) {
+std::map<std::string, double> validate_checkpoint(const config::ResolvedConfig& resolved, const StepOptions& switches) {
   auto setup = prepare_run(resolved, Stage::kFit);
   const auto& D = setup.run.data;
   const auto checkpoint = chosen_checkpoint(setup);
@@ -154,7 +154,7 @@ std::map<std::string, double> validate_checkpoint(const config::ResolvedConfig& 
   data::Loader loader(reader, data::SamplerOptions::evaluation(reader->num_rows(), D.batch_size), loader_options);
   const int64_t batches = setup.run.trainer.limit_val.apply(loader.batches_per_epoch());
   auto means = validation_pass(setup.model, loader, 0, batches, device,
-                               autocast_for(setup.run.trainer.precision, device), {}, true)
+                               autocast_for(setup.run.trainer.precision, device), {}, true, {}, transfer_from(switches))
                    .means("val");
   print_metrics(means);
   return means;
@@ -180,7 +180,7 @@ std::vector<std::filesystem::path> draw_plots(const EvaluateResult& result) {
   return written;
 }
 
-EvaluateResult evaluate(const config::ResolvedConfig& resolved) {
+EvaluateResult evaluate(const config::ResolvedConfig& resolved, const StepOptions& switches) {
   auto setup = prepare_run(resolved, Stage::kTest);
   const auto& T = setup.run.trainer;
   const auto& D = setup.run.data;
@@ -194,6 +194,7 @@ EvaluateResult evaluate(const config::ResolvedConfig& resolved) {
   refuse_empty(*reader, D.test_file, D.num_test, "num_test", "nothing to test, no predictions would be written");
   const auto device = select_device(T);
   const auto autocast = autocast_for(T.precision, device);
+  const auto transfer = transfer_from(switches);
   setup.model->to(device);
   setup.model->eval();
 
@@ -222,7 +223,7 @@ EvaluateResult evaluate(const config::ResolvedConfig& resolved) {
     if (int sig = stop_signal()) throw StopRequested{sig};
     auto batch = loader.next();
     if (!batch) break;
-    const auto [on_device, out] = evaluation_step(*setup.model, *batch, device, autocast, losses);
+    const auto [on_device, out] = evaluation_step(*setup.model, *batch, device, autocast, losses, transfer);
     progress.update(b, batch->size, [&losses] {  // read only when the bar is drawn (a GPU's loss waits for it)
       const auto means = losses.means("test");
       return means.count("test/loss") ? means.at("test/loss") : NAN;

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "training/outputs/performance.h"
+#include "training/step/step_options.h"
 
 namespace salt::training {
 
@@ -23,11 +24,13 @@ struct EvaluateResult {
   std::vector<std::filesystem::path> plots;  // rejection curves next to `output`, loss curves in the run
 };
 
-EvaluateResult evaluate(const config::ResolvedConfig& resolved);
+// `switches`: the command's StepOptions (the batches' transfer).
+EvaluateResult evaluate(const config::ResolvedConfig& resolved, const StepOptions& switches = {});
 
 // `salt validate`: the validation losses of a checkpoint on data.val_file
 // (num_val rows, limit_val_batches), printed and returned as val/<...> metrics.
-std::map<std::string, double> validate_checkpoint(const config::ResolvedConfig& resolved);
+std::map<std::string, double> validate_checkpoint(const config::ResolvedConfig& resolved,
+                                                  const StepOptions& switches = {});
 
 // The checkpoint with the lowest `loss=` value in `ckpt_dir` (salt's rule).
 std::filesystem::path best_checkpoint(const std::filesystem::path& ckpt_dir);

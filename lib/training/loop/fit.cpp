@@ -120,7 +120,7 @@ class FitRun : FitStart {
   void train_batch(Batch batch, int64_t b) {
     const auto timed = profile("run_training_batch");
     step_->batch_started();
-    auto on_device = batch_to_device(std::move(batch), device_);
+    auto on_device = step_->to_device(std::move(batch));
     const int64_t accumulate = state_.accumulate_grad_batches;
     const bool boundary = (b + 1) % accumulate == 0 || b + 1 == plan_.train_batches;
     const auto out = step_->forward_backward(on_device, Accumulation{accumulate, boundary});
@@ -215,7 +215,8 @@ class FitRun : FitStart {
     const auto timed = profile("run_validation");
     if (!mid_epoch) meter_.start("val", epoch);  // a mid-epoch one counts in the train stage's figures
     auto val = validation_pass(setup_.model, *val_loader_, epoch, val_plan_.val_batches, device_, autocast_, on_batch,
-                               !session_, [this](double seconds) { meter_.add_data_wait(seconds); });
+                               !session_, [this](double seconds) { meter_.add_data_wait(seconds); },
+                               step_->options().transfer());
     if (!mid_epoch) record_resources(meter_.finish());
     if (session_) sum_over_ranks(val);
     auto metrics = val.means("val");

@@ -1,6 +1,5 @@
 #include "training/step/batch_device.h"
 
-#include <atomic>
 #include <map>
 #include <mutex>
 #include <optional>
@@ -16,10 +15,6 @@
 namespace salt::training {
 
 namespace {
-
-// On until a fit sets them from its StepOptions (step_options.h).
-std::atomic<bool> host_twins_on{true};
-std::atomic<bool> copy_stream_on{true};
 
 #if SALT_CUDA
 // The device's copy stream, one for the whole run: the caching allocator hands a
@@ -79,19 +74,18 @@ struct SideStreamCopy {
 
 }  // namespace
 
-bool host_twins_enabled() { return host_twins_on.load(); }
-void set_host_twins(bool on) { host_twins_on.store(on); }
-bool copy_stream_enabled() { return copy_stream_on.load(); }
-void set_copy_stream(bool on) { copy_stream_on.store(on); }
+TransferOptions transfer_from(const StepOptions& switches) {
+  return TransferOptions().host_twins(switches.host_twins.value).copy_stream(switches.copy_stream.value);
+}
 
-DeviceBatch batch_to_device(Batch batch, const torch::Device& device) {
+DeviceBatch batch_to_device(Batch batch, const torch::Device& device, const TransferOptions& options) {
   DeviceBatch out;
   static_cast<Batch&>(out) = std::move(batch);
   // Only masks and labels get twins: the model never needs the inputs' values on the
   // host, and their (large, pinned) host copies are freed as soon as copied.
-  const bool twins = host_twins_enabled();
+  const bool twins = options.host_twins();
   std::optional<SideStreamCopy> side;
-  if (device.is_cuda() && copy_stream_enabled()) side.emplace(device);
+  if (device.is_cuda() && options.copy_stream()) side.emplace(device);
   auto move = [&](torch::Tensor& t, bool twin) {
     auto host = t;
     if (side) t = side->copy(t);

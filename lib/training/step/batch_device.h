@@ -4,6 +4,7 @@
 
 #include "data/batch.h"
 #include "models/packing/host_twins.h"
+#include "training/step/step_options.h"
 
 namespace salt::training {
 
@@ -14,22 +15,25 @@ struct DeviceBatch : Batch {
   HostTwins twins;
 };
 
-// SALT_HOST_TWINS=0 turns the twins off (the model then reads the device, as before
-// they existed): a switch for measuring what they change on a card (scripts/gpu_check.sh).
-// On unless a fit sets it from its StepOptions (step_options.h) when it is built.
-bool host_twins_enabled();
-void set_host_twins(bool on);
-
-// SALT_COPY_STREAM=0 copies on the compute stream, as before the copy stream: a
-// switch for measuring what it changes on a card. Set like host_twins_enabled.
-bool copy_stream_enabled();
-void set_copy_stream(bool on);
+// How a batch crosses to the device. `salt fit` passes its StepOptions' values
+// (step_options.h: SALT_HOST_TWINS, SALT_COPY_STREAM) through its TrainStep and
+// validation; everything else takes these defaults.
+struct TransferOptions {
+  // The masks' and labels' host copies kept beside the device tensors; off, the model
+  // reads the device, as before they existed (a switch for measuring on a card).
+  TORCH_ARG(bool, host_twins) = true;
+  // Copies on the device's copy stream; off, on the compute stream, as before it.
+  TORCH_ARG(bool, copy_stream) = true;
+};
 
 // Non-blocking copies from pinned memory on a GPU, issued on a copy stream of the
 // device's so that they run beside the kernels the compute stream still has queued
 // (the previous step's); the compute stream waits for them before the batch's
 // first kernel. On the CPU the tensors stay and are their own twins, so that the
 // model takes the same path on both.
-DeviceBatch batch_to_device(Batch batch, const torch::Device& device);
+DeviceBatch batch_to_device(Batch batch, const torch::Device& device, const TransferOptions& options = {});
+
+// The transfer a run's switches ask for (SALT_HOST_TWINS, SALT_COPY_STREAM).
+TransferOptions transfer_from(const StepOptions& switches);
 
 }  // namespace salt::training

@@ -76,8 +76,6 @@ void apply_step_options(const StepOptions& options) {
   models::set_short_attention(options.short_attention.value);
   models::set_segment_sum_kernel(options.segment_sum_kernel.value);
   models::set_cpu_bf16_emulated(options.cpu_bf16.value == CpuBf16Mode::kEmulated);
-  set_host_twins(options.host_twins.value);
-  set_copy_stream(options.copy_stream.value);
 }
 
 YAML::Node step_options_yaml(const StepOptions& options) {

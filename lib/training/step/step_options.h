@@ -11,7 +11,7 @@
 //
 //   host_twins          SALT_HOST_TWINS=0|1 (1)        the model reads the batch's host copies (batch_device.h)
 //   copy_stream         SALT_COPY_STREAM=0|1 (1)       a card's batch copies on a copy stream (batch_device.h)
-//   cuda_graphs         SALT_CUDA_GRAPHS=0|1 (0)       training steps as CUDA graphs (step_graphs.h)
+//   cuda_graphs         SALT_CUDA_GRAPHS=0|1 (1)       training steps as CUDA graphs (step_graphs.h)
 //   short_attention     SALT_SHORT_ATTENTION=0|1 (1)   salt-cpp's short-jet kernel (models/kernels/short_attention.h)
 //   segment_sum_kernel  SALT_SEGMENT_SUM_KERNEL=0|1 (0) salt-cpp's segment-sum kernel (models/kernels/segment_sum.h)
 //   cpu_bf16            SALT_CPU_BF16=native|emulated (the CPU's instruction set; models/kernels/cpu_bf16.h)
@@ -63,9 +63,11 @@ StepOptions parse_step_options(const EnvLookup& env, int cores, bool cpu_emulate
 // started without options (benches, in-process tests).
 StepOptions read_step_options();
 
-// Sets what the model's kernels read (short attention, segment sum, CPU bf16,
-// host twins, copy stream) from `options`: process-wide accessors, since a model
-// module has no handle on its fit. fit() calls it when it is built; run_command
+// Sets what the model's kernels read (short attention, segment sum, CPU bf16) from
+// `options`: process-wide accessors, since a model module has no handle on its fit
+// (CPU bf16 replaces LibTorch's own kernels for the whole process). The batches'
+// transfer (host twins, copy stream) is passed down instead: batch_device.h's
+// transfer_from, through TrainStep, validation and `salt test`. fit() calls it when it is built; run_command
 // before test, validate and predict.
 void apply_step_options(const StepOptions& options);
 

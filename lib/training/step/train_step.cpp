@@ -26,7 +26,8 @@ TrainStepOptions fit_step_options(const config::TrainerConfig& trainer, const to
       .max_steps_ahead(switches.steps_ahead.value)
       .cuda_graphs(switches.cuda_graphs.value)
       .cuda_graphs_asked(switches.cuda_graphs.source == OptionSource::kEnvironment)
-      .deterministic(trainer.deterministic);
+      .deterministic(trainer.deterministic)
+      .transfer(transfer_from(switches));
 }
 
 struct TrainStep::Meters {

@@ -57,6 +57,8 @@ struct TrainStepOptions {
   // trainer.deterministic: graphs by default only once a card has shown graphed fits
   // bitwise repeatable; SALT_CUDA_GRAPHS=1 still asks for them.
   TORCH_ARG(bool, deterministic) = false;
+  // How batches cross to the device (host twins, copy stream): to_device.
+  TORCH_ARG(TransferOptions, transfer);
 };
 
 // The step `salt fit` runs for trainer config `trainer` on `device`: its precision's
@@ -84,6 +86,8 @@ class TrainStep {
   // is divided by accumulation.batches. A replay of a CUDA graph (start_graphs)
   // when there is one and a step is one batch.
   models::ModelOutput forward_backward(const DeviceBatch& batch, Accumulation accumulation = {});
+  // A loader's batch on the step's device, as its options.transfer say.
+  DeviceBatch to_device(Batch batch) const { return batch_to_device(std::move(batch), options_.device(), options_.transfer()); }
   // Unscale (16-mixed), clip, step, zero the gradients: the end of every optimizer
   // step. `before_clip` sees the final, unscaled gradients.
   void apply(Optimization& optimization, const std::function<void()>& before_clip = {});
@@ -115,6 +119,7 @@ class TrainStep {
   void report() const;
 
   GradScaler* scaler() { return scaler_ ? &*scaler_ : nullptr; }
+  const TrainStepOptions& options() const { return options_; }
 
  private:
   // `observed`: told to the phase observer (not inside a graph's capture).

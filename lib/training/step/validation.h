@@ -48,7 +48,7 @@ struct EvaluatedBatch {
   models::ModelOutput out;  // the predictions; loss and losses defined where the batch has labels
 };
 EvaluatedBatch evaluation_step(models::SaltWrapperImpl& model, Batch batch, const torch::Device& device,
-                               const Autocast& autocast, LossTotals& totals);
+                               const Autocast& autocast, LossTotals& totals, const TransferOptions& transfer = {});
 
 // Told the seconds each batch was waited for (the loader falling behind).
 using DataWait = std::function<void(double seconds)>;
@@ -57,6 +57,6 @@ using DataWait = std::function<void(double seconds)>;
 // Polls for Ctrl-C between batches when `check_stop` is set.
 LossTotals validation_pass(models::SaltWrapper& model, data::Loader& loader, int64_t epoch, int64_t batches,
                            const torch::Device& device, const Autocast& autocast, const BatchDone& on_batch, bool check_stop,
-                           const DataWait& on_wait = {});
+                           const DataWait& on_wait = {}, const TransferOptions& transfer = {});
 
 }  // namespace salt::training

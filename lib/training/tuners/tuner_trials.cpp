@@ -81,7 +81,7 @@ void TunerTrials::steps(const callbacks::TrialSpec& spec, const data::SamplerOpt
         loader.start_epoch(++epoch);
         batch = loader.next();
       }
-      const auto out = step.forward_backward(batch_to_device(std::move(*batch), step_.device()),
+      const auto out = step.forward_backward(step.to_device(std::move(*batch)),
                                              Accumulation{accumulate_, k + 1 == accumulate_});
       loss += host_read<double>(out.loss) / static_cast<double>(accumulate_);
     }
@@ -99,7 +99,7 @@ void TunerTrials::validation(const callbacks::TrialSpec& spec) {
       data::SamplerOptions::evaluation(val_reader_->num_rows(), spec.batch_size).set_shard(rank_, world_);
   data::Loader loader(val_reader_, sampler, loader_);
   const int64_t batches = std::min(spec.val_batches, loader.batches_per_epoch());
-  validation_pass(setup_.model, loader, 0, batches, step_.device(), step_.autocast(), {}, false);
+  validation_pass(setup_.model, loader, 0, batches, step_.device(), step_.autocast(), {}, false, {}, step_.transfer());
 }
 
 }  // namespace salt::training

@@ -68,5 +68,21 @@ TEST(TrainStep, TheBenchesStepIsSaltFitsStepBitwise) {
   }
 }
 
+// The step takes its batches to the device as its options say (fit_step_options
+// fills them from SALT_HOST_TWINS and SALT_COPY_STREAM): one step without twins
+// beside one with them, in the same process.
+TEST(TrainStep, ToDeviceFollowsTheStepsTransferOptions) {
+  InProcessRun run(100, 100, 100);
+  const auto resolved = InProcessRun::resolve(
+      {"-c", InProcessRun::repo_config("GN2.yaml"), "-c", InProcessRun::repo_config("GN2_cpu.yaml")});
+  auto setup = training::prepare_run(resolved, training::Stage::kFit);
+  const auto batch = training::open_reader(setup, setup.run.data.train_file, 100, "num_train")->read(0, 10);
+  training::TrainStep with(*setup.model, training::TrainStepOptions());
+  training::TrainStep without(*setup.model,
+                              training::TrainStepOptions().transfer(training::TransferOptions().host_twins(false)));
+  EXPECT_FALSE(with.to_device(batch).twins.empty());
+  EXPECT_TRUE(without.to_device(batch).twins.empty());
+}
+
 }  // namespace
 }  // namespace salt::testing
