@@ -50,8 +50,13 @@ TEST_F(FitTest, TerminalSummariesAndBarAgreeWithTheLoggedLosses) {
 
   auto t = salt("test", {"-c", (dir / "logs" / "GN2_cpu_bar" / "config.yaml").string()});
   ASSERT_EQ(t.exit_code, 0) << t.err;
-  // salt test computes no loss (predictions only): step, rate and ETA.
-  EXPECT_TRUE(std::regex_search(t.err, std::regex(R"(test step 2/2 [0-9.]+k? jets/s ETA \d+:\d\d:\d\d\n)"))) << t.err;
+  // salt test computes validation's losses (evaluation_step): its bar ends on the
+  // mean it prints as test/loss, then rate and ETA.
+  EXPECT_TRUE(std::regex_search(t.err, std::regex(R"(test step 2/2 mean loss [0-9.]+ [0-9.]+k? jets/s ETA \d+:\d\d:\d\d\n)")))
+      << t.err;
+  std::smatch printed;
+  ASSERT_TRUE(std::regex_search(t.out, printed, std::regex(R"(test/loss\s+([0-9.]+))"))) << t.out;
+  EXPECT_NEAR(last_bar_loss(t.err, "test"), std::stod(printed[1]), 5e-5);
   EXPECT_NE(t.err.find(": 500 jets"), std::string::npos) << t.err;
 }
 
