@@ -35,6 +35,21 @@ bool shares_a_card(const config::TrainerConfig& trainer) {
   return ids.size() < trainer.device_ids.size();
 }
 
+// Processes sharing a card average their gradients over Gloo (NCCL refuses two ranks
+// on one device): the workers get SALT_DIST_BACKEND=gloo unless the user set it. A
+// build without Gloo says so before any worker starts (each would stop with it, after
+// loading its data).
+void share_cards_over_gloo(const config::TrainerConfig& trainer, dist::LocalLaunchOptions& options) {
+  if (!shares_a_card(trainer)) return;
+  if (!dist::built_backends().gloo)
+    throw UsageError(dist::no_gloo_message("trainer.devices naming a card more than once (several processes on "
+                                           "one card, which NCCL refuses)"));
+  if (std::getenv("SALT_DIST_BACKEND")) return;
+  spdlog::info("trainer.devices gives one card to several processes: their gradients are averaged over Gloo "
+               "(NCCL takes one process per card)");
+  options.add_env("SALT_DIST_BACKEND=gloo");
+}
+
 // `salt fit --trainer.devices N` with no launcher around it: this process starts the
 // N workers itself (same command) and supervises them. Returns nullopt when this
 // process should train itself (one device, or a launcher already set it up).
@@ -50,15 +65,7 @@ std::optional<int> launch_local_workers(const std::string& command, const std::v
   std::vector<std::string> worker_args{command};
   worker_args.insert(worker_args.end(), args.begin(), args.end());
   auto options = dist::LocalLaunchOptions().set_args(worker_args).set_num_processes(trainer.num_devices);
-  // Said before any worker starts: each would otherwise stop with it, after loading its data.
-  if (shares_a_card(trainer) && !dist::built_backends().gloo)
-    throw UsageError(dist::no_gloo_message("trainer.devices naming a card more than once (several processes on "
-                                           "one card, which NCCL refuses)"));
-  if (shares_a_card(trainer) && !std::getenv("SALT_DIST_BACKEND")) {
-    spdlog::info("trainer.devices gives one card to several processes: their gradients are averaged over Gloo "
-                 "(NCCL takes one process per card)");
-    options.add_env("SALT_DIST_BACKEND=gloo");
-  }
+  share_cards_over_gloo(trainer, options);
   return dist::run_local_workers(options);
 }
 

@@ -47,18 +47,20 @@ const char* source_name(OptionSource source) {
 
 StepOptions parse_step_options(const EnvLookup& env, int cores, bool cpu_emulates_bf16) {
   StepOptions o;
-  o.host_twins = switch_from(env, "SALT_HOST_TWINS", true, "the model reads the device", "the batch's host copies");
-  o.copy_stream = switch_from(env, "SALT_COPY_STREAM", true, "the compute stream", "a copy stream");
+  o.host_twins =
+      switch_from(env, "SALT_HOST_TWINS", o.host_twins.value, "the model reads the device", "the batch's host copies");
+  o.copy_stream = switch_from(env, "SALT_COPY_STREAM", o.copy_stream.value, "the compute stream", "a copy stream");
   // On unless 0 (where the run allows: train_step.cpp): on an H200 at 13d010b a fit over 2
   // million jets ran its epoch in 6.35 s as graphs against 10.88 s eager (docs/gpu.md).
-  o.cuda_graphs = switch_from(env, "SALT_CUDA_GRAPHS", true, "eager steps", "CUDA graphs for the training steps");
+  o.cuda_graphs =
+      switch_from(env, "SALT_CUDA_GRAPHS", o.cuda_graphs.value, "eager steps", "CUDA graphs for the training steps");
   // On unless 0: the H200 at 8f92c71 ran the gpu tests (the kernel follows its CPU
   // blocks and the math kernel's gradients) and cut the step's card time by 31 %.
-  o.short_attention =
-      switch_from(env, "SALT_SHORT_ATTENTION", true, "flash attention", "salt-cpp's kernel for short jets");
+  o.short_attention = switch_from(env, "SALT_SHORT_ATTENTION", o.short_attention.value, "flash attention",
+                                  "salt-cpp's kernel for short jets");
   // Off unless 1: on an H200 its gpu test passed but the step ran no faster (models/kernels/segment_sum.h).
-  o.segment_sum_kernel =
-      switch_from(env, "SALT_SEGMENT_SUM_KERNEL", false, "LibTorch's operators", "salt-cpp's kernel");
+  o.segment_sum_kernel = switch_from(env, "SALT_SEGMENT_SUM_KERNEL", o.segment_sum_kernel.value,
+                                     "LibTorch's operators", "salt-cpp's kernel");
   o.cpu_bf16 = cpu_bf16_from(env, cpu_emulates_bf16);
   if (const auto depth = env_whole_number("SALT_MAX_STEPS_AHEAD", env("SALT_MAX_STEPS_AHEAD"), 0, 1000))
     o.steps_ahead = {static_cast<int>(*depth), OptionSource::kEnvironment};

@@ -38,10 +38,11 @@ struct StepOption {
 
 enum class CpuBf16Mode { kNative, kEmulated };
 
+// Each switch's default is its initialiser here (parse_step_options starts from them).
 struct StepOptions {
   StepOption<bool> host_twins{true};
   StepOption<bool> copy_stream{true};
-  StepOption<bool> cuda_graphs{false};
+  StepOption<bool> cuda_graphs{true};
   StepOption<bool> short_attention{true};
   StepOption<bool> segment_sum_kernel{false};
   StepOption<CpuBf16Mode> cpu_bf16{CpuBf16Mode::kNative};  // default: what the CPU runs fast
