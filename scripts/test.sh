@@ -12,5 +12,5 @@ export OMP_NUM_THREADS=${OMP_NUM_THREADS:-1}
 (cd "${SALT_BUILD_DIR:-$root/build}" && ctest --output-on-failure -j"${SALT_JOBS:-2}" "$@")
 # Each fuzz target for a short fixed budget, side by side (the hour-long runs:
 # scripts/fuzz.sh 3600). SALT_CI_FUZZ_SECONDS=0 skips them, e.g. for a subset of tests.
-fuzz_seconds=${SALT_CI_FUZZ_SECONDS:-60}
+fuzz_seconds=${SALT_CI_FUZZ_SECONDS:-30}
 if [ "$fuzz_seconds" -gt 0 ]; then "$root/scripts/fuzz.sh" "$fuzz_seconds"; fi

@@ -144,7 +144,7 @@ import sys, h5py, numpy as np
 with h5py.File(sys.argv[1]) as src, h5py.File(sys.argv[2], "w") as dst:
     dst.attrs.update(src.attrs)
     for name, ds in src.items():
-        dst.create_dataset(name, data=np.concatenate([ds[:]] * 200)).attrs.update(ds.attrs)
+        dst.create_dataset(name, data=np.concatenate([ds[:]] * 40)).attrs.update(ds.attrs)
 PY
 runner_child_of() {  # runner_child_of PID: the pid of the `node .../ort_run.js` whose parent is PID, or nothing
   local stat line fields dir  # (read from /proc; `node --version`, run first, is not the check)

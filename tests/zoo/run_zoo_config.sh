@@ -29,7 +29,7 @@ if [ -n "$inputs" ]; then
   { echo "data:"; echo "  num_inputs:"; for i in $inputs; do echo "    $i: 12"; done; } >"$dir/sizes.yaml"
   configs+=(-c "$dir/sizes.yaml")
 fi
-"$salt" toydata "${configs[@]}" -o "$data" --num_train 120 --num_val 60 --num_test "${SALT_ZOO_NUM_TEST:-60}" --slots 12
+"$salt" toydata "${configs[@]}" -o "$data" --num_train 80 --num_val 60 --num_test "${SALT_ZOO_NUM_TEST:-60}" --slots 12
 paths=(--data.train_file "$data/pp_output_train.h5" --data.val_file "$data/pp_output_val.h5"
        --data.test_file "$data/pp_output_test_ttbar.h5" --data.norm_dict "$data/norm_dict.yaml")
 if grep -q "^  class_dict: [^n]" "$dir/composed.yaml"; then paths+=(--data.class_dict "$data/class_dict.yaml"); fi
