@@ -55,8 +55,6 @@
 #include "models/kernels/cpu_bf16.h"
 #include "models/packing/host_twins.h"
 #include "models/model_factory.h"
-#include "models/kernels/segment_sum.h"
-#include "models/kernels/short_attention.h"
 #include "models/packing/static_rows.h"
 #include "models/summary.h"
 #include "training/step/batch_device.h"
@@ -84,6 +82,9 @@ struct Size {
   bool census = false;       // after those, one step under bench/op_census.h
   bool static_rows = false;  // rows padded to their bucket (models/packing/static_rows.h), eager
   bool graphs = false;       // forward and backward as a CUDA graph (training/step/step_graphs.h)
+  // The model's kernels (models/packing/forward_context.h); unset: the run's switches
+  // (SALT_SHORT_ATTENTION, SALT_SEGMENT_SUM_KERNEL), as salt fit takes them.
+  std::optional<salt::models::ForwardKernels> kernels;
 };
 
 // Where and how the step runs; the PyTorch reference gets the same.
@@ -188,8 +189,9 @@ Result run_salt_cpp(const Size& s, int64_t length, int64_t iters, const Setup& s
   model->train();
   // salt fit's step (bench_step.h); with graphs, their first step eager and the
   // second captured: both in the warm-up.
-  salt::training::TrainStep train_step(*model, salt::bench::bench_step_options(setup.device, setup.precision)
-                                                   .cuda_graphs(s.graphs));
+  auto step_options = salt::bench::bench_step_options(setup.device, setup.precision).cuda_graphs(s.graphs);
+  if (s.kernels) step_options.kernels(*s.kernels);
+  salt::training::TrainStep train_step(*model, step_options);
   if (s.graphs) train_step.start_graphs(/*one_process=*/true, /*accumulate_grad_batches=*/1);
   // The optimizer salt fit runs (AdamW in multi-tensor kernels) at the reference's
   // learning rate 1e-4 and weight decay 0.01 (torch's default), its schedule flat
@@ -205,9 +207,8 @@ Result run_salt_cpp(const Size& s, int64_t length, int64_t iters, const Setup& s
       model->zero_grad();
     }
     train_step.set_phase_observer(at);
-    std::optional<StaticRows> static_rows;
-    if (s.static_rows && !s.graphs) static_rows.emplace();
-    train_step.forward_backward(device_batch);
+    StaticRows static_rows;  // eager static rows (graphs make their own)
+    train_step.forward_backward(device_batch, {}, s.static_rows && !s.graphs ? &static_rows : nullptr);
     if (at) at("optimizer");
     if (optimization) train_step.apply(*optimization);
   };
@@ -377,17 +378,17 @@ int run_profile(Setup setup, int64_t steps, int64_t batch) {
   return 0;
 }
 
-// The same step with one of salt-cpp's kernel switches off and then on, timed one
-// right after the other in the same process (runs drift with their order); the
-// switch is left at `after`.
-std::pair<Result, Result> off_then_on(void (*set)(bool), bool after, const Size& gn2, int64_t length, int64_t iters,
-                                      const Setup& setup) {
-  set(false);
-  auto off = run_salt_cpp(gn2, length, iters, setup);
-  set(true);
-  auto on = run_salt_cpp(gn2, length, iters, setup);
-  set(after);
-  return {off, on};
+// The same step with one of salt-cpp's kernels (ForwardKernels) off and then on, the
+// others as the run's switches say, timed one right after the other in the same
+// process (runs drift with their order).
+std::pair<Result, Result> off_then_on(bool salt::models::ForwardKernels::*kernel, const Size& gn2, int64_t length,
+                                      int64_t iters, const Setup& setup) {
+  Size off = gn2, on = gn2;
+  off.kernels = on.kernels = salt::training::forward_kernels(salt::training::read_step_options());
+  (*off.kernels).*kernel = false;
+  (*on.kernels).*kernel = true;
+  auto off_result = run_salt_cpp(off, length, iters, setup);
+  return {off_result, run_salt_cpp(on, length, iters, setup)};
 }
 
 // salt-cpp's short-jet kernel (the default) against flash attention's
@@ -395,7 +396,8 @@ std::pair<Result, Result> off_then_on(void (*set)(bool), bool after, const Size&
 void compare_short_attention(const Size& gn2, int64_t length, int64_t iters, const Setup& setup,
                              const std::function<double(double)>& mfu, int rounds) {
   for (int round = 0; round < rounds; ++round) {
-    const auto [flash, fast] = off_then_on(salt::models::set_short_attention, true, gn2, length, iters, setup);
+    const auto [flash, fast] =
+        off_then_on(&salt::models::ForwardKernels::short_attention, gn2, length, iters, setup);
     std::printf("    short-varlen: %.0f jets/s, MFU %.1f%% (flash-varlen right before %.0f: %.2fx)\n", fast.jets_per_s,
                 100 * mfu(fast.jets_per_s), flash.jets_per_s, fast.jets_per_s / flash.jets_per_s);
   }
@@ -405,7 +407,8 @@ void compare_short_attention(const Size& gn2, int64_t length, int64_t iters, con
 // SALT_SEGMENT_SUM_KERNEL=1, off by default until a card has run its gpu test)
 // against LibTorch's operators.
 void compare_segment_sum(const Size& gn2, int64_t length, int64_t iters, const Setup& setup) {
-  const auto [torch_ops, kernel] = off_then_on(salt::models::set_segment_sum_kernel, false, gn2, length, iters, setup);
+  const auto [torch_ops, kernel] =
+      off_then_on(&salt::models::ForwardKernels::segment_sum_kernel, gn2, length, iters, setup);
   std::printf("    segment-sum kernel: %.0f jets/s (LibTorch's operators right before %.0f: %.2fx)\n", kernel.jets_per_s,
               torch_ops.jets_per_s, kernel.jets_per_s / torch_ops.jets_per_s);
 }
@@ -568,8 +571,9 @@ int main(int argc, char** argv) {
       return 2;
     }
   }
-  // The switches as salt fit reads and sets them (SALT_CPU_BF16, SALT_SHORT_ATTENTION, ...).
-  salt::training::apply_step_options(salt::training::read_step_options());
+  // CPU bf16 as salt fit sets it for the process (SALT_CPU_BF16); the step takes the
+  // other switches from its options (bench_step_options).
+  salt::training::apply_process_options(salt::training::read_step_options());
   if (setup.precision != "32" && setup.precision != "bf16-mixed") {
     std::fprintf(stderr, "bench_model: --precision must be 32 or bf16-mixed, not '%s'\n", setup.precision.c_str());
     return 2;

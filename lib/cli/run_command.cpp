@@ -132,7 +132,9 @@ int run_config_command(const std::string& command, const std::vector<std::string
   if (auto code = launch_local_workers(command, args, resolved.run.trainer)) return *code;
   install_stop_handlers();
   const auto threads = training::configure_torch_threads(resolved.run.trainer, options.threads);
-  training::apply_step_options(options);  // fit sets them again when built; test, validate and predict run on these
+  // CPU bf16, for the process (fit sets it again when built); the other switches go
+  // down to the step: test and validate pass them on (evaluate, validate_checkpoint).
+  training::apply_process_options(options);
   spdlog::info("computing with {} CPU thread(s): {}{}", threads.threads, threads.why,
                threads.why == "OMP_NUM_THREADS" ? "" : " (OMP_NUM_THREADS sets another count)");
   if (command == "fit") {

@@ -80,9 +80,10 @@ using Merges = std::vector<std::pair<std::string, std::vector<std::string>>>;
 // The packed sequence with each merge's members replaced by one segment (appended
 // after the others, as salt's dict puts the merged stream last): padded member
 // embeddings concatenated along the sequence, then packed again.
-PackedSequence merge_segments(const PackedSequence& in, const Merges& merges) {
+PackedSequence merge_segments(const PackedSequence& in, const Merges& merges, const ForwardContext& context) {
   if (merges.empty()) return in;
   PackedSequence out;
+  out.kernels = in.kernels;
   std::set<std::string> merged;
   for (const auto& [_, members] : merges) merged.insert(members.begin(), members.end());
   for (size_t s = 0; s < in.segments.size(); ++s)
@@ -96,7 +97,7 @@ PackedSequence merge_segments(const PackedSequence& in, const Merges& merges) {
       padded.push_back(in.index[static_cast<size_t>(s)].scatter(in.rows(s)));
     }
     const auto mask = torch::cat(masks, 1);
-    const auto idx = TokenIndex::from_mask(mask);
+    const auto idx = TokenIndex::from_mask(mask, context);
     out.append(name, mask, idx, idx.gather(torch::cat(padded, 1)));
   }
   return out;
@@ -124,12 +125,14 @@ Labels SaltModelImpl::merged_labels(const Labels& labels) const {
   return out;
 }
 
-SaltModelOutput SaltModelImpl::forward(const TensorMap& inputs, const TensorMap& pad_masks, const Labels* labels) {
+SaltModelOutput SaltModelImpl::forward(const TensorMap& inputs, const TensorMap& pad_masks, const Labels* labels,
+                                      const ForwardContext& context) {
   SaltModelOutput out;
   // Constituents travel packed (valid tokens only) from the init nets to the task
   // heads; attention and pooling use a compact padded layout (TokenLayout) and
   // out.sequence is the padded view for callers (zeros at padded slots).
   PackedSequence packed;
+  packed.kernels = context.kernels;
   if (!pool_net && !node_query_pool) {
     out.global_rep = init_nets_.front()->forward(inputs);
   } else {
@@ -142,14 +145,14 @@ SaltModelOutput SaltModelImpl::forward(const TensorMap& inputs, const TensorMap&
       auto m = pad_masks.find(net->input_name());
       auto mask = m != pad_masks.end() ? m->second.to(torch::kBool)
                                        : torch::zeros({x.size(0), x.size(1)}, torch::dtype(torch::kBool).device(x.device()));
-      auto idx = TokenIndex::from_mask(mask);
+      auto idx = TokenIndex::from_mask(mask, context);
       packed.append(net->input_name(), mask, idx, net->forward_packed(inputs, idx));
     }
     auto p = inputs.find("parameters");
     const auto params = p == inputs.end() ? torch::Tensor() : p->second;
     if ((featurewise_global || (encoder && encoder->featurewise)) && !params.defined())
       throw InputError("SaltModel: featurewise nets need the 'parameters' inputs (data.variables.parameters)");
-    packed = merge_segments(packed, merges_);
+    packed = merge_segments(packed, merges_, context);
     torch::Tensor edges;
     if (edge_init_net_) edges = edge_init_net_->forward(inputs);
     if (encoder) packed = encoder->forward_packed(packed, params, edges, edge_input_);
@@ -179,13 +182,14 @@ SaltModelOutput SaltModelImpl::forward(const TensorMap& inputs, const TensorMap&
     }
     TaskOutput result;
     if (task->input_name() == global_object_) {
-      result = task->forward(out.global_rep, {}, {}, labels);
+      result = task->forward(out.global_rep, {}, {}, labels, context);
     } else {
       const int64_t s = packed.find(task->input_name());
       if (s < 0)
         throw UsageError("task '" + task->name() + "': input '" + task->input_name() +
                          "' has no init net (constituent tasks need one)");
-      result = task->forward_packed(packed.rows(s), packed.index[s], packed.segments[s].mask, out.global_rep, labels);
+      result =
+          task->forward_packed(packed.rows(s), packed.index[s], packed.segments[s].mask, out.global_rep, labels, context);
     }
     out.preds[task->input_name()][task->name()] = result.preds;
     if (result.loss.defined()) out.losses[task->name()] = result.loss;

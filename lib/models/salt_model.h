@@ -57,8 +57,12 @@ class SaltModelImpl : public torch::nn::Module {
                 NodeQueryGAP node_query_pool = nullptr);
 
   // inputs: normalised; pad_masks: constituent name -> bool [B, L] (true = padded;
-  // missing = all valid); labels nullptr for inference.
-  SaltModelOutput forward(const TensorMap& inputs, const TensorMap& pad_masks, const Labels* labels = nullptr);
+  // missing = all valid); labels nullptr for inference. `context`: the batch's host
+  // copies, static rows and the kernels' choices (forward_context.h), passed down to
+  // the packing, the encoder's attention and the tasks; the default reads the
+  // device, packs plainly and takes the kernels' defaults.
+  SaltModelOutput forward(const TensorMap& inputs, const TensorMap& pad_masks, const Labels* labels = nullptr,
+                          const ForwardContext& context = {});
 
   // forward() + the tasks' get_onnx for one jet without padding, in an ONNX graph
   // (models/salt_model_onnx.cpp): the jet-level outputs of the chosen tasks in task

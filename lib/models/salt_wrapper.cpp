@@ -23,14 +23,15 @@ SaltWrapperImpl::SaltWrapperImpl(SaltModel model_in, InputNorm norm_in, std::str
   norm = register_module("norm", norm_in);
 }
 
-ModelOutput SaltWrapperImpl::forward(const TensorMap& inputs, const TensorMap& pad_masks, const Labels* labels) {
+ModelOutput SaltWrapperImpl::forward(const TensorMap& inputs, const TensorMap& pad_masks, const Labels* labels,
+                                     const ForwardContext& context) {
   SaltModelOutput result;
   if (edge_constructor_) {
     TensorMap with_edges = inputs;
     edge_constructor_->add_to(with_edges);
-    result = model->forward(norm->forward(with_edges), pad_masks, labels);
+    result = model->forward(norm->forward(with_edges), pad_masks, labels, context);
   } else {
-    result = model->forward(norm->forward(inputs), pad_masks, labels);
+    result = model->forward(norm->forward(inputs), pad_masks, labels, context);
   }
   ModelOutput out;
   out.preds = std::move(result.preds);

@@ -33,8 +33,9 @@ class SaltWrapperImpl : public torch::nn::Module {
   // task weight must be 1). name: prefix of the output columns ("GN2" -> GN2_pb).
   SaltWrapperImpl(SaltModel model, InputNorm norm, std::string loss_mode = "wsum", std::string name = "salt");
 
-  // Raw (un-normalised) inputs as the loader gives them.
-  ModelOutput forward(const TensorMap& inputs, const TensorMap& pad_masks, const Labels* labels = nullptr);
+  // Raw (un-normalised) inputs as the loader gives them; `context` as SaltModel::forward's.
+  ModelOutput forward(const TensorMap& inputs, const TensorMap& pad_masks, const Labels* labels = nullptr,
+                      const ForwardContext& context = {});
 
   torch::Tensor total_loss(const std::map<std::string, torch::Tensor>& losses) const;
 

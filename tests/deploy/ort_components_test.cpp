@@ -193,7 +193,7 @@ TEST(OnnxComponents, VertexIndexEqualsUnionFindOfTheEdgeNet) {
     const auto& xs = jets[j].at("x");
     const int64_t n = xs.size(0);
     auto mask = torch::zeros({1, n}, torch::kBool);
-    auto preds = task->forward(xs.unsqueeze(0), mask, jets[j].at("ctx"), nullptr).preds;
+    auto preds = task->forward(xs.unsqueeze(0), mask, jets[j].at("ctx"), nullptr, {}).preds;
     auto want = task->predict(preds, mask, nullptr, "m").values.reshape({n}).to(torch::kFloat32);
     EXPECT_TRUE(torch::equal(got[j].at("m_VertexIndex"), want)) << n << " tracks: " << got[j].at("m_VertexIndex") << want;
     shared += (want != torch::arange(n).to(torch::kFloat32)).sum().item<int64_t>();

@@ -97,25 +97,14 @@ void copy_parameters(const torch::nn::Module& from, torch::nn::Module& to) {
   for (std::size_t i = 0; i < src.size(); ++i) dst[i].copy_(src[i]);
 }
 
-// Sets one of salt-cpp's kernel switches for one scope, and back.
-class KernelSwitch {
- public:
-  KernelSwitch(bool (*get)(), void (*set)(bool), bool on) : set_(set), was_(get()) { set_(on); }
-  ~KernelSwitch() { set_(was_); }
-  KernelSwitch(const KernelSwitch&) = delete;
-  KernelSwitch& operator=(const KernelSwitch&) = delete;
-
- private:
-  void (*set_)(bool);
-  bool was_;
-};
-// Which kernel flash-varlen calls take (short_attention.h).
-KernelSwitch short_attention_kernel(bool on) {
-  return {models::short_attention_enabled, models::set_short_attention, on};
-}
-// Whether grouped gathers' gradients take salt-cpp's segment-sum kernel (segment_sum.h).
-KernelSwitch segment_sum_kernel(bool on) {
-  return {models::segment_sum_kernel_enabled, models::set_segment_sum_kernel, on};
+// A forward pass's context choosing salt-cpp's kernels (models/packing/forward_context.h):
+// which kernel flash-varlen calls take (short_attention.h), and whether grouped
+// gathers' gradients take salt-cpp's segment-sum kernel (segment_sum.h).
+models::ForwardContext with_kernels(bool short_attention, bool segment_sum = false) {
+  models::ForwardContext context;
+  context.kernels.short_attention = short_attention;
+  context.kernels.segment_sum_kernel = segment_sum;
+  return context;
 }
 
 double rel_diff(const torch::Tensor& got, const torch::Tensor& want) {
@@ -216,7 +205,7 @@ TEST_F(Gpu, GradScalerCudaPathMatchesTheCpuPath) {
 // gradients agree in float32; under bf16 autocast the loss stays close.
 TEST_F(Gpu, Gn2LossAndGradientsMatchTheCpu) {
   using namespace models::testing;
-  const auto flash_kernel = short_attention_kernel(false);  // flash's own path (the short kernel's: FlashVarlenGradients...)
+  const auto flash_kernel = with_kernels(false);  // flash's own path (the short kernel's: FlashVarlenGradients...)
   for (const std::string attn : {"torch-math", "torch-meff", "flash-varlen"}) {
     auto ctx = make_context(2, 19);
     torch::manual_seed(3);
@@ -231,8 +220,8 @@ TEST_F(Gpu, Gn2LossAndGradientsMatchTheCpu) {
     gpu_model->to(kCuda);
     auto batch = toy_batch({3, 7, 12, 0, 5, 9}, 16);
     auto labels_gpu = labels_on_gpu(batch.labels);
-    auto cpu_loss = cpu_model->forward(batch.inputs, batch.pad_masks, &batch.labels).loss;
-    auto gpu_loss = gpu_model->forward(on_gpu(batch.inputs), on_gpu(batch.pad_masks), &labels_gpu).loss;
+    auto cpu_loss = cpu_model->forward(batch.inputs, batch.pad_masks, &batch.labels, flash_kernel).loss;
+    auto gpu_loss = gpu_model->forward(on_gpu(batch.inputs), on_gpu(batch.pad_masks), &labels_gpu, flash_kernel).loss;
     EXPECT_LT(rel_diff(gpu_loss, cpu_loss), 1e-5) << attn;
     cpu_loss.backward();
     gpu_loss.backward();
@@ -245,7 +234,7 @@ TEST_F(Gpu, Gn2LossAndGradientsMatchTheCpu) {
     expect_gradients_close(grads_of(*cpu_model), grads_of(*gpu_model), 1e-5, 3e-4, attn);
     std::optional<compat::AutocastGuard> bf16;
     bf16.emplace(torch::kCUDA, torch::kBFloat16);
-    auto mixed = gpu_model->forward(on_gpu(batch.inputs), on_gpu(batch.pad_masks), &labels_gpu).loss;
+    auto mixed = gpu_model->forward(on_gpu(batch.inputs), on_gpu(batch.pad_masks), &labels_gpu, flash_kernel).loss;
     EXPECT_LT(rel_diff(mixed.to(torch::kFloat), cpu_loss), 2e-2) << attn;
   }
   std::string kernels;
@@ -260,7 +249,7 @@ TEST_F(Gpu, Gn2LossAndGradientsMatchTheCpu) {
 // error: invalid argument" on the H200 at 271879f).
 TEST_F(Gpu, FlashVarlenTakesMoreThan65535Jets) {
   using namespace models::testing;
-  const auto flash_kernel = short_attention_kernel(false);
+  const auto flash_kernel = with_kernels(false);
   std::vector<int64_t> n_valid(70000);
   for (std::size_t i = 0; i < n_valid.size(); ++i) n_valid[i] = 1 + static_cast<int64_t>(i % 4);
   auto batch = toy_batch(n_valid, 4);
@@ -273,7 +262,8 @@ TEST_F(Gpu, FlashVarlenTakesMoreThan65535Jets) {
   for (auto* model : {&math, &flash}) {
     (*model)->to(kCuda);
     compat::AutocastGuard bf16(torch::kCUDA, torch::kBFloat16);
-    losses.push_back((*model)->forward(on_gpu(batch.inputs), on_gpu(batch.pad_masks), &labels).loss.to(torch::kFloat));
+    losses.push_back(
+        (*model)->forward(on_gpu(batch.inputs), on_gpu(batch.pad_masks), &labels, flash_kernel).loss.to(torch::kFloat));
   }
   EXPECT_TRUE(torch::isfinite(losses[1]).item<bool>());
   EXPECT_LT(rel_diff(losses[1], losses[0]), 2e-2);
@@ -290,8 +280,7 @@ TEST_F(Gpu, FlashVarlenTakesMoreThan65535Jets) {
 TEST_F(Gpu, FlashVarlenGradientsFollowTheMathKernel) {
   using namespace models::testing;
   for (int mode = 0; mode < 3; ++mode) {
-    const auto attention = short_attention_kernel(mode > 0);
-    const auto sums = segment_sum_kernel(mode == 2);
+    const auto kernels = with_kernels(mode > 0, mode == 2);
     for (int registers : {1, 3}) {
       const auto what = std::string(mode == 0 ? "flash, " : mode == 1 ? "short-varlen, " : "short-varlen + segment sums, ") +
                         std::to_string(registers) + " register(s)";
@@ -306,7 +295,8 @@ TEST_F(Gpu, FlashVarlenGradientsFollowTheMathKernel) {
       for (auto* model : {&math, &flash}) {
         (*model)->to(kCuda);
         compat::AutocastGuard bf16(torch::kCUDA, torch::kBFloat16);
-        losses.push_back((*model)->forward(on_gpu(batch.inputs), on_gpu(batch.pad_masks), &labels).loss.to(torch::kFloat));
+        losses.push_back(
+            (*model)->forward(on_gpu(batch.inputs), on_gpu(batch.pad_masks), &labels, kernels).loss.to(torch::kFloat));
         losses.back().backward();
       }
       EXPECT_LT(rel_diff(losses[1], losses[0]), 2e-2) << what;
@@ -370,7 +360,6 @@ TEST_F(Gpu, SegmentSumKernelFollowsLibTorch) {
   const auto counts = torch::randint(0, 30, {70000}, torch::kLong);
   const int64_t rows = counts.sum().item<int64_t>();
   const auto order = torch::cat({torch::randperm(rows, torch::kLong), torch::arange(rows, rows + 3, torch::kLong)});
-  const auto kernel = segment_sum_kernel(true);
   for (const int64_t columns : {128, 24, 200}) {
     auto g = torch::randn({rows + 3, columns});
     g.narrow(0, rows, 3).fill_(std::numeric_limits<float>::quiet_NaN());
@@ -380,7 +369,7 @@ TEST_F(Gpu, SegmentSumKernelFollowsLibTorch) {
         const auto cc = counts.to(kCuda);
         const auto oc = ordered ? order.to(kCuda) : torch::Tensor();
         const auto want = models::segment_sum_rows_reference(gc, cc, oc);
-        const auto got = models::segment_sum_rows(gc, cc, oc);
+        const auto got = models::segment_sum_rows(gc, cc, oc, /*use_kernel=*/true);
         const std::string what = std::string(c10::toString(type)) + (ordered ? ", ordered, " : ", ") +
                                  std::to_string(columns) + " columns";
         ASSERT_EQ(got.scalar_type(), type) << what;
@@ -454,13 +443,15 @@ TEST_F(Gpu, NcclOneRankGroupSyncsAGn2Step) {
 
 // Static rows and CUDA graphs last: a capture that went wrong could leave this
 // process's CUDA state unusable for the cases after it.
-// One bf16 training step of `model` on the card: the loss and every gradient.
+// One bf16 training step of `model` on the card, its forward pass given `context`:
+// the loss and every gradient.
 std::pair<torch::Tensor, std::vector<torch::Tensor>> bf16_step(models::SaltWrapper& model,
-                                                              const models::testing::ToyBatch& batch) {
+                                                              const models::testing::ToyBatch& batch,
+                                                              const models::ForwardContext& context = {}) {
   model->zero_grad();
   auto labels = labels_on_gpu(batch.labels);
   compat::AutocastGuard bf16(torch::kCUDA, torch::kBFloat16);
-  auto loss = model->forward(on_gpu(batch.inputs), on_gpu(batch.pad_masks), &labels).loss.to(torch::kFloat);
+  auto loss = model->forward(on_gpu(batch.inputs), on_gpu(batch.pad_masks), &labels, context).loss.to(torch::kFloat);
   loss.backward();
   std::vector<torch::Tensor> grads;
   for (const auto& g : grads_of(*model)) grads.push_back(g.defined() ? g.clone() : g);
@@ -473,17 +464,17 @@ std::pair<torch::Tensor, std::vector<torch::Tensor>> bf16_step(models::SaltWrapp
 TEST_F(Gpu, StaticRowsStepEqualsPlainPackingOnTheCard) {
   using namespace models::testing;
   for (int mode = 0; mode < 3; ++mode) {
-    const auto attention = short_attention_kernel(mode > 0);
-    const auto sums = segment_sum_kernel(mode == 2);
+    auto context = with_kernels(mode > 0, mode == 2);
     const std::string what = mode == 0 ? "flash" : mode == 1 ? "short-varlen" : "short-varlen + segment sums";
     torch::manual_seed(4);
     auto model = build(small_gn2_yaml(2, "flash-varlen"), make_context(2, 19));
     model->to(kCuda);
     model->train();
     const auto batch = nan_padded_batch({1, 3, 1, 8, 7, 8, 7, 0}, 9, 5);
-    const auto plain = bf16_step(model, batch);
+    const auto plain = bf16_step(model, batch, context);
     models::StaticRows on;
-    const auto stat = bf16_step(model, batch);
+    context.static_rows = &on;
+    const auto stat = bf16_step(model, batch, context);
     ASSERT_TRUE(stat.first.isfinite().item<bool>()) << what;
     EXPECT_LT(rel_diff(stat.first, plain.first), 1e-2) << what;
     for (const auto& g : stat.second)
@@ -502,7 +493,9 @@ TEST_F(Gpu, StaticRowsDispatchTheSameOperatorsForOneBucket) {
   auto trace = [&](const ToyBatch& batch) {
     OpTrace t;
     models::StaticRows on;
-    bf16_step(model, batch);
+    models::ForwardContext context;
+    context.static_rows = &on;
+    bf16_step(model, batch, context);
     return t.take();
   };
   // 35 and 36 tracks (bucket 36), 202 and 208 edges (bucket 208).
@@ -538,8 +531,10 @@ TEST_F(Gpu, StepGraphsReplayTheEagerStep) {
   auto on_card = [](const ToyBatch& t) { return training::batch_to_device(as_batch(t), kCuda); };
   const training::Autocast bf16{true, torch::kBFloat16};
   auto step_of = [&bf16](models::SaltWrapper& model) {
-    return [&model, &bf16](const training::DeviceBatch& b) {
-      auto out = training::forward_batch(*model, b, true, bf16, kCuda);
+    return [&model, &bf16](const training::DeviceBatch& b, models::StaticRows* static_rows) {
+      models::ForwardContext context;
+      context.static_rows = static_rows;
+      auto out = training::forward_batch(*model, b, true, bf16, kCuda, context);
       out.loss.backward();
       return out;
     };
@@ -560,7 +555,7 @@ TEST_F(Gpu, StepGraphsReplayTheEagerStep) {
     torch::Tensor want;
     {
       models::StaticRows on;
-      want = step_of(eager)(on_card(batches[i])).loss.detach().to(torch::kFloat);
+      want = step_of(eager)(on_card(batches[i]), &on).loss.detach().to(torch::kFloat);
     }
     const auto got = graphs.run(on_card(batches[i]), step_of(graphed)).loss.to(torch::kFloat);
     const std::string what = "batch " + std::to_string(i);
@@ -592,8 +587,10 @@ TEST_F(Gpu, StepGraphsGiveUpOnAStepThatWaitsForTheCard) {
   batch.labels = labels_on_gpu(t.labels);
   batch.size = 8;  // no twins
   const training::Autocast bf16{true, torch::kBFloat16};
-  auto step = [&](const training::DeviceBatch& b) {
-    auto out = training::forward_batch(*model, b, true, bf16, kCuda);
+  auto step = [&](const training::DeviceBatch& b, models::StaticRows* static_rows) {
+    models::ForwardContext context;
+    context.static_rows = static_rows;
+    auto out = training::forward_batch(*model, b, true, bf16, kCuda, context);
     out.loss.backward();
     return out;
   };
@@ -602,7 +599,7 @@ TEST_F(Gpu, StepGraphsGiveUpOnAStepThatWaitsForTheCard) {
     EXPECT_THROW(torch::ones({1}, kCuda).item<float>(), c10::Error);
     c10::cuda::warning_state().set_sync_debug_mode(c10::cuda::SyncDebugMode::L_DISABLED);
   }
-  const auto want = step(batch).loss.detach().to(torch::kFloat);
+  const auto want = step(batch, nullptr).loss.detach().to(torch::kFloat);
   model->zero_grad();
   training::StepGraphs graphs(*model, kCuda);
   for (int i = 0; i < 3; ++i) {

@@ -40,9 +40,9 @@ class TemperatureTaskImpl : public ClassificationTaskImpl {
   TemperatureTaskImpl(const TaskOptions& task, const ClassificationOptions& cls, double temperature)
       : ClassificationTaskImpl(task, cls), temperature_(temperature) {}
   TaskOutput forward(const torch::Tensor& x, const torch::Tensor& pad_mask, const torch::Tensor& context,
-                     const Labels* labels) override {
+                     const Labels* labels, const ForwardContext& forward_context) override {
     ++forward_calls;
-    return ClassificationTaskImpl::forward(x / temperature_, pad_mask, context, labels);
+    return ClassificationTaskImpl::forward(x / temperature_, pad_mask, context, labels, forward_context);
   }
 
  private:

@@ -1,6 +1,5 @@
 #include "models/kernels/segment_sum.h"
 
-#include <atomic>
 #include <string>
 
 #include "core/errors.h"
@@ -16,13 +15,6 @@
 namespace salt::models {
 
 namespace {
-
-// Off until set otherwise (training/step/step_options.h: SALT_SEGMENT_SUM_KERNEL, set when
-// a fit is built).
-std::atomic<bool>& segment_sum_flag() {
-  static std::atomic<bool> on{false};
-  return on;
-}
 
 // [S + 1] int64 on counts' device: where each segment's rows start, and the end.
 torch::Tensor offsets_of(const torch::Tensor& counts) {
@@ -82,15 +74,15 @@ torch::Tensor segment_sum_rows_blocks_on_cpu(const torch::Tensor& g_in, const to
   return out;
 }
 
-torch::Tensor segment_sum_rows(const torch::Tensor& g, const torch::Tensor& counts, const torch::Tensor& order) {
+torch::Tensor segment_sum_rows(const torch::Tensor& g, const torch::Tensor& counts, const torch::Tensor& order,
+                               bool use_kernel) {
 #if SALT_CUDA
-  if (segment_sum_kernel_enabled() && kernel_takes(g)) return sum_on_card(g, counts, order);
+  if (use_kernel && kernel_takes(g)) return sum_on_card(g, counts, order);
+#else
+  (void)use_kernel;
 #endif
   return segment_sum_rows_reference(g, counts, order);
 }
-
-bool segment_sum_kernel_enabled() { return segment_sum_flag().load(); }
-void set_segment_sum_kernel(bool on) { segment_sum_flag().store(on); }
 
 bool segment_sum_kernel_compiled() {
 #if SALT_CUDA

@@ -8,10 +8,13 @@ namespace salt::models {
 
 // g [R, C]; counts [S] int64 (segment s holds counts[s] consecutive rows, taken
 // through `order` [R] int64 when defined; rows past the last segment are not read)
-// -> [S, C] in g's dtype, summed in float32. On a card with salt-cpp's kernel
-// switched on (segment_sum_kernel_enabled) one kernel, else LibTorch's operators
-// (index_select, a float32 copy, segment_reduce, a cast back).
-torch::Tensor segment_sum_rows(const torch::Tensor& g, const torch::Tensor& counts, const torch::Tensor& order);
+// -> [S, C] in g's dtype, summed in float32. On a card with `use_kernel`
+// (ForwardKernels::segment_sum_kernel, models/packing/forward_context.h) salt-cpp's
+// kernel, else LibTorch's operators (index_select, a float32 copy, segment_reduce,
+// a cast back). It is off by default: on an H200 its gpu test passed but the step
+// ran 0.85x LibTorch's operators (docs/performance.md, call L).
+torch::Tensor segment_sum_rows(const torch::Tensor& g, const torch::Tensor& counts, const torch::Tensor& order,
+                               bool use_kernel);
 
 // LibTorch's way, on any device (what segment_sum_rows runs when the kernel does not).
 torch::Tensor segment_sum_rows_reference(const torch::Tensor& g, const torch::Tensor& counts, const torch::Tensor& order);
@@ -19,13 +22,7 @@ torch::Tensor segment_sum_rows_reference(const torch::Tensor& g, const torch::Te
 torch::Tensor segment_sum_rows_blocks_on_cpu(const torch::Tensor& g, const torch::Tensor& counts,
                                              const torch::Tensor& order);
 
-// Whether a card's segment sums go to salt-cpp's kernel: set_segment_sum_kernel,
-// which a fit calls from its StepOptions (SALT_SEGMENT_SUM_KERNEL=1;
-// training/step/step_options.h) when it is built; off by default: on an H200 its gpu test
-// passed but the step ran 0.85x LibTorch's operators (docs/performance.md, call L).
-bool segment_sum_kernel_enabled();
 // Whether this build has the kernel (a CUDA LibTorch, SALT_CUDA_KERNELS on).
 bool segment_sum_kernel_compiled();
-void set_segment_sum_kernel(bool on);
 
 }  // namespace salt::models

@@ -2,7 +2,6 @@
 
 #include <ATen/Parallel.h>
 
-#include <atomic>
 #include <string>
 #include <vector>
 
@@ -21,13 +20,6 @@ namespace salt::models {
 namespace sa = short_attention;
 
 namespace {
-
-// On until set otherwise (training/step/step_options.h: SALT_SHORT_ATTENTION, set when a
-// fit is built).
-std::atomic<bool>& short_attention_flag() {
-  static std::atomic<bool> on{true};
-  return on;
-}
 
 sa::Shape shape_of(const torch::Tensor& qkv, const torch::Tensor& out, int64_t heads, double scale, int64_t max_len) {
   sa::Shape s;
@@ -161,8 +153,5 @@ bool short_varlen_applies(const torch::Tensor& qkv, int64_t heads, int64_t max_l
   return false;
 #endif
 }
-
-bool short_attention_enabled() { return short_attention_flag().load(); }
-void set_short_attention(bool on) { short_attention_flag().store(on); }
 
 }  // namespace salt::models

@@ -18,10 +18,4 @@ torch::Tensor short_varlen_attention(const torch::Tensor& qkv, const torch::Tens
 // jets no longer than their shared memory allows for the head size.
 bool short_varlen_applies(const torch::Tensor& qkv, int64_t heads, int64_t max_len);
 
-// Whether flash-varlen calls on a card go to this kernel instead of flash
-// attention's: yes unless set_short_attention(false), which a fit calls from its
-// StepOptions (SALT_SHORT_ATTENTION=0; training/step/step_options.h) when it is built.
-bool short_attention_enabled();
-void set_short_attention(bool on);
-
 }  // namespace salt::models

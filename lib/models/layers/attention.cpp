@@ -379,8 +379,8 @@ torch::Tensor flash_varlen(const torch::Tensor& qkv, const TokenLayout& layout, 
                            double dropout) {
   const int64_t n = qkv.size(0), d = qkv.size(1) / 3, dh = d / heads;
   // Jets of ~15 tokens fill a tenth of flash's 128-row tiles: salt-cpp's kernel for
-  // short jets, where switched on (short_attention.h).
-  if (short_attention_enabled() && dropout == 0.0 && short_varlen_applies(qkv, heads, layout.length)) {
+  // short jets, where the forward pass chose it (ForwardKernels, forward_context.h).
+  if (layout.kernels.short_attention && dropout == 0.0 && short_varlen_applies(qkv, heads, layout.length)) {
     SALT_NOTE_KERNEL_ONCE("short-varlen: salt-cpp's kernel for short jets on packed rows (" + tensor_kind(qkv) + ")");
     return layout.unsort_rows(short_varlen_attention(layout.sort_rows(qkv), layout.starts, layout.length, heads, scale));
   }

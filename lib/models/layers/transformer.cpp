@@ -247,6 +247,7 @@ PackedSequence TransformerImpl::forward_edges(PackedSequence out, const torch::T
   for (auto& layer : typed_layers_) std::tie(x, e) = layer->forward_edges(x, e, mask);
   seq.x = x;
   auto packed = PackedSequence::pack(seq);
+  packed.kernels = out.kernels;
   x = packed.x;
   if (out_proj) x = out_proj->forward(out_proj_input_scale == 1.0 ? x : x * out_proj_input_scale);
   if (out_norm) x = out_norm->forward(x);

@@ -96,21 +96,22 @@ namespace {
 // from_mask under StaticRows: the valid slots, then padded slots up to the valid
 // count's bucket capacity. The count comes from the host counts (or one read of the
 // device) for the capacity only; the device partitions by its own count.
-void index_static_rows(TokenIndex& t, const torch::Tensor& valid) {
+void index_static_rows(TokenIndex& t, const torch::Tensor& valid, StaticRows& static_rows) {
   const int64_t count = t.host_counts.defined() ? t.host_counts.sum().item<int64_t>() : host_read<int64_t>(valid.sum());
-  t.flat = true_entries_first(valid).narrow(0, 0, note_capacity(row_capacity(count, t.batch, t.length)));
+  t.flat = true_entries_first(valid).narrow(0, 0, static_rows.note(row_capacity(count, t.batch, t.length)));
   t.row_valid = valid.index_select(0, t.flat);
 }
 }  // namespace
 
-TokenIndex TokenIndex::from_mask(const torch::Tensor& pad_mask) {
+TokenIndex TokenIndex::from_mask(const torch::Tensor& pad_mask, const ForwardContext& context) {
   TokenIndex t;
   t.batch = pad_mask.size(0);
   t.length = pad_mask.size(1);
   const auto valid = pad_mask.logical_not().reshape({-1});
-  if (const auto host = host_twin(pad_mask); host.defined() && t.batch > 0) t.host_counts = host.logical_not().sum(1);
-  if (static_rows_enabled() && t.batch * t.length > 0) {
-    index_static_rows(t, valid);
+  if (const auto host = host_twin(context.twins, pad_mask); host.defined() && t.batch > 0)
+    t.host_counts = host.logical_not().sum(1);
+  if (context.static_rows && t.batch * t.length > 0) {
+    index_static_rows(t, valid, *context.static_rows);
   } else if (t.host_counts.defined()) {
     t.most = t.host_counts.max().item<int64_t>();  // host values: no wait for the device
     t.flat = nonzero_counted(valid, t.host_counts.sum().item<int64_t>());
@@ -164,14 +165,15 @@ void PackedSequence::pop_back() {
   x = x.narrow(0, 0, offsets.back());
 }
 
-PackedSequence PackedSequence::pack(const Sequence& seq) {
+PackedSequence PackedSequence::pack(const Sequence& seq, const ForwardContext& context) {
   PackedSequence p;
   p.offsets.push_back(0);
   p.batch = seq.x.size(0);
+  p.kernels = context.kernels;
   std::vector<torch::Tensor> rows;
   int64_t offset = 0;
   for (const auto& s : seq.segments) {
-    auto idx = TokenIndex::from_mask(s.mask);
+    auto idx = TokenIndex::from_mask(s.mask, context);
     rows.push_back(idx.gather(seq.x.narrow(1, offset, s.mask.size(1))));
     offset += s.mask.size(1);
     p.segments.push_back(s);
@@ -242,6 +244,7 @@ bool one_filled_segment(const PackedSequence& seq) {
 TokenLayout static_layout(const PackedSequence& seq, const torch::Tensor& row_valid) {
   TokenLayout t;
   t.batch = seq.batch;
+  t.kernels = seq.kernels;
   const auto options = torch::dtype(torch::kLong).device(seq.x.device());
   std::vector<torch::Tensor> valid;
   auto tokens = torch::zeros({seq.batch}, options);
@@ -286,6 +289,7 @@ TokenLayout TokenLayout::of(const PackedSequence& seq) {
   if (const auto row_valid = seq.row_valid(); row_valid.defined()) return static_layout(seq, row_valid);
   TokenLayout t;
   t.batch = seq.batch;
+  t.kernels = seq.kernels;
   const auto device = seq.x.defined() ? seq.x.device() : torch::Device(torch::kCPU);
   auto count = torch::zeros({seq.batch}, torch::dtype(torch::kLong).device(device));
   std::vector<torch::Tensor> positions;
@@ -334,19 +338,22 @@ class GatherRows : public torch::autograd::Function<GatherRows> {
 
 // index_select's gradient as a segment sum over rows grouped by their source. The
 // groups travel as a plain argument: autograd takes every tensor argument for an
-// input, and an undefined `order` has no device to record.
+// input, and an undefined `order` has no device to record. Their kernel choice is
+// saved with them: the backward runs later, on autograd's threads.
 class GatherGroupedRows : public torch::autograd::Function<GatherGroupedRows> {
  public:
   static torch::Tensor forward(torch::autograd::AutogradContext* ctx, const torch::Tensor& x,
                                const torch::Tensor& index, const RowGroups& groups) {
     ctx->saved_data["counts"] = groups.counts;
     if (groups.order.defined()) ctx->saved_data["order"] = groups.order;
+    ctx->saved_data["segment_sum_kernel"] = groups.segment_sum_kernel;
     return x.index_select(0, index);
   }
   static torch::autograd::variable_list backward(torch::autograd::AutogradContext* ctx,
                                                  torch::autograd::variable_list grads) {
     const auto order = ctx->saved_data.count("order") ? ctx->saved_data["order"].toTensor() : torch::Tensor();
-    auto sum = segment_sum_rows(grads[0], ctx->saved_data["counts"].toTensor(), order);
+    auto sum = segment_sum_rows(grads[0], ctx->saved_data["counts"].toTensor(), order,
+                                ctx->saved_data["segment_sum_kernel"].toBool());
     return {sum, torch::Tensor(), torch::Tensor()};  // one per argument
   }
 };

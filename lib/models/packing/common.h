@@ -8,6 +8,8 @@
 #include <string>
 #include <vector>
 
+#include "models/packing/forward_context.h"
+
 namespace salt::models {
 
 // input name -> label name -> tensor ([B] or [B, L]); same layout as salt::Batch::labels.
@@ -54,10 +56,11 @@ struct TokenIndex {
   // first; the padding rows after them are padded slots (flat and jet hold them).
   torch::Tensor row_valid;
 
-  // pad_mask: bool [B, L], true = padded. With the mask's host twin (host_twins.h),
-  // no read of the device: the count comes from the host copy. Under StaticRows,
-  // the valid slots then padded ones up to the count's bucket capacity.
-  static TokenIndex from_mask(const torch::Tensor& pad_mask);
+  // pad_mask: bool [B, L], true = padded. With the mask's host twin among
+  // context.twins (host_twins.h), no read of the device: the count comes from the
+  // host copy. With context.static_rows, the valid slots then padded ones up to the
+  // count's bucket capacity (noted there).
+  static TokenIndex from_mask(const torch::Tensor& pad_mask, const ForwardContext& context = {});
   // Every slot of [batch, length] valid.
   static TokenIndex all_valid(int64_t batch, int64_t length, const torch::Device& device);
   int64_t size() const { return flat.size(0); }
@@ -77,11 +80,15 @@ struct PackedSequence {
   std::vector<TokenIndex> index;   // per segment
   std::vector<int64_t> offsets;    // per segment: first row in x; back() = N (size segments + 1)
   int64_t batch = 0;
+  // The kernels the forward pass chose (ForwardContext::kernels), for the layouts
+  // of these rows (TokenLayout::of) and the attention on them.
+  ForwardKernels kernels;
 
   // Appends a segment: its mask and its packed rows (rows.size(0) valid tokens).
   void append(const std::string& name, const torch::Tensor& mask, const TokenIndex& idx, const torch::Tensor& rows);
   void pop_back();
-  static PackedSequence pack(const Sequence& seq);
+  // Each segment by TokenIndex::from_mask(mask, context); kernels: the context's.
+  static PackedSequence pack(const Sequence& seq, const ForwardContext& context = {});
   // Padded layout again, zeros at padded slots.
   Sequence unpack() const;
   int64_t find(const std::string& name) const;  // segment index or -1
@@ -110,6 +117,8 @@ struct TokenLayout {
   // rows. Those sit in pad_mask's places (Lc = every segment's slots) and after
   // starts[B] in `order`, so attention and pooling never read them.
   torch::Tensor row_valid;
+  // The sequence's kernels (PackedSequence::kernels): which one attention takes.
+  ForwardKernels kernels;
 
   static TokenLayout of(const PackedSequence& seq);
   // This layout for the rows permuted into `order` (row i is packed row order[i]):
@@ -152,6 +161,9 @@ torch::Tensor gather_rows(const torch::Tensor& x, const torch::Tensor& index);
 struct RowGroups {
   torch::Tensor counts;  // [R] int64
   torch::Tensor order;   // [E] int64, or undefined
+  // The backward's sums on a card through salt-cpp's kernel (segment_sum.h;
+  // ForwardKernels::segment_sum_kernel), else LibTorch's operators.
+  bool segment_sum_kernel = false;
 };
 // x.index_select(0, index), whose backward is a segment sum in float32 (any dtype).
 // The edge gathers of a vertexing task (a million edges onto ~60k tracks at GN2's

@@ -5,8 +5,9 @@
 // of from the device, where each read makes the CPU wait for the GPU (host_read.h).
 //
 // The step that copies the batch records each pair (training/step/batch_device.h) and
-// installs them for its forward pass with HostTwinsScope; the model asks host_twin()
-// and reads the device, as before, for tensors it built itself (no twin).
+// passes them to its forward pass in the ForwardContext (forward_context.h); the
+// model asks host_twin() and reads the device, as before, for tensors it built
+// itself (no twin) and where the context holds no twins.
 #pragma once
 #include <torch/torch.h>
 
@@ -26,19 +27,7 @@ class HostTwins {
   std::unordered_map<const c10::TensorImpl*, torch::Tensor> twins_;
 };
 
-// Makes `twins` the ones host_twin() consults on this thread until destroyed.
-class HostTwinsScope {
- public:
-  explicit HostTwinsScope(const HostTwins* twins);
-  ~HostTwinsScope();
-  HostTwinsScope(const HostTwinsScope&) = delete;
-  HostTwinsScope& operator=(const HostTwinsScope&) = delete;
-
- private:
-  const HostTwins* previous_;
-};
-
-// The host copy of t in the current scope, else undefined.
-torch::Tensor host_twin(const torch::Tensor& t);
+// The host copy of t among `twins` (may be null: none), else undefined.
+torch::Tensor host_twin(const HostTwins* twins, const torch::Tensor& t);
 
 }  // namespace salt

@@ -1,11 +1,12 @@
 // Static rows: packed rows padded to a bucketed capacity, the shapes a CUDA graph
 // can replay. Packing (common.h) gives every batch its own row count (its valid
 // tracks) and pair count (its vertexing edges), so no two steps run the same
-// shapes. While a StaticRows guard lives on a thread, TokenIndex::from_mask and the
-// vertexing edges round those counts up to bucket_capacity() and fill the rest
-// with padding rows: padded slots of the same batch, read as zeros, whose outputs
-// never reach a loss. Every shape and every scalar argument then depends on the
-// bucket alone, never on the batch's exact counts (the device counts them).
+// shapes. A forward pass whose ForwardContext (forward_context.h) holds a StaticRows
+// has TokenIndex::from_mask and the vertexing edges round those counts up to
+// bucket_capacity() and fill the rest with padding rows: padded slots of the same
+// batch, read as zeros, whose outputs never reach a loss. Every shape and every
+// scalar argument then depends on the bucket alone, never on the batch's exact
+// counts (the device counts them).
 #pragma once
 #include <cstdint>
 #include <vector>
@@ -17,31 +18,24 @@ namespace salt::models {
 // ~60k tracks of a batch of 4000 round up in steps of 2048.
 int64_t bucket_capacity(int64_t n);
 
-// Whether this thread packs rows to bucket capacities.
-bool static_rows_enabled();
-
 // The rows to make for a [batch, length] pad mask with `valid` valid slots, and the
 // vertexing edges for its `pairs` ordered pairs of valid slots of one jet: the
 // count's bucket capacity, at most every slot (every pair of slots).
 int64_t row_capacity(int64_t valid, int64_t batch, int64_t length);
 int64_t edge_capacity(int64_t pairs, int64_t batch, int64_t length);
-// `capacity`, noted in the innermost StaticRows guard (the model notes each it takes).
-int64_t note_capacity(int64_t capacity);
-
-// Packs to bucket capacities on this thread while it lives (nests).
+// The record of one forward pass under static rows: the capacities it took.
 class StaticRows {
  public:
-  StaticRows();
-  ~StaticRows();
-  StaticRows(const StaticRows&) = delete;
-  StaticRows& operator=(const StaticRows&) = delete;
-  // Every capacity noted under this guard, in order: two steps of one bucket must
-  // take the same (training/step/step_graphs.h checks it).
+  // `capacity`, noted (the model notes each it takes).
+  int64_t note(int64_t capacity) {
+    capacities_.push_back(capacity);
+    return capacity;
+  }
+  // Every capacity noted, in order: two steps of one bucket must take the same
+  // (training/step/step_graphs.h checks it).
   const std::vector<int64_t>& capacities() const { return capacities_; }
 
  private:
-  friend int64_t note_capacity(int64_t);
-  StaticRows* previous_;
   std::vector<int64_t> capacities_;
 };
 

@@ -60,26 +60,29 @@ torch::Tensor ClassificationTaskImpl::prepare_labels(const torch::Tensor& raw, c
   return labels.masked_fill(ignored, -1);
 }
 
-torch::Tensor ClassificationTaskImpl::host_labels(const torch::Tensor& raw, const torch::Tensor& pad_mask) const {
-  const auto host_raw = host_twin(raw), host_mask = host_twin(pad_mask);
+torch::Tensor ClassificationTaskImpl::host_labels(const torch::Tensor& raw, const torch::Tensor& pad_mask,
+                                                  const HostTwins* twins) const {
+  const auto host_raw = host_twin(twins, raw), host_mask = host_twin(twins, pad_mask);
   if (!host_raw.defined() || (pad_mask.defined() && !host_mask.defined())) return {};
   return prepare_labels(host_raw, host_mask);
 }
 
 TaskOutput ClassificationTaskImpl::forward(const torch::Tensor& x, const torch::Tensor& pad_mask,
-                                           const torch::Tensor& context, const Labels* labels) {
+                                           const torch::Tensor& context, const Labels* labels,
+                                           const ForwardContext& forward_context) {
   TaskOutput out;
   out.preds = net->forward(x, context);
   if (!labels) return out;
   const auto& raw = label(*labels, options_cls_.label());
   auto y = prepare_labels(raw, pad_mask);
-  out.loss = compute_loss(out.preds, y, sample_weights(*labels), y.numel(), host_labels(raw, pad_mask));
+  out.loss = compute_loss(out.preds, y, sample_weights(*labels), y.numel(),
+                          host_labels(raw, pad_mask, forward_context.twins));
   return out;
 }
 
 TaskOutput ClassificationTaskImpl::forward_packed(const torch::Tensor& rows, const TokenIndex& idx,
                                                   const torch::Tensor& pad_mask, const torch::Tensor& context,
-                                                  const Labels* labels) {
+                                                  const Labels* labels, const ForwardContext& forward_context) {
   // The head runs on the valid tokens only; padded slots of preds are 0.
   auto preds = net->forward_gathered(rows, context, idx.jet);
   TaskOutput out;
@@ -90,7 +93,8 @@ TaskOutput ClassificationTaskImpl::forward_packed(const torch::Tensor& rows, con
     auto w = sample_weights(*labels);
     if (w.defined()) w = w.reshape({-1}).index_select(0, idx.flat);
     // Padded slots are -1 in the host copy: it holds the same valid labels as the rows.
-    out.loss = compute_loss(preds, y.reshape({-1}).index_select(0, idx.flat), w, y.numel(), host_labels(raw, pad_mask));
+    out.loss = compute_loss(preds, y.reshape({-1}).index_select(0, idx.flat), w, y.numel(),
+                            host_labels(raw, pad_mask, forward_context.twins));
   }
   return out;
 }
@@ -150,8 +154,9 @@ bool ClassificationTaskImpl::check_labels(const torch::Tensor& checked, bool on_
   return flags[1].item<bool>();
 }
 
-bool ClassificationTaskImpl::labels_replayable(const Labels& labels, const torch::Tensor& pad_mask) const {
-  const auto host = host_labels(label(labels, options_cls_.label()), pad_mask);
+bool ClassificationTaskImpl::labels_replayable(const Labels& labels, const torch::Tensor& pad_mask,
+                                               const HostTwins& twins) const {
+  const auto host = host_labels(label(labels, options_cls_.label()), pad_mask, &twins);
   return !host.defined() || check_labels(host, true);
 }
 

@@ -25,9 +25,10 @@ class ClassificationTaskImpl : public TaskImpl {
   // class weights don't match the number of classes.
   ClassificationTaskImpl(const TaskOptions& task, const ClassificationOptions& options);
   TaskOutput forward(const torch::Tensor& x, const torch::Tensor& pad_mask, const torch::Tensor& context,
-                     const Labels* labels) override;
+                     const Labels* labels, const ForwardContext& forward_context) override;
   TaskOutput forward_packed(const torch::Tensor& rows, const TokenIndex& idx, const torch::Tensor& pad_mask,
-                            const torch::Tensor& context, const Labels* labels) override;
+                            const torch::Tensor& context, const Labels* labels,
+                            const ForwardContext& forward_context) override;
   PredictionColumns predict(const torch::Tensor& preds, const torch::Tensor& pad_mask, const Labels* labels,
                             const std::string& model_name) const override;
   // The label, then the sample weight if any.
@@ -35,15 +36,15 @@ class ClassificationTaskImpl : public TaskImpl {
   std::vector<std::string> label_names() const override;
   // A label outside [0, classes) throws; false when no label is valid (forward's
   // loss is then 0 by another path).
-  bool labels_replayable(const Labels& labels, const torch::Tensor& pad_mask) const override;
+  bool labels_replayable(const Labels& labels, const torch::Tensor& pad_mask, const HostTwins& twins) const override;
   const std::vector<std::string>& class_names() const { return options_cls_.class_names(); }
   // Labels as the loss sees them: remapped, -1 where ignored (padded, label -2).
   torch::Tensor prepare_labels(const torch::Tensor& raw, const torch::Tensor& pad_mask) const;
 
  private:
-  // prepare_labels on the host copies of raw and pad_mask (host_twins.h); undefined
-  // when either has none.
-  torch::Tensor host_labels(const torch::Tensor& raw, const torch::Tensor& pad_mask) const;
+  // prepare_labels on the host copies of raw and pad_mask among `twins`
+  // (host_twins.h; may be null); undefined when either has none.
+  torch::Tensor host_labels(const torch::Tensor& raw, const torch::Tensor& pad_mask, const HostTwins* twins) const;
   // Weighted loss of preds [N, C] (or [B, L, C]) against prepared labels [N] ([B, L]).
   // w: sample weights shaped like y (undefined: none); entries: the count salt's
   // mean divides the weighted loss by (all B or B x L entries, ignored ones too).

@@ -72,7 +72,7 @@ torch::Tensor RegressionTaskImpl::scaled_targets(const Labels& labels) const {
 }
 
 TaskOutput RegressionTaskImpl::forward(const torch::Tensor& x, const torch::Tensor& pad_mask,
-                                       const torch::Tensor& context, const Labels* labels) {
+                                       const torch::Tensor& context, const Labels* labels, const ForwardContext&) {
   TaskOutput out;
   out.preds = net->forward(x, context);
   if (!labels) return out;

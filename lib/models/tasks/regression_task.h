@@ -25,7 +25,7 @@ class RegressionTaskImpl : public TaskImpl {
  public:
   RegressionTaskImpl(const TaskOptions& task, const RegressionOptions& options);
   TaskOutput forward(const torch::Tensor& x, const torch::Tensor& pad_mask, const torch::Tensor& context,
-                     const Labels* labels) override;
+                     const Labels* labels, const ForwardContext& forward_context) override;
   // RegressionTask: "<model>_<target>" (or custom_output_names).
   // GaussianRegressionTask: "<task>_<target>" then "<task>_<target>_stddev", as
   // salt's prediction writer names them.

@@ -13,11 +13,12 @@ TaskImpl::TaskImpl(const std::string& type, const TaskOptions& options) : torch:
   loss = register_module("loss", Loss(options.loss()));
 }
 
-bool TaskImpl::labels_replayable(const Labels&, const torch::Tensor&) const { return true; }
+bool TaskImpl::labels_replayable(const Labels&, const torch::Tensor&, const HostTwins&) const { return true; }
 
 TaskOutput TaskImpl::forward_packed(const torch::Tensor& rows, const TokenIndex& idx, const torch::Tensor& pad_mask,
-                                    const torch::Tensor& context, const Labels* labels) {
-  return forward(idx.scatter(rows), pad_mask, context, labels);
+                                    const torch::Tensor& context, const Labels* labels,
+                                    const ForwardContext& forward_context) {
+  return forward(idx.scatter(rows), pad_mask, context, labels, forward_context);
 }
 
 void finish_task_base(TaskBaseConfig& c, const BuildContext& ctx, bool pairwise) {

@@ -72,15 +72,17 @@ class TaskImpl : public torch::nn::Module {
 
   // x: [B, D] at jet level (pad_mask, context undefined), or [B, L, D] with
   // pad_mask bool [B, L] (true = padded) and context [B, C] for constituents.
-  // labels == nullptr: inference, no loss.
+  // labels == nullptr: inference, no loss. forward_context: the model's forward
+  // pass's (forward_context.h): the labels' host copies, static rows, kernels.
   virtual TaskOutput forward(const torch::Tensor& x, const torch::Tensor& pad_mask, const torch::Tensor& context,
-                             const Labels* labels) = 0;
+                             const Labels* labels, const ForwardContext& forward_context) = 0;
   // A constituent task on packed tokens: rows [N, D] are the valid slots `idx` of
   // the padded [B, L] input (pad_mask), context [B, C]. Same preds and loss as
   // forward() (per-constituent preds are [B, L, ...] with 0 at padded slots). The
   // default scatters rows back to [B, L, D] and calls forward().
   virtual TaskOutput forward_packed(const torch::Tensor& rows, const TokenIndex& idx, const torch::Tensor& pad_mask,
-                                    const torch::Tensor& context, const Labels* labels);
+                                    const torch::Tensor& context, const Labels* labels,
+                                    const ForwardContext& forward_context);
   // salt's run_inference + output naming. labels are only needed by regression
   // tasks scaled by target_denominators. model_name prefixes most columns.
   virtual PredictionColumns predict(const torch::Tensor& preds, const torch::Tensor& pad_mask, const Labels* labels,
@@ -93,9 +95,9 @@ class TaskImpl : public torch::nn::Module {
   // Before a CUDA graph replays a step captured on another batch (whose host-side
   // checks and branches then do not run): throws, as forward would, for a label
   // forward refuses, and says whether forward would take the path it takes for
-  // an ordinary batch. Reads the labels' host copies (host_twins.h). The default:
-  // nothing to check.
-  virtual bool labels_replayable(const Labels& labels, const torch::Tensor& pad_mask) const;
+  // an ordinary batch. Reads the labels' host copies among `twins` (host_twins.h).
+  // The default: nothing to check.
+  virtual bool labels_replayable(const Labels& labels, const torch::Tensor& pad_mask, const HostTwins& twins) const;
 
   const std::string& name() const { return options_.name(); }
   const std::string& input_name() const { return options_.input_name(); }

@@ -47,18 +47,19 @@ std::string VertexingTaskImpl::origin_label() const {
 }
 
 TaskOutput VertexingTaskImpl::forward(const torch::Tensor& x, const torch::Tensor& pad_mask,
-                                      const torch::Tensor& context, const Labels* labels) {
+                                      const torch::Tensor& context, const Labels* labels,
+                                      const ForwardContext& forward_context) {
   if (x.dim() != 3) throw UsageError("task '" + name() + "': VertexingTask needs constituent inputs, not '" + input_name() + "'");
   auto mask = pad_mask.defined() ? pad_mask : torch::zeros({x.size(0), x.size(1)}, torch::dtype(torch::kBool).device(x.device()));
-  auto idx = TokenIndex::from_mask(mask);
-  return forward_packed(idx.gather(x), idx, pad_mask, context, labels);
+  auto idx = TokenIndex::from_mask(mask, forward_context);
+  return forward_packed(idx.gather(x), idx, pad_mask, context, labels, forward_context);
 }
 
 TaskOutput VertexingTaskImpl::forward_packed(const torch::Tensor& rows, const TokenIndex& idx,
                                              const torch::Tensor& pad_mask, const torch::Tensor& context,
-                                             const Labels* labels) {
+                                             const Labels* labels, const ForwardContext& forward_context) {
   auto adjacency = edge_adjacency(pad_mask, idx.batch, idx.length);
-  const auto edges = edges_of(adjacency, idx, pair_count(pad_mask, idx));
+  const auto edges = edges_of(adjacency, idx, pair_count(pad_mask, idx), forward_context);
   TaskOutput out;
   out.preds = edge_logits(rows, idx, context, edges);
   if (labels)
@@ -69,7 +70,7 @@ TaskOutput VertexingTaskImpl::forward_packed(const torch::Tensor& rows, const To
 }
 
 VertexingTaskImpl::Edges VertexingTaskImpl::edges_of(const torch::Tensor& adjacency, const TokenIndex& idx,
-                                                     int64_t count) {
+                                                     int64_t count, const ForwardContext& context) {
   const int64_t n = idx.length;
   // Ascending flat indices walk (jet, i, j) in row-major order, the order salt's
   // boolean indexing gives.
@@ -78,7 +79,9 @@ VertexingTaskImpl::Edges VertexingTaskImpl::edges_of(const torch::Tensor& adjace
   const bool padded = idx.row_valid.defined();  // static rows: padding edges too
   if (padded) {
     const int64_t real = count >= 0 ? count : host_read<int64_t>(adjacent.sum());
-    edges.pairs = true_entries_first(adjacent).narrow(0, 0, note_capacity(edge_capacity(real, idx.batch, n)));
+    const int64_t capacity = edge_capacity(real, idx.batch, n);
+    if (context.static_rows) context.static_rows->note(capacity);
+    edges.pairs = true_entries_first(adjacent).narrow(0, 0, capacity);
     edges.valid = adjacent.index_select(0, edges.pairs);
   } else {
     edges.pairs = count >= 0 ? nonzero_counted(adjacent, count) : adjacent.nonzero().reshape({-1});
@@ -97,12 +100,13 @@ VertexingTaskImpl::Edges VertexingTaskImpl::edges_of(const torch::Tensor& adjace
   // Packed rows run in (jet, slot) order (TokenIndex::from_mask), so row_i does not
   // decrease; each track sends and receives as many edges as its adjacency row holds.
   auto counts = adjacency.sum(-1).reshape({-1}).index_select(0, flat);
-  edges.senders = {counts, torch::Tensor()};
+  const bool kernel = context.kernels.segment_sum_kernel;
+  edges.senders = {counts, torch::Tensor(), kernel};
   // The adjacency is symmetric: the edges (jet, j, i), in the order of their (jet, i, j),
   // list every edge receiver by receiver.
   auto position = torch::full({idx.batch * n * n}, no_row, flat.options())
                       .index_copy_(0, edges.pairs, torch::arange(edges.pairs.size(0), flat.options()));
-  edges.receivers = {counts, position.index_select(0, slot_j * n + i)};
+  edges.receivers = {counts, position.index_select(0, slot_j * n + i), kernel};
   return edges;
 }
 

@@ -15,14 +15,15 @@ class VertexingTaskImpl : public TaskImpl {
   VertexingTaskImpl(const TaskOptions& task, std::string label);
   // preds: edge logits [E, 1].
   TaskOutput forward(const torch::Tensor& x, const torch::Tensor& pad_mask, const torch::Tensor& context,
-                     const Labels* labels) override;
+                     const Labels* labels, const ForwardContext& forward_context) override;
   // The edges are built from the packed valid tokens; the edge net's first Linear
   // is split as W_ctx ctx + W_i x_i + W_j x_j: the three products are computed once
   // per jet / token and gathered per edge, never materialising cat([ctx, x_i, x_j])
   // for every edge (identical up to float rounding). With dropout before the first
   // Linear the concatenation is built as in salt.
   TaskOutput forward_packed(const torch::Tensor& rows, const TokenIndex& idx, const torch::Tensor& pad_mask,
-                            const torch::Tensor& context, const Labels* labels) override;
+                            const torch::Tensor& context, const Labels* labels,
+                            const ForwardContext& forward_context) override;
   // One int64 column "VertexIndex" [B, L, 1]: per constituent the index (among
   // the jet's valid constituents) of the first member of its predicted vertex;
   // padded slots -1.
@@ -50,8 +51,10 @@ class VertexingTaskImpl : public TaskImpl {
   };
   // count: the adjacency's true entries when the host knows them (no read of the
   // device for the edges' number), else -1. With static rows in idx, the edges are
-  // padded to count's bucket capacity.
-  static Edges edges_of(const torch::Tensor& adjacency, const TokenIndex& idx, int64_t count = -1);
+  // padded to count's bucket capacity (noted in context.static_rows, where given).
+  // The groups' segment sums take context.kernels' choice.
+  static Edges edges_of(const torch::Tensor& adjacency, const TokenIndex& idx, int64_t count = -1,
+                        const ForwardContext& context = {});
 
  private:
   // logits: edge logits [E, 1]; valid: Edges::valid (padding edges add nothing), or undefined.

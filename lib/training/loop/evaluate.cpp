@@ -154,7 +154,8 @@ std::map<std::string, double> validate_checkpoint(const config::ResolvedConfig& 
   data::Loader loader(reader, data::SamplerOptions::evaluation(reader->num_rows(), D.batch_size), loader_options);
   const int64_t batches = setup.run.trainer.limit_val.apply(loader.batches_per_epoch());
   auto means = validation_pass(setup.model, loader, 0, batches, device,
-                               autocast_for(setup.run.trainer.precision, device), {}, true, {}, transfer_from(switches))
+                               autocast_for(setup.run.trainer.precision, device), {}, true, {}, transfer_from(switches),
+                               forward_kernels(switches))
                    .means("val");
   print_metrics(means);
   return means;
@@ -195,6 +196,7 @@ EvaluateResult evaluate(const config::ResolvedConfig& resolved, const StepOption
   const auto device = select_device(T);
   const auto autocast = autocast_for(T.precision, device);
   const auto transfer = transfer_from(switches);
+  const auto kernels = forward_kernels(switches);
   setup.model->to(device);
   setup.model->eval();
 
@@ -223,7 +225,7 @@ EvaluateResult evaluate(const config::ResolvedConfig& resolved, const StepOption
     if (int sig = stop_signal()) throw StopRequested{sig};
     auto batch = loader.next();
     if (!batch) break;
-    const auto [on_device, out] = evaluation_step(*setup.model, *batch, device, autocast, losses, transfer);
+    const auto [on_device, out] = evaluation_step(*setup.model, *batch, device, autocast, losses, transfer, kernels);
     progress.update(b, batch->size, [&losses] {  // read only when the bar is drawn (a GPU's loss waits for it)
       const auto means = losses.means("test");
       return means.count("test/loss") ? means.at("test/loss") : NAN;

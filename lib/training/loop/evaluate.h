@@ -24,7 +24,7 @@ struct EvaluateResult {
   std::vector<std::filesystem::path> plots;  // rejection curves next to `output`, loss curves in the run
 };
 
-// `switches`: the command's StepOptions (the batches' transfer).
+// `switches`: the command's StepOptions (the batches' transfer, the model's kernels).
 EvaluateResult evaluate(const config::ResolvedConfig& resolved, const StepOptions& switches = {});
 
 // `salt validate`: the validation losses of a checkpoint on data.val_file

@@ -20,8 +20,6 @@
 #include "dist/session.h"
 #include "models/kernels/attention_kernels.h"
 #include "models/kernels/cpu_bf16.h"
-#include "models/kernels/segment_sum.h"
-#include "models/kernels/short_attention.h"
 #include "models/summary.h"
 #include "training/step/batch_device.h"
 #include "training/callback_registry.h"
@@ -60,10 +58,10 @@ FitStart::FitStart(const config::ResolvedConfig& resolved, const FitHooks& hooks
                    const std::optional<StepOptions>& options)
     : setup_(prepare_run(resolved, Stage::kFit)), hooks_(hooks), T(setup_.run.trainer), D(setup_.run.data) {
   dev_run_ = T.fast_dev_run > 0;
-  // The switches, read once (a mistyped one refused here, not at the first step)
-  // and set where the model's kernels read them.
+  // The switches, read once (a mistyped one refused here, not at the first step);
+  // CPU bf16 set for the process, the others passed down (fit_step_options).
   options_ = options ? *options : read_step_options();
-  apply_step_options(options_);
+  apply_process_options(options_);
 }
 
 FitStart::~FitStart() = default;

@@ -7,8 +7,9 @@
 #include "core/torch_compat.h"
 #include "data/batch.h"
 #include "models/kernels/cpu_bf16.h"
-#include "training/step/batch_device.h"
+#include "models/packing/forward_context.h"
 #include "models/salt_wrapper.h"
+#include "training/step/batch_device.h"
 
 namespace salt::training {
 
@@ -30,24 +31,28 @@ inline Autocast autocast_for(config::Precision precision, const torch::Device& d
 }
 
 // Uses batch.labels when with_labels and the batch has any; the forward pass runs
-// under `autocast` (on the batch's device).
+// under `autocast` (on the batch's device), with `context` (static rows, the
+// kernels' choices: models/packing/forward_context.h).
 inline models::ModelOutput forward_batch(models::SaltWrapperImpl& model, const Batch& batch, bool with_labels,
-                                         const Autocast& autocast, const torch::Device& device) {
+                                         const Autocast& autocast, const torch::Device& device,
+                                         const models::ForwardContext& context = {}) {
   std::optional<compat::AutocastGuard> guard;
   if (autocast.enabled) {
     if (device.is_cpu() && autocast.dtype == torch::kBFloat16) models::use_cpu_bf16_matmul();
     guard.emplace(device.type(), autocast.dtype);
   }
   const bool use = with_labels && !batch.labels.empty();
-  return model.forward(batch.inputs, batch.pad_masks, use ? &batch.labels : nullptr);
+  return model.forward(batch.inputs, batch.pad_masks, use ? &batch.labels : nullptr, context);
 }
 
 // The same for a batch copied to the device: the model reads the host copies of
-// its masks and labels where it needs their values (no wait for the device).
+// its masks and labels where it needs their values (no wait for the device): the
+// context's twins are the batch's.
 inline models::ModelOutput forward_batch(models::SaltWrapperImpl& model, const DeviceBatch& batch, bool with_labels,
-                                         const Autocast& autocast, const torch::Device& device) {
-  HostTwinsScope twins(&batch.twins);
-  return forward_batch(model, static_cast<const Batch&>(batch), with_labels, autocast, device);
+                                         const Autocast& autocast, const torch::Device& device,
+                                         models::ForwardContext context = {}) {
+  context.twins = &batch.twins;
+  return forward_batch(model, static_cast<const Batch&>(batch), with_labels, autocast, device, context);
 }
 
 }  // namespace salt::training

@@ -14,7 +14,6 @@
 #endif
 
 #include "models/layers/transformer.h"
-#include "models/packing/host_twins.h"
 #include "models/packing/static_rows.h"
 #include "models/salt_model.h"
 
@@ -61,12 +60,12 @@ std::string bucket_key(const DeviceBatch& batch) {
 }
 
 bool labels_replayable(const models::SaltWrapperImpl& model, const DeviceBatch& batch) {
-  HostTwinsScope twins(&batch.twins);
   for (const auto& task : model.model->task_list()) {
     const auto labels = batch.labels.find(task->input_name());
     if (labels == batch.labels.end()) continue;  // forward says what is missing
     const auto mask = batch.pad_masks.find(task->input_name());
-    if (!task->labels_replayable(batch.labels, mask == batch.pad_masks.end() ? torch::Tensor() : mask->second))
+    if (!task->labels_replayable(batch.labels, mask == batch.pad_masks.end() ? torch::Tensor() : mask->second,
+                                 batch.twins))
       return false;
   }
   return true;
@@ -171,7 +170,7 @@ struct StepGraphs::Impl {
     try {
       models::StaticRows on;
       SyncsThrow no_syncs;
-      auto out = step(batch);
+      auto out = step(batch, &on);
       bucket.capacities = on.capacities();
       for (const auto& p : parameters) bucket.has_grad.push_back(p.grad().defined());
       return out;
@@ -182,7 +181,7 @@ struct StepGraphs::Impl {
       for (auto& p : parameters) p.mutable_grad() = torch::Tensor();  // the partial step's
       spdlog::warn("CUDA graphs off: the training step waits for the card, which a graph cannot: {}",
                    e.what_without_backtrace());
-      return step(batch);
+      return step(batch, nullptr);
     }
   }
 
@@ -204,7 +203,7 @@ struct StepGraphs::Impl {
     graph->capture_begin(pool, cudaStreamCaptureModeThreadLocal);
     try {
       at::_foreach_zero_(grads);
-      const auto out = step(bucket.inputs);
+      const auto out = step(bucket.inputs, &on);
       bucket.loss = out.loss;
       bucket.losses = out.losses;
       graph->capture_end();
@@ -246,11 +245,11 @@ StepGraphs::StepGraphs(const models::SaltWrapperImpl& model, const torch::Device
 
 models::ModelOutput StepGraphs::run(const DeviceBatch& batch, const Step& step) {
   auto& d = *impl_;
-  if (d.given_up || !labels_replayable(d.model, batch)) return step(batch);
+  if (d.given_up || !labels_replayable(d.model, batch)) return step(batch, nullptr);
   const auto key = bucket_key(batch);
   auto it = d.buckets.find(key);
   if (it == d.buckets.end()) {
-    if (static_cast<int64_t>(d.buckets.size()) >= d.max_graphs) return step(batch);  // the rare ones run eagerly
+    if (static_cast<int64_t>(d.buckets.size()) >= d.max_graphs) return step(batch, nullptr);  // the rare ones run eagerly
     it = d.buckets.emplace(key, Impl::Bucket{}).first;
   }
   auto& bucket = it->second;
@@ -267,7 +266,7 @@ struct StepGraphs::Impl {
 
 StepGraphs::StepGraphs(const models::SaltWrapperImpl&, const torch::Device&, int64_t) : impl_(std::make_unique<Impl>()) {}
 
-models::ModelOutput StepGraphs::run(const DeviceBatch& batch, const Step& step) { return step(batch); }
+models::ModelOutput StepGraphs::run(const DeviceBatch& batch, const Step& step) { return step(batch, nullptr); }
 
 #endif
 

@@ -48,8 +48,9 @@ bool labels_replayable(const models::SaltWrapperImpl& model, const DeviceBatch& 
 
 class StepGraphs {
  public:
-  // Forward and backward of one batch, eagerly (what the graph captures).
-  using Step = std::function<models::ModelOutput(const DeviceBatch&)>;
+  // Forward and backward of one batch, eagerly (what the graph captures), under
+  // static rows noted in the given StaticRows (null: plain packing).
+  using Step = std::function<models::ModelOutput(const DeviceBatch&, models::StaticRows*)>;
 
   // `model`'s parameters get their gradients from the graphs. The training thread
   // computes on a stream of the graphs' own while this lives (a graph is not

@@ -7,8 +7,6 @@
 #include "core/cpu_budget.h"
 #include "core/env_switch.h"
 #include "models/kernels/cpu_bf16.h"
-#include "models/kernels/segment_sum.h"
-#include "models/kernels/short_attention.h"
 #include "training/step/batch_device.h"
 #include "training/step/threads.h"
 
@@ -54,11 +52,9 @@ StepOptions parse_step_options(const EnvLookup& env, int cores, bool cpu_emulate
   // million jets ran its epoch in 6.35 s as graphs against 10.88 s eager (docs/gpu.md).
   o.cuda_graphs =
       switch_from(env, "SALT_CUDA_GRAPHS", o.cuda_graphs.value, "eager steps", "CUDA graphs for the training steps");
-  // On unless 0: the H200 at 8f92c71 ran the gpu tests (the kernel follows its CPU
-  // blocks and the math kernel's gradients) and cut the step's card time by 31 %.
+  // The kernels' defaults and why: models::ForwardKernels (models/packing/forward_context.h).
   o.short_attention = switch_from(env, "SALT_SHORT_ATTENTION", o.short_attention.value, "flash attention",
                                   "salt-cpp's kernel for short jets");
-  // Off unless 1: on an H200 its gpu test passed but the step ran no faster (models/kernels/segment_sum.h).
   o.segment_sum_kernel = switch_from(env, "SALT_SEGMENT_SUM_KERNEL", o.segment_sum_kernel.value,
                                      "LibTorch's operators", "salt-cpp's kernel");
   o.cpu_bf16 = cpu_bf16_from(env, cpu_emulates_bf16);
@@ -74,9 +70,14 @@ StepOptions read_step_options() {
   return parse_step_options(process_env, affinity_cores(), models::cpu_bf16_emulated_by_default());
 }
 
-void apply_step_options(const StepOptions& options) {
-  models::set_short_attention(options.short_attention.value);
-  models::set_segment_sum_kernel(options.segment_sum_kernel.value);
+models::ForwardKernels forward_kernels(const StepOptions& options) {
+  models::ForwardKernels kernels;
+  kernels.short_attention = options.short_attention.value;
+  kernels.segment_sum_kernel = options.segment_sum_kernel.value;
+  return kernels;
+}
+
+void apply_process_options(const StepOptions& options) {
   models::set_cpu_bf16_emulated(options.cpu_bf16.value == CpuBf16Mode::kEmulated);
 }
 

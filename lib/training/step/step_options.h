@@ -23,6 +23,8 @@
 #include <functional>
 #include <string>
 
+#include "models/packing/forward_context.h"
+
 namespace salt::training {
 
 enum class OptionSource { kDefault, kEnvironment };
@@ -38,13 +40,15 @@ struct StepOption {
 
 enum class CpuBf16Mode { kNative, kEmulated };
 
-// Each switch's default is its initialiser here (parse_step_options starts from them).
+// Each switch's default is its initialiser here (parse_step_options starts from them);
+// the kernels' come from models::ForwardKernels' own (forward_context.h), which every
+// forward pass outside a fit takes.
 struct StepOptions {
   StepOption<bool> host_twins{true};
   StepOption<bool> copy_stream{true};
   StepOption<bool> cuda_graphs{true};
-  StepOption<bool> short_attention{true};
-  StepOption<bool> segment_sum_kernel{false};
+  StepOption<bool> short_attention{models::ForwardKernels{}.short_attention};
+  StepOption<bool> segment_sum_kernel{models::ForwardKernels{}.segment_sum_kernel};
   StepOption<CpuBf16Mode> cpu_bf16{CpuBf16Mode::kNative};  // default: what the CPU runs fast
   StepOption<int> steps_ahead{0};
   StepOption<int> threads{0};  // from the environment: the count asked for; 0: choose_threads decides
@@ -64,13 +68,15 @@ StepOptions parse_step_options(const EnvLookup& env, int cores, bool cpu_emulate
 // started without options (benches, in-process tests).
 StepOptions read_step_options();
 
-// Sets what the model's kernels read (short attention, segment sum, CPU bf16) from
-// `options`: process-wide accessors, since a model module has no handle on its fit
-// (CPU bf16 replaces LibTorch's own kernels for the whole process). The batches'
-// transfer (host twins, copy stream) is passed down instead: batch_device.h's
-// transfer_from, through TrainStep, validation and `salt test`. fit() calls it when it is built; run_command
-// before test, validate and predict.
-void apply_step_options(const StepOptions& options);
+// The kernels' choices (short attention, segment sum) for the model's forward passes
+// (models::ForwardContext::kernels), passed down through TrainStep, validation and
+// `salt test` as the batches' transfer is (batch_device.h's transfer_from).
+models::ForwardKernels forward_kernels(const StepOptions& options);
+
+// Sets the one switch that stays process-wide: CPU bf16, which replaces LibTorch's
+// own bf16 kernels for the whole process (models/kernels/cpu_bf16.h). fit() calls it
+// when it is built; run_command before test, validate and predict.
+void apply_process_options(const StepOptions& options);
 
 // metadata.yaml's `step_options`: each switch's {value, source}, `threads` as the
 // count LibTorch computes with.

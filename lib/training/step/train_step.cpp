@@ -27,7 +27,8 @@ TrainStepOptions fit_step_options(const config::TrainerConfig& trainer, const to
       .cuda_graphs(switches.cuda_graphs.value)
       .cuda_graphs_asked(switches.cuda_graphs.source == OptionSource::kEnvironment)
       .deterministic(trainer.deterministic)
-      .transfer(transfer_from(switches));
+      .transfer(transfer_from(switches))
+      .kernels(forward_kernels(switches));
 }
 
 struct TrainStep::Meters {
@@ -44,21 +45,27 @@ TrainStep::TrainStep(models::SaltWrapperImpl& model, TrainStepOptions options)
 
 TrainStep::~TrainStep() = default;
 
-models::ModelOutput TrainStep::forward_backward(const DeviceBatch& batch, Accumulation accumulation) {
-  if (!graphs_ || accumulation.batches != 1) return eager_forward_backward(batch, accumulation, true);
+models::ModelOutput TrainStep::forward_backward(const DeviceBatch& batch, Accumulation accumulation,
+                                                models::StaticRows* static_rows) {
+  if (!graphs_ || accumulation.batches != 1) return eager_forward_backward(batch, accumulation, true, static_rows);
   phase("graph");
-  return graphs_->run(batch, [&](const DeviceBatch& b) { return eager_forward_backward(b, accumulation, false); });
+  return graphs_->run(batch, [&](const DeviceBatch& b, models::StaticRows* rows) {
+    return eager_forward_backward(b, accumulation, false, rows);
+  });
 }
 
 // With gradient accumulation the loss is divided by the batches per step, and the
 // ranks' gradients are reduced only at the step's last batch.
 models::ModelOutput TrainStep::eager_forward_backward(const DeviceBatch& batch, Accumulation accumulation,
-                                                      bool observed) {
+                                                      bool observed, models::StaticRows* static_rows) {
   models::ModelOutput out;
   {
     if (observed) phase("forward");
     const SimpleProfiler::Scope timed(options_.profiler(), "[Strategy].training_step");
-    out = forward_batch(model_, batch, true, options_.autocast(), options_.device());
+    models::ForwardContext context;
+    context.static_rows = static_rows;
+    context.kernels = options_.kernels();
+    out = forward_batch(model_, batch, true, options_.autocast(), options_.device(), context);
   }
   if (options_.grad_sync()) options_.grad_sync()->begin_backward(accumulation.last);
   auto loss = out.loss / static_cast<double>(accumulation.batches);

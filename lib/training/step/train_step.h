@@ -59,12 +59,14 @@ struct TrainStepOptions {
   TORCH_ARG(bool, deterministic) = false;
   // How batches cross to the device (host twins, copy stream): to_device.
   TORCH_ARG(TransferOptions, transfer);
+  // The model's kernels' choices (short attention, segment sum) for its forward passes.
+  TORCH_ARG(models::ForwardKernels, kernels);
 };
 
 // The step `salt fit` runs for trainer config `trainer` on `device`: its precision's
 // autocast (autocast_for), loss scaling for float16, its gradient clipping,
 // SALT_MAX_STEPS_AHEAD's limit and SALT_CUDA_GRAPHS.
-// `switches`: the run's StepOptions (graphs, steps ahead).
+// `switches`: the run's StepOptions (graphs, steps ahead, transfer, kernels).
 TrainStepOptions fit_step_options(const config::TrainerConfig& trainer, const torch::Device& device,
                                   const StepOptions& switches);
 
@@ -84,8 +86,11 @@ class TrainStep {
 
   // The forward pass (under autocast) and the backward pass of one batch; the loss
   // is divided by accumulation.batches. A replay of a CUDA graph (start_graphs)
-  // when there is one and a step is one batch.
-  models::ModelOutput forward_backward(const DeviceBatch& batch, Accumulation accumulation = {});
+  // when there is one and a step is one batch. `static_rows`: an eager step under
+  // static rows, its capacities noted there (what a graph replays; bench_model
+  // times it); graphs make their own.
+  models::ModelOutput forward_backward(const DeviceBatch& batch, Accumulation accumulation = {},
+                                       models::StaticRows* static_rows = nullptr);
   // A loader's batch on the step's device, as its options.transfer say.
   DeviceBatch to_device(Batch batch) const { return batch_to_device(std::move(batch), options_.device(), options_.transfer()); }
   // Unscale (16-mixed), clip, step, zero the gradients: the end of every optimizer
@@ -122,8 +127,10 @@ class TrainStep {
   const TrainStepOptions& options() const { return options_; }
 
  private:
-  // `observed`: told to the phase observer (not inside a graph's capture).
-  models::ModelOutput eager_forward_backward(const DeviceBatch& batch, Accumulation accumulation, bool observed);
+  // `observed`: told to the phase observer (not inside a graph's capture);
+  // `static_rows` as forward_backward's.
+  models::ModelOutput eager_forward_backward(const DeviceBatch& batch, Accumulation accumulation, bool observed,
+                                             models::StaticRows* static_rows);
   void clip_gradients();
   void phase(const char* name) const {
     if (at_phase_) at_phase_(name);

@@ -45,17 +45,21 @@ std::map<std::string, double> LossTotals::means(const std::string& stage) {
 }
 
 EvaluatedBatch evaluation_step(models::SaltWrapperImpl& model, Batch batch, const torch::Device& device,
-                               const Autocast& autocast, LossTotals& totals, const TransferOptions& transfer) {
+                               const Autocast& autocast, LossTotals& totals, const TransferOptions& transfer,
+                               const models::ForwardKernels& kernels) {
   torch::NoGradGuard no_grad;
   EvaluatedBatch evaluated{batch_to_device(std::move(batch), device, transfer), {}};
-  evaluated.out = forward_batch(model, evaluated.batch, /*with_labels=*/true, autocast, device);
+  models::ForwardContext context;
+  context.kernels = kernels;
+  evaluated.out = forward_batch(model, evaluated.batch, /*with_labels=*/true, autocast, device, context);
   totals.add(evaluated.out, evaluated.batch.size);
   return evaluated;
 }
 
 LossTotals validation_pass(models::SaltWrapper& model, data::Loader& loader, int64_t epoch, int64_t batches,
                            const torch::Device& device, const Autocast& autocast, const BatchDone& on_batch, bool check_stop,
-                           const DataWait& on_wait, const TransferOptions& transfer) {
+                           const DataWait& on_wait, const TransferOptions& transfer,
+                           const models::ForwardKernels& kernels) {
   model->eval();
   torch::NoGradGuard no_grad;
   loader.start_epoch(epoch);
@@ -67,7 +71,8 @@ LossTotals validation_pass(models::SaltWrapper& model, data::Loader& loader, int
     auto batch = loader.next();
     if (on_wait) on_wait(std::chrono::duration<double>(std::chrono::steady_clock::now() - asked).count());
     if (!batch) break;
-    const auto [on_device, out] = evaluation_step(*model, std::move(*batch), device, autocast, totals, transfer);
+    const auto [on_device, out] =
+        evaluation_step(*model, std::move(*batch), device, autocast, totals, transfer, kernels);
     if (on_batch) on_batch(b, out, on_device);
   }
   loader.stop();

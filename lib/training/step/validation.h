@@ -42,21 +42,26 @@ struct LossTotals {
 // One evaluation batch, as validation and `salt test` take it (salt's shared_step):
 // the batch copied to the device and the forward pass at the run's autocast, without
 // gradients, given the batch's labels; where the batch has labels, its losses go into
-// `totals` (what validation logs as val/..., `salt test` prints as test/...).
+// `totals` (what validation logs as val/..., `salt test` prints as test/...). The
+// batch crosses as `transfer` says, and the model's kernels are `kernels` (the run's
+// StepOptions: transfer_from, forward_kernels).
 struct EvaluatedBatch {
   DeviceBatch batch;
   models::ModelOutput out;  // the predictions; loss and losses defined where the batch has labels
 };
 EvaluatedBatch evaluation_step(models::SaltWrapperImpl& model, Batch batch, const torch::Device& device,
-                               const Autocast& autocast, LossTotals& totals, const TransferOptions& transfer = {});
+                               const Autocast& autocast, LossTotals& totals, const TransferOptions& transfer = {},
+                               const models::ForwardKernels& kernels = {});
 
 // Told the seconds each batch was waited for (the loader falling behind).
 using DataWait = std::function<void(double seconds)>;
 
 // Runs `batches` batches of `loader`'s epoch `epoch` through `model` (no gradients).
-// Polls for Ctrl-C between batches when `check_stop` is set.
+// Polls for Ctrl-C between batches when `check_stop` is set. `transfer`, `kernels`:
+// evaluation_step's.
 LossTotals validation_pass(models::SaltWrapper& model, data::Loader& loader, int64_t epoch, int64_t batches,
                            const torch::Device& device, const Autocast& autocast, const BatchDone& on_batch, bool check_stop,
-                           const DataWait& on_wait = {}, const TransferOptions& transfer = {});
+                           const DataWait& on_wait = {}, const TransferOptions& transfer = {},
+                           const models::ForwardKernels& kernels = {});
 
 }  // namespace salt::training

@@ -99,7 +99,8 @@ void TunerTrials::validation(const callbacks::TrialSpec& spec) {
       data::SamplerOptions::evaluation(val_reader_->num_rows(), spec.batch_size).set_shard(rank_, world_);
   data::Loader loader(val_reader_, sampler, loader_);
   const int64_t batches = std::min(spec.val_batches, loader.batches_per_epoch());
-  validation_pass(setup_.model, loader, 0, batches, step_.device(), step_.autocast(), {}, false, {}, step_.transfer());
+  validation_pass(setup_.model, loader, 0, batches, step_.device(), step_.autocast(), {}, false, {}, step_.transfer(),
+                  step_.kernels());
 }
 
 }  // namespace salt::training

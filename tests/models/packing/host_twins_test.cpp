@@ -1,8 +1,8 @@
-// With the batch's host copies known (models/packing/host_twins.h), the model computes the
-// same outputs, loss and gradients as without, and reads no device value: the token
-// counts come from the host masks, the label checks from the host labels. Here the
-// "device" tensors are CPU clones, so that each twin is a different tensor, as after
-// a copy to a GPU.
+// With the batch's host copies given to its forward pass (models/packing/host_twins.h,
+// ForwardContext::twins), the model computes the same outputs, loss and gradients as
+// without, and reads no device value: the token counts come from the host masks, the
+// label checks from the host labels. Here the "device" tensors are CPU clones, so
+// that each twin is a different tensor, as after a copy to a GPU.
 #include <gtest/gtest.h>
 
 #include "core/errors.h"
@@ -48,11 +48,11 @@ struct Pass {
   int64_t reads = 0;
 };
 
-Pass run(SaltWrapper& model, const ToyBatch& batch) {
+Pass run(SaltWrapper& model, const ToyBatch& batch, const ForwardContext& context = {}) {
   Pass p;
   model->zero_grad();
   const auto before = salt::host_reads();
-  p.out = model->forward(batch.inputs, batch.pad_masks, &batch.labels);
+  p.out = model->forward(batch.inputs, batch.pad_masks, &batch.labels, context);
   p.reads = salt::host_reads() - before;
   p.out.loss.backward();
   for (const auto& kv : model->named_parameters())
@@ -74,24 +74,16 @@ TEST(HostTwins, NonzeroByPartitionEqualsNonzero) {
     }
 }
 
-TEST(HostTwins, FoundForTheRegisteredTensorOnlyAndInScopeOnly) {
-  salt::HostTwins twins;
+TEST(HostTwins, FoundForTheRegisteredTensorOnlyAndAmongTheGivenTwinsOnly) {
+  salt::HostTwins twins, others;
   const auto host = torch::ones({2, 3}, torch::kBool), device = host.clone();
   twins.add(device, host);
-  EXPECT_FALSE(salt::host_twin(device).defined());  // no scope yet
-  {
-    salt::HostTwinsScope scope(&twins);
-    EXPECT_TRUE(salt::host_twin(device).is_same(host));
-    EXPECT_FALSE(salt::host_twin(device.view({3, 2})).defined());  // a view is another tensor
-    EXPECT_FALSE(salt::host_twin(host).defined());
-    EXPECT_FALSE(salt::host_twin(torch::Tensor()).defined());
-    {
-      salt::HostTwinsScope none(nullptr);
-      EXPECT_FALSE(salt::host_twin(device).defined());
-    }
-    EXPECT_TRUE(salt::host_twin(device).is_same(host));  // the outer scope again
-  }
-  EXPECT_FALSE(salt::host_twin(device).defined());
+  EXPECT_TRUE(salt::host_twin(&twins, device).is_same(host));
+  EXPECT_FALSE(salt::host_twin(&twins, device.view({3, 2})).defined());  // a view is another tensor
+  EXPECT_FALSE(salt::host_twin(&twins, host).defined());
+  EXPECT_FALSE(salt::host_twin(&twins, torch::Tensor()).defined());
+  EXPECT_FALSE(salt::host_twin(nullptr, device).defined());  // no twins given: the device is read
+  EXPECT_FALSE(salt::host_twin(&others, device).defined());
 }
 
 TEST(HostTwins, TokenIndexFromTheHostMaskEqualsTheDevicesAndKnowsTheMost) {
@@ -101,8 +93,9 @@ TEST(HostTwins, TokenIndexFromTheHostMaskEqualsTheDevicesAndKnowsTheMost) {
   const auto& mask = dev.pad_masks.at("tracks");
   const auto plain = TokenIndex::from_mask(mask);
   EXPECT_EQ(plain.most, -1);
-  salt::HostTwinsScope scope(&twins);
-  const auto known = TokenIndex::from_mask(mask);
+  ForwardContext context;
+  context.twins = &twins;
+  const auto known = TokenIndex::from_mask(mask, context);
   EXPECT_TRUE(torch::equal(known.flat, plain.flat));
   EXPECT_TRUE(torch::equal(known.jet, plain.jet));
   EXPECT_EQ(known.most, 7);  // the full jet
@@ -122,12 +115,11 @@ TEST(HostTwins, Gn2WithTwinsEqualsWithoutAndReadsNoDeviceValue) {
 
     const auto plain = run(model, dev);
     EXPECT_GT(plain.reads, 0) << tag << ": without twins the model reads the device (the check has teeth)";
-    Pass known;
-    {
-      salt::HostTwinsScope scope(&twins);
-      known = run(model, dev);
-    }
+    ForwardContext context;
+    context.twins = &twins;
+    const auto known = run(model, dev, context);
     EXPECT_EQ(known.reads, 0) << tag;
+    EXPECT_GT(run(model, dev).reads, 0) << tag << ": the twins went with that pass only";
     EXPECT_TRUE(torch::equal(known.out.loss, plain.out.loss)) << tag;
     for (const auto& [input, preds] : plain.out.preds)
       for (const auto& [task, p] : preds) EXPECT_TRUE(torch::equal(known.out.preds.at(input).at(task), p)) << tag << " " << task;
@@ -142,16 +134,19 @@ TEST(HostTwins, AnOutOfRangeLabelIsRefusedFromTheHostCopyAsFromTheDevice) {
   batch.labels["jets"]["flavour_label"][3] = 9;  // 4 classes
   salt::HostTwins twins;
   const auto dev = on_device(batch, twins);
-  auto message = [&] {
+  auto message = [&](const ForwardContext& context) {
     try {
-      model->forward(dev.inputs, dev.pad_masks, &dev.labels);
+      model->forward(dev.inputs, dev.pad_masks, &dev.labels, context);
     } catch (const salt::InputError& e) {
       return std::string(e.what());
     }
     return std::string("no error");
   };
-  const auto plain = message();
+  const auto plain = message({});
   EXPECT_NE(plain.find("has value 9 outside [0, 4)"), std::string::npos) << plain;
-  salt::HostTwinsScope scope(&twins);
-  EXPECT_EQ(message(), plain);
+  ForwardContext context;
+  context.twins = &twins;
+  const auto reads = salt::host_reads();
+  EXPECT_EQ(message(context), plain);
+  EXPECT_EQ(salt::host_reads(), reads) << "the label was refused from its host copy";
 }

@@ -38,8 +38,8 @@ Reference padded_reference(SaltWrapper& wrapper, const ToyBatch& t) {
 
   Reference ref;
   const auto& tasks = m->task_list();
-  auto jets = tasks[0]->forward(pooled, {}, {}, &t.labels);
-  auto origin = tasks[1]->forward(trk, mask, pooled, &t.labels);  // padded Dense with attach_context
+  auto jets = tasks[0]->forward(pooled, {}, {}, &t.labels, {});
+  auto origin = tasks[1]->forward(trk, mask, pooled, &t.labels, {});  // padded Dense with attach_context
   auto* vtx = dynamic_cast<VertexingTaskImpl*>(tasks[2].get());
   auto adjacency = edge_adjacency(mask, b, l);
   auto e = adjacency.nonzero();

@@ -1,11 +1,11 @@
-// Static rows (models/packing/static_rows.h): packed rows and vertexing edges padded to a
-// bucket's capacity give GN2 the same outputs, loss and gradients as plain packing,
-// and two batches of one bucket dispatch the very same operators with the same
-// shapes and arguments, which is what a CUDA graph needs to replay a step.
+// Static rows (models/packing/static_rows.h), asked for by a forward pass's
+// ForwardContext: packed rows and vertexing edges padded to a bucket's capacity give
+// GN2 the same outputs, loss and gradients as plain packing, and two batches of one
+// bucket dispatch the very same operators with the same shapes and arguments, which
+// is what a CUDA graph needs to replay a step.
 #include <gtest/gtest.h>
 
 #include <limits>
-#include <optional>
 
 #include "models/layers/attention.h"
 #include "models/model_test_helpers.h"
@@ -24,10 +24,12 @@ struct Step {
   std::map<std::string, torch::Tensor> grads;
 };
 
-Step train_step(SaltWrapper& model, const ToyBatch& t) {
+Step train_step(SaltWrapper& model, const ToyBatch& t, StaticRows* static_rows = nullptr) {
   model->zero_grad();
   Step s;
-  s.out = model->forward(t.inputs, t.pad_masks, &t.labels);
+  ForwardContext context;
+  context.static_rows = static_rows;
+  s.out = model->forward(t.inputs, t.pad_masks, &t.labels, context);
   s.out.loss.backward();
   for (const auto& p : model->named_parameters())
     s.grads[p.key()] = p.value().grad().defined() ? p.value().grad().clone() : torch::zeros_like(p.value());
@@ -52,17 +54,12 @@ TEST(StaticRows, BucketCapacityWastesAtMostASixteenth) {
   }
 }
 
-TEST(StaticRows, GuardNestsAndRestores) {
-  EXPECT_FALSE(static_rows_enabled());
-  {
-    StaticRows outer;
-    {
-      StaticRows inner;
-      EXPECT_TRUE(static_rows_enabled());
-    }
-    EXPECT_TRUE(static_rows_enabled());
-  }
-  EXPECT_FALSE(static_rows_enabled());
+TEST(StaticRows, NotesEachCapacityInOrder) {
+  StaticRows rows;
+  EXPECT_TRUE(rows.capacities().empty());
+  EXPECT_EQ(rows.note(36), 36);
+  EXPECT_EQ(rows.note(208), 208);
+  EXPECT_EQ(rows.capacities(), (std::vector<int64_t>{36, 208}));
 }
 
 TEST(StaticRows, IndexHasTheValidSlotsThenPaddedOnes) {
@@ -74,9 +71,13 @@ TEST(StaticRows, IndexHasTheValidSlotsThenPaddedOnes) {
   mask[3].narrow(0, 0, 5).fill_(false);
   const auto plain = TokenIndex::from_mask(mask);
   StaticRows on;
-  const auto idx = TokenIndex::from_mask(mask);
+  ForwardContext context;
+  context.static_rows = &on;
+  const auto idx = TokenIndex::from_mask(mask, context);
   ASSERT_EQ(plain.size(), 33);
   ASSERT_EQ(idx.size(), 34);
+  EXPECT_EQ(on.capacities(), (std::vector<int64_t>{34}));
+  EXPECT_FALSE(plain.row_valid.defined());
   EXPECT_TRUE(torch::equal(idx.flat.narrow(0, 0, 33), plain.flat));
   EXPECT_EQ(idx.flat[33].item<int64_t>(), 10);  // jet 1, slot 0: the first padded slot
   EXPECT_EQ(idx.jet[33].item<int64_t>(), 1);
@@ -108,16 +109,18 @@ TEST(StaticRows, LayoutOfTwoPaddedSegmentsKeepsEveryJetsTokens) {
   };
   const auto mask_a = valid_at(6, 33), mask_b = valid_at(5, 35);
   const auto x = torch::randn({b, 11, 12});
-  auto packed = [&] {
-    auto seq = PackedSequence::pack(Sequence{x, {{"a", mask_a}, {"b", mask_b}}});
+  auto packed = [&](const ForwardContext& context) {
+    auto seq = PackedSequence::pack(Sequence{x, {{"a", mask_a}, {"b", mask_b}}}, context);
     seq.append(kRegisters, torch::zeros({b, 2}, torch::kBool), TokenIndex::all_valid(b, 2, torch::kCPU),
                torch::full({b * 2, 12}, 0.5));
     return seq;
   };
-  const auto plain_seq = packed();
-  std::optional<StaticRows> on(std::in_place);
-  const auto static_seq = packed();
-  on.reset();
+  const auto plain_seq = packed({});
+  StaticRows on;
+  ForwardContext context;
+  context.static_rows = &on;
+  const auto static_seq = packed(context);
+  EXPECT_EQ(on.capacities(), (std::vector<int64_t>{34, 36}));
   ASSERT_TRUE(static_seq.index[0].row_valid.defined());
   ASSERT_GT(static_seq.x.size(0), plain_seq.x.size(0));  // padding rows in both segments
   const auto plain = TokenLayout::of(plain_seq), stat = TokenLayout::of(static_seq);
@@ -153,11 +156,9 @@ TEST(StaticRows, Gn2StepEqualsPlainPacking) {
     // Jet 7 has no track; 35 tracks (36 rows) and 202 edges (208).
     const auto batch = nan_padded_batch({1, 3, 1, 8, 7, 8, 7, 0}, 9, 5 + registers);
     const auto plain = train_step(model, batch);
-    Step stat;
-    {
-      StaticRows on;
-      stat = train_step(model, batch);
-    }
+    StaticRows on;
+    auto stat = train_step(model, batch, &on);
+    EXPECT_EQ(on.capacities(), (std::vector<int64_t>{36, 208})) << tag;
     ASSERT_TRUE(plain.out.loss.isfinite().item<bool>()) << tag;
     expect_close(stat.out.loss, plain.out.loss, 1e-5, tag + " loss");
     const auto pred = [](const Step& s, const char* input, const char* task) { return s.out.preds.at(input).at(task); };
@@ -187,7 +188,7 @@ TEST(StaticRows, OneBucketDispatchesTheSameOperators) {
   auto trace = [&](const ToyBatch& batch) {
     salt::testing::OpTrace t;
     StaticRows on;
-    train_step(model, batch);
+    train_step(model, batch, &on);
     return t.take();
   };
   trace(first);  // once untraced by the comparison: first-call work (lazy inits) out of the way

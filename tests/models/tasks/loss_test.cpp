@@ -40,17 +40,17 @@ TEST(Loss, CrossEntropyWithClassWeightsAndIgnoredSlots) {
   auto pad = torch::tensor({false, false, false, true}).view({1, 4});
   Labels labels;
   labels["tracks"]["lab"] = torch::tensor({0, 2, -2, 1}, torch::kLong).view({1, 4});
-  auto out = task.forward(x, pad, {}, &labels);
+  auto out = task.forward(x, pad, {}, &labels, {});
   // Weighted mean over the valid slots: (w0 * -log p0(z0) + w2 * -log p2(z1)) / (w0 + w2), times weight 0.5.
   const double expected = 0.5 * (1.0 * -log_softmax_at(z[0], 0) + 3.0 * -log_softmax_at(z[1], 2)) / (1.0 + 3.0);
   EXPECT_NEAR(out.loss.item<double>(), expected, 1e-6);
 
   // Nothing valid: 0, not NaN.
   labels["tracks"]["lab"] = torch::full({1, 4}, -2, torch::kLong);
-  EXPECT_EQ(task.forward(x, pad, {}, &labels).loss.item<float>(), 0.0f);
+  EXPECT_EQ(task.forward(x, pad, {}, &labels, {}).loss.item<float>(), 0.0f);
   // A label outside the classes names the task.
   labels["tracks"]["lab"] = torch::tensor({0, 5, 1, 1}, torch::kLong).view({1, 4});
-  EXPECT_THROW(task.forward(x, pad, {}, &labels), salt::InputError);
+  EXPECT_THROW(task.forward(x, pad, {}, &labels, {}), salt::InputError);
 }
 
 TEST(Loss, LabelMapRemapsJetLabels) {
@@ -66,7 +66,7 @@ TEST(Loss, LabelMapRemapsJetLabels) {
   Labels labels;
   labels["jets"]["HadronConeExclTruthLabelID"] = torch::tensor({5, 4}, torch::kLong);
   const double expected = -(log_softmax_at(z[0], 2) + log_softmax_at(z[1], 1)) / 2;
-  EXPECT_NEAR(task.forward(x, {}, {}, &labels).loss.item<double>(), expected, 1e-6);
+  EXPECT_NEAR(task.forward(x, {}, {}, &labels, {}).loss.item<double>(), expected, 1e-6);
 }
 
 TEST(Loss, VertexingWeightsAndNormalisation) {
@@ -123,7 +123,7 @@ TEST(Loss, VertexingWeightsAndNormalisation) {
   labels["tracks"]["ftagTruthVertexIndex"] = v;
   labels["tracks"]["ftagTruthOriginLabel"] = o;
   auto x = torch::randn({1, 6, 2});
-  auto out = task.forward(x, pad, {}, &labels);
+  auto out = task.forward(x, pad, {}, &labels, {});
   EXPECT_EQ(out.preds.size(0), num_edges);
   EXPECT_NEAR(out.loss.item<double>(), 1.5 * task.edge_loss(out.preds, v, o, adjacency).item<double>(), 1e-5);
 }
@@ -142,7 +142,7 @@ TEST(Loss, VertexingEdgeFeaturesAreContextThenPair) {
   }
   auto x = torch::tensor({1.0f, 2.0f, 3.0f, 0.0f}).view({1, 4, 1});
   auto pad = torch::tensor({false, true, false, false}).view({1, 4});  // non-prefix padding
-  auto out = task.forward(x, pad, torch::tensor({{7.0f}}), nullptr);
+  auto out = task.forward(x, pad, torch::tensor({{7.0f}}), nullptr, {});
   // Valid slots 0, 2, 3 (x = 1, 3, 0); edges (0,2) (0,3) (2,0) (2,3) (3,0) (3,2).
   auto expected = torch::tensor({710.0f + 3, 710.0f + 0, 730.0f + 1, 730.0f + 0, 700.0f + 1, 700.0f + 3}).view({6, 1});
   EXPECT_TRUE(torch::allclose(out.preds, expected));
@@ -174,7 +174,7 @@ TEST(Loss, RegressionMasksNaNTargetsAndPadding) {
   labels["jets"]["t2"] = torch::tensor({0.5f, 2.0f, NAN});
   // Valid scaled targets: (1-1)/2 = 0 vs 0.5; 0.5 vs 1.0; 2 vs 2.0; (3-1)/2 = 1 vs 0.0.
   const double expected = (std::pow(0.5 - 0.0, 2) + std::pow(1.0 - 0.5, 2) + std::pow(2.0 - 2.0, 2) + std::pow(0.0 - 1.0, 2)) / 4;
-  EXPECT_NEAR(task.forward(x, {}, {}, &labels).loss.item<double>(), expected, 1e-6);
+  EXPECT_NEAR(task.forward(x, {}, {}, &labels, {}).loss.item<double>(), expected, 1e-6);
 
   // Inference undoes the scaling.
   auto cols = task.predict(x, {}, nullptr, "GN2");
@@ -189,7 +189,7 @@ TEST(Loss, RegressionMasksNaNTargetsAndPadding) {
   auto pad = torch::tensor({false, false, true}).view({1, 3});
   Labels tl;
   tl["tracks"]["d"] = torch::tensor({0.0f, 4.0f, 100.0f}).view({1, 3});
-  EXPECT_NEAR(trk.forward(tx, pad, {}, &tl).loss.item<double>(), (1.0 + 2.0) / 2, 1e-6);
+  EXPECT_NEAR(trk.forward(tx, pad, {}, &tl, {}).loss.item<double>(), (1.0 + 2.0) / 2, 1e-6);
   EXPECT_TRUE(std::isnan(trk.predict(tx, pad, nullptr, "m").values[0][2][0].item<float>()));
 }
 
@@ -202,7 +202,7 @@ TEST(Loss, GaussianRegression) {
   labels["jets"]["pt"] = torch::tensor({2.5f});
   const double var = std::log1p(std::exp(0.3));  // softplus
   const double expected = 0.5 * (std::log(var) + std::pow(1.0 - 2.5, 2) / var);
-  EXPECT_NEAR(task.forward(x, {}, {}, &labels).loss.item<double>(), expected, 1e-6);
+  EXPECT_NEAR(task.forward(x, {}, {}, &labels, {}).loss.item<double>(), expected, 1e-6);
   auto cols = task.predict(x, {}, nullptr, "GN2");
   EXPECT_EQ(cols.names, (std::vector<std::string>{"pt_pt", "pt_pt_stddev"}));
   EXPECT_NEAR(cols.values[0][1].item<float>(), std::sqrt(var), 1e-6);

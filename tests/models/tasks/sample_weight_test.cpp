@@ -41,7 +41,7 @@ TEST(SampleWeight, ClassificationJets) {
   labels["jets"]["w"] = torch::tensor({0.5f, 3.0f, 7.0f});
   // salt: (loss * w).mean() over all 3 jets (the ignored one adds 0), times the task weight.
   const double expected = 2.0 * (0.5 * neg_log_softmax(z[0], 0) + 3.0 * neg_log_softmax(z[1], 2) + 0.0) / 3;
-  EXPECT_NEAR(task.forward(x, {}, {}, &labels).loss.item<double>(), expected, 1e-5);
+  EXPECT_NEAR(task.forward(x, {}, {}, &labels, {}).loss.item<double>(), expected, 1e-5);
 }
 
 TEST(SampleWeight, ClassificationBCEAndTracks) {
@@ -54,7 +54,7 @@ TEST(SampleWeight, ClassificationBCEAndTracks) {
   labels["jets"]["w"] = torch::tensor({2.0f, 0.25f});
   auto softplus = [](double v) { return std::log1p(std::exp(v)); };
   const double expected = (2.0 * softplus(-0.5) + 0.25 * softplus(-2.0)) / 2;
-  EXPECT_NEAR(bce.forward(x, {}, {}, &labels).loss.item<double>(), expected, 1e-5);
+  EXPECT_NEAR(bce.forward(x, {}, {}, &labels, {}).loss.item<double>(), expected, 1e-5);
 
   // Constituents: the mean runs over all B x L slots, padded ones adding 0 (salt).
   ClassificationTaskImpl trk(TaskOptions("t", "tracks", identity_dense(2), none(LossKind::CrossEntropy)).sample_weight("w"),
@@ -66,10 +66,10 @@ TEST(SampleWeight, ClassificationBCEAndTracks) {
   tl["tracks"]["lab"] = torch::tensor({1, 1, 0}, torch::kLong).view({1, 3});
   tl["tracks"]["w"] = torch::tensor({3.0f, 0.5f, 9.0f}).view({1, 3});
   const double t_expected = (3.0 * neg_log_softmax({1, 0}, 1) + 0.5 * neg_log_softmax({0, 2}, 1)) / 3;
-  EXPECT_NEAR(trk.forward(tx, pad, {}, &tl).loss.item<double>(), t_expected, 1e-5);
+  EXPECT_NEAR(trk.forward(tx, pad, {}, &tl, {}).loss.item<double>(), t_expected, 1e-5);
   // The packed path (valid tokens only) divides by the same B x L.
   auto idx = TokenIndex::from_mask(pad);
-  EXPECT_NEAR(trk.forward_packed(idx.gather(tx), idx, pad, {}, &tl).loss.item<double>(), t_expected, 1e-5);
+  EXPECT_NEAR(trk.forward_packed(idx.gather(tx), idx, pad, {}, &tl, {}).loss.item<double>(), t_expected, 1e-5);
 }
 
 TEST(SampleWeight, Regression) {
@@ -84,7 +84,7 @@ TEST(SampleWeight, Regression) {
   labels["jets"]["w"] = torch::tensor({2.0f, 0.5f});
   // salt: each jet's weight multiplies both targets' squared errors; mean over 2 x 2.
   const double expected = (2.0 * (0.25 + 1.0) + 0.5 * (1.0 + 4.0)) / 4;
-  EXPECT_NEAR(task.forward(x, {}, {}, &labels).loss.item<double>(), expected, 1e-6);
+  EXPECT_NEAR(task.forward(x, {}, {}, &labels, {}).loss.item<double>(), expected, 1e-6);
 
   // GaussianRegressionTask: the weight multiplies the per-jet NLL.
   RegressionTaskImpl g(TaskOptions("g", "jets", identity_dense(2), none(LossKind::GaussianNLL)).sample_weight("w"),
@@ -96,7 +96,7 @@ TEST(SampleWeight, Regression) {
     return 0.5 * (std::log(var) + (mean - t) * (mean - t) / var);
   };
   const double g_expected = (2.0 * nll(1.0, 0.0, 1.0) + 0.5 * nll(2.0, 1.0, 0.0)) / 2;
-  EXPECT_NEAR(g.forward(gx, {}, {}, &labels).loss.item<double>(), g_expected, 1e-5);
+  EXPECT_NEAR(g.forward(gx, {}, {}, &labels, {}).loss.item<double>(), g_expected, 1e-5);
 }
 
 TEST(SampleWeight, ConfigKey) {

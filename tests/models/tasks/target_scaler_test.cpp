@@ -48,7 +48,7 @@ TEST(TargetScaler, RegressionTaskTrainsOnScaledTargetsAndPredictsInTargetUnits) 
   labels["jets"]["deta"] = torch::tensor({2.0f, 0.5f});  // scaled: 30, 15
   const double expected =
       (std::pow(2.0 - 2.3025851, 2) + std::pow(30.0 - 30.0, 2) + std::pow(1.0 - 0.9162908, 2) + std::pow(14.0 - 15.0, 2)) / 4;
-  EXPECT_NEAR(task.forward(preds, {}, {}, &labels).loss.item<double>(), expected, 1e-5);
+  EXPECT_NEAR(task.forward(preds, {}, {}, &labels, {}).loss.item<double>(), expected, 1e-5);
   const auto cols = task.predict(preds, {}, nullptr, "m");
   // exp(2) / 5 = 1.4778112, (30 / 10) - 1 = 2, exp(1) / 5 = 0.5436564, 14 / 10 - 1 = 0.4
   expect_near(cols.values.flatten(), {1.4778112f, 2.0f, 0.5436564f, 0.4f});

@@ -7,8 +7,8 @@
 #include "core/errors.h"
 #include "models/model_test_helpers.h"
 #include "models/packing/static_rows.h"
-#include "training/step/forward_batch.h"
 #include "training/step/step_graphs.h"
+#include "training/step/train_step.h"
 
 using namespace salt;
 using namespace salt::models::testing;
@@ -42,9 +42,10 @@ TEST(StepGraphs, KeyPredictsEveryCapacityOfGn2sStep) {
     model->train();
     for (uint64_t seed : {5, 6}) {
       const auto batch = on_cpu(nan_padded_batch({1, 3, 1, 8, 7, 8, 7, 0}, 9, seed));
+      // The eager step under static rows (what a graph captures), as TrainStep runs it.
+      training::TrainStep step(*model, training::TrainStepOptions());
       models::StaticRows on;
-      const auto out = training::forward_batch(*model, batch, true, {}, torch::kCPU);
-      out.loss.backward();
+      step.forward_backward(batch, {}, &on);
       EXPECT_EQ(on.capacities(), training::bucket_capacities(batch)) << registers << " register(s)";
     }
   }

@@ -84,5 +84,21 @@ TEST(TrainStep, ToDeviceFollowsTheStepsTransferOptions) {
   EXPECT_TRUE(without.to_device(batch).twins.empty());
 }
 
+// The step's forward passes take the kernels its StepOptions chose
+// (SALT_SHORT_ATTENTION, SALT_SEGMENT_SUM_KERNEL), passed down instead of set for the
+// process; StepOptions' defaults are the forward pass's own (ForwardKernels{}).
+TEST(TrainStep, KernelsFollowTheRunsStepOptions) {
+  const models::ForwardKernels defaults;
+  const auto taken = training::fit_step_options(config::TrainerConfig{}, torch::kCPU, {}).kernels();
+  EXPECT_EQ(taken.short_attention, defaults.short_attention);
+  EXPECT_EQ(taken.segment_sum_kernel, defaults.segment_sum_kernel);
+  training::StepOptions switches;
+  switches.short_attention.value = !defaults.short_attention;
+  switches.segment_sum_kernel.value = !defaults.segment_sum_kernel;
+  const auto chosen = training::fit_step_options(config::TrainerConfig{}, torch::kCPU, switches).kernels();
+  EXPECT_EQ(chosen.short_attention, !defaults.short_attention);
+  EXPECT_EQ(chosen.segment_sum_kernel, !defaults.segment_sum_kernel);
+}
+
 }  // namespace
 }  // namespace salt::testing
