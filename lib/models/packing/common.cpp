@@ -93,7 +93,7 @@ torch::Tensor true_entries_first(const torch::Tensor& flat) {
 }
 
 namespace {
-// from_mask under StaticRows: the valid slots, then padded slots up to the valid
+// from_mask with static rows: the valid slots, then padded slots up to the valid
 // count's bucket capacity. The count comes from the host counts (or one read of the
 // device) for the capacity only; the device partitions by its own count.
 void index_static_rows(TokenIndex& t, const torch::Tensor& valid, StaticRows& static_rows) {

@@ -10,7 +10,8 @@ namespace salt::training {
 
 // A batch on the model's device, with the host tensors it was copied from: the
 // model reads its masks' token counts and its labels' range there instead of
-// waiting for the device (models/packing/host_twins.h; forward_batch installs them).
+// waiting for the device (models/packing/host_twins.h; forward_batch passes them to the
+// forward pass in its models::ForwardContext).
 struct DeviceBatch : Batch {
   HostTwins twins;
 };
