@@ -1,12 +1,14 @@
 #!/usr/bin/env bash
 # salt's GN2.yaml fit on the CPU at 32 and bf16-mixed, with the default compute
 # threads (core/cpu_budget.h) next to one thread (LibTorch 1.13's own default on
-# some machines), interleaved, ROUNDS rounds (default 2): each line one fit's
-# training jets/s, then the medians and the ratio default / one thread. Beside
-# them, in the same run, the plain-PyTorch GN2 of bench/python/gn2_reference.py
-# (salt's GN2 sizes, batch 1000, AdamW, torch's default threads; a training step
-# on batches in memory, not a fit, so the fit / step ratio also holds the loader
-# and the loop). SALT_PYTHON names the Python with torch (default /usr/bin/python3).
+# some machines) and next to the default threads with libgomp's own spin
+# (GOMP_SPINCOUNT=300000: what salt-cpp ran before core/omp_spin.h set 10000 beside
+# OpenBLAS's threads), interleaved, ROUNDS rounds (default 2): each line one fit's
+# training jets/s, then the medians and the ratios. Beside them, in the same run,
+# the plain-PyTorch GN2 of bench/python/gn2_reference.py (salt's GN2 sizes, batch
+# 1000, AdamW, torch's default threads; a training step on batches in memory, not a
+# fit, so the fit / step ratio also holds the loader and the loop). SALT_PYTHON
+# names the Python with torch (default /usr/bin/python3).
 #   bench/fit_threads.sh [SALT_BINARY] [ROUNDS]
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -16,9 +18,10 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 "$salt" toydata -o "$work/data" --num_train 4000 --num_val 1000 --num_test 10 >/dev/null 2>&1
 
-fit() {  # precision, OMP_NUM_THREADS ('' for the default) -> jets/s
-  local d threads=(-u OMP_NUM_THREADS)
-  [ -n "$2" ] && threads=("OMP_NUM_THREADS=$2")
+fit() {  # precision, OMP_NUM_THREADS ('' for the default), GOMP_SPINCOUNT ('' for salt-cpp's) -> jets/s
+  local d threads=(-u OMP_NUM_THREADS -u GOMP_SPINCOUNT -u OMP_WAIT_POLICY -u SALT_SET_GOMP_SPINCOUNT)
+  [ -n "$2" ] && threads+=("OMP_NUM_THREADS=$2")
+  [ -n "${3:-}" ] && threads+=("GOMP_SPINCOUNT=$3")
   d=$(mktemp -d -p "$work")
   env "${threads[@]}" "$salt" fit -c "$root/configs/GN2.yaml" \
     --data.train_file "$work/data/pp_output_train.h5" --data.val_file "$work/data/pp_output_val.h5" \
@@ -46,6 +49,9 @@ for r in $(seq "$rounds"); do
       echo "round $r  precision $p  threads ${t:-default}: $v jets/s"
       runs[$p.${t:-default}]+="$v "
     done
+    v=$(fit "$p" "" 300000)
+    echo "round $r  precision $p  threads default, libgomp's spin (GOMP_SPINCOUNT=300000): $v jets/s"
+    runs[$p.spin]+="$v "
     v=$(reference "$p")
     if [ "$v" = 0 ]; then echo "round $r  precision $p  PyTorch reference step: skipped (no AVX-512)"
     else echo "round $r  precision $p  PyTorch reference step: $v jets/s"; fi
@@ -55,9 +61,9 @@ done
 median() { tr ' ' '\n' | grep . | sort -n | awk '{a[NR]=$1} END {print (NR%2 ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2)}'; }
 for p in 32 bf16-mixed; do
   one=$(echo "${runs[$p.1]}" | median) def=$(echo "${runs[$p.default]}" | median)
-  torch=$(echo "${runs[$p.torch]}" | median)
-  awk -v p="$p" -v one="$one" -v def="$def" -v torch="$torch" 'BEGIN {
-    printf "%-11s one thread %6.0f  default %6.0f  default/one %.2fx", p, one, def, def / one
+  spin=$(echo "${runs[$p.spin]}" | median) torch=$(echo "${runs[$p.torch]}" | median)
+  awk -v p="$p" -v one="$one" -v def="$def" -v spin="$spin" -v torch="$torch" 'BEGIN {
+    printf "%-11s one thread %6.0f  default %6.0f  default/one %.2fx  libgomp spin %6.0f  default/spin %.2fx", p, one, def, def / one, spin, def / spin
     if (torch > 0) printf "  PyTorch step %6.0f  fit/PyTorch %.2fx\n", torch, def / torch
     else printf "  PyTorch step: not run (no AVX-512: torch bf16 is scalar here)\n"}'
 done

@@ -15,6 +15,7 @@
 #include "core/error_text.h"
 #include "core/errors.h"
 #include "core/memory.h"
+#include "core/omp_spin.h"
 #include "core/signals.h"
 
 namespace salt::cli {
@@ -62,6 +63,9 @@ std::vector<std::string> with_long_aliases(int argc, char** argv) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  // Before anything is printed or written: a computing command may start again with
+  // a short OpenMP spin (core/omp_spin.h).
+  restart_with_short_spin_if_needed(argc, argv);
   // Logs go to stderr: stdout carries results (--print_config, tables) only.
   spdlog::set_default_logger(spdlog::stderr_color_mt("salt"));
   spdlog::set_pattern("%^%l%$: %v");

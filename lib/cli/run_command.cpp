@@ -12,6 +12,7 @@
 #include "config/config_edit.h"
 #include "config/run_args.h"
 #include "core/errors.h"
+#include "core/omp_spin.h"
 #include "core/signals.h"
 #include "dist/backends.h"
 #include "dist/launch_env.h"
@@ -135,8 +136,12 @@ int run_config_command(const std::string& command, const std::vector<std::string
   // CPU bf16, for the process (fit sets it again when built); the other switches go
   // down to the step: test and validate pass them on (evaluate, validate_checkpoint).
   training::apply_process_options(options);
-  spdlog::info("computing with {} CPU thread(s): {}{}", threads.threads, threads.why,
-               threads.why == "OMP_NUM_THREADS" ? "" : " (OMP_NUM_THREADS sets another count)");
+  const bool short_spin = options.gomp_spin.source == training::OptionSource::kDefault &&
+                          options.gomp_spin.value == kShortSpinCount;
+  spdlog::info("computing with {} CPU thread(s): {}{}{}", threads.threads, threads.why,
+               threads.why == "OMP_NUM_THREADS" ? "" : " (OMP_NUM_THREADS sets another count)",
+               short_spin ? "; idle OpenMP threads sleep after GOMP_SPINCOUNT=10000 spins, beside OpenBLAS's threads"
+                          : "");
   if (command == "fit") {
     training::FitHooks hooks;
     const auto& run = resolved.run;

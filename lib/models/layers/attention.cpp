@@ -511,6 +511,17 @@ torch::Tensor AttentionImpl::attend_packed(const torch::Tensor& projected, const
     SALT_NOTE_KERNEL_ONCE("varlen (salt-cpp's kernel on packed rows, " + tensor_kind(projected) + ")");
     return varlen_attention(projected, layout.order, layout.starts, h, scale);
   }
+  // CPU bf16 (autocast): the same kernel in float32 on the bf16 rows, its output
+  // rounded to bf16, as flash attention computes on a card (scores and softmax in
+  // float32). The padded path below runs per-jet bf16 batched products instead,
+  // with casts around each where the CPU has no bf16 instructions (cpu_bf16.h).
+  if (projected.scalar_type() == torch::kBFloat16 && projected.device().is_cpu() && projected.dim() == 2 &&
+      dropout == 0.0 && !q_norm && !v_norm && !layout.row_valid.defined()) {
+    SALT_NOTE_KERNEL_ONCE("varlen in float32 on bf16 rows (salt-cpp's kernel on packed rows, " +
+                          tensor_kind(projected) + ")");
+    return varlen_attention(projected.to(torch::kFloat), layout.order, layout.starts, h, scale)
+        .to(torch::kBFloat16);
+  }
 #if SALT_CUDA && SALT_TORCH_AT_LEAST(2, 5)
   // salt's flash-varlen on a GPU: flash attention straight on the packed rows, each
   // jet's tokens a sequence of its own (no padding, no mask).

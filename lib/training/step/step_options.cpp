@@ -6,6 +6,7 @@
 
 #include "core/cpu_budget.h"
 #include "core/env_switch.h"
+#include "core/omp_spin.h"
 #include "models/kernels/cpu_bf16.h"
 #include "training/step/batch_device.h"
 #include "training/step/threads.h"
@@ -62,6 +63,8 @@ StepOptions parse_step_options(const EnvLookup& env, int cores, bool cpu_emulate
     o.steps_ahead = {static_cast<int>(*depth), OptionSource::kEnvironment};
   if (const auto threads = threads_from_env(env("OMP_NUM_THREADS"), cores))
     o.threads = {*threads, OptionSource::kEnvironment};
+  const auto spin = spin_setting([&env](const char* name) { return env(name); });
+  o.gomp_spin = {spin.value, spin.from_environment ? OptionSource::kEnvironment : OptionSource::kDefault};
   return o;
 }
 
@@ -93,6 +96,7 @@ YAML::Node step_options_yaml(const StepOptions& options) {
   node["cpu_bf16"] = entry(bf16);
   node["steps_ahead"] = entry(options.steps_ahead);
   node["threads"] = entry(StepOption<int>{torch::get_num_threads(), options.threads.source});
+  node["gomp_spin"] = entry(options.gomp_spin);
   return node;
 }
 

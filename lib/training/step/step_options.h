@@ -17,6 +17,8 @@
 //   cpu_bf16            SALT_CPU_BF16=native|emulated (the CPU's instruction set; models/kernels/cpu_bf16.h)
 //   steps_ahead         SALT_MAX_STEPS_AHEAD=0..1000 (0: no limit; steps_ahead.h)
 //   threads             OMP_NUM_THREADS=1..4 x cores (choose_threads' rule; threads.h)
+//   gomp_spin           GOMP_SPINCOUNT / OMP_WAIT_POLICY, libgomp's (core/omp_spin.h: salt-cpp sets 10000
+//                       beside OpenBLAS's own threads); recorded, not parsed: libgomp reads it
 #pragma once
 #include <yaml-cpp/yaml.h>
 
@@ -52,6 +54,7 @@ struct StepOptions {
   StepOption<CpuBf16Mode> cpu_bf16{CpuBf16Mode::kNative};  // default: what the CPU runs fast
   StepOption<int> steps_ahead{0};
   StepOption<int> threads{0};  // from the environment: the count asked for; 0: choose_threads decides
+  StepOption<std::string> gomp_spin{"libgomp's own (300000)"};
 };
 
 // A variable's value as the environment has it (null when unset).

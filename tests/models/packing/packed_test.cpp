@@ -162,6 +162,53 @@ TEST(Packed, AttentionPackedEqualsPadded) {
   }
 }
 
+// CPU bf16 autocast: the varlen kernel runs in float32 on the bf16 projections and
+// rounds its output to bf16 (as flash attention on a card), instead of bf16 scores
+// and weights on the padded layout. Reference by hand: the explicit float32
+// attention of the same bf16 rows, rounded, then out_proj under autocast.
+TEST(Packed, Bf16AttentionOnTheCpuIsTheFloatKernelOnBf16Rows) {
+  torch::manual_seed(11);
+  Attention attn(AttentionOptions(16).num_heads(2));
+  const int64_t b = 6, l = 7, d = 16, h = 2, dh = 8;
+  auto mask = torch::rand({b, l}) > 0.6;
+  auto x = torch::randn({b, l, d});
+  PackedSequence seq = PackedSequence::pack(Sequence{x, {{"tracks", mask}}});
+  auto reg_mask = torch::zeros({b, 1}, torch::kBool);
+  seq.append(kRegisters, reg_mask, TokenIndex::from_mask(reg_mask), torch::randn({b, d}));
+  const auto layout = TokenLayout::of(seq);
+  auto rows = seq.x.clone().requires_grad_(true);
+
+  torch::Tensor got, projected;
+  {
+    salt::compat::AutocastGuard autocast(torch::kCPU, torch::kBFloat16);
+    got = attn->forward_packed(rows, layout);
+    projected = torch::nn::functional::linear(rows, attn->in_proj_weight, attn->in_proj_bias);
+  }
+  ASSERT_EQ(got.scalar_type(), torch::kBFloat16);
+  ASSERT_EQ(projected.scalar_type(), torch::kBFloat16);
+  // The float32 reference on the bf16 rows, in the compact padded layout.
+  const int64_t lc = layout.length;
+  auto qkv = layout.scatter(projected.detach().to(torch::kFloat)).view({b, lc, 3, h, dh}).permute({2, 0, 3, 1, 4});
+  auto attended = attention_explicit(qkv[0], qkv[1], qkv[2], layout.pad_mask.logical_not().view({b, 1, 1, lc}), 0.0,
+                                     1.0 / std::sqrt(double(dh)));
+  auto attended_rows = layout.gather(attended.transpose(1, 2).reshape({b * lc, d})).to(torch::kBFloat16);
+  torch::Tensor want;
+  {
+    salt::compat::AutocastGuard autocast(torch::kCPU, torch::kBFloat16);
+    want = attn->out_proj->forward(attended_rows);
+  }
+  // Rounding the same float32 value gives the same bf16: only a summation order
+  // that lands on the other side of a rounding boundary may differ, by one step.
+  const auto diff = (got.to(torch::kFloat) - want.to(torch::kFloat)).abs();
+  const double same = (diff == 0).to(torch::kFloat).mean().item<double>();
+  EXPECT_GT(same, 0.97) << "share of outputs equal to the reference";
+  EXPECT_LE(diff.max().item<double>(), 0.02 * want.to(torch::kFloat).abs().max().item<double>());
+  got.to(torch::kFloat).sum().backward();
+  ASSERT_TRUE(rows.grad().defined());
+  EXPECT_TRUE(torch::isfinite(rows.grad()).all().item<bool>());
+  EXPECT_GT(rows.grad().abs().sum().item<double>(), 0.0);
+}
+
 // Tracks then registers: packed rows are segment after segment, so the encoder
 // sorts them jet by jet once (sort_rows) and back (unsort_rows). Worked by hand:
 // jet 0 has tracks in slots 0 and 2, jet 1 in slot 1, one register each.

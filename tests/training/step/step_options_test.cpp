@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "core/cpu_budget.h"
+#include "core/omp_spin.h"
 #include "core/errors.h"
 #include "training/fit_support.h"
 #include "training/step/step_options.h"
@@ -110,7 +111,8 @@ TEST(StepOptions, AMistypedValueOfEachSwitchNamesItAndWhatItTakes) {
 TEST(StepOptions, MetadataListsEachSwitchWithItsValueAndSource) {
   const auto o = parse_step_options(environment({{"SALT_CUDA_GRAPHS", "0"}, {"SALT_MAX_STEPS_AHEAD", "2"}}), 2, true);
   const auto yaml = step_options_yaml(o);
-  EXPECT_EQ(yaml.size(), 8u);
+  EXPECT_EQ(yaml.size(), 9u);
+  EXPECT_EQ(yaml["gomp_spin"]["value"].as<std::string>(), "libgomp's own (300000)");
   EXPECT_FALSE(yaml["cuda_graphs"]["value"].as<bool>());
   EXPECT_EQ(yaml["cuda_graphs"]["source"].as<std::string>(), "environment");
   EXPECT_EQ(yaml["steps_ahead"]["value"].as<int>(), 2);
@@ -155,7 +157,8 @@ TEST_F(FitTest, MetadataRecordsEveryStepSwitchWithItsSource) {
   auto fit = [&](const std::string& suffix, const std::vector<std::string>& set) {
     std::vector<std::string> argv{"env"};
     for (const char* name : {"SALT_HOST_TWINS", "SALT_COPY_STREAM", "SALT_CUDA_GRAPHS", "SALT_SHORT_ATTENTION",
-                             "SALT_SEGMENT_SUM_KERNEL", "SALT_CPU_BF16", "SALT_MAX_STEPS_AHEAD", "OMP_NUM_THREADS"})
+                             "SALT_SEGMENT_SUM_KERNEL", "SALT_CPU_BF16", "SALT_MAX_STEPS_AHEAD", "OMP_NUM_THREADS",
+                             "GOMP_SPINCOUNT", "OMP_WAIT_POLICY", salt::kShortSpinMarker})
       for (const char* a : {"-u", name}) argv.push_back(a);
     argv.insert(argv.end(), set.begin(), set.end());
     argv.push_back(salt_binary());
@@ -173,7 +176,8 @@ TEST_F(FitTest, MetadataRecordsEveryStepSwitchWithItsSource) {
   // CUDA graphs are on by default but no concern of a CPU run: not a word of them.
   EXPECT_EQ(err.find("CUDA graphs"), std::string::npos) << err;
   const std::vector<std::string> names = {"host_twins",  "copy_stream", "cuda_graphs", "short_attention",
-                                          "segment_sum_kernel", "cpu_bf16", "steps_ahead", "threads"};
+                                          "segment_sum_kernel", "cpu_bf16", "steps_ahead", "threads",
+                                          "gomp_spin"};
   EXPECT_EQ(defaults.size(), names.size());
   for (const auto& name : names) {
     ASSERT_TRUE(defaults[name].IsMap()) << name;
@@ -187,9 +191,18 @@ TEST_F(FitTest, MetadataRecordsEveryStepSwitchWithItsSource) {
   EXPECT_FALSE(defaults["segment_sum_kernel"]["value"].as<bool>());
   EXPECT_EQ(defaults["steps_ahead"]["value"].as<int>(), 0);
   EXPECT_EQ(defaults["threads"]["value"].as<int>(), salt::choose_threads(salt::this_machine()).threads);
+  // Several cores beside OpenBLAS's own threads: the fit started again with a short
+  // spin (core/omp_spin.h), before it printed anything (one start line, not two).
+  const bool restarts = salt::affinity_cores() > 1 && salt::blas_runs_own_threads();
+  EXPECT_EQ(defaults["gomp_spin"]["value"].as<std::string>(),
+            restarts ? salt::kShortSpinCount : "libgomp's own (300000)");
+  size_t starts = 0;
+  for (size_t at = err.find("computing with"); at != std::string::npos; at = err.find("computing with", at + 1))
+    ++starts;
+  EXPECT_EQ(starts, 1u) << err;
 
   const auto set = fit("set", {"SALT_CPU_BF16=emulated", "SALT_MAX_STEPS_AHEAD=2", "OMP_NUM_THREADS=1",
-                               "SALT_CUDA_GRAPHS=1"});
+                               "SALT_CUDA_GRAPHS=1", "GOMP_SPINCOUNT=500"});
   ASSERT_TRUE(set.IsMap()) << set;
   // Asked for by name, graphs that cannot run are a warning saying why.
   EXPECT_NE(err.find("warning: SALT_CUDA_GRAPHS=1 but the steps run eagerly: the run is not on a card"),
@@ -198,7 +211,8 @@ TEST_F(FitTest, MetadataRecordsEveryStepSwitchWithItsSource) {
   EXPECT_EQ(set["cpu_bf16"]["value"].as<std::string>(), "emulated");
   EXPECT_EQ(set["steps_ahead"]["value"].as<int>(), 2);
   EXPECT_EQ(set["threads"]["value"].as<int>(), 1);
-  for (const char* name : {"cpu_bf16", "steps_ahead", "threads", "cuda_graphs"})
+  EXPECT_EQ(set["gomp_spin"]["value"].as<std::string>(), "500");
+  for (const char* name : {"cpu_bf16", "steps_ahead", "threads", "cuda_graphs", "gomp_spin"})
     EXPECT_EQ(set[name]["source"].as<std::string>(), "environment") << name;
   EXPECT_EQ(set["host_twins"]["source"].as<std::string>(), "default");
 }

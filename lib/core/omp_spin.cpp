@@ -1,0 +1,56 @@
+#include "core/omp_spin.h"
+
+#include <dlfcn.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <cstring>
+
+#include "core/cpu_budget.h"
+
+namespace salt {
+
+namespace {
+
+bool set(const SpinEnvLookup& env, const char* name) {
+  const char* value = env(name);
+  return value && *value;
+}
+
+bool computes(const std::string& command) {
+  return command == "fit" || command == "test" || command == "validate" || command == "predict";
+}
+
+}  // namespace
+
+bool wants_short_spin(const std::string& command, const SpinEnvLookup& env, int cores, bool blas_own_threads) {
+  if (!computes(command) || cores < 2 || !blas_own_threads) return false;
+  if (set(env, "GOMP_SPINCOUNT") || set(env, "OMP_WAIT_POLICY") || set(env, kShortSpinMarker)) return false;
+  const char* threads = env("OMP_NUM_THREADS");
+  return !(threads && std::strcmp(threads, "1") == 0);  // a bad value is refused later, in one line
+}
+
+bool blas_runs_own_threads() {
+  using GetParallel = int (*)();
+  auto get_parallel = reinterpret_cast<GetParallel>(dlsym(RTLD_DEFAULT, "openblas_get_parallel"));
+  return get_parallel && get_parallel() == 1;
+}
+
+void restart_with_short_spin_if_needed(int argc, char** argv) {
+  if (argc < 2) return;
+  const SpinEnvLookup env = [](const char* name) -> const char* { return std::getenv(name); };
+  if (!wants_short_spin(argv[1], env, affinity_cores(), blas_runs_own_threads())) return;
+  if (setenv("GOMP_SPINCOUNT", kShortSpinCount, 1) != 0 || setenv(kShortSpinMarker, "1", 1) != 0) return;
+  execv("/proc/self/exe", argv);
+  // Not restarted: run on with libgomp's own spin, and say so nowhere but metadata.yaml.
+  unsetenv("GOMP_SPINCOUNT");
+  unsetenv(kShortSpinMarker);
+}
+
+SpinSetting spin_setting(const SpinEnvLookup& env) {
+  if (set(env, "GOMP_SPINCOUNT")) return {env("GOMP_SPINCOUNT"), !set(env, kShortSpinMarker)};
+  if (set(env, "OMP_WAIT_POLICY")) return {std::string("OMP_WAIT_POLICY=") + env("OMP_WAIT_POLICY"), true};
+  return {"libgomp's own (300000)", false};
+}
+
+}  // namespace salt
