@@ -12,6 +12,7 @@
 #include "config/config_edit.h"
 #include "config/run_args.h"
 #include "core/errors.h"
+#include "core/memory.h"
 #include "core/omp_spin.h"
 #include "core/signals.h"
 #include "dist/backends.h"
@@ -133,6 +134,7 @@ int run_config_command(const std::string& command, const std::vector<std::string
   if (auto code = launch_local_workers(command, args, resolved.run.trainer)) return *code;
   install_stop_handlers();
   const auto threads = training::configure_torch_threads(resolved.run.trainer, options.threads);
+  keep_freed_memory();
   // CPU bf16, for the process (fit sets it again when built); the other switches go
   // down to the step: test and validate pass them on (evaluate, validate_checkpoint).
   training::apply_process_options(options);

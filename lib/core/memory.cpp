@@ -1,5 +1,6 @@
 #include "core/memory.h"
 
+#include <malloc.h>
 #include <unistd.h>
 
 #include <cstdio>
@@ -22,6 +23,11 @@ double status_field_mb(const std::string& field) {
 
 double peak_rss_mb() { return status_field_mb("VmHWM"); }
 double current_rss_mb() { return status_field_mb("VmRSS"); }
+
+void keep_freed_memory() {
+  mallopt(M_MMAP_MAX, 0);                     // large blocks from the heap, reused when freed,
+  mallopt(M_TRIM_THRESHOLD, 1 << 30);         // and its top given back only past 1 GiB free
+}
 
 bool reset_peak_rss() {
   std::ofstream out("/proc/self/clear_refs");
