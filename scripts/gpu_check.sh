@@ -515,5 +515,18 @@ if step "cpu bf16" 110; then
     note "cpu fit $m: exit $?; $(grep -oE 'computing with [0-9]+ CPU thread' /tmp/cpu_fit.log | head -1);" \
       "$(grep -E 'train epoch [0-9]+:' /tmp/cpu_fit.log | sed 's/.*train epoch/epoch/; s/, peak.*//' | tr '\n' ';')"
   done
+  onednn_train=8000
+  [ "$dry" = 1 ] && onednn_train=100  # LibTorch's bf16 is scalar code on a CPU without AVX-512
+  # Lead for the native fit's loss (3.3x slower than emulated at call M while its step
+  # was even): a new oneDNN primitive for each batch's shapes (packed rows differ per
+  # batch; the bench repeats one batch). Count primitive creations against executions.
+  SALT_CPU_BF16=native ONEDNN_VERBOSE=1 "$salt" fit "${cpu[@]}" --force -n GN2_cpu -ls onednn -oc \
+    --data.train_file "$data/pp_output_train.h5" --data.val_file "$data/pp_output_val.h5" \
+    --data.norm_dict "$data/norm_dict.yaml" --data.class_dict "$data/class_dict.yaml" \
+    --data.num_train "$onednn_train" --data.num_val 1000 --data.num_workers 0 --trainer.max_epochs 1 \
+    --trainer.precision bf16-mixed >/tmp/cpu_onednn.log 2>&1
+  note "cpu fit native, oneDNN: $(grep -c 'create:cache_miss' /tmp/cpu_onednn.log) primitives created," \
+    "$(grep -c 'create:cache_hit' /tmp/cpu_onednn.log) cache hits, $(grep -c ',exec,' /tmp/cpu_onednn.log) executions;" \
+    "$(grep -E 'trained [0-9]+ jets' /tmp/cpu_onednn.log | sed 's/.*trained/trained/')"
 fi
 note "gpu_check: done in $(elapsed) s (commit $commit)"
