@@ -142,7 +142,8 @@ int run_config_command(const std::string& command, const std::vector<std::string
                           options.gomp_spin.value == kShortSpinCount;
   spdlog::info("computing with {} CPU thread(s): {}{}{}", threads.threads, threads.why,
                threads.why == "OMP_NUM_THREADS" ? "" : " (OMP_NUM_THREADS sets another count)",
-               short_spin ? "; idle OpenMP threads sleep after GOMP_SPINCOUNT=10000 spins, beside OpenBLAS's threads"
+               short_spin ? "; idle OpenMP threads sleep after GOMP_SPINCOUNT=10000 spins, beside OpenBLAS's threads "
+                            "(OPENBLAS_THREAD_TIMEOUT=" + options.openblas_thread_timeout.value + ")"
                           : "");
   if (command == "fit") {
     training::FitHooks hooks;

@@ -40,17 +40,28 @@ void restart_with_short_spin_if_needed(int argc, char** argv) {
   if (argc < 2) return;
   const SpinEnvLookup env = [](const char* name) -> const char* { return std::getenv(name); };
   if (!wants_short_spin(argv[1], env, affinity_cores(), blas_runs_own_threads())) return;
-  if (setenv("GOMP_SPINCOUNT", kShortSpinCount, 1) != 0 || setenv(kShortSpinMarker, "1", 1) != 0) return;
+  const bool blas_timeout_set = set(env, "OPENBLAS_THREAD_TIMEOUT");
+  if (setenv("GOMP_SPINCOUNT", kShortSpinCount, 1) != 0 || setenv(kShortSpinMarker, "1", 1) != 0 ||
+      (!blas_timeout_set && setenv("OPENBLAS_THREAD_TIMEOUT", kShortBlasTimeout, 1) != 0))
+    return;
   execv("/proc/self/exe", argv);
-  // Not restarted: run on with libgomp's own spin, and say so nowhere but metadata.yaml.
+  // Not restarted: run on with the libraries' own waits, as metadata.yaml then says.
   unsetenv("GOMP_SPINCOUNT");
   unsetenv(kShortSpinMarker);
+  if (!blas_timeout_set) unsetenv("OPENBLAS_THREAD_TIMEOUT");
 }
 
 SpinSetting spin_setting(const SpinEnvLookup& env) {
   if (set(env, "GOMP_SPINCOUNT")) return {env("GOMP_SPINCOUNT"), !set(env, kShortSpinMarker)};
   if (set(env, "OMP_WAIT_POLICY")) return {std::string("OMP_WAIT_POLICY=") + env("OMP_WAIT_POLICY"), true};
   return {"libgomp's own (300000)", false};
+}
+
+SpinSetting blas_timeout_setting(const SpinEnvLookup& env) {
+  if (!set(env, "OPENBLAS_THREAD_TIMEOUT")) return {"OpenBLAS's own (28)", false};
+  // salt-cpp sets it only beside its marker, and only where the user had not.
+  const bool ours = set(env, kShortSpinMarker) && std::strcmp(env("OPENBLAS_THREAD_TIMEOUT"), kShortBlasTimeout) == 0;
+  return {env("OPENBLAS_THREAD_TIMEOUT"), !ours};
 }
 
 }  // namespace salt

@@ -51,5 +51,19 @@ TEST(OmpSpin, TheSettingSaysWhoChoseIt) {
   EXPECT_FALSE(nobody.from_environment);
 }
 
+TEST(OmpSpin, OpenBlasTimeoutSaysWhoChoseIt) {
+  auto ours = blas_timeout_setting(environment({{"OPENBLAS_THREAD_TIMEOUT", kShortBlasTimeout}, {kShortSpinMarker, "1"}}));
+  EXPECT_EQ(ours.value, "4");
+  EXPECT_FALSE(ours.from_environment);
+  auto users = blas_timeout_setting(environment({{"OPENBLAS_THREAD_TIMEOUT", "20"}, {kShortSpinMarker, "1"}}));
+  EXPECT_EQ(users.value, "20");
+  EXPECT_TRUE(users.from_environment);
+  auto without_restart = blas_timeout_setting(environment({{"OPENBLAS_THREAD_TIMEOUT", "4"}}));
+  EXPECT_TRUE(without_restart.from_environment);
+  auto nobody = blas_timeout_setting(environment({}));
+  EXPECT_EQ(nobody.value, "OpenBLAS's own (28)");
+  EXPECT_FALSE(nobody.from_environment);
+}
+
 }  // namespace
 }  // namespace salt

@@ -63,8 +63,11 @@ StepOptions parse_step_options(const EnvLookup& env, int cores, bool cpu_emulate
     o.steps_ahead = {static_cast<int>(*depth), OptionSource::kEnvironment};
   if (const auto threads = threads_from_env(env("OMP_NUM_THREADS"), cores))
     o.threads = {*threads, OptionSource::kEnvironment};
-  const auto spin = spin_setting([&env](const char* name) { return env(name); });
+  const SpinEnvLookup spin_env = [&env](const char* name) { return env(name); };
+  const auto spin = spin_setting(spin_env), timeout = blas_timeout_setting(spin_env);
   o.gomp_spin = {spin.value, spin.from_environment ? OptionSource::kEnvironment : OptionSource::kDefault};
+  o.openblas_thread_timeout = {timeout.value,
+                               timeout.from_environment ? OptionSource::kEnvironment : OptionSource::kDefault};
   return o;
 }
 
@@ -97,6 +100,7 @@ YAML::Node step_options_yaml(const StepOptions& options) {
   node["steps_ahead"] = entry(options.steps_ahead);
   node["threads"] = entry(StepOption<int>{torch::get_num_threads(), options.threads.source});
   node["gomp_spin"] = entry(options.gomp_spin);
+  node["openblas_thread_timeout"] = entry(options.openblas_thread_timeout);
   return node;
 }
 

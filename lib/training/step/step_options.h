@@ -19,6 +19,7 @@
 //   threads             OMP_NUM_THREADS=1..4 x cores (choose_threads' rule; threads.h)
 //   gomp_spin           GOMP_SPINCOUNT / OMP_WAIT_POLICY, libgomp's (core/omp_spin.h: salt-cpp sets 10000
 //                       beside OpenBLAS's own threads); recorded, not parsed: libgomp reads it
+//   openblas_thread_timeout  OPENBLAS_THREAD_TIMEOUT, OpenBLAS's (salt-cpp sets 4 with the spin); recorded
 #pragma once
 #include <yaml-cpp/yaml.h>
 
@@ -55,6 +56,7 @@ struct StepOptions {
   StepOption<int> steps_ahead{0};
   StepOption<int> threads{0};  // from the environment: the count asked for; 0: choose_threads decides
   StepOption<std::string> gomp_spin{"libgomp's own (300000)"};
+  StepOption<std::string> openblas_thread_timeout{"OpenBLAS's own (28)"};
 };
 
 // A variable's value as the environment has it (null when unset).

@@ -111,7 +111,8 @@ TEST(StepOptions, AMistypedValueOfEachSwitchNamesItAndWhatItTakes) {
 TEST(StepOptions, MetadataListsEachSwitchWithItsValueAndSource) {
   const auto o = parse_step_options(environment({{"SALT_CUDA_GRAPHS", "0"}, {"SALT_MAX_STEPS_AHEAD", "2"}}), 2, true);
   const auto yaml = step_options_yaml(o);
-  EXPECT_EQ(yaml.size(), 9u);
+  EXPECT_EQ(yaml.size(), 10u);
+  EXPECT_EQ(yaml["openblas_thread_timeout"]["value"].as<std::string>(), "OpenBLAS's own (28)");
   EXPECT_EQ(yaml["gomp_spin"]["value"].as<std::string>(), "libgomp's own (300000)");
   EXPECT_FALSE(yaml["cuda_graphs"]["value"].as<bool>());
   EXPECT_EQ(yaml["cuda_graphs"]["source"].as<std::string>(), "environment");
@@ -158,7 +159,7 @@ TEST_F(FitTest, MetadataRecordsEveryStepSwitchWithItsSource) {
     std::vector<std::string> argv{"env"};
     for (const char* name : {"SALT_HOST_TWINS", "SALT_COPY_STREAM", "SALT_CUDA_GRAPHS", "SALT_SHORT_ATTENTION",
                              "SALT_SEGMENT_SUM_KERNEL", "SALT_CPU_BF16", "SALT_MAX_STEPS_AHEAD", "OMP_NUM_THREADS",
-                             "GOMP_SPINCOUNT", "OMP_WAIT_POLICY", salt::kShortSpinMarker})
+                             "GOMP_SPINCOUNT", "OMP_WAIT_POLICY", "OPENBLAS_THREAD_TIMEOUT", salt::kShortSpinMarker})
       for (const char* a : {"-u", name}) argv.push_back(a);
     argv.insert(argv.end(), set.begin(), set.end());
     argv.push_back(salt_binary());
@@ -177,7 +178,7 @@ TEST_F(FitTest, MetadataRecordsEveryStepSwitchWithItsSource) {
   EXPECT_EQ(err.find("CUDA graphs"), std::string::npos) << err;
   const std::vector<std::string> names = {"host_twins",  "copy_stream", "cuda_graphs", "short_attention",
                                           "segment_sum_kernel", "cpu_bf16", "steps_ahead", "threads",
-                                          "gomp_spin"};
+                                          "gomp_spin", "openblas_thread_timeout"};
   EXPECT_EQ(defaults.size(), names.size());
   for (const auto& name : names) {
     ASSERT_TRUE(defaults[name].IsMap()) << name;
@@ -196,6 +197,8 @@ TEST_F(FitTest, MetadataRecordsEveryStepSwitchWithItsSource) {
   const bool restarts = salt::affinity_cores() > 1 && salt::blas_runs_own_threads();
   EXPECT_EQ(defaults["gomp_spin"]["value"].as<std::string>(),
             restarts ? salt::kShortSpinCount : "libgomp's own (300000)");
+  EXPECT_EQ(defaults["openblas_thread_timeout"]["value"].as<std::string>(),
+            restarts ? salt::kShortBlasTimeout : "OpenBLAS's own (28)");
   size_t starts = 0;
   for (size_t at = err.find("computing with"); at != std::string::npos; at = err.find("computing with", at + 1))
     ++starts;
