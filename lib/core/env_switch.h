@@ -5,12 +5,17 @@
 // mistyped value is refused instead of read as one or the other. Only the values are
 // parsed here; training/step/step_options.cpp reads the variables, once.
 #pragma once
+#include <functional>
 #include <optional>
 #include <string>
 #include <utility>
 #include <vector>
 
 namespace salt {
+
+// A variable's value as the environment has it (null when unset): the process's
+// getenv, or a map in tests.
+using EnvLookup = std::function<const char*(const char* name)>;
 
 // A value a switch takes and what it means ("emulated", "bf16-rounded inputs ...").
 using EnvValue = std::pair<std::string, std::string>;

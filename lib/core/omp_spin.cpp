@@ -12,7 +12,7 @@ namespace salt {
 
 namespace {
 
-bool set(const SpinEnvLookup& env, const char* name) {
+bool set(const EnvLookup& env, const char* name) {
   const char* value = env(name);
   return value && *value;
 }
@@ -23,7 +23,7 @@ bool computes(const std::string& command) {
 
 }  // namespace
 
-bool wants_short_spin(const std::string& command, const SpinEnvLookup& env, int cores, bool blas_own_threads) {
+bool wants_short_spin(const std::string& command, const EnvLookup& env, int cores, bool blas_own_threads) {
   if (!computes(command) || cores < 2 || !blas_own_threads) return false;
   if (set(env, "GOMP_SPINCOUNT") || set(env, "OMP_WAIT_POLICY") || set(env, kShortSpinMarker)) return false;
   const char* threads = env("OMP_NUM_THREADS");
@@ -37,8 +37,8 @@ bool blas_runs_own_threads() {
 }
 
 void restart_with_short_spin_if_needed(int argc, char** argv) {
-  if (argc < 2) return;
-  const SpinEnvLookup env = [](const char* name) -> const char* { return std::getenv(name); };
+  if (argc < 2 || !computes(argv[1])) return;  // the machine is looked at only for these
+  const EnvLookup env = [](const char* name) -> const char* { return std::getenv(name); };
   if (!wants_short_spin(argv[1], env, affinity_cores(), blas_runs_own_threads())) return;
   const bool blas_timeout_set = set(env, "OPENBLAS_THREAD_TIMEOUT");
   if (setenv("GOMP_SPINCOUNT", kShortSpinCount, 1) != 0 || setenv(kShortSpinMarker, "1", 1) != 0 ||
@@ -51,13 +51,13 @@ void restart_with_short_spin_if_needed(int argc, char** argv) {
   if (!blas_timeout_set) unsetenv("OPENBLAS_THREAD_TIMEOUT");
 }
 
-SpinSetting spin_setting(const SpinEnvLookup& env) {
+SpinSetting spin_setting(const EnvLookup& env) {
   if (set(env, "GOMP_SPINCOUNT")) return {env("GOMP_SPINCOUNT"), !set(env, kShortSpinMarker)};
   if (set(env, "OMP_WAIT_POLICY")) return {std::string("OMP_WAIT_POLICY=") + env("OMP_WAIT_POLICY"), true};
   return {"libgomp's own (300000)", false};
 }
 
-SpinSetting blas_timeout_setting(const SpinEnvLookup& env) {
+SpinSetting blas_timeout_setting(const EnvLookup& env) {
   if (!set(env, "OPENBLAS_THREAD_TIMEOUT")) return {"OpenBLAS's own (28)", false};
   // salt-cpp sets it only beside its marker, and only where the user had not.
   const bool ours = set(env, kShortSpinMarker) && std::strcmp(env("OPENBLAS_THREAD_TIMEOUT"), kShortBlasTimeout) == 0;

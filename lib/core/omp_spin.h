@@ -14,8 +14,9 @@
 // and environment) plus GOMP_SPINCOUNT: once, about a second of LibTorch's start-up.
 // A user's GOMP_SPINCOUNT or OMP_WAIT_POLICY always wins. Torch-free.
 #pragma once
-#include <functional>
 #include <string>
+
+#include "core/env_switch.h"
 
 namespace salt {
 
@@ -28,13 +29,10 @@ inline constexpr const char* kShortBlasTimeout = "4";
 // Set beside it, so that the run can tell its own setting from a user's.
 inline constexpr const char* kShortSpinMarker = "SALT_SET_GOMP_SPINCOUNT";
 
-// A variable's value (null when unset); empty counts as unset.
-using SpinEnvLookup = std::function<const char*(const char* name)>;
-
 // Whether `command` should start again with GOMP_SPINCOUNT=kShortSpinCount: a
 // computing command, more than one core to compute on, OMP_NUM_THREADS not 1,
 // neither GOMP_SPINCOUNT nor OMP_WAIT_POLICY set, and a BLAS with threads of its own.
-bool wants_short_spin(const std::string& command, const SpinEnvLookup& env, int cores, bool blas_own_threads);
+bool wants_short_spin(const std::string& command, const EnvLookup& env, int cores, bool blas_own_threads);
 
 // Whether the BLAS LibTorch calls is OpenBLAS running its own pthreads
 // (openblas_get_parallel() == 1), not OpenMP's threads or none.
@@ -52,8 +50,8 @@ struct SpinSetting {
   std::string value;
   bool from_environment = false;
 };
-SpinSetting spin_setting(const SpinEnvLookup& env);
+SpinSetting spin_setting(const EnvLookup& env);
 // OPENBLAS_THREAD_TIMEOUT in effect, the same way ("OpenBLAS's own (28)" when unset).
-SpinSetting blas_timeout_setting(const SpinEnvLookup& env);
+SpinSetting blas_timeout_setting(const EnvLookup& env);
 
 }  // namespace salt

@@ -12,7 +12,7 @@
 namespace salt {
 namespace {
 
-SpinEnvLookup environment(const std::map<std::string, std::string>& vars) {
+EnvLookup environment(const std::map<std::string, std::string>& vars) {
   return [vars](const char* name) -> const char* {
     auto it = vars.find(name);
     return it == vars.end() ? nullptr : it->second.c_str();

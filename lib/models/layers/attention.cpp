@@ -506,21 +506,19 @@ torch::Tensor AttentionImpl::attend_packed(const torch::Tensor& projected, const
   const double scale = attention_scale(head_dim_, options_.mup());
   // CPU float32 without q/k/v norms: the varlen kernel straight on the packed rows.
   // Not for static rows: its buffers follow each batch's jet lengths, and static
-  // rows exist for shapes that do not.
-  if (!q_norm && !v_norm && !layout.row_valid.defined() && varlen_attention_applies(projected, dropout)) {
-    SALT_NOTE_KERNEL_ONCE("varlen (salt-cpp's kernel on packed rows, " + tensor_kind(projected) + ")");
-    return varlen_attention(projected, layout.order, layout.starts, h, scale);
-  }
-  // CPU bf16 (autocast): the same kernel in float32 on the bf16 rows, its output
-  // rounded to bf16, as flash attention computes on a card (scores and softmax in
-  // float32). The padded path below runs per-jet bf16 batched products instead,
-  // with casts around each where the CPU has no bf16 instructions (cpu_bf16.h).
-  if (projected.scalar_type() == torch::kBFloat16 && projected.device().is_cpu() && projected.dim() == 2 &&
-      dropout == 0.0 && !q_norm && !v_norm && !layout.row_valid.defined()) {
-    SALT_NOTE_KERNEL_ONCE("varlen in float32 on bf16 rows (salt-cpp's kernel on packed rows, " +
-                          tensor_kind(projected) + ")");
-    return varlen_attention(projected.to(torch::kFloat), layout.order, layout.starts, h, scale)
-        .to(torch::kBFloat16);
+  // rows exist for shapes that do not. Under CPU bf16 autocast the same kernel runs
+  // in float32 on the bf16 rows and its output is rounded to bf16, as flash attention
+  // computes on a card (scores and softmax in float32); the padded path below would
+  // run per-jet bf16 batched products, with casts around each where the CPU has no
+  // bf16 instructions (cpu_bf16.h).
+  if (!q_norm && !v_norm && !layout.row_valid.defined() && dropout == 0.0) {
+    const bool cpu_bf16 = projected.scalar_type() == torch::kBFloat16 && projected.device().is_cpu();
+    const auto rows = cpu_bf16 ? projected.to(torch::kFloat) : projected;
+    if (varlen_attention_applies(rows, dropout)) {
+      SALT_NOTE_KERNEL_ONCE("varlen (salt-cpp's kernel on packed rows, " + tensor_kind(projected) + ")");
+      const auto out = varlen_attention(rows, layout.order, layout.starts, h, scale);
+      return cpu_bf16 ? out.to(torch::kBFloat16) : out;
+    }
   }
 #if SALT_CUDA && SALT_TORCH_AT_LEAST(2, 5)
   // salt's flash-varlen on a GPU: flash attention straight on the packed rows, each

@@ -63,8 +63,7 @@ StepOptions parse_step_options(const EnvLookup& env, int cores, bool cpu_emulate
     o.steps_ahead = {static_cast<int>(*depth), OptionSource::kEnvironment};
   if (const auto threads = threads_from_env(env("OMP_NUM_THREADS"), cores))
     o.threads = {*threads, OptionSource::kEnvironment};
-  const SpinEnvLookup spin_env = [&env](const char* name) { return env(name); };
-  const auto spin = spin_setting(spin_env), timeout = blas_timeout_setting(spin_env);
+  const auto spin = spin_setting(env), timeout = blas_timeout_setting(env);
   o.gomp_spin = {spin.value, spin.from_environment ? OptionSource::kEnvironment : OptionSource::kDefault};
   o.openblas_thread_timeout = {timeout.value,
                                timeout.from_environment ? OptionSource::kEnvironment : OptionSource::kDefault};

@@ -23,9 +23,9 @@
 #pragma once
 #include <yaml-cpp/yaml.h>
 
-#include <functional>
 #include <string>
 
+#include "core/env_switch.h"
 #include "models/packing/forward_context.h"
 
 namespace salt::training {
@@ -59,8 +59,7 @@ struct StepOptions {
   StepOption<std::string> openblas_thread_timeout{"OpenBLAS's own (28)"};
 };
 
-// A variable's value as the environment has it (null when unset).
-using EnvLookup = std::function<const char*(const char* name)>;
+using salt::EnvLookup;  // core/env_switch.h
 
 // The one parser: every switch from `env`, OMP_NUM_THREADS's range from `cores`,
 // SALT_CPU_BF16's default from `cpu_emulates_bf16`. The first mistyped value is a
