@@ -14,7 +14,9 @@
 // with jets/s, the ratios and the MFU: the step's model FLOPs (counted on the valid
 // tracks: matrix products forward x 3) over the card's bf16 dense peak (--peak-tflops,
 // default 989, the H100 SXM's).
-// Usage: bench_model [--quick] [--threads N] [--iters N] [--no-python]
+// --op-census: after the timed steps, one step's operators by count, copies and own
+// time (bench/op_census.h): where the CPU step's time goes.
+// Usage: bench_model [--quick] [--threads N] [--iters N] [--no-python] [--op-census]
 //                    [--device cpu|cuda] [--precision 32|bf16-mixed] [--python PATH]
 //                    [--gpu-suite [--quick] [--batch N] [--peak-tflops T]] [--profile-steps N [--batch N]]
 // --profile-steps N: salt-cpp's GN2 step alone (salt's size, --batch, default 4000),
@@ -537,7 +539,7 @@ int main(int argc, char** argv) {
   std::setvbuf(stdout, nullptr, _IOLBF, 0);  // a crash still leaves how far it got in a log file
   int64_t iters = 2;
   int threads = 2;
-  bool quick = false, use_python = true;
+  bool quick = false, use_python = true, op_census = false;
   Setup setup;
   bool gpu_suite = false;
   int64_t profile_steps = 0;
@@ -547,6 +549,7 @@ int main(int argc, char** argv) {
     std::string a = argv[i];
     if (a == "--quick") quick = true;
     else if (a == "--no-python") use_python = false;
+    else if (a == "--op-census") op_census = true;
     else if (a == "--python" && i + 1 < argc) python = argv[++i];
     else if (a == "--device" && i + 1 < argc) {
       const std::string d = argv[++i];
@@ -565,7 +568,7 @@ int main(int argc, char** argv) {
     else if (a == "--threads" && i + 1 < argc) threads = std::atoi(argv[++i]);
     else {
       std::fprintf(stderr,
-                   "usage: bench_model [--quick] [--threads N] [--iters N] [--no-python] [--device cpu|cuda] "
+                   "usage: bench_model [--quick] [--threads N] [--iters N] [--no-python] [--op-census] [--device cpu|cuda] "
                    "[--precision 32|bf16-mixed] [--python PATH] [--gpu-suite [--quick] [--batch N] [--peak-tflops T]] "
                    "[--profile-steps N [--batch N]]\n");
       return 2;
@@ -600,9 +603,11 @@ int main(int argc, char** argv) {
   if (!no_python.empty()) std::printf("PyTorch reference skipped: %s\n", no_python.c_str());
 
   bool params_equal = true;
-  for (const auto& s : sizes) {
+  for (Size s : sizes) {
     std::printf("%s, batch %lld\n", s.name.c_str(), static_cast<long long>(s.batch));
+    s.census = op_census;
     auto cpp = run_salt_cpp(s, length, iters, setup);
+    s.census = false;
     {  // what the host twins (models/packing/host_twins.h) cost or save where no read waits
       Size off = s;
       off.host_twins = false;
