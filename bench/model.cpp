@@ -386,7 +386,8 @@ int run_profile(Setup setup, int64_t steps, int64_t batch) {
 std::pair<Result, Result> off_then_on(bool salt::models::ForwardKernels::*kernel, const Size& gn2, int64_t length,
                                       int64_t iters, const Setup& setup) {
   Size off = gn2, on = gn2;
-  off.kernels = on.kernels = salt::training::forward_kernels(salt::training::read_step_options());
+  off.kernels = on.kernels =
+      salt::training::forward_kernels(salt::training::read_step_options(), setup.bf16() && !setup.device.is_cuda());
   (*off.kernels).*kernel = false;
   (*on.kernels).*kernel = true;
   auto off_result = run_salt_cpp(off, length, iters, setup);

@@ -491,9 +491,14 @@ if step "batch size" 90; then
   grep -E "Batch size [0-9]+ (succeeded|failed)|Finished batch size finder" "$out/fit.log" | tail -6 | tee -a "$summary"
 fi
 # ---- issue 57: bf16 on this machine's CPU (AMX, AVX-512 BF16): at call L, bf16-mixed fits
-# were 2.1x slower than fp32 here. LibTorch's bf16 kernels (native) against bf16-rounded
-# inputs multiplied in float32 (emulated), the step alone and whole fits, interleaved. ----
-if step "cpu bf16" 110; then
+# were 2.1x slower than fp32 here; at call M the native fit 3.3x slower than emulated while
+# their steps (one repeated batch) were even. The lead: oneDNN builds a primitive for each
+# new shape and plain packing gives every batch new ones; bucketed rows
+# (SALT_CPU_BF16_STATIC_ROWS, default 1 with native kernels) keep them few. LibTorch's bf16
+# kernels (native, rows bucketed and not) against bf16-rounded inputs multiplied in
+# float32 (emulated), the step alone and whole fits, interleaved, and oneDNN's primitive
+# creations against executions for both native fits. ----
+if step "cpu bf16" 150; then
   cpu=(-c configs/GN2.yaml -c configs/GN2_cpu.yaml --trainer.accelerator cpu)
   cpu_train=64000 cpu_val=8000
   [ "$dry" = 1 ] && cpu_train=-1 cpu_val=-1
@@ -505,9 +510,12 @@ if step "cpu bf16" 110; then
   done
   "$build/bench/bench_model" --device cpu --no-python --precision 32 --iters 3 --quick >>"$out/bench.txt" 2>&1
   note "cpu step 32 (GN2, GN2_cpu): $(grep -E '^  jets/s: salt-cpp' "$out/bench.txt" | tail -2 | tr -s '\n ' ' ')"
-  for m in 32 native emulated; do
+  # m: 32, native with rows bucketed (1) or not (0), emulated
+  for m in 32 native_1 native_0 emulated; do
     p=bf16-mixed; [ $m = 32 ] && p=32
-    SALT_CPU_BF16=$([ $m = 32 ] && echo native || echo $m) "$salt" fit "${cpu[@]}" --force -n GN2_cpu -ls "$m" \
+    mode=${m%_*}; [ $m = 32 ] && mode=native
+    rows=${m#native_}; [ "$rows" = "$m" ] && rows=1
+    SALT_CPU_BF16=$mode SALT_CPU_BF16_STATIC_ROWS=$rows "$salt" fit "${cpu[@]}" --force -n GN2_cpu -ls "$m" \
       -oc --data.train_file "$data/pp_output_train.h5" --data.val_file "$data/pp_output_val.h5" \
       --data.norm_dict "$data/norm_dict.yaml" --data.class_dict "$data/class_dict.yaml" \
       --data.num_train $cpu_train --data.num_val $cpu_val --data.num_workers 2 --trainer.max_epochs 2 \
@@ -515,18 +523,18 @@ if step "cpu bf16" 110; then
     note "cpu fit $m: exit $?; $(grep -oE 'computing with [0-9]+ CPU thread' /tmp/cpu_fit.log | head -1);" \
       "$(grep -E 'train epoch [0-9]+:' /tmp/cpu_fit.log | sed 's/.*train epoch/epoch/; s/, peak.*//' | tr '\n' ';')"
   done
-  onednn_train=8000
-  [ "$dry" = 1 ] && onednn_train=100  # LibTorch's bf16 is scalar code on a CPU without AVX-512
-  # Lead for the native fit's loss (3.3x slower than emulated at call M while its step
-  # was even): a new oneDNN primitive for each batch's shapes (packed rows differ per
-  # batch; the bench repeats one batch). Count primitive creations against executions.
-  SALT_CPU_BF16=native ONEDNN_VERBOSE=1 "$salt" fit "${cpu[@]}" --force -n GN2_cpu -ls onednn -oc \
-    --data.train_file "$data/pp_output_train.h5" --data.val_file "$data/pp_output_val.h5" \
-    --data.norm_dict "$data/norm_dict.yaml" --data.class_dict "$data/class_dict.yaml" \
-    --data.num_train "$onednn_train" --data.num_val 1000 --data.num_workers 0 --trainer.max_epochs 1 \
-    --trainer.precision bf16-mixed >/tmp/cpu_onednn.log 2>&1
-  note "cpu fit native, oneDNN: $(grep -c 'create:cache_miss' /tmp/cpu_onednn.log) primitives created," \
-    "$(grep -c 'create:cache_hit' /tmp/cpu_onednn.log) cache hits, $(grep -c ',exec,' /tmp/cpu_onednn.log) executions;" \
-    "$(grep -E 'trained [0-9]+ jets' /tmp/cpu_onednn.log | sed 's/.*trained/trained/')"
+  onednn_train=8000 onednn_val=1000
+  [ "$dry" = 1 ] && onednn_train=-1 onednn_val=-1  # the dry run's toy data: every jet
+  for rows in 1 0; do
+    SALT_CPU_BF16=native SALT_CPU_BF16_STATIC_ROWS=$rows ONEDNN_VERBOSE=1 "$salt" fit "${cpu[@]}" --force \
+      -n GN2_cpu -ls "onednn_$rows" -oc --data.train_file "$data/pp_output_train.h5" \
+      --data.val_file "$data/pp_output_val.h5" --data.norm_dict "$data/norm_dict.yaml" \
+      --data.class_dict "$data/class_dict.yaml" --data.num_train "$onednn_train" --data.num_val "$onednn_val" \
+      --data.num_workers 0 --trainer.max_epochs 1 --trainer.precision bf16-mixed >/tmp/cpu_onednn.log 2>&1
+    note "cpu fit native, rows bucketed $rows, exit $?, oneDNN: $(grep -c 'create:cache_miss' /tmp/cpu_onednn.log)" \
+      "primitives created, $(grep -c 'create:cache_hit' /tmp/cpu_onednn.log) cache hits," \
+      "$(grep -c ',exec,' /tmp/cpu_onednn.log) executions; $(grep -E 'trained [0-9]+ jets' /tmp/cpu_onednn.log |
+        sed 's/.*trained/trained/')"
+  done
 fi
 note "gpu_check: done in $(elapsed) s (commit $commit)"

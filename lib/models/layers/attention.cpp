@@ -505,13 +505,17 @@ torch::Tensor AttentionImpl::attend_packed(const torch::Tensor& projected, const
   const double dropout = is_training() ? options_.dropout() : 0.0;
   const double scale = attention_scale(head_dim_, options_.mup());
   // CPU float32 without q/k/v norms: the varlen kernel straight on the packed rows.
-  // Not for static rows: its buffers follow each batch's jet lengths, and static
-  // rows exist for shapes that do not. Under CPU bf16 autocast the same kernel runs
+  // Not for static rows, which exist for CUDA graphs: every shape must follow the
+  // bucket, and this kernel's buffers follow each batch's jet lengths. Bucketed rows
+  // (forward_context.h: CPU bf16 steps, for oneDNN's shapes) keep it: the padding
+  // rows follow every jet's in `order`, after starts[B], so the kernel never reads
+  // them, leaves their output unwritten and their gradient zero, and forward_packed
+  // zeroes them. Under CPU bf16 autocast the same kernel runs
   // in float32 on the bf16 rows and its output is rounded to bf16, as flash attention
   // computes on a card (scores and softmax in float32); the padded path below would
   // run per-jet bf16 batched products, with casts around each where the CPU has no
   // bf16 instructions (cpu_bf16.h).
-  if (!q_norm && !v_norm && !layout.row_valid.defined() && dropout == 0.0) {
+  if (!q_norm && !v_norm && (!layout.row_valid.defined() || layout.kernels.bucketed_rows) && dropout == 0.0) {
     const bool cpu_bf16 = projected.scalar_type() == torch::kBFloat16 && projected.device().is_cpu();
     const auto rows = cpu_bf16 ? projected.to(torch::kFloat) : projected;
     if (varlen_attention_applies(rows, dropout)) {

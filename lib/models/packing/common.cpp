@@ -96,9 +96,12 @@ namespace {
 // from_mask with static rows: the valid slots, then padded slots up to the valid
 // count's bucket capacity. The count comes from the host counts (or one read of the
 // device) for the capacity only; the device partitions by its own count.
-void index_static_rows(TokenIndex& t, const torch::Tensor& valid, StaticRows& static_rows) {
+// `static_rows`: where the capacity is noted (null: bucketed rows, no record).
+void index_static_rows(TokenIndex& t, const torch::Tensor& valid, StaticRows* static_rows) {
   const int64_t count = t.host_counts.defined() ? t.host_counts.sum().item<int64_t>() : host_read<int64_t>(valid.sum());
-  t.flat = true_entries_first(valid).narrow(0, 0, static_rows.note(row_capacity(count, t.batch, t.length)));
+  const int64_t capacity = row_capacity(count, t.batch, t.length);
+  if (static_rows) static_rows->note(capacity);
+  t.flat = true_entries_first(valid).narrow(0, 0, capacity);
   t.row_valid = valid.index_select(0, t.flat);
 }
 }  // namespace
@@ -110,8 +113,8 @@ TokenIndex TokenIndex::from_mask(const torch::Tensor& pad_mask, const ForwardCon
   const auto valid = pad_mask.logical_not().reshape({-1});
   if (const auto host = host_twin(context.twins, pad_mask); host.defined() && t.batch > 0)
     t.host_counts = host.logical_not().sum(1);
-  if (context.static_rows && t.batch * t.length > 0) {
-    index_static_rows(t, valid, *context.static_rows);
+  if ((context.static_rows || context.kernels.bucketed_rows) && t.batch * t.length > 0) {
+    index_static_rows(t, valid, context.static_rows);
   } else if (t.host_counts.defined()) {
     t.most = t.host_counts.max().item<int64_t>();  // host values: no wait for the device
     t.flat = nonzero_counted(valid, t.host_counts.sum().item<int64_t>());

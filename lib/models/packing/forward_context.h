@@ -16,10 +16,11 @@ namespace salt::models {
 
 class StaticRows;
 
-// Which of salt-cpp's own kernels a card's forward and backward take. Each changes
-// the kernel only, on a card (the CPU runs the same operators either way). These
-// initialisers are the defaults of SALT_SHORT_ATTENTION and SALT_SEGMENT_SUM_KERNEL
-// (StepOptions starts from them).
+// Which of salt-cpp's own kernels a card's forward and backward take, and the shapes
+// the CPU's bf16 products meet. The first two change the kernel only, on a card (the
+// CPU runs the same operators either way). These initialisers are the defaults of
+// SALT_SHORT_ATTENTION and SALT_SEGMENT_SUM_KERNEL (StepOptions starts from them);
+// the step sets bucketed_rows (training/step/step_options.h's forward_kernels).
 struct ForwardKernels {
   // Flash-varlen attention on short jets through salt-cpp's kernel
   // (models/kernels/short_attention.h) instead of flash attention's: the H200 at
@@ -29,6 +30,14 @@ struct ForwardKernels {
   // (models/kernels/segment_sum.h) instead of LibTorch's operators: off, as on an
   // H200 its gpu test passed but the step ran 0.85x LibTorch's operators.
   bool segment_sum_kernel = false;
+  // Packed rows and vertexing edges padded to their bucket (static_rows.h) as under
+  // a CUDA graph, without a record. For bf16 steps on a CPU whose bf16 products run
+  // in oneDNN (AVX-512 BF16, AMX): oneDNN builds a primitive for each new shape, and
+  // plain packing gives every batch new ones (at call M, on the card machine's Xeon,
+  // such fits ran 3.3x slower than emulated bf16 while their steps on one repeated
+  // batch were even). Buckets cost at most 1/16 more rows. Same results: padding
+  // rows never reach a loss.
+  bool bucketed_rows = false;
 };
 
 struct ForwardContext {
@@ -36,7 +45,8 @@ struct ForwardContext {
   // and labels is read there instead of from the device. Null: read the device.
   const HostTwins* twins = nullptr;
   // Static rows (static_rows.h): packed rows and vertexing edges padded to their
-  // bucket's capacity, each capacity noted here. Null: plain packing.
+  // bucket's capacity, each capacity noted here. Null: plain packing, unless
+  // kernels.bucketed_rows pads them alike without a record.
   StaticRows* static_rows = nullptr;
   ForwardKernels kernels;
 };

@@ -153,9 +153,9 @@ std::map<std::string, double> validate_checkpoint(const config::ResolvedConfig& 
   loader_options.set_num_workers(D.num_workers).set_prefetch_factor(D.prefetch_factor);
   data::Loader loader(reader, data::SamplerOptions::evaluation(reader->num_rows(), D.batch_size), loader_options);
   const int64_t batches = setup.run.trainer.limit_val.apply(loader.batches_per_epoch());
-  auto means = validation_pass(setup.model, loader, 0, batches, device,
-                               autocast_for(setup.run.trainer.precision, device), {}, true, {}, transfer_from(switches),
-                               forward_kernels(switches))
+  const auto autocast = autocast_for(setup.run.trainer.precision, device);
+  auto means = validation_pass(setup.model, loader, 0, batches, device, autocast, {}, true, {},
+                               transfer_from(switches), forward_kernels(switches, cpu_bf16_steps(autocast, device)))
                    .means("val");
   print_metrics(means);
   return means;
@@ -196,7 +196,9 @@ EvaluateResult evaluate(const config::ResolvedConfig& resolved, const StepOption
   const auto device = select_device(T);
   const auto autocast = autocast_for(T.precision, device);
   const auto transfer = transfer_from(switches);
-  const auto kernels = forward_kernels(switches);
+  // Bucketed rows as in training: padding rows reach no prediction (the files equal
+  // plain packing's, FitTest.CpuBf16BucketedRowsLeavePredictionsAlone).
+  const auto kernels = forward_kernels(switches, cpu_bf16_steps(autocast, device));
   setup.model->to(device);
   setup.model->eval();
 

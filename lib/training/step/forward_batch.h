@@ -30,6 +30,12 @@ inline Autocast autocast_for(config::Precision precision, const torch::Device& d
   return a;
 }
 
+// Whether steps under `autocast` on `device` multiply in bf16 on the CPU (where
+// StepOptions' cpu_bf16 switches apply).
+inline bool cpu_bf16_steps(const Autocast& autocast, const torch::Device& device) {
+  return autocast.enabled && autocast.dtype == torch::kBFloat16 && device.is_cpu();
+}
+
 // Uses batch.labels when with_labels and the batch has any; the forward pass runs
 // under `autocast` (on the batch's device), with `context` (static rows, the
 // kernels' choices: models/packing/forward_context.h).

@@ -59,6 +59,8 @@ StepOptions parse_step_options(const EnvLookup& env, int cores, bool cpu_emulate
   o.segment_sum_kernel = switch_from(env, "SALT_SEGMENT_SUM_KERNEL", o.segment_sum_kernel.value,
                                      "LibTorch's operators", "salt-cpp's kernel");
   o.cpu_bf16 = cpu_bf16_from(env, cpu_emulates_bf16);
+  o.cpu_bf16_static_rows = switch_from(env, "SALT_CPU_BF16_STATIC_ROWS", o.cpu_bf16.value == CpuBf16Mode::kNative,
+                                       "each batch's own row count", "rows padded to their bucket");
   if (const auto depth = env_whole_number("SALT_MAX_STEPS_AHEAD", env("SALT_MAX_STEPS_AHEAD"), 0, 1000))
     o.steps_ahead = {static_cast<int>(*depth), OptionSource::kEnvironment};
   if (const auto threads = threads_from_env(env("OMP_NUM_THREADS"), cores))
@@ -75,10 +77,12 @@ StepOptions read_step_options() {
   return parse_step_options(process_env, affinity_cores(), models::cpu_bf16_emulated_by_default());
 }
 
-models::ForwardKernels forward_kernels(const StepOptions& options) {
+models::ForwardKernels forward_kernels(const StepOptions& options, bool cpu_bf16_steps) {
   models::ForwardKernels kernels;
   kernels.short_attention = options.short_attention.value;
   kernels.segment_sum_kernel = options.segment_sum_kernel.value;
+  kernels.bucketed_rows =
+      cpu_bf16_steps && options.cpu_bf16.value == CpuBf16Mode::kNative && options.cpu_bf16_static_rows.value;
   return kernels;
 }
 
@@ -96,6 +100,7 @@ YAML::Node step_options_yaml(const StepOptions& options) {
   StepOption<std::string> bf16{options.cpu_bf16.value == CpuBf16Mode::kEmulated ? "emulated" : "native",
                                options.cpu_bf16.source};
   node["cpu_bf16"] = entry(bf16);
+  node["cpu_bf16_static_rows"] = entry(options.cpu_bf16_static_rows);
   node["steps_ahead"] = entry(options.steps_ahead);
   node["threads"] = entry(StepOption<int>{torch::get_num_threads(), options.threads.source});
   node["gomp_spin"] = entry(options.gomp_spin);

@@ -15,6 +15,8 @@
 //   short_attention     SALT_SHORT_ATTENTION=0|1 (1)   salt-cpp's short-jet kernel (models/kernels/short_attention.h)
 //   segment_sum_kernel  SALT_SEGMENT_SUM_KERNEL=0|1 (0) salt-cpp's segment-sum kernel (models/kernels/segment_sum.h)
 //   cpu_bf16            SALT_CPU_BF16=native|emulated (the CPU's instruction set; models/kernels/cpu_bf16.h)
+//   cpu_bf16_static_rows  SALT_CPU_BF16_STATIC_ROWS=0|1 (1 where cpu_bf16 is native) bf16 steps on the CPU pad
+//                       packed rows to their bucket (models/packing/forward_context.h's bucketed_rows)
 //   steps_ahead         SALT_MAX_STEPS_AHEAD=0..1000 (0: no limit; steps_ahead.h)
 //   threads             OMP_NUM_THREADS=1..4 x cores (choose_threads' rule; threads.h)
 //   gomp_spin           GOMP_SPINCOUNT / OMP_WAIT_POLICY, libgomp's (core/omp_spin.h: salt-cpp sets 10000
@@ -53,6 +55,7 @@ struct StepOptions {
   StepOption<bool> short_attention{models::ForwardKernels{}.short_attention};
   StepOption<bool> segment_sum_kernel{models::ForwardKernels{}.segment_sum_kernel};
   StepOption<CpuBf16Mode> cpu_bf16{CpuBf16Mode::kNative};  // default: what the CPU runs fast
+  StepOption<bool> cpu_bf16_static_rows{true};              // default: cpu_bf16 native
   StepOption<int> steps_ahead{0};
   StepOption<int> threads{0};  // from the environment: the count asked for; 0: choose_threads decides
   StepOption<std::string> gomp_spin{"libgomp's own (300000)"};
@@ -74,8 +77,10 @@ StepOptions read_step_options();
 
 // The kernels' choices (short attention, segment sum) for the model's forward passes
 // (models::ForwardContext::kernels), passed down through TrainStep, validation and
-// `salt test` as the batches' transfer is (batch_device.h's transfer_from).
-models::ForwardKernels forward_kernels(const StepOptions& options);
+// `salt test` as the batches' transfer is (batch_device.h's transfer_from), and
+// bucketed rows where `cpu_bf16_steps` (bf16 autocast on the CPU) meets native bf16
+// kernels with cpu_bf16_static_rows on.
+models::ForwardKernels forward_kernels(const StepOptions& options, bool cpu_bf16_steps);
 
 // Sets the one switch that stays process-wide: CPU bf16, which replaces LibTorch's
 // own bf16 kernels for the whole process (models/kernels/cpu_bf16.h). fit() calls it

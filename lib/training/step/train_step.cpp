@@ -28,7 +28,7 @@ TrainStepOptions fit_step_options(const config::TrainerConfig& trainer, const to
       .cuda_graphs_asked(switches.cuda_graphs.source == OptionSource::kEnvironment)
       .deterministic(trainer.deterministic)
       .transfer(transfer_from(switches))
-      .kernels(forward_kernels(switches));
+      .kernels(forward_kernels(switches, cpu_bf16_steps(autocast, device)));
 }
 
 struct TrainStep::Meters {

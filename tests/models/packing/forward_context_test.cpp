@@ -6,8 +6,10 @@
 // kernel switch set for one pass held for all.)
 #include <gtest/gtest.h>
 
+#include <optional>
 #include <vector>
 
+#include "core/torch_compat.h"
 #include "models/model_test_helpers.h"
 #include "models/packing/common.h"
 #include "models/packing/host_read.h"
@@ -97,4 +99,42 @@ TEST(ForwardContext, KernelsTravelWithThePackedRowsToWhereTheyAct) {
   const auto default_edges = VertexingTaskImpl::edges_of(adjacency, idx);
   EXPECT_FALSE(default_edges.senders.segment_sum_kernel);
   EXPECT_FALSE(default_edges.receivers.segment_sum_kernel);
+}
+
+// Bucketed rows pad as static rows do, with nothing to record: the vertexing edges
+// and packed rows take their buckets' capacities, the loss is the plain packing's
+// (padding never reaches it), in float32 and under CPU bf16 autocast alike.
+TEST(ForwardContext, BucketedRowsPadLikeStaticRowsWithoutARecord) {
+  auto model = build(small_gn2_yaml(2), make_context(2, 19));
+  model->train();
+  const auto batch = nan_padded_batch({1, 3, 1, 8, 7, 8, 7, 0}, 9, 5);  // 35 tracks, 202 edges
+  ForwardContext bucketed;
+  bucketed.kernels.bucketed_rows = true;
+  for (bool bf16 : {false, true}) {
+    std::optional<salt::compat::AutocastGuard> autocast;
+    if (bf16) autocast.emplace(torch::kCPU, torch::kBFloat16);
+    const auto padded = model->forward(batch.inputs, batch.pad_masks, &batch.labels, bucketed);
+    const auto plain = model->forward(batch.inputs, batch.pad_masks, &batch.labels);
+    EXPECT_EQ(edges_of(padded), 208) << bf16;
+    EXPECT_EQ(edges_of(plain), 202) << bf16;
+    ASSERT_TRUE(plain.loss.isfinite().item<bool>());
+    expect_close(padded.loss.to(torch::kFloat), plain.loss.to(torch::kFloat), bf16 ? 2e-2 : 1e-5, "loss");
+  }
+  // The gradients too: the attention's varlen kernel skips the padding rows (their
+  // output unwritten, zeroed after), so nothing of them reaches a parameter.
+  auto grads = [&](const ForwardContext& context) {
+    model->zero_grad();
+    model->forward(batch.inputs, batch.pad_masks, &batch.labels, context).loss.backward();
+    std::vector<torch::Tensor> g;
+    for (const auto& p : model->parameters())
+      if (p.grad().defined()) g.push_back(p.grad().clone());
+    return g;
+  };
+  const auto padded = grads(bucketed), plain = grads(ForwardContext{});
+  ASSERT_EQ(padded.size(), plain.size());
+  ASSERT_GT(plain.size(), 10u);
+  for (size_t i = 0; i < plain.size(); ++i) {
+    ASSERT_TRUE(padded[i].isfinite().all().item<bool>()) << i;
+    expect_close(padded[i], plain[i], 1e-4, "grad " + std::to_string(i));
+  }
 }

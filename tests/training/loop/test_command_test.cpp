@@ -6,6 +6,8 @@
 #include <sstream>
 #include <string>
 
+#include <yaml-cpp/yaml.h>
+
 #include "core/errors.h"
 #include "data/h5_file.h"
 #include "training/fit_support.h"
@@ -399,6 +401,54 @@ TEST_F(FitTest, TestDrawsRejectionAndLossCurvesAndSaltPlotRedrawsThem) {
   ASSERT_EQ(again.exit_code, 0) << again.err;
   for (const auto& p : pictures) EXPECT_TRUE(fs::exists(p)) << p << "\n" << again.err;
   EXPECT_EQ(read_file(pictures[0]), first_png) << "the redrawn rejection curves differ";
+}
+
+// Bucketed rows (SALT_CPU_BF16_STATIC_ROWS, for LibTorch's own CPU bf16 kernels:
+// docs/gpu.md) pad the packed rows of training, validation and `salt test`. A fit
+// trains to plain packing's losses but for bf16 rounding, and metadata.yaml says
+// which ran; `salt test` writes the same prediction file either way, bit for bit
+// (the tracks' too: no padding row's output reaches a slot's prediction).
+TEST_F(FitTest, CpuBf16BucketedRowsLeavePredictionsAlone) {
+  auto env = [](const std::string& rows) {
+    return std::vector<std::string>{"OMP_NUM_THREADS=1", "SALT_CPU_BF16=native", "SALT_CPU_BF16_STATIC_ROWS=" + rows};
+  };
+  auto val_loss = [](const std::string& log) {
+    const auto at = log.rfind("val/loss ");
+    return at == std::string::npos ? -1.0 : std::stod(log.substr(at + 9));
+  };
+  double losses[2];
+  for (const std::string rows : {"1", "0"}) {
+    auto fit = salt("fit", small_gn2({"--trainer.max_epochs", "1", "--trainer.precision", "bf16-mixed",
+                                      "--data.num_train", "500", "--data.num_val", "250", "-ls", "rows" + rows}),
+                    env(rows));
+    ASSERT_EQ(fit.exit_code, 0) << fit.err;
+    losses[rows == "0"] = val_loss(fit.out + fit.err);
+    const auto meta = YAML::LoadFile((dir / "logs" / ("GN2_cpu_rows" + rows) / "metadata.yaml").string());
+    EXPECT_EQ(meta["step_options"]["cpu_bf16_static_rows"]["value"].as<bool>(), rows == "1");
+    EXPECT_EQ(meta["step_options"]["cpu_bf16_static_rows"]["source"].as<std::string>(), "environment");
+  }
+  ASSERT_GT(losses[0], 0.0);
+  EXPECT_NEAR(losses[0], losses[1], 0.02 * losses[1]);
+
+  const auto run = dir / "logs" / "GN2_cpu_rows1";
+  for (const std::string rows : {"1", "0"}) {
+    auto test = salt("test",
+                     {"-c", (run / "config.yaml").string(), "--data.num_test", "300",
+                      "--trainer.callbacks.1.init_args.write_tracks=true"},  // the tracks' slots, padded ones too
+                     env(rows));
+    ASSERT_EQ(test.exit_code, 0) << test.err;
+    const auto best = training::best_checkpoint(run / "ckpts");
+    fs::rename(best.parent_path() / (best.stem().string() + "__test_ttbar.h5"), dir / ("rows" + rows + ".h5"));
+  }
+  auto same = run_python(R"(
+import sys, h5py, numpy as np
+a, b = h5py.File(sys.argv[1]), h5py.File(sys.argv[2])
+assert sorted(a) == sorted(b) and "tracks" in a, (list(a), list(b))
+print(all(a[k][:].tobytes() == b[k][:].tobytes() for k in a))
+)",
+                         {(dir / "rows1.h5").string(), (dir / "rows0.h5").string()});
+  ASSERT_EQ(same.exit_code, 0) << same.err;
+  EXPECT_EQ(same.out, "True\n");
 }
 
 }  // namespace salt::testing

@@ -15,6 +15,7 @@
 #include "core/cpu_budget.h"
 #include "core/omp_spin.h"
 #include "core/errors.h"
+#include "models/kernels/cpu_bf16.h"
 #include "training/fit_support.h"
 #include "training/step/step_options.h"
 
@@ -43,7 +44,8 @@ TEST(StepOptions, UnsetOrEmptyGivesEachDefault) {
     std::map<std::string, std::string> vars;
     if (empty.empty())
       for (const char* name : {"SALT_HOST_TWINS", "SALT_COPY_STREAM", "SALT_CUDA_GRAPHS", "SALT_SHORT_ATTENTION",
-                               "SALT_SEGMENT_SUM_KERNEL", "SALT_CPU_BF16", "SALT_MAX_STEPS_AHEAD", "OMP_NUM_THREADS"})
+                               "SALT_SEGMENT_SUM_KERNEL", "SALT_CPU_BF16", "SALT_CPU_BF16_STATIC_ROWS",
+                               "SALT_MAX_STEPS_AHEAD", "OMP_NUM_THREADS"})
         vars[name] = "";
     for (bool cpu_emulates : {false, true}) {
       const auto o = parse_step_options(environment(vars), 2, cpu_emulates);
@@ -53,10 +55,12 @@ TEST(StepOptions, UnsetOrEmptyGivesEachDefault) {
       EXPECT_TRUE(o.short_attention.value);
       EXPECT_FALSE(o.segment_sum_kernel.value);
       EXPECT_EQ(o.cpu_bf16.value, cpu_emulates ? CpuBf16Mode::kEmulated : CpuBf16Mode::kNative);
+      EXPECT_EQ(o.cpu_bf16_static_rows.value, !cpu_emulates);  // where bf16 products run in oneDNN
       EXPECT_EQ(o.steps_ahead.value, 0);
       EXPECT_EQ(o.threads.value, 0);
       for (auto source : {o.host_twins.source, o.copy_stream.source, o.cuda_graphs.source, o.short_attention.source,
-                          o.segment_sum_kernel.source, o.cpu_bf16.source, o.steps_ahead.source, o.threads.source})
+                          o.segment_sum_kernel.source, o.cpu_bf16.source, o.cpu_bf16_static_rows.source,
+                          o.steps_ahead.source, o.threads.source})
         EXPECT_EQ(source, OptionSource::kDefault) << empty;
     }
   }
@@ -69,6 +73,7 @@ TEST(StepOptions, EachSwitchComesFromTheEnvironment) {
                                                  {"SALT_SHORT_ATTENTION", "0"},
                                                  {"SALT_SEGMENT_SUM_KERNEL", "1"},
                                                  {"SALT_CPU_BF16", "native"},
+                                                 {"SALT_CPU_BF16_STATIC_ROWS", "0"},
                                                  {"SALT_MAX_STEPS_AHEAD", "3"},
                                                  {"OMP_NUM_THREADS", "8"}}),
                                     2, true);
@@ -78,10 +83,12 @@ TEST(StepOptions, EachSwitchComesFromTheEnvironment) {
   EXPECT_FALSE(o.short_attention.value);
   EXPECT_TRUE(o.segment_sum_kernel.value);
   EXPECT_EQ(o.cpu_bf16.value, CpuBf16Mode::kNative);  // the variable over the CPU
+  EXPECT_FALSE(o.cpu_bf16_static_rows.value);          // the variable over cpu_bf16's default
   EXPECT_EQ(o.steps_ahead.value, 3);
   EXPECT_EQ(o.threads.value, 8);
   for (auto source : {o.host_twins.source, o.copy_stream.source, o.cuda_graphs.source, o.short_attention.source,
-                      o.segment_sum_kernel.source, o.cpu_bf16.source, o.steps_ahead.source, o.threads.source})
+                      o.segment_sum_kernel.source, o.cpu_bf16.source, o.cpu_bf16_static_rows.source,
+                      o.steps_ahead.source, o.threads.source})
     EXPECT_EQ(source, OptionSource::kEnvironment);
 }
 
@@ -96,6 +103,8 @@ TEST(StepOptions, AMistypedValueOfEachSwitchNamesItAndWhatItTakes) {
       {"SALT_SEGMENT_SUM_KERNEL", "expected 0 (LibTorch's operators) or 1 (salt-cpp's kernel)"},
       {"SALT_CPU_BF16",
        "expected native (LibTorch's bf16 kernels) or emulated (bf16-rounded inputs multiplied in float32)"},
+      {"SALT_CPU_BF16_STATIC_ROWS",
+       "expected 0 (each batch's own row count) or 1 (rows padded to their bucket)"},
       {"SALT_MAX_STEPS_AHEAD", "expected a whole number from 0 to 1000"},
       {"OMP_NUM_THREADS",
        "expected a whole number from 1 to 8 (4 threads for each of the 2 cores this process may use)"},
@@ -111,7 +120,7 @@ TEST(StepOptions, AMistypedValueOfEachSwitchNamesItAndWhatItTakes) {
 TEST(StepOptions, MetadataListsEachSwitchWithItsValueAndSource) {
   const auto o = parse_step_options(environment({{"SALT_CUDA_GRAPHS", "0"}, {"SALT_MAX_STEPS_AHEAD", "2"}}), 2, true);
   const auto yaml = step_options_yaml(o);
-  EXPECT_EQ(yaml.size(), 10u);
+  EXPECT_EQ(yaml.size(), 11u);
   EXPECT_EQ(yaml["openblas_thread_timeout"]["value"].as<std::string>(), "OpenBLAS's own (28)");
   EXPECT_EQ(yaml["gomp_spin"]["value"].as<std::string>(), "libgomp's own (300000)");
   EXPECT_FALSE(yaml["cuda_graphs"]["value"].as<bool>());
@@ -119,6 +128,7 @@ TEST(StepOptions, MetadataListsEachSwitchWithItsValueAndSource) {
   EXPECT_EQ(yaml["steps_ahead"]["value"].as<int>(), 2);
   EXPECT_EQ(yaml["cpu_bf16"]["value"].as<std::string>(), "emulated");
   EXPECT_EQ(yaml["cpu_bf16"]["source"].as<std::string>(), "default");
+  EXPECT_FALSE(yaml["cpu_bf16_static_rows"]["value"].as<bool>());  // emulated: no oneDNN shapes to spare
   EXPECT_TRUE(yaml["host_twins"]["value"].as<bool>());
   EXPECT_EQ(yaml["host_twins"]["source"].as<std::string>(), "default");
   EXPECT_GE(yaml["threads"]["value"].as<int>(), 1);  // the count LibTorch computes with
@@ -135,12 +145,13 @@ TEST(StepOptions, OnlyStepOptionsReadsTheSwitches) {
     std::ifstream in(entry.path());
     const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
     for (const char* name : {"SALT_HOST_TWINS", "SALT_COPY_STREAM", "SALT_CUDA_GRAPHS", "SALT_SHORT_ATTENTION",
-                             "SALT_SEGMENT_SUM_KERNEL", "SALT_CPU_BF16", "SALT_MAX_STEPS_AHEAD"})
+                             "SALT_SEGMENT_SUM_KERNEL", "SALT_CPU_BF16", "SALT_CPU_BF16_STATIC_ROWS",
+                             "SALT_MAX_STEPS_AHEAD"})
       if (text.find('"' + std::string(name) + '"') != std::string::npos)
         readers.push_back(fs::relative(entry.path(), salt::testing::source_dir()).string() + ": " + name);
   }
   std::sort(readers.begin(), readers.end());
-  EXPECT_EQ(readers.size(), 7u);
+  EXPECT_EQ(readers.size(), 8u);
   for (const auto& r : readers) EXPECT_EQ(r.rfind("lib/training/step/step_options.cpp: ", 0), 0u) << r;
 }
 
@@ -158,8 +169,8 @@ TEST_F(FitTest, MetadataRecordsEveryStepSwitchWithItsSource) {
   auto fit = [&](const std::string& suffix, const std::vector<std::string>& set) {
     std::vector<std::string> argv{"env"};
     for (const char* name : {"SALT_HOST_TWINS", "SALT_COPY_STREAM", "SALT_CUDA_GRAPHS", "SALT_SHORT_ATTENTION",
-                             "SALT_SEGMENT_SUM_KERNEL", "SALT_CPU_BF16", "SALT_MAX_STEPS_AHEAD", "OMP_NUM_THREADS",
-                             "GOMP_SPINCOUNT", "OMP_WAIT_POLICY", "OPENBLAS_THREAD_TIMEOUT", salt::kShortSpinMarker})
+                             "SALT_SEGMENT_SUM_KERNEL", "SALT_CPU_BF16", "SALT_CPU_BF16_STATIC_ROWS",
+                             "SALT_MAX_STEPS_AHEAD", "OMP_NUM_THREADS", "GOMP_SPINCOUNT", "OMP_WAIT_POLICY", "OPENBLAS_THREAD_TIMEOUT", salt::kShortSpinMarker})
       for (const char* a : {"-u", name}) argv.push_back(a);
     argv.insert(argv.end(), set.begin(), set.end());
     argv.push_back(salt_binary());
@@ -177,8 +188,8 @@ TEST_F(FitTest, MetadataRecordsEveryStepSwitchWithItsSource) {
   // CUDA graphs are on by default but no concern of a CPU run: not a word of them.
   EXPECT_EQ(err.find("CUDA graphs"), std::string::npos) << err;
   const std::vector<std::string> names = {"host_twins",  "copy_stream", "cuda_graphs", "short_attention",
-                                          "segment_sum_kernel", "cpu_bf16", "steps_ahead", "threads",
-                                          "gomp_spin", "openblas_thread_timeout"};
+                                          "segment_sum_kernel", "cpu_bf16", "cpu_bf16_static_rows", "steps_ahead",
+                                          "threads", "gomp_spin", "openblas_thread_timeout"};
   EXPECT_EQ(defaults.size(), names.size());
   for (const auto& name : names) {
     ASSERT_TRUE(defaults[name].IsMap()) << name;
@@ -190,6 +201,7 @@ TEST_F(FitTest, MetadataRecordsEveryStepSwitchWithItsSource) {
   EXPECT_TRUE(defaults["cuda_graphs"]["value"].as<bool>());
   EXPECT_TRUE(defaults["short_attention"]["value"].as<bool>());
   EXPECT_FALSE(defaults["segment_sum_kernel"]["value"].as<bool>());
+  EXPECT_EQ(defaults["cpu_bf16_static_rows"]["value"].as<bool>(), !salt::models::cpu_bf16_emulated_by_default());
   EXPECT_EQ(defaults["steps_ahead"]["value"].as<int>(), 0);
   EXPECT_EQ(defaults["threads"]["value"].as<int>(), salt::choose_threads(salt::this_machine()).threads);
   // Several cores beside OpenBLAS's own threads: the fit started again with a short
@@ -204,7 +216,8 @@ TEST_F(FitTest, MetadataRecordsEveryStepSwitchWithItsSource) {
     ++starts;
   EXPECT_EQ(starts, 1u) << err;
 
-  const auto set = fit("set", {"SALT_CPU_BF16=emulated", "SALT_MAX_STEPS_AHEAD=2", "OMP_NUM_THREADS=1",
+  const auto set = fit("set", {"SALT_CPU_BF16=emulated", "SALT_CPU_BF16_STATIC_ROWS=1", "SALT_MAX_STEPS_AHEAD=2",
+                               "OMP_NUM_THREADS=1",
                                "SALT_CUDA_GRAPHS=1", "GOMP_SPINCOUNT=500"});
   ASSERT_TRUE(set.IsMap()) << set;
   // Asked for by name, graphs that cannot run are a warning saying why.
@@ -215,7 +228,8 @@ TEST_F(FitTest, MetadataRecordsEveryStepSwitchWithItsSource) {
   EXPECT_EQ(set["steps_ahead"]["value"].as<int>(), 2);
   EXPECT_EQ(set["threads"]["value"].as<int>(), 1);
   EXPECT_EQ(set["gomp_spin"]["value"].as<std::string>(), "500");
-  for (const char* name : {"cpu_bf16", "steps_ahead", "threads", "cuda_graphs", "gomp_spin"})
+  EXPECT_TRUE(set["cpu_bf16_static_rows"]["value"].as<bool>());
+  for (const char* name : {"cpu_bf16", "cpu_bf16_static_rows", "steps_ahead", "threads", "cuda_graphs", "gomp_spin"})
     EXPECT_EQ(set[name]["source"].as<std::string>(), "environment") << name;
   EXPECT_EQ(set["host_twins"]["source"].as<std::string>(), "default");
 }

@@ -54,9 +54,11 @@ TEST(TrainStep, TheBenchesStepIsSaltFitsStepBitwise) {
     const auto reader = training::open_reader(setup, setup.run.data.train_file, 400, "num_train");
     const auto batch = reader->read(0, 100);
     setup.model->train();
-    // As FitRun takes a step of one batch on one process (no gradient sync).
+    // As FitRun takes a step of one batch on one process (no gradient sync), its
+    // switches read from the environment.
     const auto& trainer = setup.run.trainer;
-    const auto fit = take_step(setup, training::fit_step_options(trainer, torch::kCPU, training::StepOptions{}), batch,
+    const auto switches = training::read_step_options();
+    const auto fit = take_step(setup, training::fit_step_options(trainer, torch::kCPU, switches), batch,
                                training::Accumulation{trainer.accumulate_grad_batches, true});
     // As bench_model takes its step (bench_fit: fit_step_options on the config itself).
     const auto bench = take_step(setup, bench::bench_step_options(torch::kCPU, precision), batch, {});
@@ -98,6 +100,29 @@ TEST(TrainStep, KernelsFollowTheRunsStepOptions) {
   const auto chosen = training::fit_step_options(config::TrainerConfig{}, torch::kCPU, switches).kernels();
   EXPECT_EQ(chosen.short_attention, !defaults.short_attention);
   EXPECT_EQ(chosen.segment_sum_kernel, !defaults.segment_sum_kernel);
+}
+
+// Bucketed rows (models/packing/forward_context.h) only where bf16 steps on the CPU run
+// LibTorch's own bf16 kernels (oneDNN) and SALT_CPU_BF16_STATIC_ROWS leaves them on.
+TEST(TrainStep, BucketedRowsOnlyForNativeBf16StepsOnTheCpu) {
+  config::TrainerConfig bf16, fp32, half;
+  bf16.precision = config::Precision::kBFloat16Mixed;
+  half.precision = config::Precision::kFloat16Mixed;  // bf16 as well on the CPU, as in salt
+  training::StepOptions native;
+  native.cpu_bf16.value = training::CpuBf16Mode::kNative;
+  native.cpu_bf16_static_rows.value = true;
+  auto emulated = native, off = native;
+  emulated.cpu_bf16.value = training::CpuBf16Mode::kEmulated;
+  off.cpu_bf16_static_rows.value = false;
+  auto bucketed = [](const config::TrainerConfig& t, const training::StepOptions& o) {
+    return training::fit_step_options(t, torch::kCPU, o).kernels().bucketed_rows;
+  };
+  EXPECT_TRUE(bucketed(bf16, native));
+  EXPECT_TRUE(bucketed(half, native));
+  EXPECT_FALSE(bucketed(fp32, native));
+  EXPECT_FALSE(bucketed(bf16, emulated));
+  EXPECT_FALSE(bucketed(bf16, off));
+  EXPECT_FALSE(models::ForwardKernels{}.bucketed_rows);  // inference, export, tests: plain packing
 }
 
 }  // namespace
