@@ -7,6 +7,8 @@
 
 #include "core/errors.h"
 #include "models/model_test_helpers.h"
+#include "models/packing/common.h"
+#include "models/packing/forward_context.h"
 #include "models/tasks/classification_task.h"
 #include "models/tasks/regression_task.h"
 
@@ -70,6 +72,30 @@ TEST(SampleWeight, ClassificationBCEAndTracks) {
   // The packed path (valid tokens only) divides by the same B x L.
   auto idx = TokenIndex::from_mask(pad);
   EXPECT_NEAR(trk.forward_packed(idx.gather(tx), idx, pad, {}, &tl, {}).loss.item<double>(), t_expected, 1e-5);
+}
+
+// Bucketed (or static) rows take padded slots in as padding rows: their weights, NaN
+// where the file's selections removed a track, never reach the loss (before: 0 x NaN,
+// a NaN loss where plain packing's was finite).
+TEST(SampleWeight, PaddingRowsWeightsNeverReachTheLoss) {
+  ClassificationTaskImpl trk(TaskOptions("t", "tracks", identity_dense(2), none(LossKind::CrossEntropy)).sample_weight("w"),
+                             ClassificationOptions("lab").class_names({"a", "b"}));
+  make_identity(trk);
+  torch::manual_seed(8);
+  const int64_t length = 40;
+  auto x = torch::randn({1, length, 2});
+  auto pad = torch::arange(length).ge(33).view({1, length});  // 33 valid tracks: a bucket of 34 rows
+  Labels labels;
+  labels["tracks"]["lab"] = torch::randint(0, 2, {1, length}, torch::kLong);
+  labels["tracks"]["w"] = (torch::rand({1, length}) + 0.5).masked_fill(pad, std::nan(""));
+  ForwardContext bucketed;
+  bucketed.kernels.bucketed_rows = true;
+  const auto plain_idx = TokenIndex::from_mask(pad), idx = TokenIndex::from_mask(pad, bucketed);
+  ASSERT_EQ(idx.flat.size(0), 34);
+  const auto plain = trk.forward_packed(plain_idx.gather(x), plain_idx, pad, {}, &labels, {}).loss;
+  const auto padded = trk.forward_packed(idx.gather(x), idx, pad, {}, &labels, bucketed).loss;
+  ASSERT_TRUE(plain.isfinite().item<bool>());
+  EXPECT_NEAR(padded.item<double>(), plain.item<double>(), 1e-6);
 }
 
 TEST(SampleWeight, Regression) {

@@ -406,8 +406,10 @@ TEST_F(FitTest, TestDrawsRejectionAndLossCurvesAndSaltPlotRedrawsThem) {
 // Bucketed rows (SALT_CPU_BF16_STATIC_ROWS, for LibTorch's own CPU bf16 kernels:
 // docs/gpu.md) pad the packed rows of training, validation and `salt test`. A fit
 // trains to plain packing's losses but for bf16 rounding, and metadata.yaml says
-// which ran; `salt test` writes the same prediction file either way, bit for bit
-// (the tracks' too: no padding row's output reaches a slot's prediction).
+// which ran; `salt test` writes the same predictions either way (the tracks' too: no
+// padding row's output reaches a slot's prediction). On this AVX2 VM they are equal
+// bit for bit; a CPU whose bf16 products change order with the row count may differ
+// by bf16's rounding, not more.
 TEST_F(FitTest, CpuBf16BucketedRowsLeavePredictionsAlone) {
   auto env = [](const std::string& rows) {
     return std::vector<std::string>{"OMP_NUM_THREADS=1", "SALT_CPU_BF16=native", "SALT_CPU_BF16_STATIC_ROWS=" + rows};
@@ -444,11 +446,20 @@ TEST_F(FitTest, CpuBf16BucketedRowsLeavePredictionsAlone) {
 import sys, h5py, numpy as np
 a, b = h5py.File(sys.argv[1]), h5py.File(sys.argv[2])
 assert sorted(a) == sorted(b) and "tracks" in a, (list(a), list(b))
-print(all(a[k][:].tobytes() == b[k][:].tobytes() for k in a))
+worst = 0.0
+for k in a:
+    x, y = a[k][:], b[k][:]
+    for n in x.dtype.names:
+        if x.dtype[n].kind == "f":
+            assert (np.isnan(x[n]) == np.isnan(y[n])).all(), (k, n)
+            worst = max(worst, float(np.nanmax(np.abs(x[n].astype("f8") - y[n].astype("f8")), initial=0.0)))
+        else:
+            assert (x[n] == y[n]).all(), (k, n)
+print(worst)
 )",
                          {(dir / "rows1.h5").string(), (dir / "rows0.h5").string()});
   ASSERT_EQ(same.exit_code, 0) << same.err;
-  EXPECT_EQ(same.out, "True\n");
+  EXPECT_LE(std::stod(same.out), 1e-2) << same.out;
 }
 
 }  // namespace salt::testing

@@ -122,7 +122,8 @@ TEST(TrainStep, BucketedRowsOnlyForNativeBf16StepsOnTheCpu) {
   EXPECT_FALSE(bucketed(fp32, native));
   EXPECT_FALSE(bucketed(bf16, emulated));
   EXPECT_FALSE(bucketed(bf16, off));
-  EXPECT_FALSE(models::ForwardKernels{}.bucketed_rows);  // inference, export, tests: plain packing
+  // On a card bf16 steps are no CPU bf16 steps (their static rows are the graphs').
+  EXPECT_FALSE(training::fit_step_options(bf16, torch::Device(torch::kCUDA, 0), native).kernels().bucketed_rows);
 }
 
 }  // namespace
