@@ -246,8 +246,10 @@ PackedSequence TransformerImpl::forward_edges(PackedSequence out, const torch::T
   auto x = seq.x;
   for (auto& layer : typed_layers_) std::tie(x, e) = layer->forward_edges(x, e, mask);
   seq.x = x;
-  auto packed = PackedSequence::pack(seq);
-  packed.kernels = out.kernels;
+  // Packed again as the step asked (its kernels; bucketed rows for CPU bf16 steps).
+  ForwardContext repack;
+  repack.kernels = out.kernels;
+  auto packed = PackedSequence::pack(seq, repack);
   x = packed.x;
   if (out_proj) x = out_proj->forward(out_proj_input_scale == 1.0 ? x : x * out_proj_input_scale);
   if (out_norm) x = out_norm->forward(x);

@@ -14,6 +14,8 @@
 #include "config/edge_config.h"
 #include "core/errors.h"
 #include "models/layers/transformer.h"
+#include "models/packing/common.h"
+#include "models/packing/forward_context.h"
 #include "models/model_factory.h"
 #include "models/model_test_helpers.h"
 #include "support/test_support.h"
@@ -149,6 +151,35 @@ TEST(EdgeEncoder, EqualsSaltsAlgorithmInPython) {
   for (const char* key : {"layers.0.attn.fn.linear_e.weight", "layers.1.attn.fn.linear_g.bias",
                           "layers.1.attn.fn.linear_e_out.weight", "layers.0.attn.fn.in_proj_weight"})
     EXPECT_NE(std::find(names.begin(), names.end(), key), names.end()) << key;
+}
+
+// The encoder's edge layers run on the padded layout, then pack its output again: as
+// the step's kernels ask (bucketed rows, forward_context.h), with the plain packing's
+// values on every valid slot.
+TEST(EdgeEncoder, PacksItsOutputAsTheStepsKernelsAsk) {
+  torch::manual_seed(6);
+  const int64_t L = 40, D = 8, E = 4;
+  auto options = TransformerOptions(1, D).out_dim(6).edge_embed_dim(E).update_edges(true);
+  options.attn_kwargs(AttentionOptions(D).num_heads(2));
+  Transformer encoder(options);
+  encoder->eval();
+  const auto x = torch::randn({1, L, D});
+  const auto edges = torch::randn({1, L, L, E});
+  const auto pad = torch::arange(L).ge(33).view({1, L});  // 33 valid tracks: a bucket of 34 rows
+  ForwardContext bucketed;
+  bucketed.kernels.bucketed_rows = true;
+  const auto plain = encoder->forward_packed(PackedSequence::pack(Sequence{x, {Segment{"tracks", pad}}}), {}, edges,
+                                             "tracks");
+  const auto padded = encoder->forward_packed(PackedSequence::pack(Sequence{x, {Segment{"tracks", pad}}}, bucketed),
+                                              {}, edges, "tracks");
+  EXPECT_FALSE(plain.row_valid().defined());
+  ASSERT_TRUE(padded.row_valid().defined());
+  EXPECT_GT(padded.x.size(0), plain.x.size(0));  // the valid rows and the register, then padding rows
+  EXPECT_TRUE(padded.kernels.bucketed_rows);
+  const auto want = plain.unpack(), got = padded.unpack();
+  ASSERT_EQ(got.x.sizes(), want.x.sizes());
+  const auto valid = want.mask().logical_not().unsqueeze(-1);
+  EXPECT_LT((got.x - want.x).abs().masked_fill(valid.logical_not(), 0).max().item<double>(), 1e-5);
 }
 
 TEST(EdgeConfig, BadConstructorsAreOneLineNamingTheKey) {
