@@ -91,10 +91,9 @@ TaskOutput ClassificationTaskImpl::forward_packed(const torch::Tensor& rows, con
     const auto& raw = label(*labels, options_cls_.label());
     auto y = prepare_labels(raw, pad_mask);
     auto w = sample_weights(*labels);
-    if (w.defined()) w = w.reshape({-1}).index_select(0, idx.flat);
     // Padding rows (static or bucketed rows) are padded slots, whose weights may be NaN
     // (a track the file's selections removed): 0 there, or 0 x NaN spoils the mean.
-    if (w.defined() && idx.row_valid.defined()) w = w.masked_fill(idx.row_valid.logical_not(), 0);
+    if (w.defined()) w = idx.zero_padding(w.reshape({-1}).index_select(0, idx.flat));
     // Padded slots are -1 in the host copy: it holds the same valid labels as the rows.
     out.loss = compute_loss(preds, y.reshape({-1}).index_select(0, idx.flat), w, y.numel(),
                             host_labels(raw, pad_mask, forward_context.twins));
