@@ -33,6 +33,17 @@ function(salt_extra_labels extra_labels_file bare_suite case out)
   set(${out} "${result}" PARENT_SCOPE)
 endfunction()
 
+# A test's labels: its own and its extra ones, where `slow` takes the place of
+# `unit` (`ctest -L unit` stays the quick pass that docs/testing.md promises).
+function(salt_test_labels own extra out)
+  set(result ${own} ${extra})
+  list(FIND extra slow is_slow)
+  if(is_slow GREATER -1)
+    list(REMOVE_ITEM result unit)
+  endif()
+  set(${out} "${result}" PARENT_SCOPE)
+endfunction()
+
 function(salt_write_gtest_suites exe tests_file per_case labels unit work_dir props extra_labels_file)
   execute_process(COMMAND "${exe}" --gtest_list_tests
                   WORKING_DIRECTORY "${work_dir}"
@@ -72,7 +83,7 @@ function(salt_write_gtest_suites exe tests_file per_case labels unit work_dir pr
       endif()
       if(NOT split AND NOT bare MATCHES "^DISABLED_")
         salt_extra_labels("${extra_labels_file}" "${bare}" "" extra)
-        set(grouped_labels ${suite_labels} ${extra})
+        salt_test_labels("${suite_labels}" "${extra}" grouped_labels)
         string(APPEND out "add_test([==[${suite}]==] [==[${exe}]==] [==[--gtest_filter=${suite}.*]==])\n"
                           "set_tests_properties([==[${suite}]==] PROPERTIES WORKING_DIRECTORY [==[${work_dir}]==] LABELS [==[${grouped_labels}]==]${props})\n")
       endif()
@@ -84,7 +95,7 @@ function(salt_write_gtest_suites exe tests_file per_case labels unit work_dir pr
     endif()
     set(name "${suite}.${case}")
     salt_extra_labels("${extra_labels_file}" "${bare}" "${case}" extra)
-    set(case_labels ${suite_labels} ${extra})
+    salt_test_labels("${suite_labels}" "${extra}" case_labels)
     # GoogleTest prints "[  SKIPPED ]" for GTEST_SKIP: ctest reports the case skipped.
     string(APPEND out "add_test([==[${name}]==] [==[${exe}]==] [==[--gtest_filter=${name}]==])\n"
                       "set_tests_properties([==[${name}]==] PROPERTIES WORKING_DIRECTORY [==[${work_dir}]==] "

@@ -6,11 +6,7 @@
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 "$root/scripts/bootstrap.sh" --demo  # the tests' extra packages come with scripts/test.sh
-# A fresh build folder compiles the libraries as a unity build (SALT_UNITY_BUILD):
-# on a machine with nothing in ccache it takes about half the CPU time.
-if [ ! -f "${SALT_BUILD_DIR:-$root/build}/CMakeCache.txt" ]; then
-  export SALT_CMAKE_ARGS="${SALT_CMAKE_ARGS:-} -DSALT_UNITY_BUILD=ON"
-fi
+# The build scripts/test.sh and CI build too (scripts/build.sh), so CI's build is this one.
 "$root/scripts/build.sh" --target salt
 cd "$root"
 salt=${SALT_BUILD_DIR:-$root/build}/app/salt

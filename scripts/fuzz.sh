@@ -15,14 +15,10 @@ targets=("$@")
 build=$root/build-fuzz
 command -v clang++ >/dev/null || { echo "fuzz.sh: needs clang (apt-get install clang)" >&2; exit 1; }
 
-(
-  exec 9>/tmp/salt-cpp-build.lock
-  flock 9
-  if [ ! -f "$build/CMakeCache.txt" ]; then
-    CC=clang CXX=clang++ cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DSALT_FUZZ=ON >/dev/null
-  fi
-  cmake --build "$build" -j"${SALT_JOBS:-2}" --target "${targets[@]}" -- -k 0  # every compile error at once
-)
+# The main build's configuration with SALT_FUZZ on top (scripts/build.sh: it takes
+# the build lock, and configures again when that configuration changed).
+CC=clang CXX=clang++ SALT_BUILD_DIR=$build SALT_CMAKE_ARGS="-DSALT_FUZZ=ON ${SALT_CMAKE_ARGS:-}" \
+  "$root/scripts/build.sh" --target "${targets[@]}" -- -k 0  # every compile error at once
 
 seed_config() {  # each YAML of configs/ and the zoo as an input: "<yaml>\n%%\n<tokens>"
   local corpus=$1 i=0

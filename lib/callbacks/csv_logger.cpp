@@ -5,13 +5,11 @@
 namespace salt::callbacks {
 namespace {
 
-config::TypeP open_args() { return config::t_dict(config::t_any()); }
-
 bool register_loggers() {
   using config::ComponentSpec;
   using config::Support;
   for (const auto& spec : std::vector<ComponentSpec>{
-           {"lightning.pytorch.loggers.CSVLogger", "logger", open_args(), "CSV logger.", Support::kIgnored,
+           {"lightning.pytorch.loggers.CSVLogger", "logger", config::t_dict(config::t_any()), "CSV logger.", Support::kIgnored,
             "is built in: metrics are always written to <run>/metrics.csv", {"pytorch_lightning.loggers.CSVLogger"}},
        })
     config::register_component(spec);

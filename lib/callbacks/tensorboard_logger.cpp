@@ -131,8 +131,6 @@ class TensorBoardLogger : public Callback {
   std::unique_ptr<tensorboard::EventWriter> writer_;
 };
 
-config::TypeP open_args() { return config::t_dict(config::t_any()); }
-
 // Comet and W&B need their servers, which a batch node cannot reach; validation
 // prints this after the logger's class path, with the config's file:line.
 constexpr const char* kInstead =
@@ -145,11 +143,11 @@ const bool kTensorboardLoggerRegistered =
                        [](const YAML::Node& args) {
                          return std::make_unique<TensorBoardLogger>(checked(tensorboard_logger_binding().read(args)), "");
                        }}) &&
-    register_callback({{"lightning.pytorch.loggers.CometLogger", "logger", open_args(),
+    register_callback({{"lightning.pytorch.loggers.CometLogger", "logger", config::t_dict(config::t_any()),
                         "Comet.ml logger.", config::Support::kSubstituted, kInstead,
                         {"lightning.pytorch.loggers.comet.CometLogger", "pytorch_lightning.loggers.CometLogger"}},
                        [](const YAML::Node&) { return std::make_unique<TensorBoardLogger>(std::nullopt, "CometLogger"); }}) &&
-    register_callback({{"lightning.pytorch.loggers.WandbLogger", "logger", open_args(),
+    register_callback({{"lightning.pytorch.loggers.WandbLogger", "logger", config::t_dict(config::t_any()),
                         "Weights & Biases logger.", config::Support::kSubstituted, kInstead,
                         {"lightning.pytorch.loggers.wandb.WandbLogger", "pytorch_lightning.loggers.WandbLogger"}},
                        [](const YAML::Node&) { return std::make_unique<TensorBoardLogger>(std::nullopt, "WandbLogger"); }});

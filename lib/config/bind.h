@@ -283,4 +283,14 @@ class Binding {
   std::vector<std::function<void(S&)>> finish_;
 };
 
+// A reader for a nullable key (with `custom` or `arg`): a given value is stored in
+// the member `get` returns, null keeps the member's default.
+template <class S, class Get>
+typename Binding<S>::Reader unless_null(Get get) {
+  return [get](S& s, const YAML::Node& n) {
+    using T = std::decay_t<decltype(get(s))>;
+    if (n.IsDefined() && !n.IsNull()) assign(get(s), Codec<T>::decode(n));
+  };
+}
+
 }  // namespace salt::config

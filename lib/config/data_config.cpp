@@ -11,15 +11,6 @@ namespace {
 
 using D = DataConfig;
 
-// A nullable key that keeps the member's default when null.
-template <class Get>
-Binding<D>::Reader unless_null(Get get) {
-  return [get](D& c, const YAML::Node& n) {
-    using V = std::decay_t<decltype(get(c))>;
-    if (given(n)) get(c) = Codec<V>::decode(n);
-  };
-}
-
 void read_variables(D& c, const YAML::Node& vars) {
   c.variables.clear();
   c.input_order.clear();
@@ -206,7 +197,6 @@ void read_multi_target(D& c, const YAML::Node& list) {
 }
 
 Binding<D> make_data_binding() {
-  const char* none = "not available in salt-cpp";
   Binding<D> b{D{}};
   b.custom(field_node("variables", t_dict(t_list(t_str())), YAML::Node(YAML::NodeType::Map),
                       "Input variables per input type, e.g. {jets: [pt_btagJes, ...], tracks: [d0, ...]}; "
@@ -217,14 +207,14 @@ Binding<D> make_data_binding() {
                 "Training HDF5 file from the preprocessing; a wildcard in the name (pp_train_*.h5) reads every "
                 "match, in name order, through an HDF5 virtual dataset.", t_path())
       .required("val_file", SALT_FIELD(val_file), "Validation HDF5 file (wildcards as train_file).", t_path())
-      .custom(field_null("test_file", t_optional(t_path()), "Test HDF5 file for `salt test`."), unless_null(SALT_FIELD(test_file)))
+      .custom(field_null("test_file", t_optional(t_path()), "Test HDF5 file for `salt test`."), unless_null<D>(SALT_FIELD(test_file)))
       .required("norm_dict", SALT_FIELD(norm_dict), "norm_dict.yaml: {input: {variable: {mean, std}}}.", t_path())
       .custom(field_null("class_dict", t_optional(t_path()), "class_dict.yaml: class weights for tasks with use_class_dict."),
-              unless_null(SALT_FIELD(class_dict)))
+              unless_null<D>(SALT_FIELD(class_dict)))
       .custom(field_null("input_map", t_optional(t_dict(t_str())), "Input name -> HDF5 dataset name (null: identical)."),
               read_input_map)
       .custom(field_null("num_inputs", t_optional(t_dict(t_int())), "Keep only the first N constituents, e.g. {tracks: 10}."),
-              unless_null(SALT_FIELD(num_inputs)))
+              unless_null<D>(SALT_FIELD(num_inputs)))
       .required("batch_size", SALT_FIELD(batch_size), "Jets per batch (per process).", at_least(t_int(), 1))
       .required("num_workers", SALT_FIELD(num_workers), "Loader threads decoding batches ahead (0: load in the training thread).",
                 at_least(t_int(), 0))
@@ -250,7 +240,7 @@ Binding<D> make_data_binding() {
            "salt-cpp: stop with an error at a value this many norm-dict standard deviations from its mean (0: off).",
            at_least(t_float(), 0))
       .custom(field_null("labels", t_optional(t_dict(t_list(t_str()))), "Extra label variables to load per input type."),
-              unless_null(SALT_FIELD(labels)))
+              unless_null<D>(SALT_FIELD(labels)))
       .optional_struct("labeller_config", SALT_FIELD(labeller_config), labeller_binding(),
                        "{use_labeller, class_names: [ftag flavours, e.g. hbb], require_labels: true}: derive the "
                        "global object's flavour_label from truth variables by ftag's flavour cuts.")
@@ -263,7 +253,7 @@ Binding<D> make_data_binding() {
       .custom(field_null("selections", t_optional(t_dict(t_list(t_str()))),
                          "Cuts per constituent input, e.g. {tracks: [d0 < 3.5, NSHARED < 1.1]}; a constituent failing "
                          "any cut is masked out (ftag's TrackSelector)."),
-              unless_null(SALT_FIELD(selections)))
+              unless_null<D>(SALT_FIELD(selections)))
       .custom(field_null("parameters", t_optional(t_dict(parameter_binding().type())),
                          "Parameterised networks: {variable: {train: [values], test: value, prob: [...]}} for each "
                          "variable of data.variables.parameters, in order."),
@@ -276,11 +266,11 @@ Binding<D> make_data_binding() {
       .custom(field_null("train_vds_path", t_optional(t_path()),
                          "With a wildcard in train_file: the virtual dataset file written over the matches "
                          "(null: <dir>/<pattern with * -> vds, no .h5>/vds.h5)."),
-              unless_null(SALT_FIELD(train_vds_path)))
+              unless_null<D>(SALT_FIELD(train_vds_path)))
       .custom(field_null("val_vds_path", t_optional(t_path()), "As train_vds_path, for a wildcard in val_file."),
-              unless_null(SALT_FIELD(val_vds_path)))
+              unless_null<D>(SALT_FIELD(val_vds_path)))
       .custom(field_null("test_vds_path", t_optional(t_path()), "As train_vds_path, for a wildcard in test_file."),
-              unless_null(SALT_FIELD(test_vds_path)))
+              unless_null<D>(SALT_FIELD(test_vds_path)))
       .unbound(field_null("config_s3", t_any(), "S3 storage config.")).unsupported("read files from a file system")
       .custom(field_null("edge_constructors", t_optional(t_list(edge_constructor_binding().type())),
                          "Edge features between the constituents of one input (GN2XE): [{input_name, edge_features}]; "

@@ -144,15 +144,6 @@ void resolve_max_epochs(T& c) {
   else c.max_epochs = c.max_steps == -1 ? 1000 : -1;
 }
 
-// A nullable key that keeps the member's default when null.
-template <class Get>
-Binding<T>::Reader unless_null(Get get) {
-  return [get](T& c, const YAML::Node& n) {
-    using V = std::decay_t<decltype(get(c))>;
-    if (given(n)) get(c) = Codec<V>::decode(n);
-  };
-}
-
 Binding<T> make_trainer_binding() {
   const char* no_sanity = "salt-cpp runs no sanity-check validation before training";
   Binding<T> b{T{}};
@@ -226,20 +217,20 @@ Binding<T> make_trainer_binding() {
       .unbound(field_null("num_sanity_val_steps", t_optional(t_int()), "Sanity validation steps."))
       .ignored(no_sanity)
       .arg("log_every_n_steps", SALT_FIELD(log_every_n_steps), "Log training metrics every N steps.",
-           t_optional(at_least(t_int(), 1)), unless_null(SALT_FIELD(log_every_n_steps)))
+           t_optional(at_least(t_int(), 1)), unless_null<T>(SALT_FIELD(log_every_n_steps)))
       .custom(field_null("enable_checkpointing", t_optional(t_bool()), "Write checkpoints (null: yes)."),
-              unless_null(SALT_FIELD(enable_checkpointing)))
+              unless_null<T>(SALT_FIELD(enable_checkpointing)))
       .custom(field_null("enable_progress_bar", t_optional(t_bool()), "Show a progress bar (null: yes)."),
-              unless_null(SALT_FIELD(enable_progress_bar)))
+              unless_null<T>(SALT_FIELD(enable_progress_bar)))
       .custom(field_null("enable_model_summary", t_optional(t_bool()), "Print the model summary (null: yes)."),
-              unless_null(SALT_FIELD(enable_model_summary)))
+              unless_null<T>(SALT_FIELD(enable_model_summary)))
       .arg("accumulate_grad_batches", SALT_FIELD(accumulate_grad_batches),
            "Accumulate gradients over N batches before each optimizer step.", at_least(t_int(), 1))
       .arg("gradient_clip_val", SALT_FIELD(gradient_clip_val), "Clip gradients at this value (null: no clipping).",
            t_optional(at_least(int_or_float(), 0)))
       .custom(field_null("gradient_clip_algorithm", t_optional(t_choice({"norm", "value"})),
                          "Clip by 'norm' (default) or 'value'."),
-              unless_null(SALT_FIELD(gradient_clip_algorithm)))
+              unless_null<T>(SALT_FIELD(gradient_clip_algorithm)))
       .custom(field_null("deterministic", t_optional(t_union({t_bool(), t_str()})),
                          "Use deterministic algorithms (bitwise-reproducible runs, slower on GPU)."),
               read_deterministic)
@@ -263,7 +254,7 @@ Binding<T> make_trainer_binding() {
       .unbound(field("reload_dataloaders_every_n_epochs", t_int(), 0, "Rebuild loaders every N epochs."))
       .ignored("loaders are reused across epochs")
       .custom(field_null("default_root_dir", t_optional(t_path()), "Where run directories are created (null: logs)."),
-              unless_null(SALT_FIELD(default_root_dir)))
+              unless_null<T>(SALT_FIELD(default_root_dir)))
       .unbound(field_null("model_registry", t_optional(t_str()), "Lightning model registry.")).ignored("not available in salt-cpp")
       // Lightning >= 2.5 (salt's config.yaml from Lightning 2.6 carries it)
       .unbound(field("enable_autolog_hparams", t_bool(), true, "Log the hyper-parameters to the logger at the start."))

@@ -12,7 +12,7 @@ void add_unique(std::vector<std::string>& list, const std::string& label) {
   if (std::find(list.begin(), list.end(), label) == list.end()) list.push_back(label);
 }
 
-torch::Tensor compare(const torch::Tensor& x, const std::string& opp, double value) {
+torch::Tensor selection_mask(const torch::Tensor& x, const std::string& opp, double value) {
   if (opp == "==") return x.eq(value);
   if (opp == "!=") return x.ne(value);
   if (opp == ">=") return x.ge(value);
@@ -50,7 +50,7 @@ void apply_multi_targets(Batch& batch, const std::vector<config::MultiTarget>& e
   for (const auto& e : entries) {
     auto& labels = batch.labels[e.input_name];
     torch::Tensor& target = labels.at(e.target_label());
-    const auto mask = compare(labels.at(e.sel_label), e.opp, e.value);
+    const auto mask = selection_mask(labels.at(e.sel_label), e.opp, e.value);
     target = torch::where(mask, labels.at(e.source).to(target.scalar_type()), target);
   }
 }

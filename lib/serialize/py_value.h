@@ -133,4 +133,12 @@ class PyValue {
 
 const char *kind_name(PyValue::Kind kind);
 
+// Shorthands for pickled trees written by hand (the checkpoint layouts):
+// py::S("epoch"), py::I(3), py::F(0.5).
+namespace py {
+inline PyValue S(std::string s) { return PyValue::str(std::move(s)); }
+inline PyValue I(int64_t i) { return PyValue::integer(i); }
+inline PyValue F(double f) { return PyValue::real(f); }
+}  // namespace py
+
 }  // namespace salt::serialize

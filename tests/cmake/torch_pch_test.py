@@ -12,7 +12,19 @@ import sys
 
 build, source = sys.argv[1], sys.argv[2]
 with open(os.path.join(build, "compile_commands.json")) as f:
-    commands = {os.path.relpath(e["file"], source): shlex.split(e["command"]) for e in json.load(f)}
+    entries = json.load(f)
+commands = {}
+for e in entries:
+    path, args = e["file"], shlex.split(e["command"])
+    if not os.path.isabs(path):
+        path = os.path.join(e["directory"], path)
+    commands[os.path.relpath(path, source)] = args
+    # A unity batch (cmake/UnityBatches.cmake) compiles its members with its command.
+    if os.path.dirname(path) == os.path.join(build, "lib", "unity"):
+        with open(path) as batch:
+            for line in batch:
+                if line.startswith('#include "'):
+                    commands[os.path.join("lib", line.split('"')[1])] = args
 
 
 def pch_of(args):

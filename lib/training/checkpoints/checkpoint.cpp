@@ -188,9 +188,9 @@ namespace {
 
 using serialize::PyValue;
 
-PyValue S(std::string s) { return PyValue::str(std::move(s)); }
-PyValue I(int64_t i) { return PyValue::integer(i); }
-PyValue F(double f) { return PyValue::real(f); }
+using serialize::py::F;
+using serialize::py::I;
+using serialize::py::S;
 // torch's per-parameter state_dict entry: the fields the optimizer keeps.
 PyValue param_entry(const AdamParamState& s) {
   auto entry = PyValue::dict();

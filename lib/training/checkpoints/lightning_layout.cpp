@@ -15,7 +15,7 @@ namespace {
 
 using serialize::PyValue;
 
-PyValue I(int64_t i) { return PyValue::integer(i); }
+using serialize::py::I;
 // Lightning's progress trackers, fields in their dataclass order.
 PyValue tracker(int64_t ready, int64_t completed, int64_t started = -1, int64_t processed = -1) {
   auto t = PyValue::dict();
