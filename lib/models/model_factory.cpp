@@ -1,5 +1,9 @@
 #include "models/model_factory.h"
 
+#include <ATen/CPUGeneratorImpl.h>
+
+#include <algorithm>
+#include <functional>
 #include <set>
 
 #include "core/errors.h"
@@ -182,6 +186,49 @@ void add_edges(SaltWrapperImpl& wrapper, const SaltModelConfig& m, const ModelCo
   wrapper.set_edge_constructor(EdgeConstructor(*constructor, ctx.variables.at(input)));
 }
 
+// salt's modules draw their initial weights from torch's CPU generator in the order
+// jsonargparse builds them: the tasks (list order), the encoder, the mask decoder and
+// the pooling, then SaltModel.__init__'s featurewise nets and init nets. salt-cpp
+// needs the encoder's and the pooling's sizes to build the tasks, so build_model
+// builds in that order first, then puts the generator back where it found it and
+// builds each block again in salt's order, with the sizes the first pass found: the
+// same seed then gives salt's initial weights, and leaves the generator where salt's
+// leaves it for the batch order (docs/migrating.md, "Trained by salt, trained by
+// salt-cpp"). Each block draws what salt's draws: layer by layer, in salt's order.
+class SaltOrder {
+ public:
+  enum Rank { kTasks, kEncoder, kMaskDecoder, kPool, kFeaturewise, kInitNets };
+
+  SaltOrder() : start_(state()) {}
+  // Builds a block now (the sizes of the later ones may depend on it) and keeps the
+  // build for salt's order.
+  void build(Rank rank, std::function<void()> block) {
+    block();
+    blocks_.push_back({rank, std::move(block)});
+  }
+  // The generator back to where build_model found it, and every block built again,
+  // salt's order (blocks of one rank keep theirs).
+  void rebuild_in_salts_order() {
+    set_state(start_);
+    std::stable_sort(blocks_.begin(), blocks_.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+    for (const auto& block : blocks_) block.second();
+  }
+
+ private:
+  static at::Tensor state() {
+    auto gen = at::detail::getDefaultCPUGenerator();
+    std::lock_guard<std::mutex> lock(gen.mutex());
+    return gen.get_state();
+  }
+  static void set_state(const at::Tensor& s) {
+    auto gen = at::detail::getDefaultCPUGenerator();
+    std::lock_guard<std::mutex> lock(gen.mutex());
+    gen.set_state(s);
+  }
+  at::Tensor start_;
+  std::vector<std::pair<Rank, std::function<void()>>> blocks_;
+};
+
 }  // namespace
 
 SaltWrapper build_model(const YAML::Node& raw, const ModelContext& ctx, const std::string& path) {
@@ -195,15 +242,19 @@ SaltWrapper build_model(const YAML::Node& raw, const ModelContext& ctx, const st
   bc.model = &ctx;
 
   if (m.init_nets.empty()) throw UsageError(p + ".init_nets: expected a non-empty list of init nets");
+  SaltOrder order;
   const auto fw = read_featurewise(m, ctx, p + ".featurewise_nets");
-  std::vector<InitNet> init_nets;
+  std::vector<InitNet> init_nets(m.init_nets.size(), InitNet{nullptr});
   for (size_t i = 0; i < m.init_nets.size(); ++i) {
-    init_nets.push_back(build_init_net(m.init_nets[i], bc.at(item(p + ".init_nets", i)), fw.input ? &*fw.input : nullptr));
-    if (auto& f = init_nets.back()->featurewise; f && f->num_features() != init_nets.back()->net->input_size())
+    order.build(SaltOrder::kInitNets, [&, i, here = bc.at(item(p + ".init_nets", i))] {
+      init_nets[i] = build_init_net(m.init_nets[i], here, fw.input ? &*fw.input : nullptr);
+    });
+    const auto& net = init_nets[i];
+    if (auto& f = net->featurewise; f && f->num_features() != net->net->input_size())
       throw UsageError(p + ".featurewise_nets[" + std::to_string(fw.input_index) + "]: output_size " +
-                       std::to_string(f->num_features()) + " must equal the " + std::to_string(init_nets.back()->net->input_size()) +
-                       " input features of init net '" + init_nets.back()->input_name() + "'");
-    if (init_nets.back()->input_name() != ctx.global_object) bc.constituents.insert(init_nets.back()->input_name());
+                       std::to_string(f->num_features()) + " must equal the " + std::to_string(net->net->input_size()) +
+                       " input features of init net '" + net->input_name() + "'");
+    if (net->input_name() != ctx.global_object) bc.constituents.insert(net->input_name());
   }
   const auto merges = read_merge_dict(m.merge_dict, bc, ctx, p + ".merge_dict");
   const int64_t embed = init_nets.front()->output_size();
@@ -211,7 +262,7 @@ SaltWrapper build_model(const YAML::Node& raw, const ModelContext& ctx, const st
   Transformer encoder{nullptr};
   bc.constituent_dim = embed;
   if (m.encoder) {
-    encoder = build_component<Transformer>(*m.encoder, bc.at(p + ".encoder"));
+    order.build(SaltOrder::kEncoder, [&, here = bc.at(p + ".encoder")] { encoder = build_component<Transformer>(*m.encoder, here); });
     if (encoder->options().embed_dim() != embed)
       throw UsageError(p + ".encoder.init_args.embed_dim: " + std::to_string(encoder->options().embed_dim()) +
                        " does not match the init nets' output_size " + std::to_string(embed));
@@ -227,26 +278,31 @@ SaltWrapper build_model(const YAML::Node& raw, const ModelContext& ctx, const st
   if (fw.encoder) {
     if (!encoder) throw UsageError(fw_key(fw.encoder_index) + ": layer 'encoder' needs an encoder");
     check_size(*fw.encoder, fw.encoder_index, encoder->options().embed_dim(), "the encoder layers");
-    encoder->add_featurewise(*fw.encoder, fw.num_parameters);
+    order.build(SaltOrder::kFeaturewise, [&] { encoder->add_featurewise(*fw.encoder, fw.num_parameters); });
   }
   Featurewise global_fw{nullptr};
   if (fw.global) {
     check_size(*fw.global, fw.global_index, bc.constituent_dim, "the encoder output");
-    global_fw = Featurewise(*fw.global, fw.num_parameters);
+    order.build(SaltOrder::kFeaturewise, [&] { global_fw = Featurewise(*fw.global, fw.num_parameters); });
   }
   MaskDecoder decoder{nullptr};
   if (m.mask_decoder) {
-    decoder = build_component<MaskDecoder>(*m.mask_decoder, bc.at(p + ".mask_decoder"));
+    order.build(SaltOrder::kMaskDecoder, [&, here = bc.at(p + ".mask_decoder")] {
+      decoder = build_component<MaskDecoder>(*m.mask_decoder, here);
+    });
     bc.objects_dim = decoder->options().embed_dim;
   }
   GlobalAttentionPooling pool{nullptr};
   NodeQueryGAP node_query_pool{nullptr};
   if (m.pool_net) {
     const auto* spec = config::components().find(m.pool_net->class_path);
-    if (spec && builders<NodeQueryGAP>().count(spec->class_path))
-      node_query_pool = build_component<NodeQueryGAP>(*m.pool_net, bc.at(p + ".pool_net"));
-    else
-      pool = build_component<GlobalAttentionPooling>(*m.pool_net, bc.at(p + ".pool_net"));
+    const bool node_query = spec && builders<NodeQueryGAP>().count(spec->class_path);
+    order.build(SaltOrder::kPool, [&, node_query, here = bc.at(p + ".pool_net")] {
+      if (node_query)
+        node_query_pool = build_component<NodeQueryGAP>(*m.pool_net, here);
+      else
+        pool = build_component<GlobalAttentionPooling>(*m.pool_net, here);
+    });
   }
 
   // salt appends un-pooled "global" inputs to the pooled vector.
@@ -256,9 +312,12 @@ SaltWrapper build_model(const YAML::Node& raw, const ModelContext& ctx, const st
 
   const auto tp = p + ".tasks.init_args.modules";
   const auto modules = task_list_binding().read(m.tasks.init_args).modules;
-  std::vector<std::shared_ptr<TaskImpl>> tasks;
+  std::vector<std::shared_ptr<TaskImpl>> tasks(modules.size());
   for (size_t i = 0; i < modules.size(); ++i)
-    tasks.push_back(build_component<std::shared_ptr<TaskImpl>>(modules[i], bc.at(item(tp, i))));
+    order.build(SaltOrder::kTasks, [&, i, here = bc.at(item(tp, i))] {
+      tasks[i] = build_component<std::shared_ptr<TaskImpl>>(modules[i], here);
+    });
+  order.rebuild_in_salts_order();
 
   SaltModel model(ctx.global_object, std::move(init_nets), encoder, pool, std::move(tasks), global_fw, decoder,
                   node_query_pool);
