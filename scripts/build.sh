@@ -12,7 +12,8 @@
 # or interrupted) or ran with other options, from a fresh cache so that no option of
 # that run lingers (the compiled objects stay, and ninja rebuilds only what the new
 # options change): running the same command again recovers, and a changed
-# configuration is picked up. A folder configured by hand (no stamp) keeps its cache.
+# configuration is picked up. A folder configured by hand (no stamp) keeps its cache,
+# configured once more with these options.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 build=${SALT_BUILD_DIR:-$root/build}

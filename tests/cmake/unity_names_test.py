@@ -147,7 +147,7 @@ def internal_names(decl, internal):
     decl = skip_template(decl)
     if not decl or decl[0] in ("using", "typedef", "friend", "static_assert", "extern", "namespace"):
         return []  # aliases may be redeclared alike; extern ones are not defined here
-    static = "static" in decl[:3]
+    static = "static" in decl[:6]  # after `[[maybe_unused]]` too
     if decl[0] in ("struct", "class", "enum", "union"):
         name = next((t for t in decl[1:] if t not in ("class", "struct")), None)
         defined = "{" in decl and internal
@@ -191,11 +191,20 @@ clashes, files_read = [], 0
 libs = libraries()
 if not libs:
     sys.exit(f"unity_names_test: no salt_library(... DIRS ...) in {lib}/CMakeLists.txt")
+def macros(text):
+    """The macros a file defines and leaves defined: in a batch they reach the files after it."""
+    defined = set(re.findall(r"^[ \t]*#[ \t]*define[ \t]+([A-Za-z_]\w*)", text, re.M))
+    return defined - set(re.findall(r"^[ \t]*#[ \t]*undef[ \t]+([A-Za-z_]\w*)", text, re.M))
+
+
 for name, files in sorted(libs.items()):
     owners = collections.defaultdict(set)
     for path in files:
         files_read += 1
-        tokens = TOKEN.findall(strip(path.read_text()))
+        text = path.read_text()
+        for macro in macros(text):
+            owners[("macro", macro)].add(str(path.relative_to(root)))
+        tokens = TOKEN.findall(strip(text))
         for decl, internal in statements(tokens):
             for key in internal_names(decl, internal):
                 owners[key].add(str(path.relative_to(root)))

@@ -26,8 +26,9 @@ interrupt_when() {  # interrupt_when FILE: interrupts as soon as FILE exists
 signal.signal(signal.SIGINT, signal.SIG_DFL)
 os.setsid()
 os.execvp(sys.argv[1], sys.argv[1:])' "$root/scripts/build.sh" --target help >"$out" 2>&1 &
-  local pid=$! i
-  for i in $(seq 1 1500); do [ -e "$1" ] && break; sleep 0.02; done
+  local pid=$!
+  # no deadline of its own (ctest's TIMEOUT is one): build.sh may first wait for the build lock
+  while [ ! -e "$1" ] && kill -0 "$pid" 2>/dev/null; do sleep 0.02; done
   kill -INT -- "-$pid" 2>/dev/null || true
   if wait "$pid"; then fail "the configure finished before the interrupt: nothing was interrupted"; fi
   [ ! -f "$b/build.ninja" ] || fail "the interrupted configure had generated build.ninja already"
