@@ -61,6 +61,18 @@ KEYWORDS = {"const", "constexpr", "static", "inline", "extern", "thread_local", 
             "short", "char", "bool", "float", "double", "void", "noexcept", "override", "final"}
 
 
+def past_match(tokens, i, opening, closing):
+    """The index after the token that closes the `opening` at tokens[i]."""
+    depth, j = 0, i
+    while j < len(tokens):
+        depth += tokens[j] == opening
+        depth -= tokens[j] == closing
+        j += 1
+        if depth == 0:
+            break
+    return j
+
+
 def statements(tokens):
     """Namespace-scope declarations: (tokens of the declaration, internal) where internal
     says whether it sits in an anonymous namespace. A brace that opens a namespace is
@@ -84,13 +96,7 @@ def statements(tokens):
             i += 1
             continue
         if t == "{":  # a block inside the declaration: skip to its end
-            depth, j = 0, i
-            while j < len(tokens):
-                depth += tokens[j] == "{"
-                depth -= tokens[j] == "}"
-                j += 1
-                if depth == 0:
-                    break
+            j = past_match(tokens, i, "{", "}")
             current.extend(["{", "}"])
             i = j
             ends = j >= len(tokens) or tokens[j] not in (";", ",", ")", "=")
@@ -111,14 +117,7 @@ def statements(tokens):
 
 def skip_template(decl):
     if decl and decl[0] == "template" and len(decl) > 1 and decl[1] == "<":
-        depth, j = 0, 1
-        while j < len(decl):
-            depth += decl[j] == "<"
-            depth -= decl[j] == ">"
-            j += 1
-            if depth == 0:
-                break
-        return decl[j:]
+        return decl[past_match(decl, 1, "<", ">"):]
     return decl
 
 
@@ -161,13 +160,7 @@ def internal_names(decl, internal):
             return []  # a member defined out of line, or a constructor call
         if not (internal or static) or decl[-1] != "}":
             return []
-        depth, j = 0, at
-        while j < len(decl):
-            depth += decl[j] == "("
-            depth -= decl[j] == ")"
-            if depth == 0:
-                break
-            j += 1
+        j = past_match(decl, at, "(", ")") - 1  # the closing parenthesis
         # Keyed by name and arity: overloads of other arities coexist in a batch, while
         # the same arity clashes or turns ambiguous (and template parameters' names,
         # `T` in one file and `U` in the other, hide nothing).
