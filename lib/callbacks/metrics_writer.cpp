@@ -1,4 +1,4 @@
-// The metrics logger every run has: train interval means and validation losses
+// The metrics logger every run has: the logged train steps' losses and validation losses
 // into <run>/metrics.csv (rank 0, not under fast_dev_run), rewritten after each
 // validation so a killed run keeps what it logged.
 #include "training/callback_registry.h"

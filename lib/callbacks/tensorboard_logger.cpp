@@ -1,5 +1,5 @@
 // trainer.logger: Lightning's TensorBoardLogger writes TensorBoard event files
-// (lib/tensorboard): every logged metric (train interval means, validation) as a
+// (lib/tensorboard): every logged metric (train steps, validation) as a
 // scalar at the global step, the learning rate at every optimizer step, the run's
 // config as text. Comet and W&B, named by salt's base config, cannot be reached
 // from salt-cpp: they say so in one line and write the same files into

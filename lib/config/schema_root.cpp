@@ -68,7 +68,7 @@ const Binding<ModelSection>& model_section_binding() {
   return b;
 }
 
-// seed_everything: an int, or true/false to draw one (true records it).
+// seed_everything: an int, true (seed 0, as Lightning), or false (none: a drawn one).
 void read_seed(RunConfig& c, const YAML::Node& n) {
   const auto& text = n.Scalar();
   c.seed.reset();
@@ -80,7 +80,7 @@ const Binding<RunConfig>& root_binding() {
   static const auto b =
       Binding<RunConfig>({})
           .custom(field("seed_everything", t_union({t_int(), t_bool()}), true,
-                        "Seed for every random generator; true draws one and records it in the run's config.yaml."),
+                        "Seed for every random generator (0 to 4294967295); true is seed 0, as in Lightning; false seeds nothing (a seed of the generator's own)."),
                   read_seed)
           .arg("name", SALT_FIELD(name), "Run name: prefixes output columns (<name>_pb) and names the run directory.")
           .arg("ckpt_path", SALT_FIELD(ckpt_path), "Checkpoint to resume training from, or to test.", t_optional(t_path()))

@@ -214,7 +214,8 @@ Binding<T> make_trainer_binding() {
       .custom(field("check_val_every_n_epoch", t_optional(at_least(t_int(), 1)), 1,
                     "Validate every N epochs (null: every val_check_interval batches across epochs)."),
               [](T& c, const YAML::Node& n) { c.check_val_every_n_epoch = given(n) ? n.as<int64_t>() : 0; })
-      .unbound(field_null("num_sanity_val_steps", t_optional(t_int()), "Sanity validation steps."))
+      .custom(field_null("num_sanity_val_steps", t_optional(t_int()), "Sanity validation steps."),
+              unless_null<T>(SALT_FIELD(num_sanity_val_steps)))
       .ignored(no_sanity)
       .arg("log_every_n_steps", SALT_FIELD(log_every_n_steps), "Log training metrics every N steps.",
            t_optional(at_least(t_int(), 1)), unless_null<T>(SALT_FIELD(log_every_n_steps)))

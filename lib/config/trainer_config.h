@@ -50,6 +50,9 @@ struct TrainerConfig {
   int64_t check_val_every_n_epoch = 1;  // 0: null (validation by val_check_interval batches across epochs)
   BatchLimit val_check_interval;         // kAll: once per epoch, at its end
   int64_t log_every_n_steps = 50;
+  // Lightning's sanity check, which salt-cpp does not run; its persistent
+  // validation iterator still decides where salt's batch order draws.
+  int64_t num_sanity_val_steps = 2;
   int64_t accumulate_grad_batches = 1;
   std::optional<double> gradient_clip_val;
   std::string gradient_clip_algorithm = "norm";

@@ -12,6 +12,7 @@
 #include <sstream>
 #include <string>
 #include <type_traits>
+#include <vector>
 
 #define SALT_TORCH_AT_LEAST(major, minor) \
   (TORCH_VERSION_MAJOR > (major) || (TORCH_VERSION_MAJOR == (major) && TORCH_VERSION_MINOR >= (minor)))
@@ -42,6 +43,16 @@ inline torch::Tensor fused_attention(const torch::Tensor& q, const torch::Tensor
   return at::scaled_dot_product_attention(q, k, v, mask, dropout_p);
 }
 #endif
+
+// torch._foreach_lerp_(tensors, ends, weight): one fused call in LibTorch >= 2.0,
+// a lerp_ per tensor before (the same arithmetic, element by element).
+inline void foreach_lerp_(std::vector<torch::Tensor>& tensors, const std::vector<torch::Tensor>& ends, double weight) {
+#if SALT_TORCH_AT_LEAST(2, 0)
+  at::_foreach_lerp_(tensors, ends, weight);
+#else
+  for (std::size_t i = 0; i < tensors.size(); ++i) tensors[i].lerp_(ends[i], weight);
+#endif
+}
 
 // The key of a parameter in an optimizer's state map: a string spelling the
 // TensorImpl pointer in LibTorch 1.13 (as c10::guts::to_string wrote it), the

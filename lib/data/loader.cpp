@@ -151,8 +151,13 @@ Loader::~Loader() {
   impl_->join_threads();
 }
 
-void Loader::start_epoch(int64_t epoch) {
-  std::vector<Slice> slices = impl_->sampler.epoch(epoch);
+void Loader::start_epoch(int64_t epoch) { begin(epoch, impl_->sampler.epoch(epoch)); }
+
+void Loader::start_epoch(int64_t epoch, const std::vector<int64_t>& order) {
+  begin(epoch, impl_->sampler.epoch_in(order));
+}
+
+void Loader::begin(int64_t epoch, std::vector<Slice> slices) {
   std::map<size_t, Impl::Result> dropped;
   {
     std::lock_guard<std::mutex> lk(impl_->m);

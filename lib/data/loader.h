@@ -18,6 +18,7 @@
 #include <cstdint>
 #include <memory>
 #include <optional>
+#include <vector>
 
 #include "data/batch.h"
 #include "data/h5_reader.h"
@@ -51,8 +52,10 @@ class Loader {
   Loader(const Loader&) = delete;
   Loader& operator=(const Loader&) = delete;
 
-  // Begins epoch `epoch` (abandoning any unfinished one).
+  // Begins epoch `epoch` (abandoning any unfinished one), in the sampler's own
+  // order or with the full batches in `order` (BatchSampler::epoch_in).
   void start_epoch(int64_t epoch);
+  void start_epoch(int64_t epoch, const std::vector<int64_t>& order);
   // The next batch of the epoch, or nullopt once it is exhausted (or none was started).
   std::optional<Batch> next();
   // Abandons the current epoch now.
@@ -66,6 +69,7 @@ class Loader {
   int live_threads() const;  // worker threads currently running (for tests)
 
  private:
+  void begin(int64_t epoch, std::vector<Slice> slices);
   struct Impl;
   std::unique_ptr<Impl> impl_;
 };

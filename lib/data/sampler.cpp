@@ -55,25 +55,40 @@ std::vector<int64_t> permutation(int64_t n, uint64_t seed) {
 }
 
 namespace {
-int64_t full_batches(const SamplerOptions& o) { return o.num_rows / o.batch_size; }
+int64_t count_full_batches(const SamplerOptions& o) { return o.num_rows / o.batch_size; }
 bool has_tail(const SamplerOptions& o) { return !o.drop_last && o.num_rows % o.batch_size != 0; }
 }  // namespace
 
 int64_t BatchSampler::batches_per_epoch() const {
-  int64_t total = full_batches(options_) + (has_tail(options_) ? 1 : 0);
+  int64_t total = count_full_batches(options_) + (has_tail(options_) ? 1 : 0);
   return total / options_.world_size;
 }
 
+int64_t BatchSampler::full_batches() const { return count_full_batches(options_); }
+
 std::vector<Slice> BatchSampler::epoch(int64_t epoch) const {
-  const auto& o = options_;
-  const int64_t n_full = full_batches(o);
+  const int64_t n_full = full_batches();
   std::vector<int64_t> order;
-  if (o.shuffle) {
-    order = permutation(n_full, o.seed + static_cast<uint64_t>(epoch));
+  if (options_.shuffle) {
+    order = permutation(n_full, options_.seed + static_cast<uint64_t>(epoch));
   } else {
     order.resize(static_cast<size_t>(n_full));
     for (int64_t i = 0; i < n_full; ++i) order[static_cast<size_t>(i)] = i;
   }
+  return epoch_in(order);
+}
+
+std::vector<Slice> BatchSampler::epoch_in(const std::vector<int64_t>& order) const {
+  const auto& o = options_;
+  const int64_t n_full = full_batches();
+  std::vector<char> seen(static_cast<size_t>(n_full), 0);
+  bool permutation_of_all = static_cast<int64_t>(order.size()) == n_full;
+  for (int64_t k : order) {
+    if (!permutation_of_all || k < 0 || k >= n_full || seen[static_cast<size_t>(k)]) { permutation_of_all = false; break; }
+    seen[static_cast<size_t>(k)] = 1;
+  }
+  if (!permutation_of_all)
+    throw InputError(fmt::format("a batch order of {} entries is not a permutation of the {} full batches", order.size(), n_full));
   std::vector<Slice> all;
   all.reserve(order.size() + 1);
   for (int64_t k : order) all.push_back({k * o.batch_size, o.batch_size});

@@ -2,11 +2,14 @@
 // [k*B, (k+1)*B); a training epoch visits the full batches in a seeded random order
 // and drops the partial tail; validation/test go in file order and keep the tail.
 //
-// The order is a pure function of (seed, epoch, rank, world_size): it does not
-// depend on the number of loader workers, the platform or the standard library.
-// RNG: std::mt19937_64 (fully specified by the standard) seeded with seed + epoch,
-// then our own Fisher-Yates with unbiased bounded draws (std::shuffle and
-// std::uniform_int_distribution are implementation-defined, so they are not used).
+// `salt fit` hands each training epoch the order salt draws (torch.randperm from
+// torch's generator, training/loop/batch_order.h) through epoch_in(). Without one,
+// epoch() uses its own order, a pure function of (seed, epoch, rank, world_size)
+// that depends on neither the loader workers, the platform nor the standard
+// library (the tuners' trials use it): std::mt19937_64 (fully specified by the
+// standard) seeded with seed + epoch, then our own Fisher-Yates with unbiased
+// bounded draws (std::shuffle and std::uniform_int_distribution are
+// implementation-defined, so they are not used).
 #pragma once
 #include <cstdint>
 #include <vector>
@@ -43,7 +46,11 @@ class BatchSampler {
   const SamplerOptions& options() const { return options_; }
   // Batches of one epoch for this rank, in the order they are to be delivered.
   std::vector<Slice> epoch(int64_t epoch) const;
+  // The same when the full batches come in `order`, a permutation of
+  // 0..full_batches()-1 (InputError otherwise); the tail and the shard as epoch()'s.
+  std::vector<Slice> epoch_in(const std::vector<int64_t>& order) const;
   int64_t batches_per_epoch() const;  // for this rank
+  int64_t full_batches() const;       // batches of batch_size rows in the file
 
  private:
   SamplerOptions options_;

@@ -169,7 +169,7 @@ class Callback {
   // Every log_every_n_steps optimizer steps: the train metrics about to be logged.
   // Callbacks may add their own (the learning rate) before on_metrics sees them.
   virtual void add_step_metrics(FitState&, Metrics&) {}
-  // Metrics to record: the train interval means, then each validation's.
+  // Metrics to record: the logged train step's losses, then each validation's.
   virtual void on_metrics(FitState&, const Metrics&) {}
   virtual void on_validation_end(FitState&) {}
   virtual void on_checkpoint_saved(FitState&, const std::filesystem::path&) {}

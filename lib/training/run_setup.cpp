@@ -25,15 +25,22 @@ namespace {
 
 // The seed: an int as given; `true` draws one (recorded in the saved config so the
 // run can be repeated); `false` also draws one, but like salt leaves it unrecorded.
+// Lightning's seed_everything: an int in [0, 2^32 - 1]; `true` is seed 0 (Lightning
+// >= 2.2 when $PL_GLOBAL_SEED is unset), recorded in config.yaml; `false` seeds
+// nothing, so torch's generator starts from a seed of its own (drawn here, not recorded).
 uint64_t resolve_seed(const config::RunConfig& run, YAML::Node config) {
+  constexpr int64_t kMaxSeed = 4294967295;
   if (run.seed) {
-    if (*run.seed < 0) throw UsageError("'seed_everything' must not be negative");
+    if (*run.seed < 0 || *run.seed > kMaxSeed)
+      throw UsageError(fmt::format("'seed_everything' {} is out of range: Lightning takes 0 to {}", *run.seed, kMaxSeed));
     return static_cast<uint64_t>(*run.seed);
   }
+  if (run.record_drawn_seed) {
+    config::bake_seed(config, 0);
+    return 0;
+  }
   std::random_device rd;
-  uint64_t seed = (static_cast<uint64_t>(rd()) << 1) % 4294967295ULL;
-  if (run.record_drawn_seed) config::bake_seed(config, seed);
-  return seed;
+  return (static_cast<uint64_t>(rd()) << 1) % 4294967295ULL;
 }
 
 std::optional<std::vector<std::string>> file_class_names(const data::DataConfig& data, const std::string& file,

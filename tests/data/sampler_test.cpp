@@ -84,3 +84,30 @@ TEST(Sampler, RejectsBadSettings) {
 
 }  // namespace
 }  // namespace salt::data
+
+namespace salt::data {
+namespace {
+
+TEST(Sampler, AGivenOrderIsFollowedWithTheTailAndTheShard) {
+  auto o = SamplerOptions::evaluation(1050, 100);  // 10 full batches and a tail of 50
+  const std::vector<int64_t> order{3, 1, 4, 0, 5, 9, 2, 6, 8, 7};
+  const auto all = BatchSampler(o).epoch_in(order);
+  ASSERT_EQ(all.size(), 11u);
+  for (size_t i = 0; i < order.size(); ++i) EXPECT_EQ(all[i], (Slice{order[i] * 100, 100}));
+  EXPECT_EQ(all.back(), (Slice{1000, 50}));
+  const auto second = BatchSampler(o.set_shard(1, 2)).epoch_in(order);
+  ASSERT_EQ(second.size(), 5u);  // 11 batches / 2 ranks
+  for (size_t i = 0; i < second.size(); ++i) EXPECT_EQ(second[i], all[1 + 2 * i]);
+}
+
+TEST(Sampler, AnOrderThatIsNoPermutationOfTheBatchesIsRefused) {
+  BatchSampler s(SamplerOptions::training(400, 100, 1));  // 4 full batches
+  EXPECT_THROW(s.epoch_in({0, 1, 2}), InputError);
+  EXPECT_THROW(s.epoch_in({0, 1, 2, 2}), InputError);
+  EXPECT_THROW(s.epoch_in({0, 1, 2, 4}), InputError);
+  EXPECT_THROW(s.epoch_in({0, 1, 2, -1}), InputError);
+  EXPECT_EQ(s.epoch_in({3, 2, 1, 0}).front(), (Slice{300, 100}));
+}
+
+}  // namespace
+}  // namespace salt::data

@@ -406,6 +406,13 @@ void read_extra(const PyValue& e, CheckpointState& state) {
     state.cpu_rng_state = rng->as_tensor();
     check_cpu_rng_state(state.cpu_rng_state, "salt_cpp.cpu_rng_state");
   }
+  if (const auto* order = e.find("epoch_order")) {
+    if (!order->is_tensor()) throw std::invalid_argument("salt_cpp.epoch_order is a " + order->type_name() + ", not a tensor");
+    state.epoch_order = order->as_tensor().to(torch::kLong).contiguous();
+    if (state.epoch_order.dim() != 1)
+      throw std::invalid_argument("salt_cpp.epoch_order has " + std::to_string(state.epoch_order.dim()) +
+                                  " dimensions, not 1");
+  }
   if (const auto* metrics = e.find("metrics"))
     for (const auto& [name, value] : metrics->entries()) state.metrics.emplace_back(name.as_str(), value.as_number());
 }
@@ -509,6 +516,8 @@ void save_checkpoint(const std::filesystem::path& path, const CheckpointState& s
   extra.set_item("batch_in_epoch", I(state.batch_in_epoch));
   extra.set_item("version", S(salt_version()));
   if (state.cpu_rng_state.defined()) extra.set_item("cpu_rng_state", PyValue::tensor(state.cpu_rng_state));
+  if (state.epoch_order.defined() && state.batch_in_epoch >= 0)
+    extra.set_item("epoch_order", PyValue::tensor(state.epoch_order));
   root.set_item("salt_cpp", extra);
 
   write_file_atomic(path, serialize::torch_file_bytes(root));

@@ -60,6 +60,9 @@ struct CheckpointState {
   int64_t scheduler_total_steps = 0;
   int64_t scheduler_last_epoch = -1;  // OneCycleLR's last_epoch; -1: not known (then global_step)
   torch::Tensor cpu_rng_state;                 // torch's default CPU generator
+  // Saved mid-epoch: the epoch's batch order (training/loop/batch_order.h), int64;
+  // undefined otherwise, and in checkpoints of other trainers.
+  torch::Tensor epoch_order;
   std::vector<std::pair<std::string, double>> metrics;  // monitored values at save time
   // 16-mixed on CUDA: the loss scaler, as Lightning's MixedPrecision plugin state.
   std::optional<GradScalerState> amp_scaling;

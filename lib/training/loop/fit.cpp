@@ -76,10 +76,10 @@ class FitRun : FitStart {
     setup_.model->train();
     const auto start = std::chrono::steady_clock::now();
     meter_.start("train", epoch);
-    train_loader_->start_epoch(epoch);
+    train_loader_->start_epoch(epoch, batch_order_->train_epoch(train_loader_->sampler().full_batches(), plan_.shuffle));
     state_.accumulate_grad_batches = T.accumulate_grad_batches;
     hook("on_epoch_start", &callbacks::Callback::on_epoch_start, state_, std::string("train"), plan_.train_batches);
-    interval_ = LossTotals{};
+    logged_batch_ = LossTotals{};
     optimization_->zero_grad();
     for (int64_t b = 0; b < plan_.train_batches; ++b) {
       if (!session_) check_stop();  // several ranks agree on stopping at step boundaries instead
@@ -125,7 +125,8 @@ class FitRun : FitStart {
     const bool boundary = (b + 1) % accumulate == 0 || b + 1 == plan_.train_batches;
     const auto out = step_->forward_backward(on_device, Accumulation{accumulate, boundary});
     step_->watch_finite(out.loss, state_.global_step, session_ != nullptr);
-    interval_.add(out, on_device.size);
+    logged_batch_ = LossTotals{};  // Lightning logs each step's own batch (salt's self.log), not a mean
+    logged_batch_.add(out, on_device.size);
     result_.train_jets += on_device.size;
     if (boundary) {
       const auto timed = profile("[LightningModule].optimizer_step");
@@ -174,13 +175,13 @@ class FitRun : FitStart {
     }
   }
 
-  // rank 0's batches, as Lightning logs without sync_dist
+  // rank 0's last batch, as Lightning logs salt's on-step losses without sync_dist
   void log_interval() {
-    auto m = interval_.means("train");
+    auto m = logged_batch_.means("train");
     hook("add_step_metrics", &callbacks::Callback::add_step_metrics, state_, m);
     state_.train_metrics = m;
     hook("on_metrics", &callbacks::Callback::on_metrics, state_, m);
-    interval_ = LossTotals{};
+    logged_batch_ = LossTotals{};
   }
 
   // ---- validation + checkpoint ----
@@ -213,6 +214,7 @@ class FitRun : FitStart {
            batch.size);
     };
     const auto timed = profile("run_validation");
+    batch_order_->validation_pass();  // salt's loader may draw a base seed here
     if (!mid_epoch) meter_.start("val", epoch);  // a mid-epoch one counts in the train stage's figures
     auto val = validation_pass(setup_.model, *val_loader_, epoch, val_plan_.val_batches, device_, autocast_, on_batch,
                                !session_, [this](double seconds) { meter_.add_data_wait(seconds); },
@@ -284,7 +286,7 @@ class FitRun : FitStart {
 
   bool stop_ = false;
   bool validated_last_batch_ = false;  // a mid-epoch validation saw the last trained batch
-  LossTotals interval_;
+  LossTotals logged_batch_;
   std::vector<std::string> attention_kernels_;
 };
 

@@ -306,8 +306,27 @@ data::SamplerOptions FitStart::val_sampler(int64_t batch_size) const {
 
 void FitStart::make_loaders() {
   train_loader_ = std::make_unique<data::Loader>(train_reader_, train_sampler_, loader_options());
+  make_batch_order();
   val_loader_ = std::make_unique<data::Loader>(val_reader_, val_sampler(D.batch_size), loader_options());
   val_plan_ = plan_validation(T, val_loader_->batches_per_epoch(), plan_);
+}
+
+// salt's batch order from torch's generator (training/loop/batch_order.h); an exact
+// resume mid-epoch finishes the epoch in the order its checkpoint recorded.
+void FitStart::make_batch_order() {
+  const bool continuing = resume_ && resume_->cpu_rng_state.defined();
+  batch_order_ = std::make_unique<BatchOrder>(
+      BatchOrderOptions{D.num_workers == 0 || !D.persistent_workers, T.num_sanity_val_steps != 0}, continuing);
+  if (!resume_ || resume_->batch_in_epoch < 0 || plan_.skip_batches == 0) return;
+  const auto& order = resume_->epoch_order;
+  if (order.defined() && order.numel() == train_loader_->sampler().full_batches()) {
+    const auto* p = order.data_ptr<int64_t>();
+    batch_order_->resume_epoch({p, p + order.numel()});
+    return;
+  }
+  spdlog::warn("{} records no batch order for epoch {} (a checkpoint of salt, or of an older salt-cpp): the "
+               "epoch's other batches follow a new order, so some may come twice and some not at all",
+               resume_source_, resume_->epoch);
 }
 
 // The run's training step (training/step/train_step.h); a resumed run's loss scale
@@ -367,6 +386,7 @@ void FitStart::prepare_state() {
     state.run_config_yaml = run_config_yaml_;
     state.loop_shape = {plan_.train_batches, val_plan_.val_batches, setup_.run.trainer.accumulate_grad_batches};
     state.batch_in_epoch = state_.batch_in_epoch;
+    if (state.batch_in_epoch >= 0) state.epoch_order = torch::tensor(batch_order_->current(), torch::kLong);
     for (const auto& callback : callbacks_.all())
       if (auto key = callback->state_key(); !key.empty())
         state.callback_states.emplace_back(key, callback->state_dict());

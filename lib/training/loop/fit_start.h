@@ -19,6 +19,7 @@
 #include "dist/grad_sync.h"
 #include "dist/session.h"
 #include "training/callback.h"
+#include "training/loop/batch_order.h"
 #include "training/checkpoints/checkpoint.h"
 #include "training/loop/epoch_resources.h"
 #include "training/loop/fit.h"
@@ -79,6 +80,7 @@ class FitStart {
   void write_files();
   data::SamplerOptions val_sampler(int64_t batch_size) const;
   void make_loaders();
+  void make_batch_order();
   TrainStepOptions step_options() const;
   void make_step();
   void choose_precision();
@@ -106,6 +108,7 @@ class FitStart {
   std::unique_ptr<data::TempCopies> temp_;
   data::SamplerOptions train_sampler_;
   std::unique_ptr<data::Loader> train_loader_, val_loader_;
+  std::unique_ptr<BatchOrder> batch_order_;  // salt's order of the training batches
   std::string run_config_yaml_;  // config.yaml as written (rank 0): checkpoints' hyper_parameters
   // run directory and resume
   std::filesystem::path run_dir_;

@@ -11,14 +11,19 @@ namespace {
 using torch::optim::AdamWOptions;
 using torch::optim::AdamWParamState;
 
-// LibTorch's AdamW::step for one parameter (AMSGrad included).
+// torch's AdamW as salt's torch (>= 2.1) runs it: LibTorch's AdamW::step but the
+// first moment by lerp_ (torch.optim.adamw's `exp_avg.lerp_(grad, 1 - beta1)`,
+// which rounds otherwise than LibTorch's mul_ then add_), the second-moment
+// correction's root as Python's `bc2 ** 0.5` in the multi-tensor path (CUDA,
+// `_multi_tensor_adamw`) and math.sqrt in the single-tensor one (CPU), as in
+// torch. One parameter at a time, AMSGrad included.
 void update_one(const AdamWOptions& options, torch::Tensor& p, const torch::Tensor& grad, AdamWParamState& s) {
   if (options.weight_decay() != 0) p.mul_(1 - options.lr() * options.weight_decay());
   s.step(s.step() + 1);
   const double beta1 = std::get<0>(options.betas()), beta2 = std::get<1>(options.betas());
   const double bias_correction1 = 1 - std::pow(beta1, s.step());
   const double bias_correction2 = 1 - std::pow(beta2, s.step());
-  s.exp_avg().mul_(beta1).add_(grad, 1 - beta1);
+  s.exp_avg().lerp_(grad, 1 - beta1);
   s.exp_avg_sq().mul_(beta2).addcmul_(grad, grad, 1 - beta2);
   torch::Tensor denom;
   if (options.amsgrad()) {
@@ -69,19 +74,19 @@ torch::Tensor ForeachAdamW::step(LossClosure closure) {
       for (std::size_t i = 0; i < params.size(); ++i) update_one(options, params[i], grads[i], *states[i]);
       continue;
     }
-    // LibTorch's AdamW::step, operator for operator.
+    // torch's _multi_tensor_adamw, operator for operator (on the CPU, salt's torch runs
+    // _single_tensor_adamw: the same arithmetic per element, the root by math.sqrt).
     if (options.weight_decay() != 0) at::_foreach_mul_(params, 1 - options.lr() * options.weight_decay());
     const int64_t step = states.front()->step() + 1;
     for (auto* s : states) s->step(step);
     const double beta1 = std::get<0>(options.betas()), beta2 = std::get<1>(options.betas());
     const double bias_correction1 = 1 - std::pow(beta1, step);
     const double bias_correction2 = 1 - std::pow(beta2, step);
-    at::_foreach_mul_(exp_avgs, beta1);
-    at::_foreach_add_(exp_avgs, grads, 1 - beta1);
+    compat::foreach_lerp_(exp_avgs, grads, 1 - beta1);
     at::_foreach_mul_(exp_avg_sqs, beta2);
     at::_foreach_addcmul_(exp_avg_sqs, grads, grads, 1 - beta2);
     auto denom = at::_foreach_sqrt(exp_avg_sqs);
-    at::_foreach_div_(denom, std::sqrt(bias_correction2));
+    at::_foreach_div_(denom, params.front().is_cuda() ? std::pow(bias_correction2, 0.5) : std::sqrt(bias_correction2));
     at::_foreach_add_(denom, options.eps());
     const double step_size = options.lr() / bias_correction1;
     at::_foreach_addcdiv_(params, exp_avgs, denom, -step_size);

@@ -115,6 +115,9 @@ print(all(np.array_equal(a[c], b[c]) for c in cols))
 // Two epochs straight, and the same run continued after epoch 0 from its checkpoint
 // rewritten as salt writes it (Python's torch.save of Lightning's dict, the
 // optimizer's moments under salt's parameter order): the same weights, bit for bit.
+// The batches go in file order (overfit_batches: every batch, unshuffled): a salt
+// checkpoint holds no generator state, so a shuffled epoch after it takes the order
+// salt draws after its re-seed (the next test), not the uninterrupted run's.
 class SaltLayoutFit : public FitTest {
  protected:
   void continue_from_salt_layout(const std::vector<std::string>& extra);
@@ -122,7 +125,7 @@ class SaltLayoutFit : public FitTest {
 
 void SaltLayoutFit::continue_from_salt_layout(const std::vector<std::string>& extra) {
   ASSERT_TRUE(have_python_module("yaml") && have_python_module("torch")) << "python3-torch or python3-yaml missing";
-  std::vector<std::string> base = {"--data.num_train", "1000"};
+  std::vector<std::string> base = {"--data.num_train", "1000", "--trainer.overfit_batches", "4"};
   base.insert(base.end(), extra.begin(), extra.end());
   base.push_back("--trainer.max_epochs");
   auto args = [&](const std::string& epochs, const std::string& suffix) {
@@ -159,6 +162,44 @@ TEST_F(SaltLayoutFit, ContinuingASaltCheckpointEqualsTheUninterruptedRun) { cont
 // salt's HybridMuonAdamW: Muon's momentum buffers and AdamW's moments, two param groups.
 TEST_F(SaltLayoutFit, ContinuingASaltHybridMuonAdamWCheckpointEqualsTheUninterruptedRun) {
   continue_from_salt_layout({"--model.optimizer", "HybridMuonAdamW"});
+}
+
+// salt resumes in a new process: seed_everything, the model built (the same draws),
+// the weights loaded, and the next epoch's batch order drawn from the generator as it
+// stands after the build: the order a fresh run's epoch 0 had. salt-cpp does the same
+// from a checkpoint salt wrote (no salt_cpp generator state), and keeps its exact
+// resume for its own checkpoints (the uninterrupted run's order).
+TEST_F(SaltLayoutFit, ASaltCheckpointResumesWithTheOrderSaltDrawsAfterItsReseed) {
+  ASSERT_TRUE(have_python_module("yaml") && have_python_module("torch")) << "python3-torch or python3-yaml missing";
+  write_file(dir / "mid.yaml", R"(trainer:
+  callbacks:
+    - class_path: salt.callbacks.Checkpoint
+      init_args: {monitor_loss: val/jets_classification_loss}
+    - class_path: lightning.pytorch.callbacks.ModelCheckpoint
+      init_args: {every_n_train_steps: 5, save_top_k: -1, filename: "mid-{step}"}
+)");
+  auto args = [&](const std::string& suffix) {
+    return small_gn2({"-c", (dir / "mid.yaml").string(), "--data.num_train", "1000", "--data.batch_size", "100",
+                      "--trainer.max_epochs", "2", "-ls", suffix});
+  };
+  ASSERT_EQ(salt("fit", args("straight")).exit_code, 0);
+  const auto straight = dir / "logs" / "GN2_cpu_straight";
+  const auto salt_ckpt = dir / "salt.ckpt";
+  auto r = run_python(as_salt_writes_it(), {checkpoints(straight).front().string(), salt_ckpt.string(), "4"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  auto cont_args = args("continued");
+  cont_args.insert(cont_args.end(), {"--ckpt_path", salt_ckpt.string()});
+  auto cont = salt("fit", cont_args);
+  ASSERT_EQ(cont.exit_code, 0) << cont.err;
+  const auto order = [&](const fs::path& run, int step) {
+    const auto ck = training::load_checkpoint(run / "checkpoints" / ("mid-step=" + std::to_string(step) + ".ckpt"));
+    EXPECT_TRUE(ck.epoch_order.defined()) << run << " step " << step;
+    return ck.epoch_order.defined() ? ck.epoch_order : torch::zeros({0}, torch::kLong);
+  };
+  const auto epoch0 = order(straight, 5), epoch1 = order(straight, 15), resumed = order(dir / "logs" / "GN2_cpu_continued", 15);
+  EXPECT_EQ(epoch0.numel(), 10);
+  EXPECT_TRUE(torch::equal(resumed, epoch0)) << resumed << epoch0;
+  EXPECT_FALSE(torch::equal(epoch1, epoch0));
 }
 
 // The other direction: a salt-cpp run's checkpoint and config.yaml hold what

@@ -1,0 +1,110 @@
+"""A Lightning callback that records what salt's own `salt fit` does, step by step,
+for bench/train_parity.sh and tests/fixtures/salt_training (salt-cpp's side comes
+from its run directory: metrics.csv, checkpoints).
+
+Written to $PARITY_PROBE_DIR:
+  init.pt      the model's state_dict when training starts (salt's initial weights)
+  steps.jsonl  one line per training batch: epoch, step, the batch's first jet
+               (the slice RandomBatchSampler gave), lr and beta1 of the step, the
+               loss and each task's loss, the gradients' total magnitude as salt's
+               GradientLoggerCallback sums it (the sum of each parameter's L2 norm)
+               and their global L2 norm; at step 0 also each parameter's gradient std
+  val.jsonl    one line per validation: epoch, step, salt's val/* metrics
+  final.pt     state_dict and optimizer state (AdamW's step, exp_avg, exp_avg_sq
+               per parameter) when training ends
+
+Imported first by bench/python/salt_main.py (salt's command with this module loaded),
+before salt builds its model and its data module makes its samplers: the sampler's
+__iter__ is wrapped here.
+"""
+
+import json
+import os
+from collections import deque
+from pathlib import Path
+
+import torch
+from lightning import Callback
+
+from salt.data import samplers
+from salt.models import matcher
+
+_train_slices: deque = deque()
+_plain_iter = samplers.RandomBatchSampler.__iter__
+
+
+def _recording_iter(self):
+    for s in _plain_iter(self):
+        if self.drop_last:  # the training sampler (salt: drop_last = stage == "fit")
+            _train_slices.append(int(s.start))
+        yield s
+
+
+samplers.RandomBatchSampler.__iter__ = _recording_iter
+
+# salt's matcher defaults to py-lap-solver's compiled BatchedScipyOMP; where only its
+# pure-scipy solvers are installed (scripts/salt_site.py), scipy's
+# linear_sum_assignment stands in: the same exact assignment.
+if "BatchedScipyOMP" not in matcher.SOLVER_REGISTRY and "Scipy" in matcher.SOLVER_REGISTRY:
+    matcher.SOLVER_REGISTRY["BatchedScipyOMP"] = matcher.SOLVER_REGISTRY["Scipy"]
+
+
+def _scalar(value):
+    return float(value.detach().item()) if isinstance(value, torch.Tensor) else float(value)
+
+
+class ParityProbe(Callback):
+    def __init__(self) -> None:
+        self.dir = Path(os.environ.get("PARITY_PROBE_DIR", "parity_probe"))
+        self.dir.mkdir(parents=True, exist_ok=True)
+        self.steps = open(self.dir / "steps.jsonl", "w")
+        self.vals = open(self.dir / "val.jsonl", "w")
+        self.row: dict = {}
+
+    def on_train_start(self, trainer, pl_module):
+        torch.save({k: v.detach().clone() for k, v in pl_module.state_dict().items()}, self.dir / "init.pt")
+
+    def on_train_batch_start(self, trainer, pl_module, batch, batch_idx):
+        group = trainer.optimizers[0].param_groups[0]
+        self.row = {
+            "epoch": trainer.current_epoch,
+            "step": trainer.global_step,
+            "batch_start": _train_slices.popleft() if _train_slices else None,
+            "lr": float(group["lr"]),
+            "beta1": float(group["betas"][0]),
+        }
+
+    def on_after_backward(self, trainer, pl_module):
+        norms = [p.grad.norm() for p in pl_module.parameters() if p.grad is not None]
+        self.row["grad_sum_norm"] = sum(float(n.item()) for n in norms)
+        self.row["grad_l2"] = float(torch.stack(norms).pow(2).sum().sqrt().item())
+        if trainer.global_step == 0:  # each parameter's gradient, as salt's GradientLoggerCallback logs it
+            self.row["grad_std"] = {n: float(p.grad.std().item()) for n, p in pl_module.named_parameters()
+                                    if p.grad is not None}
+
+    def on_train_batch_end(self, trainer, pl_module, outputs, batch, batch_idx):
+        losses = {k: _scalar(v) for k, v in trainer.callback_metrics.items() if k.startswith("train/")}
+        losses["train/loss"] = _scalar(outputs["loss"])
+        self.row["losses"] = losses
+        self.steps.write(json.dumps(self.row) + "\n")
+        self.steps.flush()
+
+    def on_validation_end(self, trainer, pl_module):
+        if trainer.sanity_checking:
+            return
+        metrics = {k: _scalar(v) for k, v in trainer.callback_metrics.items() if k.startswith("val/")}
+        self.vals.write(json.dumps({"epoch": trainer.current_epoch, "step": trainer.global_step, **metrics}) + "\n")
+        self.vals.flush()
+
+    def on_train_end(self, trainer, pl_module):
+        opt = trainer.optimizers[0]
+        params = list(pl_module.parameters())
+        state = []
+        for p in params:
+            s = opt.state.get(p, {})
+            state.append({k: (v.detach().clone() if isinstance(v, torch.Tensor) else v) for k, v in s.items()})
+        sd = {k: v.detach().clone() for k, v in pl_module.state_dict().items()}
+        names = [n for n, _ in pl_module.named_parameters()]
+        torch.save({"state_dict": sd, "param_names": names, "optimizer": state}, self.dir / "final.pt")
+        self.steps.close()
+        self.vals.close()

@@ -1,0 +1,49 @@
+#include "training/loop/batch_order.h"
+
+#include <torch/torch.h>
+
+#include <numeric>
+
+namespace salt::training {
+namespace {
+
+// torch.utils.data's `_BaseDataLoaderIter.__init__`:
+// torch.empty((), dtype=torch.int64).random_() -- two words of the generator.
+void draw_base_seed() { torch::empty({}, torch::kLong).random_(); }
+
+}  // namespace
+
+BatchOrder::BatchOrder(BatchOrderOptions options, bool continuing) : options_(options) {
+  train_iterator_made_ = continuing;
+  val_iterator_made_ = continuing || (!options_.iterator_per_pass && options_.sanity_check);
+}
+
+std::vector<int64_t> BatchOrder::train_epoch(int64_t full_batches, bool shuffle) {
+  if (resumed_) {
+    resumed_ = false;
+    return current_;
+  }
+  if (options_.iterator_per_pass || !train_iterator_made_) draw_base_seed();
+  train_iterator_made_ = true;
+  current_.resize(static_cast<size_t>(full_batches));
+  if (!shuffle) {
+    std::iota(current_.begin(), current_.end(), int64_t{0});
+    return current_;
+  }
+  const auto perm = torch::randperm(full_batches, torch::kLong);
+  const auto* p = perm.data_ptr<int64_t>();
+  current_.assign(p, p + full_batches);
+  return current_;
+}
+
+void BatchOrder::validation_pass() {
+  if (options_.iterator_per_pass || !val_iterator_made_) draw_base_seed();
+  val_iterator_made_ = true;
+}
+
+void BatchOrder::resume_epoch(std::vector<int64_t> order) {
+  current_ = std::move(order);
+  resumed_ = true;
+}
+
+}  // namespace salt::training

@@ -1,0 +1,58 @@
+// salt's training batch order, drawn where salt draws it.
+//
+// salt's RandomBatchSampler gives each training epoch its full batches in
+// torch.randperm(n) from torch's global CPU generator: the stream that
+// initialised the weights and that dropout draws from. Before it, torch's
+// DataLoader draws its base seed (an int64 random_(): two 32-bit words) each time
+// a new iterator is made; Lightning keeps one iterator for a run when the workers
+// are persistent (salt: num_workers > 0 and persistent_workers), and makes one per
+// pass otherwise, validation passes included. Lightning's sanity check runs
+// isolated from the generator, but with persistent workers its validation
+// iterator is the one later passes reuse. Drawing the same numbers at the same
+// places gives salt's order from salt's seed, so both trainers see the same
+// jets in the same steps (docs/migrating.md).
+//
+// An exact resume (a salt-cpp checkpoint: its generator state restored) goes on
+// as the uninterrupted run would, the epoch it stopped in with the order that
+// checkpoint recorded; a resume from salt's checkpoint (no generator state)
+// draws as salt does after its re-seed: from the state right after the weights.
+#pragma once
+#include <cstdint>
+#include <vector>
+
+namespace salt::training {
+
+struct BatchOrderOptions {
+  // num_workers == 0 or persistent_workers false: a new DataLoader iterator, so a
+  // new base seed, for every training epoch and every validation pass.
+  bool iterator_per_pass = true;
+  // trainer.num_sanity_val_steps != 0: the (isolated) sanity check made the
+  // persistent validation iterator before the first training batch.
+  bool sanity_check = true;
+};
+
+class BatchOrder {
+ public:
+  // `continuing`: the run goes on from a generator state its checkpoint restored,
+  // so the iterators the uninterrupted run had made count as made.
+  BatchOrder(BatchOrderOptions options, bool continuing);
+
+  // The epoch's order of `full_batches` batches (identity when !shuffle), after the
+  // base seed a new iterator draws. The first call after resume_epoch() returns the
+  // recorded order and draws nothing.
+  std::vector<int64_t> train_epoch(int64_t full_batches, bool shuffle);
+  // A validation pass starts: the base seed, when salt's loader makes a new iterator.
+  void validation_pass();
+  // A mid-epoch checkpoint's order for the epoch it was saved in.
+  void resume_epoch(std::vector<int64_t> order);
+  // The order of the epoch being trained (what a mid-epoch checkpoint records).
+  const std::vector<int64_t>& current() const { return current_; }
+
+ private:
+  BatchOrderOptions options_;
+  bool train_iterator_made_ = false, val_iterator_made_ = false;
+  bool resumed_ = false;
+  std::vector<int64_t> current_;
+};
+
+}  // namespace salt::training
