@@ -73,4 +73,4 @@ for seed in ${SEEDS:-1 2 3}; do
   fit_and_test salt "$seed" "$py" -m salt.main
 done
 [ $failed = 0 ] || exit 1
-/usr/bin/python3 "$root/bench/python/seed_table.py" "$out" | tee -a "$log"
+"$py" "$root/bench/python/seed_table.py" "$out" | tee -a "$log"

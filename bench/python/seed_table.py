@@ -16,6 +16,11 @@ from pathlib import Path
 import h5py
 import numpy as np
 
+try:
+    import hdf5plugin  # noqa: F401  (salt writes its predictions LZ4-compressed)
+except ImportError:
+    pass
+
 F_C = 0.2
 EFFS = (0.70, 0.77, 0.85)
 
@@ -46,7 +51,7 @@ def run_figures(run: Path) -> dict:
 def main() -> int:
     out = Path(sys.argv[1])
     table = {}
-    for run in sorted(out.glob("*_seed*")):
+    for run in sorted(p for p in out.glob("*_seed*") if p.is_dir()):
         trainer = run.name.split("_seed")[0]
         table.setdefault(trainer, []).append(run_figures(run))
     keys = list(next(iter(table.values()))[0])
