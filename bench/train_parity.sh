@@ -24,7 +24,7 @@
 #   EXACT [1]                1: salt fits a second time in float64 (precision 64), the
 #                            yardstick of float32 round-off: a step agrees when
 #                            salt-cpp is within 1e-5 of salt, or no farther from the
-#                            float64 fit than twice salt's own farthest so far
+#                            float64 fit than 3 times salt's own farthest so far
 # Exits non-zero when a fit fails or a comparison is out of its bound.
 set -uo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)

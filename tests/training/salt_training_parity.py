@@ -10,7 +10,8 @@ jets, CPU, fp32, seed 42). Checked:
     salt's or no farther from salt's float64 fit than three times the farthest salt's
     float32 fit has been from it so far (float32 round-off, which training amplifies);
   - at the end each parameter's sum and norm no farther from salt's float64 fit than
-    salt's own float32 fit is (plus 1e-5 of the norm), and the validation loss near salt's.
+    twice salt's own float32 fit is (plus 1e-5 of the norm), and the validation loss
+    likewise.
 Usage: salt_training_parity.py SALT_BIN INIT_BIN SOURCE_DIR WORK
 """
 

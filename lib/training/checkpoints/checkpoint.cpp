@@ -406,6 +406,8 @@ void read_extra(const PyValue& e, CheckpointState& state) {
     state.cpu_rng_state = rng->as_tensor();
     check_cpu_rng_state(state.cpu_rng_state, "salt_cpp.cpu_rng_state");
   }
+  if (const auto* made = e.find("loader_iterators"))
+    state.loader_iterators = count_in(*made, "salt_cpp.loader_iterators", 0);
   if (const auto* order = e.find("epoch_order")) {
     if (!order->is_tensor()) throw std::invalid_argument("salt_cpp.epoch_order is a " + order->type_name() + ", not a tensor");
     state.epoch_order = order->as_tensor().to(torch::kLong).contiguous();
@@ -516,6 +518,7 @@ void save_checkpoint(const std::filesystem::path& path, const CheckpointState& s
   extra.set_item("batch_in_epoch", I(state.batch_in_epoch));
   extra.set_item("version", S(salt_version()));
   if (state.cpu_rng_state.defined()) extra.set_item("cpu_rng_state", PyValue::tensor(state.cpu_rng_state));
+  extra.set_item("loader_iterators", I(state.loader_iterators));
   if (state.epoch_order.defined() && state.batch_in_epoch >= 0)
     extra.set_item("epoch_order", PyValue::tensor(state.epoch_order));
   root.set_item("salt_cpp", extra);

@@ -63,6 +63,9 @@ struct CheckpointState {
   // Saved mid-epoch: the epoch's batch order (training/loop/batch_order.h), int64;
   // undefined otherwise, and in checkpoints of other trainers.
   torch::Tensor epoch_order;
+  // The loader iterators the run had made (training/loop/batch_order.h's bits); an
+  // older salt-cpp checkpoint: both.
+  int64_t loader_iterators = 3;
   std::vector<std::pair<std::string, double>> metrics;  // monitored values at save time
   // 16-mixed on CUDA: the loss scaler, as Lightning's MixedPrecision plugin state.
   std::optional<GradScalerState> amp_scaling;

@@ -13,9 +13,13 @@ void draw_base_seed() { torch::empty({}, torch::kLong).random_(); }
 
 }  // namespace
 
-BatchOrder::BatchOrder(BatchOrderOptions options, bool continuing) : options_(options) {
-  train_iterator_made_ = continuing;
-  val_iterator_made_ = continuing || (!options_.iterator_per_pass && options_.sanity_check);
+BatchOrder::BatchOrder(BatchOrderOptions options, int64_t made) : options_(options) {
+  train_iterator_made_ = (made & kTrainIterator) != 0;
+  val_iterator_made_ = (made & kValIterator) != 0 || (!options_.iterator_per_pass && options_.sanity_check);
+}
+
+int64_t BatchOrder::iterators_made() const {
+  return (train_iterator_made_ ? kTrainIterator : 0) | (val_iterator_made_ ? kValIterator : 0);
 }
 
 std::vector<int64_t> BatchOrder::train_epoch(int64_t full_batches, bool shuffle) {

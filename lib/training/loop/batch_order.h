@@ -12,10 +12,11 @@
 // places gives salt's order from salt's seed, so both trainers see the same
 // jets in the same steps (docs/migrating.md).
 //
-// An exact resume (a salt-cpp checkpoint: its generator state restored) goes on
-// as the uninterrupted run would, the epoch it stopped in with the order that
-// checkpoint recorded; a resume from salt's checkpoint (no generator state)
-// draws as salt does after its re-seed: from the state right after the weights.
+// An exact resume (a salt-cpp checkpoint: its generator state and the iterators
+// made restored) goes on as the uninterrupted run would, the epoch it stopped in
+// with the order that checkpoint recorded; a resume from salt's checkpoint (no
+// generator state) draws as salt does after its re-seed: from the state right
+// after the weights, with no sanity check (Lightning skips it when resuming).
 #pragma once
 #include <cstdint>
 #include <vector>
@@ -33,9 +34,11 @@ struct BatchOrderOptions {
 
 class BatchOrder {
  public:
-  // `continuing`: the run goes on from a generator state its checkpoint restored,
-  // so the iterators the uninterrupted run had made count as made.
-  BatchOrder(BatchOrderOptions options, bool continuing);
+  // Which loader iterators a run has made, as a checkpoint records them.
+  enum Iterators : int64_t { kTrainIterator = 1, kValIterator = 2 };
+  // `made`: the iterators made before (a resumed run's checkpoint: iterators_made()
+  // of the run that wrote it; 0 for a fresh run).
+  BatchOrder(BatchOrderOptions options, int64_t made);
 
   // The epoch's order of `full_batches` batches (identity when !shuffle), after the
   // base seed a new iterator draws. The first call after resume_epoch() returns the
@@ -47,6 +50,10 @@ class BatchOrder {
   void resume_epoch(std::vector<int64_t> order);
   // The order of the epoch being trained (what a mid-epoch checkpoint records).
   const std::vector<int64_t>& current() const { return current_; }
+  // Data parallel: every rank trains on rank 0's order (track-level dropout may
+  // leave the ranks' generators apart).
+  void adopt(std::vector<int64_t> order) { current_ = std::move(order); }
+  int64_t iterators_made() const;
 
  private:
   BatchOrderOptions options_;

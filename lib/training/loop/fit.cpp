@@ -5,6 +5,7 @@
 #include <chrono>
 #include <cmath>
 #include <exception>
+#include <sstream>
 #include <string>
 #include <system_error>
 
@@ -69,6 +70,22 @@ class FitRun : FitStart {
     return min_epochs_met && min_steps_met;
   }
 
+  // salt's order of the epoch's batches; with several ranks, rank 0's.
+  std::vector<int64_t> epoch_order(int64_t epoch) {
+    auto order = batch_order_->train_epoch(train_loader_->sampler().full_batches(), plan_.shuffle);
+    if (!session_) return order;
+    const auto agreed = session_->from_rank0("batch order " + std::to_string(epoch), "draw the batch order", [&] {
+      std::string text;
+      for (int64_t k : order) text += std::to_string(k) + " ";
+      return text;
+    });
+    std::istringstream in(agreed);
+    order.clear();
+    for (int64_t k; in >> k;) order.push_back(k);
+    batch_order_->adopt(order);
+    return order;
+  }
+
   // ---- one training epoch ----
   void train_epoch(int64_t epoch) {
     const auto timed = profile("run_training_epoch");
@@ -76,7 +93,7 @@ class FitRun : FitStart {
     setup_.model->train();
     const auto start = std::chrono::steady_clock::now();
     meter_.start("train", epoch);
-    train_loader_->start_epoch(epoch, batch_order_->train_epoch(train_loader_->sampler().full_batches(), plan_.shuffle));
+    train_loader_->start_epoch(epoch, epoch_order(epoch));
     state_.accumulate_grad_batches = T.accumulate_grad_batches;
     hook("on_epoch_start", &callbacks::Callback::on_epoch_start, state_, std::string("train"), plan_.train_batches);
     logged_batch_ = LossTotals{};

@@ -135,7 +135,8 @@ void FitStart::join_data_parallel() {
     spdlog::info("data parallel: {} processes ({}, master {}:{}), backend {}; global batch {} = {} x {}", world_,
                  dist::launcher_name(dist_env.launcher), dist_env.master_addr, dist_env.master_port,
                  session_->group().backend_name(), D.batch_size * world_, D.batch_size, world_);
-    // A drawn seed (seed_everything: true) differs per process; the batch order must not.
+    // A drawn seed (seed_everything: false) differs per process; rank 0's is everyone's
+    // (each epoch's batch order is rank 0's too: fit.cpp's epoch_order).
     const auto seed =
         std::stoull(session_->from_rank0("seed", "choose the seed", [&] { return std::to_string(setup_.seed); }));
     if (seed != setup_.seed) {
@@ -314,9 +315,12 @@ void FitStart::make_loaders() {
 // salt's batch order from torch's generator (training/loop/batch_order.h); an exact
 // resume mid-epoch finishes the epoch in the order its checkpoint recorded.
 void FitStart::make_batch_order() {
+  // A salt-cpp checkpoint restores the generator and which iterators the run had made;
+  // Lightning runs no sanity check when it resumes (salt's checkpoints), nor under fast_dev_run.
   const bool continuing = resume_ && resume_->cpu_rng_state.defined();
-  batch_order_ = std::make_unique<BatchOrder>(
-      BatchOrderOptions{D.num_workers == 0 || !D.persistent_workers, T.num_sanity_val_steps != 0}, continuing);
+  BatchOrderOptions options{D.num_workers == 0 || !D.persistent_workers,
+                            !dev_run_ && !resume_ && T.num_sanity_val_steps != 0};
+  batch_order_ = std::make_unique<BatchOrder>(options, continuing ? resume_->loader_iterators : 0);
   if (!resume_ || resume_->batch_in_epoch < 0 || plan_.skip_batches == 0) return;
   const auto& order = resume_->epoch_order;
   if (order.defined() && order.numel() == train_loader_->sampler().full_batches()) {
@@ -324,7 +328,7 @@ void FitStart::make_batch_order() {
     batch_order_->resume_epoch({p, p + order.numel()});
     return;
   }
-  spdlog::warn("{} records no batch order for epoch {} (a checkpoint of salt, or of an older salt-cpp): the "
+  spdlog::warn("{} records no batch order for epoch {} (a checkpoint of an older salt-cpp): the "
                "epoch's other batches follow a new order, so some may come twice and some not at all",
                resume_source_, resume_->epoch);
 }
@@ -387,6 +391,7 @@ void FitStart::prepare_state() {
     state.loop_shape = {plan_.train_batches, val_plan_.val_batches, setup_.run.trainer.accumulate_grad_batches};
     state.batch_in_epoch = state_.batch_in_epoch;
     if (state.batch_in_epoch >= 0) state.epoch_order = torch::tensor(batch_order_->current(), torch::kLong);
+    state.loader_iterators = batch_order_->iterators_made();
     for (const auto& callback : callbacks_.all())
       if (auto key = callback->state_key(); !key.empty())
         state.callback_states.emplace_back(key, callback->state_dict());

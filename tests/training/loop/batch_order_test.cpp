@@ -49,7 +49,7 @@ for step in plan:
 
 std::vector<std::vector<int64_t>> our_orders(int seed, int n, const std::string& plan, bool fresh, bool sanity) {
   torch::manual_seed(seed);
-  training::BatchOrder order({fresh, sanity}, false);
+  training::BatchOrder order({fresh, sanity}, 0);
   std::vector<std::vector<int64_t>> out;
   for (char step : plan) {
     if (step == 't') out.push_back(order.train_epoch(n, true));
@@ -73,7 +73,7 @@ TEST(BatchOrder, DrawsWhatSaltsLoaderDrawsWithAndWithoutPersistentWorkers) {
 
 TEST(BatchOrder, AResumedEpochKeepsItsRecordedOrderAndDrawsNothing) {
   torch::manual_seed(7);
-  training::BatchOrder order({true, true}, true);
+  training::BatchOrder order({true, true}, training::BatchOrder::kTrainIterator | training::BatchOrder::kValIterator);
   order.resume_epoch({2, 0, 1});
   const auto before = torch::randint(1 << 30, {1}, torch::kLong);  // the stream's next value, then put back
   torch::manual_seed(7);
