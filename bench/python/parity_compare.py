@@ -58,21 +58,27 @@ def compare_init(salt_init: dict, cpp_init: dict) -> bool:
 
 
 def compare_order(salt_rows: list, run: Path, batch: int) -> bool:
-    salt_order = [r["batch_start"] // batch for r in salt_rows if r["epoch"] == 0 and r["batch_start"] is not None]
-    mids = sorted((run / "checkpoints").glob("mid-step=*.ckpt"), key=lambda p: int(p.stem.split("=")[1]))
-    if not mids:
-        print("batch order: salt-cpp wrote no mid-epoch checkpoint")
-        return False
-    order = load(mids[0])["salt_cpp"].get("epoch_order")
-    if order is None:
-        print(f"batch order: {mids[0].name} records none")
-        return False
-    cpp_order = order.tolist()[: len(salt_order)]
-    same = cpp_order == salt_order
-    first = next((i for i, (a, b) in enumerate(zip(salt_order, cpp_order)) if a != b), None)
-    print(f"batch order, epoch 0: {'the same' if same else f'parts at step {first}'} "
-          f"({len(salt_order)} batches; salt's first: {salt_order[:8]}, salt-cpp's: {cpp_order[:8]})")
-    return same
+    """Each epoch's batch order: salt's first jet of every batch against the order a
+    salt-cpp checkpoint written in the middle of that epoch records."""
+    cpp_orders = {}
+    for path in (run / "checkpoints").glob("mid-step=*.ckpt"):
+        ck = load(path)
+        extra = ck.get("salt_cpp", {})
+        if extra.get("batch_in_epoch", -1) > 0 and extra.get("epoch_order") is not None:
+            cpp_orders[int(ck["epoch"])] = extra["epoch_order"].tolist()
+    ok = True
+    for epoch in sorted({r["epoch"] for r in salt_rows}):
+        salt_order = [r["batch_start"] // batch for r in salt_rows if r["epoch"] == epoch and r["batch_start"] is not None]
+        if epoch not in cpp_orders:
+            print(f"batch order, epoch {epoch}: salt-cpp wrote no mid-epoch checkpoint with its order")
+            ok = False
+            continue
+        cpp_order = cpp_orders[epoch][: len(salt_order)]
+        first = next((i for i, (x, y) in enumerate(zip(salt_order, cpp_order)) if x != y), None)
+        print(f"batch order, epoch {epoch}: {'the same' if cpp_order == salt_order else f'parts at step {first}'} "
+              f"({len(salt_order)} batches; salt's first: {salt_order[:8]}, salt-cpp's: {cpp_order[:8]})")
+        ok = ok and cpp_order == salt_order
+    return ok
 
 
 def compare_steps(salt_rows: list, cpp_rows: dict, rtol: float, exact_rows: list | None) -> bool:
