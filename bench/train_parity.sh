@@ -80,7 +80,7 @@ trainer:
     - class_path: lightning.pytorch.callbacks.ModelCheckpoint
       init_args: {every_n_train_steps: $((steps / 2 > 0 ? steps / 2 : 1)), save_top_k: -1, filename: "mid-{step}"}
 YAML
-rm -rf "$out/cpp" "$out/salt" "$out/probe"
+rm -rf "$out/cpp"
 t0=$(date +%s)
 "$init_bin" "$out/cpp_init.ckpt" -c "$salt_config" "${overlays[@]}" "${common[@]}" >>"$log" 2>&1 ||
   { say "train_parity: bench_init_weights failed (see $log)"; exit 1; }
@@ -89,22 +89,24 @@ t0=$(date +%s)
 rc=$?
 say "salt-cpp fit: exit $rc, $(($(date +%s) - t0)) s (log: $out/cpp.log)"
 [ $rc = 0 ] || { tail -5 "$out/cpp.log" | tee -a "$log"; exit 1; }
-t0=$(date +%s)
-(cd "$out" && PARITY_PROBE_DIR="$out/probe" PYTHONPATH="$root/bench/python${PYTHONPATH:+:$PYTHONPATH}" \
-  "$py" "$root/bench/python/salt_main.py" fit -c "$salt_config" "${overlays[@]}" -c "$out/salt_overlay.yaml" "${common[@]}" --force -n parity \
-  --trainer.default_root_dir "$out/salt") >"$out/salt.log" 2>&1
-rc=$?
-say "salt fit: exit $rc, $(($(date +%s) - t0)) s (log: $out/salt.log)"
-[ $rc = 0 ] || { grep -E "Error|error" "$out/salt.log" | tail -5 | tee -a "$log"; exit 1; }
+# salt_fit NAME [FLAG...]: salt's own fit, the probe's files in $out/probe<NAME less
+# "salt">, the run under $out/NAME, the log $out/NAME.log.
+salt_fit() {
+  local name=$1 probe=$out/probe${1#salt} t0 rc
+  shift
+  rm -rf "${out:?}/$name" "$probe"
+  t0=$(date +%s)
+  (cd "$out" && PARITY_PROBE_DIR="$probe" PYTHONPATH="$root/bench/python${PYTHONPATH:+:$PYTHONPATH}" \
+    "$py" "$root/bench/python/salt_main.py" fit -c "$salt_config" "${overlays[@]}" -c "$out/salt_overlay.yaml" \
+    "${common[@]}" "$@" --force -n "parity_$name" --trainer.default_root_dir "$out/$name") >"$out/$name.log" 2>&1
+  rc=$?
+  say "$name fit: exit $rc, $(($(date +%s) - t0)) s (log: $out/$name.log)"
+  [ $rc = 0 ] || { grep -E "Error|error" "$out/$name.log" | tail -5 | tee -a "$log"; exit 1; }
+}
+salt_fit salt
 exact=()
 if [ "${EXACT:-1}" = 1 ]; then
-  rm -rf "$out/salt64" "$out/probe64"
-  t0=$(date +%s)
-  (cd "$out" && PARITY_PROBE_DIR="$out/probe64" PYTHONPATH="$root/bench/python${PYTHONPATH:+:$PYTHONPATH}" \
-    "$py" "$root/bench/python/salt_main.py" fit -c "$salt_config" "${overlays[@]}" -c "$out/salt_overlay.yaml" "${common[@]}" --trainer.precision 64 \
-    --force -n parity64 --trainer.default_root_dir "$out/salt64") >"$out/salt64.log" 2>&1 ||
-    { say "salt fit in float64 failed (see $out/salt64.log)"; exit 1; }
-  say "salt fit in float64: $(($(date +%s) - t0)) s (log: $out/salt64.log)"
+  salt_fit salt64 --trainer.precision 64  # salt in float64: the yardstick of float32 round-off
   exact=(--exact-probe "$out/probe64")
 fi
 "$py" "$root/bench/python/parity_compare.py" --probe "$out/probe" --cpp-run "$(ls -d "$out"/cpp/*/ | head -1)" \
