@@ -323,9 +323,15 @@ void FitStart::make_batch_order() {
   batch_order_ = std::make_unique<BatchOrder>(options, continuing ? resume_->loader_iterators : 0);
   if (!resume_ || resume_->batch_in_epoch < 0 || plan_.skip_batches == 0) return;
   const auto& order = resume_->epoch_order;
-  if (order.defined() && order.numel() == train_loader_->sampler().full_batches()) {
+  if (order.defined()) {
     const auto* p = order.data_ptr<int64_t>();
-    batch_order_->resume_epoch({p, p + order.numel()});
+    std::vector<int64_t> recorded(p, p + order.numel());
+    try {
+      train_loader_->sampler().epoch_in(recorded);  // refused here, naming the file, not at the epoch's start
+    } catch (const InputError& e) {
+      throw InputError(resume_source_ + ": salt_cpp.epoch_order: " + e.what());
+    }
+    batch_order_->resume_epoch(std::move(recorded));
     return;
   }
   spdlog::warn("{} records no batch order for epoch {} (a checkpoint of an older salt-cpp): the "

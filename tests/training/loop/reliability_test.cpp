@@ -237,6 +237,12 @@ def far_state(c):
 altered("far_state", far_state)
 altered("moment", lambda c: c["optimizer_states"][0]["state"][0].update(exp_avg=torch.zeros(1)))
 altered("rng", lambda c: c["salt_cpp"].update(cpu_rng_state=torch.zeros(100, dtype=torch.uint8)))
+def order(c):  # a mid-epoch checkpoint whose batch order names no batch of the file
+    n = c["loops"]["fit_loop"]["epoch_loop.batch_progress"]["current"]["completed"]
+    c.update(global_step=1)  # one batch into epoch 0, the schedule where it was then
+    c["lr_schedulers"][0].update(last_epoch=1)
+    c["salt_cpp"].update(batch_in_epoch=1, epoch_order=torch.full((n,), n, dtype=torch.int64))
+altered("order", order)
 def swa(c):
     avg = c["callbacks"]["StochasticWeightAveraging"]["average_model_state"]
     key = next(k for k, v in avg.items() if v.dim() == 2)
@@ -253,6 +259,7 @@ altered("swa", swa)
            {"far_state", "an entry for parameter 1000000000, but its param_groups list"},
            {"moment", "has exp_avg of shape [1] but the parameter is ["},
            {"rng", "salt_cpp.cpu_rng_state holds 100 bytes, not a state of torch's CPU generator"},
+           {"order", ": salt_cpp.epoch_order: a batch order of"},
            {"swa", "the state of callback StochasticWeightAveraging cannot be read (StochasticWeightAveraging's "
                    "average_model_state '"}}) {
     const auto ckpt = dir / (file + ".ckpt");
