@@ -78,28 +78,53 @@ TaskOutput RegressionTaskImpl::forward(const torch::Tensor& x, const torch::Tens
   if (!labels) return out;
 
   auto targets = scaled_targets(*labels).to(out.preds.scalar_type());
-  // salt turns NaN targets into 0 (and so trains towards 0) and averages over all
-  // entries; we leave non-finite targets and padded slots out and average over the rest.
-  auto valid = torch::isfinite(targets);
-  if (pad_mask.defined()) valid = valid & pad_mask.logical_not().unsqueeze(-1);
-  auto safe_targets = targets.masked_fill(valid.logical_not(), 0.0);
-
-  torch::Tensor per;
+  torch::Tensor means = out.preds, variances;
   if (reg_.gaussian()) {
     auto parts = out.preds.tensor_split(2, -1);
-    auto variances = torch::nn::functional::softplus(parts[1]);
-    per = loss->elementwise(parts[0], safe_targets, variances);
-  } else {
-    per = loss->elementwise(out.preds, safe_targets);
+    means = parts[0];
+    variances = torch::nn::functional::softplus(parts[1]);
   }
-  // salt's nan_loss: the unreduced loss times the weights (one per jet or
-  // constituent, the same for every target), then the mean.
-  auto w = sample_weights(*labels);
+  out.loss = reg_.average_over() == "valid" ? loss_over_valid(means, variances, targets, pad_mask, *labels)
+                                            : salt_nan_loss(means, variances, targets, pad_mask, *labels);
+  out.loss = out.loss * weight();
+  return out;
+}
+
+// salt's RegressionTaskBase.nan_loss after get_targets: targets nan_to_num'd,
+// padded slots' predictions, targets (and variances) zeroed, then the loss
+// reduced as configured over every entry: "none" weights the entries and takes
+// the nanmean, "mean"/"sum" reduce the entries unweighted (salt refuses weights
+// with them: finish_sample_weight).
+torch::Tensor RegressionTaskImpl::salt_nan_loss(torch::Tensor means, torch::Tensor variances, torch::Tensor targets,
+                                                const torch::Tensor& pad_mask, const Labels& labels) {
+  targets = torch::nan_to_num(targets, 0.0, 0.0, 0.0);
+  if (pad_mask.defined()) {
+    const auto padded = pad_mask.unsqueeze(-1);
+    means = means.masked_fill(padded, 0.0);
+    targets = targets.masked_fill(padded, 0.0);
+    if (variances.defined()) variances = variances.masked_fill(padded, 0.0);
+  }
+  auto per = loss->elementwise(means, targets, variances);
+  const auto& reduction = loss->options().reduction();
+  if (reduction == "sum") return per.sum();
+  if (reduction == "mean") return per.mean();
+  auto w = sample_weights(labels);
+  if (w.defined()) per = per * w.to(per.scalar_type()).unsqueeze(-1);
+  return per.nanmean();
+}
+
+// salt-cpp's own average: non-finite targets and padded slots are left out, the
+// (weighted) loss summed over the rest and divided by their number.
+torch::Tensor RegressionTaskImpl::loss_over_valid(const torch::Tensor& means, const torch::Tensor& variances,
+                                                  const torch::Tensor& targets, const torch::Tensor& pad_mask,
+                                                  const Labels& labels) {
+  auto valid = torch::isfinite(targets);
+  if (pad_mask.defined()) valid = valid & pad_mask.logical_not().unsqueeze(-1);
+  auto per = loss->elementwise(means, targets.masked_fill(valid.logical_not(), 0.0), variances);
+  auto w = sample_weights(labels);
   if (w.defined()) per = per * w.to(per.scalar_type()).unsqueeze(-1);
   auto total = per.masked_fill(valid.logical_not(), 0.0).sum();
-  const auto count = valid.sum().clamp_min(1);
-  out.loss = (loss->options().reduction() == "sum" ? total : total / count) * weight();
-  return out;
+  return loss->options().reduction() == "sum" ? total : total / valid.sum().clamp_min(1);
 }
 
 std::pair<torch::Tensor, torch::Tensor> RegressionTaskImpl::unscale(const Labels* labels, const torch::Tensor& like) const {
@@ -154,6 +179,7 @@ struct RegressionTaskConfig : TaskBaseConfig {
   std::optional<std::vector<std::string>> target_denominators, custom_output_names;
   std::optional<std::map<std::string, std::vector<float>>> norm_params;  // {mean, std}, checked by the builder
   std::optional<config::ComponentNode> scaler;                           // read by read_target_scaler
+  std::string average_over = "all";
 };
 
 const config::Binding<RegressionTaskConfig>& regression_binding() {
@@ -170,7 +196,11 @@ const config::Binding<RegressionTaskConfig>& regression_binding() {
              t_optional(str_or_list))
         .arg("norm_params", SALT_FIELD(norm_params), "{mean, std} to standardise the targets.",
              t_optional(t_dict(t_union({t_float(), t_list(t_float())}))))
-        .arg("custom_output_names", SALT_FIELD(custom_output_names), "Output column names.", t_optional(str_or_list));
+        .arg("custom_output_names", SALT_FIELD(custom_output_names), "Output column names.", t_optional(str_or_list))
+        .arg("average_over", SALT_FIELD(average_over),
+             "salt-cpp only. all (salt's nan_loss): the loss's mean over every entry, padded slots included as 0 "
+             "and NaN/inf targets as 0; valid: over the real constituents' finite targets only.",
+             t_choice({"all", "valid"}));
     bind_sample_weight(t);
     return t;
   }();
@@ -183,6 +213,7 @@ std::shared_ptr<TaskImpl> build_regression(const YAML::Node& init_args, const Bu
   finish_sample_weight(c, ctx);
   auto& r = c.reg;
   r.gaussian(gaussian);
+  r.average_over(c.average_over);
   r.target_denominators(c.target_denominators.value_or(std::vector<std::string>{}));
   r.custom_output_names(c.custom_output_names.value_or(std::vector<std::string>{}));
   if (c.scaler) r.scaler(read_target_scaler(*c.scaler, ctx.arg("scaler")));

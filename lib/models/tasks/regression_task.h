@@ -1,7 +1,7 @@
 // salt.models.RegressionTask / GaussianRegressionTask. Targets are scaled by
 // norm_params ((t - mean) / std), divided by target_denominators (labels of the
-// same input), or transformed by a `scaler` (models/tasks/target_scaler.h);
-// non-finite targets and padded slots are left out of the loss.
+// same input), or transformed by a `scaler` (models/tasks/target_scaler.h).
+// The loss is salt's nan_loss by default (see RegressionOptions::average_over).
 // Inference undoes the scaling; padded slots are NaN.
 #pragma once
 #include <optional>
@@ -19,6 +19,11 @@ struct RegressionOptions {
   TORCH_ARG(std::vector<std::string>, custom_output_names);  // RegressionTask only
   TORCH_ARG(bool, gaussian) = false;  // GaussianRegressionTask: outputs means then variances
   TORCH_ARG(std::optional<TargetScaler>, scaler) = std::nullopt;  // salt's RegressionTargetScaler
+  // Which entries the loss averages over. "all" (salt's nan_loss): every [B, (L,) R]
+  // entry, padded slots included with prediction and target 0 (GaussianNLL: variance
+  // 0, clamped to eps), non-finite targets set to 0. "valid" (salt-cpp only): the
+  // real constituents' entries with finite targets, sample-weighted.
+  TORCH_ARG(std::string, average_over) = "all";
 };
 
 class RegressionTaskImpl : public TaskImpl {
@@ -42,6 +47,12 @@ class RegressionTaskImpl : public TaskImpl {
   torch::Tensor scaled_targets(const Labels& labels) const;
 
  private:
+  // The unweighted-task loss for average_over "all" (salt's) and "valid"; variances
+  // undefined unless Gaussian.
+  torch::Tensor salt_nan_loss(torch::Tensor means, torch::Tensor variances, torch::Tensor targets,
+                              const torch::Tensor& pad_mask, const Labels& labels);
+  torch::Tensor loss_over_valid(const torch::Tensor& means, const torch::Tensor& variances, const torch::Tensor& targets,
+                                const torch::Tensor& pad_mask, const Labels& labels);
   // Per-target scale and offset to undo the scaling: value = pred * scale + offset.
   std::pair<torch::Tensor, torch::Tensor> unscale(const Labels* labels, const torch::Tensor& like) const;
   RegressionOptions reg_;

@@ -163,34 +163,71 @@ TEST(Loss, VertexAssignmentFromEdges) {
   EXPECT_TRUE(torch::equal(out, torch::tensor({0, -1, 1, 0, 3}, torch::kLong).view({1, 5})));
 }
 
-TEST(Loss, RegressionMasksNaNTargetsAndPadding) {
-  RegressionTaskImpl task(TaskOptions("reg", "jets", identity_dense(2), LossOptions(LossKind::MSE)),
-                          RegressionOptions().targets({"t1", "t2"}).norm_mean(std::vector<float>{1.0f, 0.0f}).norm_std(
-                              std::vector<float>{2.0f, 1.0f}));
+// salt's nan_loss (the default): NaN targets count as 0 and padded slots as 0 in
+// the mean over every entry.
+TEST(Loss, RegressionAveragesAsSaltsNanLoss) {
+  auto options = [] {
+    return RegressionOptions().targets({"t1", "t2"}).norm_mean(std::vector<float>{1.0f, 0.0f}).norm_std(
+        std::vector<float>{2.0f, 1.0f});
+  };
+  RegressionTaskImpl task(TaskOptions("reg", "jets", identity_dense(2), LossOptions(LossKind::MSE)), options());
+  RegressionTaskImpl valid_only(TaskOptions("reg", "jets", identity_dense(2), LossOptions(LossKind::MSE)),
+                                options().average_over("valid"));
   make_identity(task);
+  make_identity(valid_only);
   auto x = torch::tensor({0.5f, 1.0f, -1.0f, 2.0f, 0.0f, 0.0f}).view({3, 2});
   Labels labels;
   labels["jets"]["t1"] = torch::tensor({1.0f, NAN, 3.0f});
   labels["jets"]["t2"] = torch::tensor({0.5f, 2.0f, NAN});
-  // Valid scaled targets: (1-1)/2 = 0 vs 0.5; 0.5 vs 1.0; 2 vs 2.0; (3-1)/2 = 1 vs 0.0.
-  const double expected = (std::pow(0.5 - 0.0, 2) + std::pow(1.0 - 0.5, 2) + std::pow(2.0 - 2.0, 2) + std::pow(0.0 - 1.0, 2)) / 4;
-  EXPECT_NEAR(task.forward(x, {}, {}, &labels, {}).loss.item<double>(), expected, 1e-6);
+  // Scaled targets (t1 - 1) / 2 and t2: [0, 0.5], [NaN, 2], [1, NaN].
+  // salt: NaN -> 0, the mean over all 6 entries.
+  const double salt = (0.25 + 0.25 + 1.0 + 0.0 + 1.0 + 0.0) / 6;
+  EXPECT_NEAR(task.forward(x, {}, {}, &labels, {}).loss.item<double>(), salt, 1e-6);
+  // valid: the 4 finite targets only.
+  const double valid = (0.25 + 0.25 + 0.0 + 1.0) / 4;
+  EXPECT_NEAR(valid_only.forward(x, {}, {}, &labels, {}).loss.item<double>(), valid, 1e-6);
 
   // Inference undoes the scaling.
   auto cols = task.predict(x, {}, nullptr, "GN2");
   EXPECT_EQ(cols.names, (std::vector<std::string>{"GN2_t1", "GN2_t2"}));
   EXPECT_NEAR(cols.values[0][0].item<float>(), 0.5f * 2 + 1, 1e-6);
 
-  // Constituent level: padded slots leave the loss and are NaN in the output.
-  RegressionTaskImpl trk(TaskOptions("treg", "tracks", identity_dense(1), LossOptions(LossKind::L1)),
-                         RegressionOptions().targets({"d"}));
-  make_identity(trk);
+  // Constituent level: a padded slot counts as |0 - 0| in salt's mean, is left out
+  // of valid's, and is NaN in the output.
+  auto l1 = [](const std::string& over) {
+    auto t = std::make_shared<RegressionTaskImpl>(TaskOptions("treg", "tracks", identity_dense(1), LossOptions(LossKind::L1)),
+                                                  RegressionOptions().targets({"d"}).average_over(over));
+    make_identity(*t);
+    return t;
+  };
   auto tx = torch::tensor({1.0f, 2.0f, 5.0f}).view({1, 3, 1});
   auto pad = torch::tensor({false, false, true}).view({1, 3});
   Labels tl;
   tl["tracks"]["d"] = torch::tensor({0.0f, 4.0f, 100.0f}).view({1, 3});
-  EXPECT_NEAR(trk.forward(tx, pad, {}, &tl, {}).loss.item<double>(), (1.0 + 2.0) / 2, 1e-6);
-  EXPECT_TRUE(std::isnan(trk.predict(tx, pad, nullptr, "m").values[0][2][0].item<float>()));
+  EXPECT_NEAR(l1("all")->forward(tx, pad, {}, &tl, {}).loss.item<double>(), (1.0 + 2.0 + 0.0) / 3, 1e-6);
+  EXPECT_NEAR(l1("valid")->forward(tx, pad, {}, &tl, {}).loss.item<double>(), (1.0 + 2.0) / 2, 1e-6);
+  EXPECT_TRUE(std::isnan(l1("all")->predict(tx, pad, nullptr, "m").values[0][2][0].item<float>()));
+
+  // The gradient does not reach a padded slot's prediction.
+  auto gx = tx.clone().requires_grad_(true);
+  l1("all")->forward(gx, pad, {}, &tl, {}).loss.backward();
+  EXPECT_EQ(gx.grad()[0][2][0].item<float>(), 0.0f);
+  EXPECT_NEAR(gx.grad()[0][0][0].item<float>(), 1.0 / 3, 1e-6);
+}
+
+// salt zeroes a padded slot's variance too, and GaussianNLLLoss clamps it to eps:
+// each padded entry adds 0.5 * log(eps) to salt's mean.
+TEST(Loss, GaussianRegressionCountsPaddedSlotsAsSaltDoes) {
+  RegressionTaskImpl task(TaskOptions("g", "tracks", identity_dense(2), LossOptions(LossKind::GaussianNLL)),
+                          RegressionOptions().targets({"d"}).gaussian(true));
+  make_identity(task);
+  auto x = torch::tensor({1.0f, 0.3f, 7.0f, -2.0f}).view({1, 2, 2});  // slot 1 padded
+  auto pad = torch::tensor({false, true}).view({1, 2});
+  Labels labels;
+  labels["tracks"]["d"] = torch::tensor({2.5f, 9.0f}).view({1, 2});
+  const double var = std::log1p(std::exp(0.3));
+  const double real = 0.5 * (std::log(var) + std::pow(1.0 - 2.5, 2) / var);
+  EXPECT_NEAR(task.forward(x, pad, {}, &labels, {}).loss.item<double>(), (real + 0.5 * std::log(1e-6)) / 2, 1e-5);
 }
 
 TEST(Loss, GaussianRegression) {
