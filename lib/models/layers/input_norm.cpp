@@ -21,7 +21,11 @@ InputNormImpl::InputNormImpl(const std::map<std::string, NormStats>& stats) : to
     }
     auto means = torch::tensor(s.means, torch::kFloat32);
     auto stds = torch::tensor(s.stds, torch::kFloat32);
-    buffers_[input] = {register_buffer(input + "_means", means), register_buffer(input + "_stds", stds)};
+    // register_buffer returns a reference into the module's buffer list, which the
+    // next registration may move: copy each handle before registering the next.
+    torch::Tensor mean_buffer = register_buffer(input + "_means", means);
+    torch::Tensor std_buffer = register_buffer(input + "_stds", stds);
+    buffers_[input] = {mean_buffer, std_buffer};
   }
 }
 
