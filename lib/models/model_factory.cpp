@@ -76,10 +76,13 @@ const bool kModelFactoryRegistered =
 
 std::string item(const std::string& path, size_t i) { return path + "[" + std::to_string(i) + "]"; }
 
-// featurewise_nets by layer. As in salt, a later `input` or `global` entry replaces
-// an earlier one, while for `encoder` the first entry's nets are the ones applied.
+// featurewise_nets, every entry in list order as salt builds them. As in salt, a
+// later `input` or `global` entry replaces an earlier one (which still drew its
+// initial weights), while every `encoder` entry appends a net per layer and the
+// layers apply the first entry's.
 struct FeaturewiseSet {
-  std::optional<FeaturewiseOptions> input, encoder, global;
+  std::vector<FeaturewiseOptions> entries;
+  std::optional<FeaturewiseOptions> input, encoder, global;  // the ones applied
   size_t input_index = 0, encoder_index = 0, global_index = 0;
   int64_t num_parameters = 0;
 };
@@ -102,8 +105,37 @@ FeaturewiseSet read_featurewise(const SaltModelConfig& m, const ModelContext& ct
     const auto& bias = o.dense_config_bias();
     if (scale && bias && scale->output_size() != bias->output_size())
       throw UsageError(item(key, i) + ": dense_config_scale and dense_config_bias need the same output_size");
+    set.entries.push_back(o);
   }
   return set;
+}
+
+// The features a featurewise net transforms (its nets' output_size).
+int64_t input_features(const FeaturewiseOptions& o, int64_t num_parameters) {
+  const auto& d = o.dense_config_scale() ? *o.dense_config_scale() : *o.dense_config_bias();
+  return d.output_size().value_or(num_parameters);
+}
+
+// The input name of the edge init net, if any (without the `_edge_features_` prefix).
+std::optional<std::string> edge_input(const SaltModelConfig& m) {
+  if (!m.edge_init_nets || m.edge_init_nets->empty()) return std::nullopt;
+  std::string input = init_net_binding().read(config::copy_tree(m.edge_init_nets->front())).input_name();
+  const std::string prefix = config::edge_input_name("");
+  if (input.rfind(prefix, 0) == 0) input = input.substr(prefix.size());
+  return input;
+}
+
+// The config indices of init_nets in the order salt's SaltModel holds them: with an
+// edge init net, salt sorts the nets reading its input first (a stable sort), which
+// sets their module names (init_nets.<i>) and the encoder's token order.
+std::vector<size_t> init_net_order(const SaltModelConfig& m) {
+  std::vector<size_t> order(m.init_nets.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+  if (const auto edge = edge_input(m)) {
+    auto reads_edge_input = [&](size_t i) { return init_net_binding().read(config::copy_tree(m.init_nets[i])).input_name() == *edge; };
+    std::stable_partition(order.begin(), order.end(), reads_edge_input);
+  }
+  return order;
 }
 
 // merge_dict: members must be constituent types with init nets, each merged once;
@@ -151,21 +183,23 @@ InputNorm build_norm(const ModelContext& ctx) {
 // salt's edge_init_nets and data.edge_constructors: the net reads
 // `_edge_features_<input>` (salt's cli prefixes the name and sets attach_global
 // false), which the wrapper computes from the raw inputs.
-void add_edges(SaltWrapperImpl& wrapper, const SaltModelConfig& m, const ModelContext& ctx, const std::string& p) {
-  const auto& encoder = wrapper.model->encoder;
+struct EdgeParts {
+  InitNet net{nullptr};
+  std::optional<EdgeConstructor> constructor;
+};
+
+EdgeParts build_edges(const SaltModelConfig& m, const Transformer& encoder, const ModelContext& ctx, const std::string& p) {
   const int64_t edge_dim = encoder ? encoder->options().edge_embed_dim() : 0;
   const auto key = p + ".edge_init_nets";
   if (!m.edge_init_nets || m.edge_init_nets->empty()) {
     if (edge_dim > 0)
       throw UsageError(p + ".encoder.init_args.edge_embed_dim: " + std::to_string(edge_dim) +
                        " needs edge_init_nets (and data.edge_constructors)");
-    return;
+    return {};
   }
   if (m.edge_init_nets->size() > 1) throw UsageError(key + ": at most one edge init net is supported (as in salt)");
   auto node = config::copy_tree(m.edge_init_nets->front());
-  std::string input = init_net_binding().read(node).input_name();
-  const std::string prefix = config::edge_input_name("");
-  if (input.rfind(prefix, 0) == 0) input = input.substr(prefix.size());
+  const std::string input = *edge_input(m);
   const config::EdgeConstructorConfig* constructor = nullptr;
   for (const auto& c : ctx.edge_constructors)
     if (c.input_name == input) constructor = &c;
@@ -178,17 +212,17 @@ void add_edges(SaltWrapperImpl& wrapper, const SaltModelConfig& m, const ModelCo
   edge_ctx.variables[config::edge_input_name(input)] = constructor->edge_features;
   BuildContext bc;
   bc.model = &edge_ctx;
-  auto net = build_init_net(node, bc.at(key + "[0]"));
-  if (net->output_size() != edge_dim)
-    throw UsageError(key + "[0].dense_config.output_size: " + std::to_string(net->output_size()) +
+  EdgeParts parts{build_init_net(node, bc.at(key + "[0]")), EdgeConstructor(*constructor, ctx.variables.at(input))};
+  if (parts.net->output_size() != edge_dim)
+    throw UsageError(key + "[0].dense_config.output_size: " + std::to_string(parts.net->output_size()) +
                      " must equal the encoder's edge_embed_dim " + std::to_string(edge_dim));
-  wrapper.model->set_edge_init_net(net);
-  wrapper.set_edge_constructor(EdgeConstructor(*constructor, ctx.variables.at(input)));
+  return parts;
 }
 
 // salt's modules draw their initial weights from torch's CPU generator in the order
 // jsonargparse builds them: the tasks (list order), the encoder, the mask decoder and
-// the pooling, then SaltModel.__init__'s featurewise nets and init nets. salt-cpp
+// the pooling, then SaltModel.__init__'s featurewise nets (list order), the init nets
+// (edge input first, init_net_order) and the edge init net (build_edges). salt-cpp
 // needs the encoder's and the pooling's sizes to build the tasks, so build_model
 // builds in that order first, then puts the generator back where it found it and
 // builds each block again in salt's order, with the sizes the first pass found: the
@@ -244,16 +278,18 @@ SaltWrapper build_model(const YAML::Node& raw, const ModelContext& ctx, const st
   if (m.init_nets.empty()) throw UsageError(p + ".init_nets: expected a non-empty list of init nets");
   SaltOrder order;
   const auto fw = read_featurewise(m, ctx, p + ".featurewise_nets");
+  const auto net_order = init_net_order(m);
   std::vector<InitNet> init_nets(m.init_nets.size(), InitNet{nullptr});
-  for (size_t i = 0; i < m.init_nets.size(); ++i) {
-    order.build(SaltOrder::kInitNets, [&, i, here = bc.at(item(p + ".init_nets", i))] {
-      init_nets[i] = build_init_net(m.init_nets[i], here, fw.input ? &*fw.input : nullptr);
+  for (size_t k = 0; k < net_order.size(); ++k) {
+    const size_t i = net_order[k];
+    order.build(SaltOrder::kInitNets, [&, k, i, here = bc.at(item(p + ".init_nets", i))] {
+      init_nets[k] = build_init_net(m.init_nets[i], here, fw.input.has_value());
     });
-    const auto& net = init_nets[i];
-    if (auto& f = net->featurewise; f && f->num_features() != net->net->input_size())
+    const auto& net = init_nets[k];
+    if (fw.input && input_features(*fw.input, fw.num_parameters) != net->net->input_size())
       throw UsageError(p + ".featurewise_nets[" + std::to_string(fw.input_index) + "]: output_size " +
-                       std::to_string(f->num_features()) + " must equal the " + std::to_string(net->net->input_size()) +
-                       " input features of init net '" + net->input_name() + "'");
+                       std::to_string(input_features(*fw.input, fw.num_parameters)) + " must equal the " +
+                       std::to_string(net->net->input_size()) + " input features of init net '" + net->input_name() + "'");
     if (net->input_name() != ctx.global_object) bc.constituents.insert(net->input_name());
   }
   const auto merges = read_merge_dict(m.merge_dict, bc, ctx, p + ".merge_dict");
@@ -270,21 +306,30 @@ SaltWrapper build_model(const YAML::Node& raw, const ModelContext& ctx, const st
   }
   auto fw_key = [&](size_t i) { return p + ".featurewise_nets[" + std::to_string(i) + "]"; };
   auto check_size = [&](const FeaturewiseOptions& o, size_t i, int64_t features, const char* what) {
-    const auto& d = o.dense_config_scale() ? *o.dense_config_scale() : *o.dense_config_bias();
-    if (d.output_size().value_or(fw.num_parameters) != features)
-      throw UsageError(fw_key(i) + ": output_size " + std::to_string(d.output_size().value_or(fw.num_parameters)) +
+    if (input_features(o, fw.num_parameters) != features)
+      throw UsageError(fw_key(i) + ": output_size " + std::to_string(input_features(o, fw.num_parameters)) +
                        " must equal the " + std::to_string(features) + " features of " + what);
   };
   if (fw.encoder) {
     if (!encoder) throw UsageError(fw_key(fw.encoder_index) + ": layer 'encoder' needs an encoder");
     check_size(*fw.encoder, fw.encoder_index, encoder->options().embed_dim(), "the encoder layers");
-    order.build(SaltOrder::kFeaturewise, [&] { encoder->add_featurewise(*fw.encoder, fw.num_parameters); });
   }
+  if (fw.global) check_size(*fw.global, fw.global_index, bc.constituent_dim, "the encoder output");
+  // salt's SaltModel.init_featurewise: every entry in list order; an input entry
+  // builds one net per init net (in the config's order), attached below.
+  std::vector<Featurewise> input_fw(m.init_nets.size(), Featurewise{nullptr});
   Featurewise global_fw{nullptr};
-  if (fw.global) {
-    check_size(*fw.global, fw.global_index, bc.constituent_dim, "the encoder output");
-    order.build(SaltOrder::kFeaturewise, [&] { global_fw = Featurewise(*fw.global, fw.num_parameters); });
-  }
+  if (!fw.entries.empty())
+    order.build(SaltOrder::kFeaturewise, [&] {
+      for (const auto& o : fw.entries) {
+        if (o.layer() == "input")
+          for (auto& f : input_fw) f = Featurewise(o, fw.num_parameters);
+        else if (o.layer() == "encoder")
+          encoder->add_featurewise(o, fw.num_parameters);
+        else
+          global_fw = Featurewise(o, fw.num_parameters);
+      }
+    });
   MaskDecoder decoder{nullptr};
   if (m.mask_decoder) {
     order.build(SaltOrder::kMaskDecoder, [&, here = bc.at(p + ".mask_decoder")] {
@@ -318,12 +363,15 @@ SaltWrapper build_model(const YAML::Node& raw, const ModelContext& ctx, const st
       tasks[i] = build_component<std::shared_ptr<TaskImpl>>(modules[i], here);
     });
   order.rebuild_in_salts_order();
+  for (size_t k = 0; k < net_order.size(); ++k)
+    if (input_fw[net_order[k]]) init_nets[k]->attach_featurewise(input_fw[net_order[k]]);
+  auto edges = build_edges(m, encoder, ctx, p);  // draws right after the init nets, as salt's
 
   SaltModel model(ctx.global_object, std::move(init_nets), encoder, pool, std::move(tasks), global_fw, decoder,
-                  node_query_pool);
+                  node_query_pool, edges.net);
   model->set_merge_dict(merges);
   SaltWrapper wrapper(model, build_norm(ctx), ctx.loss_mode, ctx.name);
-  add_edges(*wrapper, m, ctx, p);
+  if (edges.constructor) wrapper->set_edge_constructor(std::move(*edges.constructor));
   return wrapper;
 }
 

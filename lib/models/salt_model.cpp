@@ -10,7 +10,8 @@ namespace salt::models {
 
 SaltModelImpl::SaltModelImpl(std::string global_object, std::vector<InitNet> init_net_list, Transformer encoder_in,
                              GlobalAttentionPooling pool_in, std::vector<std::shared_ptr<TaskImpl>> task_list,
-                             Featurewise featurewise_in, MaskDecoder decoder_in, NodeQueryGAP node_query_in)
+                             Featurewise featurewise_in, MaskDecoder decoder_in, NodeQueryGAP node_query_in,
+                             InitNet edge_in)
     : torch::nn::Module("SaltModel"), global_object_(std::move(global_object)), init_nets_(std::move(init_net_list)),
       tasks_(std::move(task_list)) {
   if (init_nets_.empty()) throw UsageError("SaltModel: init_nets is empty");
@@ -35,10 +36,19 @@ SaltModelImpl::SaltModelImpl(std::string global_object, std::vector<InitNet> ini
                        "', not '" + init_nets_.front()->input_name() + "'");
   }
 
-  // Registration order follows salt's attribute order (featurewise_global, init_nets, tasks, encoder, pool_net).
+  if (edge_in) check_edge_init_net(edge_in, encoder_in);
+
+  // Registration order follows salt's attribute order (featurewise_global, init_nets,
+  // edge_init_nets, tasks, encoder, mask_decoder, pool_net): the parameters' order,
+  // which salt's optimizer states are indexed by.
   if (featurewise_in) featurewise_global = register_module("featurewise_global", featurewise_in);
   init_nets = register_module("init_nets", torch::nn::ModuleList());
   for (auto& n : init_nets_) init_nets->push_back(n);
+  if (edge_in) {
+    edge_init_net_ = edge_in;
+    edge_init_nets = register_module("edge_init_nets", torch::nn::ModuleList());
+    edge_init_nets->push_back(edge_in);
+  }
   tasks = register_module("tasks", torch::nn::ModuleList());
   for (auto& t : tasks_) tasks->push_back(t);
   if (encoder_in) encoder = register_module("encoder", encoder_in);
@@ -55,18 +65,15 @@ SaltModelImpl::SaltModelImpl(std::string global_object, std::vector<InitNet> ini
   if (node_query_in) node_query_pool = register_module("pool_net", node_query_in);
 }
 
-void SaltModelImpl::set_edge_init_net(InitNet net) {
+void SaltModelImpl::check_edge_init_net(const InitNet& net, const Transformer& encoder_in) {
   const std::string prefix = config::edge_input_name("");
   if (net->input_name().rfind(prefix, 0) != 0)
     throw UsageError("SaltModel: an edge init net reads '" + prefix + "<input>', not '" + net->input_name() + "'");
-  if (!encoder || encoder->options().edge_embed_dim() != net->output_size())
+  if (!encoder_in || encoder_in->options().edge_embed_dim() != net->output_size())
     throw UsageError("SaltModel: the edge init net's output_size " + std::to_string(net->output_size()) +
                      " must equal the encoder's edge_embed_dim " +
-                     std::to_string(encoder ? encoder->options().edge_embed_dim() : 0));
+                     std::to_string(encoder_in ? encoder_in->options().edge_embed_dim() : 0));
   edge_input_ = net->input_name().substr(prefix.size());
-  edge_init_net_ = net;
-  edge_init_nets = register_module("edge_init_nets", torch::nn::ModuleList());
-  edge_init_nets->push_back(net);
 }
 
 void SaltModelImpl::set_merge_dict(std::vector<std::pair<std::string, std::vector<std::string>>> merges) {

@@ -54,7 +54,7 @@ class SaltModelImpl : public torch::nn::Module {
   SaltModelImpl(std::string global_object, std::vector<InitNet> init_nets, Transformer encoder,
                 GlobalAttentionPooling pool_net, std::vector<std::shared_ptr<TaskImpl>> tasks,
                 Featurewise featurewise_global = nullptr, MaskDecoder mask_decoder = nullptr,
-                NodeQueryGAP node_query_pool = nullptr);
+                NodeQueryGAP node_query_pool = nullptr, InitNet edge_init_net = nullptr);
 
   // inputs: normalised; pad_masks: constituent name -> bool [B, L] (true = padded;
   // missing = all valid); labels nullptr for inference. `context`: the batch's host
@@ -72,9 +72,9 @@ class SaltModelImpl : public torch::nn::Module {
   // salt's merge_dict: {merged input: [constituent inputs]}. The members' embeddings,
   // masks and labels are concatenated along the sequence (in the listed order) into
   // one input that tasks name; the members no longer exist on their own.
-  // salt's edge_init_nets (one net): embeds the edge features `_edge_features_<input>`
-  // [B, L, L, F] -> [B, L, L, edge_embed_dim] for the encoder's EdgeAttention.
-  void set_edge_init_net(InitNet net);
+  // edge_init_net (may be empty): salt's edge_init_nets (one net), embedding the edge
+  // features `_edge_features_<input>` [B, L, L, F] -> [B, L, L, edge_embed_dim] for
+  // the encoder's EdgeAttention; registered after init_nets, as salt's.
   // The constituent input the edge features belong to ("" without edge_init_nets).
   const std::string& edge_input() const { return edge_input_; }
 
@@ -97,6 +97,8 @@ class SaltModelImpl : public torch::nn::Module {
   NodeQueryGAP node_query_pool{nullptr};  // salt's pool_net when it is a NodeQueryGAP
 
  private:
+  // One line naming what is wrong with an edge init net for this encoder; sets edge_input_.
+  void check_edge_init_net(const InitNet& net, const Transformer& encoder_in);
   std::string global_object_;
   std::vector<InitNet> init_nets_;
   std::vector<std::shared_ptr<TaskImpl>> tasks_;

@@ -1,4 +1,4 @@
-// With salt's seed, salt-cpp's GN2, DIPS and DL1 start from salt's initial weights
+// With salt's seed, salt-cpp's GN2, DIPS, DL1 and a FiLM model start from salt's initial weights
 // bit for bit: every parameter's bit patterns, summed as integers, and its first and
 // last values equal those of the same model rebuilt with Python torch in the order
 // salt builds it (tests/models/reference/salt_init_order.py), and the generator is
@@ -96,4 +96,63 @@ TEST(SaltInit, DL1StartsFromSaltsWeights) {
     return std::vector<std::string>{"bjets", "cjets", "ujets"};
   };
   expect_salts_start(kDL1Yaml, ctx, "dl1", 42);
+}
+
+namespace {
+
+// FiLM nets at every layer salt allows, in an order that shows salt's: an input
+// entry replaced by a later one (its nets still draw), global before input, two
+// init nets (one featurewise net each), encoder last.
+const char* kFeaturewiseYaml = R"(
+class_path: salt.models.SaltModel
+init_args:
+  init_nets:
+    - input_name: tracks
+      dense_config: { output_size: &e 8, hidden_layers: [8] }
+    - input_name: flows
+      dense_config: { output_size: *e, hidden_layers: [8] }
+  featurewise_nets:
+    - layer: input
+      dense_config_bias: { hidden_layers: [3], output_size: 5 }
+    - layer: global
+      dense_config_scale: { hidden_layers: [2], output_size: 6 }
+    - layer: input
+      dense_config_scale: { hidden_layers: [4], output_size: 5 }
+      dense_config_bias: { hidden_layers: [4], output_size: 5 }
+    - layer: encoder
+      apply_norm: true
+      dense_config_bias: { output_size: *e }
+  encoder:
+    class_path: salt.models.Transformer
+    init_args:
+      num_layers: 2
+      embed_dim: *e
+      out_dim: 6
+      attn_type: torch-math
+      norm: LayerNorm
+      do_final_norm: True
+      dense_kwargs: { activation: ReLU, gated: False }
+      attn_kwargs: { num_heads: 2 }
+  pool_net: { class_path: salt.models.GlobalAttentionPooling, init_args: { input_size: 6 } }
+  tasks:
+    class_path: torch.nn.ModuleList
+    init_args:
+      modules:
+        - class_path: salt.models.ClassificationTask
+          init_args:
+            name: jets_classification
+            input_name: jets
+            label: flavour_label
+            loss: torch.nn.CrossEntropyLoss
+            dense_config: { input_size: 6, output_size: 4, hidden_layers: [4] }
+)";
+
+}  // namespace
+
+TEST(SaltInit, FeaturewiseNetsDrawInSaltsOrder) {
+  auto ctx = make_context(2, 3, "film");
+  ctx.variables["flows"] = {"pt", "eta", "energy"};
+  ctx.norm["flows"] = NormStats{std::vector<float>(3, 0.0f), std::vector<float>(3, 1.0f)};
+  ctx.variables["parameters"] = {"mass"};
+  expect_salts_start(kFeaturewiseYaml, ctx, "featurewise", 42);
 }

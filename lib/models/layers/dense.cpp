@@ -72,12 +72,37 @@ void mup_init_linear(torch::nn::Linear& linear) {
   if (linear->bias.defined()) linear->bias.zero_();
 }
 
-torch::Tensor DenseImpl::forward(const torch::Tensor& x, const torch::Tensor& context) {
+namespace {
+
+// torch's dropout (at::native's _dropout_impl on the CPU: bernoulli_(1 - p) noise of
+// the input's shape, divided by 1 - p, times the input) drawn for the padded
+// [B, L, D] tensor, applied to its valid rows [N, D].
+torch::Tensor padded_dropout(const torch::Tensor& rows, double p, const TokenIndex& layout) {
+  if (p >= 1.0) return rows * torch::zeros({}, rows.options());
+  auto noise = torch::empty({layout.batch, layout.length, rows.size(-1)}, rows.options()).bernoulli_(1.0 - p);
+  noise.div_(1.0 - p);
+  return rows * layout.gather(noise);
+}
+
+}  // namespace
+
+torch::Tensor DenseImpl::run(torch::Tensor h, const TokenIndex* rows_of) {
+  if (!rows_of || !is_training() || options_.dropout() <= 0 || !h.device().is_cpu()) return net->forward(h);
+  for (auto& layer : *net) {
+    if (dynamic_cast<torch::nn::DropoutImpl*>(layer.ptr().get()))
+      h = padded_dropout(h, options_.dropout(), *rows_of);
+    else
+      h = layer.forward(h);
+  }
+  return h;
+}
+
+torch::Tensor DenseImpl::forward(const torch::Tensor& x, const torch::Tensor& context, const TokenIndex* rows_of) {
   if (options_.context_size() > 0) {
     if (!context.defined()) throw UsageError("Dense: expected a context vector, none given");
-    return net->forward(attach_context(x, context));
+    return run(attach_context(x, context), rows_of);
   }
-  return net->forward(x);
+  return run(x, rows_of);
 }
 
 torch::nn::Linear DenseImpl::first_linear() const {
@@ -90,11 +115,11 @@ torch::Tensor DenseImpl::forward_after_first(torch::Tensor h) {
 }
 
 torch::Tensor DenseImpl::forward_gathered(const torch::Tensor& x, const torch::Tensor& context,
-                                          const torch::Tensor& jet) {
+                                          const torch::Tensor& jet, const TokenIndex* rows_of) {
   const int64_t c = options_.context_size();
-  if (c == 0) return net->forward(x);
+  if (c == 0) return run(x, rows_of);
   if (!context.defined()) throw UsageError("Dense: expected a context vector, none given");
-  if (!first_layer_is_linear()) return net->forward(attach_context(x, context.index_select(0, jet)));
+  if (!first_layer_is_linear()) return run(attach_context(x, context.index_select(0, jet)), rows_of);
   auto first = first_linear();
   const auto& w = first->weight;
   auto h = torch::nn::functional::linear(x, w.narrow(1, c, w.size(1) - c));

@@ -15,6 +15,8 @@
 
 namespace salt::models {
 
+struct TokenIndex;
+
 struct DenseOptions {
   explicit DenseOptions(int64_t input_size) : input_size_(input_size) {}
   TORCH_ARG(int64_t, input_size);
@@ -45,13 +47,17 @@ class DenseImpl : public torch::nn::Module {
   explicit DenseImpl(const DenseOptions& options);
   // x: [..., input_size]; context: [B, context_size] (broadcast over x's middle
   // dims) or [..., context_size]; required iff context_size > 0.
-  torch::Tensor forward(const torch::Tensor& x, const torch::Tensor& context = {});
+  // rows_of: x holds the valid slots of this padded [B, L] layout (packed rows);
+  // in training on the CPU, dropout then draws its mask for the padded tensor and
+  // keeps the valid rows' part: salt's masks, and salt's use of the generator.
+  torch::Tensor forward(const torch::Tensor& x, const torch::Tensor& context = {}, const TokenIndex* rows_of = nullptr);
   // Per-token rows x [N, input_size] with a per-jet context [B, context_size] and
   // jet [N] (the row of context each token belongs to). Same result as
   // forward(x, context.index_select(0, jet)), but the first Linear is split into
   // W_x x + (W_c context + b)[jet]: the context product is computed once per jet
   // and the [N, C + input] concatenation is never built (unless dropout comes first).
-  torch::Tensor forward_gathered(const torch::Tensor& x, const torch::Tensor& context, const torch::Tensor& jet);
+  torch::Tensor forward_gathered(const torch::Tensor& x, const torch::Tensor& context, const torch::Tensor& jet,
+                                 const TokenIndex* rows_of = nullptr);
 
   // The same in an ONNX graph (export/graph.h): x [rows, input_size] and, when
   // context_size > 0, context [1, context_size] -> [rows, output_size] (eval: no dropout).
@@ -70,6 +76,8 @@ class DenseImpl : public torch::nn::Module {
   torch::nn::Sequential net{nullptr};
 
  private:
+  // net's layers on h; rows_of as in forward().
+  torch::Tensor run(torch::Tensor h, const TokenIndex* rows_of);
   DenseOptions options_;
   int64_t output_size_;
 };

@@ -54,7 +54,7 @@ int64_t variable_count(const ModelContext& ctx, const std::string& input, const 
 
 }  // namespace
 
-InitNet build_init_net(const YAML::Node& validated, const BuildContext& ctx, const FeaturewiseOptions* input_featurewise) {
+InitNet build_init_net(const YAML::Node& validated, const BuildContext& ctx, bool input_featurewise) {
   auto o = init_net_binding().read(validated);
   const auto& model = *ctx.model;
   o.global_object(model.global_object);
@@ -79,16 +79,15 @@ InitNet build_init_net(const YAML::Node& validated, const BuildContext& ctx, con
     if (pe->dim() != out)
       throw UsageError(key + ".dim: " + std::to_string(pe->dim()) + " must equal the init net's output_size " + std::to_string(out));
   }
-  return InitNet(o, input_featurewise, num_parameters);
+  return InitNet(o);
 }
 
-InitNetImpl::InitNetImpl(const InitNetOptions& options, const FeaturewiseOptions* input_featurewise,
-                         int64_t num_parameters)
-    : torch::nn::Module("InitNet"), options_(options) {
+InitNetImpl::InitNetImpl(const InitNetOptions& options) : torch::nn::Module("InitNet"), options_(options) {
   net = register_module("net", Dense(options.dense()));
-  if (input_featurewise) featurewise = register_module("featurewise", Featurewise(*input_featurewise, num_parameters));
   if (options.pos_enc()) pos_enc.emplace(*options.pos_enc());
 }
+
+void InitNetImpl::attach_featurewise(Featurewise f) { featurewise = register_module("featurewise", std::move(f)); }
 
 namespace {
 
@@ -104,7 +103,8 @@ torch::Tensor per_row(const torch::Tensor& per_jet, const torch::Tensor& jet) {
 
 }  // namespace
 
-torch::Tensor InitNetImpl::embed(const TensorMap& inputs, torch::Tensor x, const torch::Tensor& jet) {
+torch::Tensor InitNetImpl::embed(const TensorMap& inputs, torch::Tensor x, const TokenIndex* rows_of) {
+  const torch::Tensor jet = rows_of ? rows_of->jet : torch::Tensor();
   const auto& name = options_.input_name();
   const auto own = x;  // this input's (normalised) variables, for pos_enc
   if (options_.attach_global()) x = attach_context(x, per_row(input_of(inputs, options_.global_object(), name), jet));
@@ -115,7 +115,7 @@ torch::Tensor InitNetImpl::embed(const TensorMap& inputs, torch::Tensor x, const
     throw InputError("InitNet '" + name + "': got " + std::to_string(x.size(-1)) +
                      " input features, the network expects " + std::to_string(net->input_size()));
   if (featurewise) x = featurewise->forward(params, x);
-  auto out = net->forward(x);
+  auto out = net->forward(x, {}, rows_of);
   if (pos_enc) {
     const auto cols = torch::tensor(options_.pos_enc_columns, torch::dtype(torch::kLong).device(own.device()));
     out = out + (*pos_enc)(own.index_select(-1, cols)).to(out.scalar_type());
@@ -131,7 +131,7 @@ torch::Tensor InitNetImpl::forward_packed(const TensorMap& inputs, const TokenIn
   const auto& x = input_of(inputs, options_.input_name(), options_.input_name());
   if (x.dim() != 3)
     throw InputError("SaltModel: input '" + options_.input_name() + "' is not a constituent input (shape [B, L, F])");
-  return embed(inputs, idx.gather(x), idx.jet);
+  return embed(inputs, idx.gather(x), &idx);
 }
 
 ox::Value InitNetImpl::to_onnx(ox::Graph& g, const std::map<std::string, ox::Value>& inputs) {

@@ -40,9 +40,10 @@ const config::Binding<InitNetOptions>& init_net_binding();
 
 class InitNetImpl : public torch::nn::Module {
  public:
-  // num_parameters: len(data.variables.parameters), for input_featurewise.
-  explicit InitNetImpl(const InitNetOptions& options, const FeaturewiseOptions* input_featurewise = nullptr,
-                       int64_t num_parameters = 0);
+  explicit InitNetImpl(const InitNetOptions& options);
+  // featurewise_nets' `layer: input` net, built before the init net as salt builds
+  // it (model_factory.cpp); registered after `net`, where salt's InitNet holds it.
+  void attach_featurewise(Featurewise f);
   // inputs: normalised inputs by name; returns [B, L, D] (or [B, D] for the global object).
   torch::Tensor forward(const TensorMap& inputs);
   // The embeddings of the valid slots only: [idx.size(), D] (see TokenIndex).
@@ -62,14 +63,14 @@ class InitNetImpl : public torch::nn::Module {
 
  private:
   // cat([parameters, global vars, x]) as configured, then featurewise and the net;
-  // jet: the jet of each row for packed rows (undefined for padded [B, L, F] input).
-  torch::Tensor embed(const TensorMap& inputs, torch::Tensor x, const torch::Tensor& jet);
+  // rows_of: the layout of packed rows (nullptr for padded [B, L, F] input).
+  torch::Tensor embed(const TensorMap& inputs, torch::Tensor x, const TokenIndex* rows_of);
   InitNetOptions options_;
 };
 TORCH_MODULE(InitNet);
 
-// input_featurewise: featurewise_nets' `layer: input` entry, if any.
-InitNet build_init_net(const YAML::Node& validated, const BuildContext& ctx,
-                       const FeaturewiseOptions* input_featurewise = nullptr);
+// input_featurewise: featurewise_nets has a `layer: input` entry (then the
+// parameters reach the net through it, not concatenated to its input).
+InitNet build_init_net(const YAML::Node& validated, const BuildContext& ctx, bool input_featurewise = false);
 
 }  // namespace salt::models

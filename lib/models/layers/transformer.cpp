@@ -174,7 +174,10 @@ TransformerImpl::TransformerImpl(const TransformerOptions& options) : torch::nn:
     }
   }
   if (options.do_final_norm()) out_norm = register_module("out_norm", Norm(options.norm(), out_dim()));
-  registers = register_parameter("registers", torch::randn({options.num_registers(), d}) * 1e-4);
+  // salt's torch.normal(zeros, std=1e-4): the same bits as randn * 1e-4 only for 16
+  // or more values (torch's vectorised normal); below, the per-value path rounds
+  // each draw once, in double.
+  registers = register_parameter("registers", at::normal(torch::zeros({options.num_registers(), d}), 1e-4));
   register_mask = register_buffer("register_mask", torch::zeros({options.num_registers()}, torch::kBool));
 }
 

@@ -84,7 +84,7 @@ TaskOutput ClassificationTaskImpl::forward_packed(const torch::Tensor& rows, con
                                                   const torch::Tensor& pad_mask, const torch::Tensor& context,
                                                   const Labels* labels, const ForwardContext& forward_context) {
   // The head runs on the valid tokens only; padded slots of preds are 0.
-  auto preds = net->forward_gathered(rows, context, idx.jet);
+  auto preds = net->forward_gathered(rows, context, idx.jet, &idx);
   TaskOutput out;
   out.preds = idx.scatter(preds);
   if (labels) {

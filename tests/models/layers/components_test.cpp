@@ -6,6 +6,7 @@
 #include "models/layers/dense.h"
 #include "models/layers/init_net.h"
 #include "models/layers/input_norm.h"
+#include "models/packing/common.h"
 
 using namespace salt::models;
 
@@ -65,4 +66,39 @@ TEST(InitNet, GlobalVariablesComeFirst) {
   auto out = net->forward(inputs);
   EXPECT_TRUE(torch::allclose(out, torch::tensor({9.0f, 1.0f, 2.0f, 9.0f, 3.0f, 4.0f}).view({1, 2, 3})));
   EXPECT_THROW(net->forward(TensorMap{{"tracks", inputs["tracks"]}}), salt::InputError);
+}
+
+// salt's dropout on constituents draws for the padded [B, L, D] tensor. On packed
+// rows (the valid slots), salt-cpp's Dense draws the same mask and keeps the valid
+// rows' part: the same values as torch's own Dropout on the padded tensor, and the
+// generator left where it leaves it (later draws, the next epoch's batch order).
+TEST(Dense, DropoutOnPackedRowsDrawsAsOnThePaddedTensor) {
+  Dense d(DenseOptions(3).output_size(2).hidden_layers(std::vector<int64_t>{5}).dropout(0.3).context_size(2));
+  d->train();
+  torch::manual_seed(1);
+  const auto x = torch::randn({2, 4, 3});
+  const auto context = torch::randn({2, 2});
+  auto pad = torch::tensor({false, false, true, true, false, true, false, false}).view({2, 4});
+  const auto idx = TokenIndex::from_mask(pad);
+
+  torch::manual_seed(5);
+  const auto padded = d->forward(x, context);
+  const auto after_padded = torch::rand({4});
+  torch::manual_seed(5);
+  const auto rows = d->forward(idx.gather(x), context.index_select(0, idx.jet), &idx);
+  const auto after_rows = torch::rand({4});
+  EXPECT_TRUE(torch::equal(rows, idx.gather(padded)));
+  EXPECT_TRUE(torch::equal(after_rows, after_padded));
+  torch::manual_seed(5);
+  EXPECT_TRUE(torch::equal(d->forward_gathered(idx.gather(x), context, idx.jet, &idx), idx.gather(padded)));
+
+  // Without the layout the rows draw their own (smaller) mask: another generator state.
+  torch::manual_seed(5);
+  d->forward(idx.gather(x), context.index_select(0, idx.jet));
+  EXPECT_FALSE(torch::equal(torch::rand({4}), after_padded));
+  // In eval mode nothing is drawn.
+  d->eval();
+  torch::manual_seed(5);
+  EXPECT_TRUE(torch::equal(d->forward(idx.gather(x), context.index_select(0, idx.jet), &idx),
+                           idx.gather(d->forward(x, context))));
 }

@@ -255,6 +255,23 @@ init_args:
                        "    - input_name: _edge_features_tracks\n      attach_global: false\n      dense_config: { output_size: 4");
   EXPECT_EQ(build_model(YAML::Load(salt_written), ctx)->model->edge_input(), "tracks");
 
+  // salt sorts init_nets so that the edge input's net comes first (a stable sort):
+  // it is init_nets.0 and its tokens lead the encoder's sequence.
+  std::string flows_first = yaml;
+  const std::string tracks_net = "  init_nets:\n    - input_name: tracks\n";
+  ASSERT_NE(flows_first.find(tracks_net), std::string::npos);
+  flows_first.replace(flows_first.find(tracks_net), tracks_net.size(),
+                      "  init_nets:\n    - input_name: flows\n      dense_config: { output_size: 8, hidden_layers: [8] }\n"
+                      "    - input_name: tracks\n");
+  auto two = ctx;
+  two.variables["flows"] = {"pt", "eta", "energy"};
+  two.norm["flows"] = NormStats{std::vector<float>(3, 0.0f), std::vector<float>(3, 1.0f)};
+  const auto sorted = build_model(YAML::Load(flows_first), two);
+  ASSERT_EQ(sorted->model->init_net_list().size(), 2u);
+  EXPECT_EQ(sorted->model->init_net_list()[0]->input_name(), "tracks");
+  EXPECT_EQ(sorted->model->init_net_list()[1]->input_name(), "flows");
+  EXPECT_EQ(sorted->named_parameters()["model.init_nets.1.net.net.0.weight"].size(1), 3 + 2);  // flows + jets
+
   auto with = [&](const std::string& from, const std::string& to, ModelContext c) {
     std::string y = yaml;
     y.replace(y.find(from), from.size(), to);

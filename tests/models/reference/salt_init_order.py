@@ -1,17 +1,20 @@
-"""salt's initial weights for GN2, DIPS and DL1 (tests/models/model_test_helpers.h's
-configs), rebuilt with plain torch in the order salt builds them: jsonargparse
+"""salt's initial weights for GN2, DIPS, DL1 (tests/models/model_test_helpers.h's
+configs) and a FiLM model (tests/models/salt_init_order_test.cpp's kFeaturewiseYaml), rebuilt with plain torch in the order salt builds them: jsonargparse
 instantiates SaltModel's class-typed arguments first (the tasks in list order, the
 encoder, the pooling), then SaltModel.__init__ builds the init nets. Each layer draws
 as salt's modules do: nn.Linear's default reset_parameters; salt's Attention makes
 its out_proj (one default init, its values thrown away), then xavier_uniform_ on
 in_proj_weight, out_proj.reset_parameters() again, in_proj_bias zero; the
 Transformer's registers torch.normal(zeros, std=1e-4) after its layers and
-out_proj; Dropout and activations draw nothing at construction.
+out_proj; Dropout and activations draw nothing at construction. SaltModel.__init__
+builds its featurewise_nets first, each entry in list order (an `input` entry one net
+per init net, replacing an earlier entry's nets after they drew; `encoder` one per
+layer; `global` one), then the init nets.
 
 Prints one line per parameter, `name numel checksum first last` (checksum: the sum of
 the float32 bit patterns as integers, exact), then `next` and ten values of
 torch.randperm(1000) drawn afterwards: where the generator stands for the batch order.
-Usage: salt_init_order.py gn2|dips|dl1 SEED
+Usage: salt_init_order.py gn2|dips|dl1|featurewise SEED
 """
 import sys
 
@@ -76,12 +79,38 @@ def dl1():
     return p
 
 
+def featurewise():
+    e, out, params = 8, 6, 1
+    p = dense("model.tasks.0.net", [out, 4, 4])
+    for k in range(2):
+        layer = f"model.encoder.layers.{k}"
+        p += attention(f"{layer}.attn.fn", e)
+        p += linear(f"{layer}.dense.fn.in_proj", e, 2 * e)
+        p += linear(f"{layer}.dense.fn.out_proj", 2 * e, e)
+    p += linear("model.encoder.out_proj", e, out)
+    p.append(("model.encoder.registers", torch.normal(torch.zeros((1, e)), std=1e-4)))
+    p += linear("model.pool_net.gate_nn", out, 1)
+    for _ in range(2):  # featurewise_nets[0], input: drawn, then replaced by [2]
+        dense("replaced.bias_net", [params, 3, 5])
+    p += dense("model.featurewise_global.scale_net", [params, 2, out])  # [1], global
+    for i in range(2):  # [2], input: one per init net
+        p += dense(f"model.init_nets.{i}.featurewise.scale_net", [params, 4, 5])
+        p += dense(f"model.init_nets.{i}.featurewise.bias_net", [params, 4, 5])
+    for k in range(2):  # [3], encoder: one per layer, torch's LayerNorm (no draws)
+        p += dense(f"model.encoder.featurewise.{k}.bias_net", [params, 2 * params, e])  # hidden: 2 x input
+        p += [(f"model.encoder.featurewise.{k}.norm.weight", torch.ones(e)),
+              (f"model.encoder.featurewise.{k}.norm.bias", torch.zeros(e))]
+    p += dense("model.init_nets.0.net", [2 + 3, 8, e])
+    p += dense("model.init_nets.1.net", [2 + 3, 8, e])
+    return p
+
+
 def checksum(t):
     return int(t.detach().contiguous().view(torch.int32).to(torch.int64).sum())
 
 
 torch.manual_seed(int(sys.argv[2]))
-for name, t in {"gn2": gn2, "dips": dips, "dl1": dl1}[sys.argv[1]]():
+for name, t in {"gn2": gn2, "dips": dips, "dl1": dl1, "featurewise": featurewise}[sys.argv[1]]():
     flat = t.detach().flatten()
     print(name, flat.numel(), checksum(t), repr(flat[0].item()), repr(flat[-1].item()))
 print("next", " ".join(str(v) for v in torch.randperm(1000)[:10].tolist()))
