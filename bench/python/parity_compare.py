@@ -36,7 +36,7 @@ def load(path):
 
 
 def cpp_steps(run: Path) -> dict:
-    """metrics.csv's rows with train/loss, by optimizer step (1-based, as salt-cpp logs them)."""
+    """metrics.csv's rows with train/loss, by step label (Lightning's: the i-th step at i - 1)."""
     rows = {}
     with open(run / "metrics.csv") as f:
         for row in csv.DictReader(f):
@@ -94,9 +94,9 @@ def compare_steps(salt_rows: list, cpp_rows: dict, rtol: float, exact_rows: list
           + "  |grad| rel")
     ok, parted, largest, salt_err = True, None, 0.0, 0.0
     for i, r in enumerate(salt_rows):
-        c = cpp_rows.get(i + 1)
+        c = cpp_rows.get(i)
         if c is None:
-            print(f"{i:4d}  salt-cpp logged no step {i + 1}")
+            print(f"{i:4d}  salt-cpp logged no row at step {i}")
             return False
         cl = {k: c.get(k, math.nan) for k in keys}
         d = worst(r["losses"], cl)

@@ -13,7 +13,7 @@ class MetricsWriter : public Callback {
     log_ = training::MetricsLog(s.dev_run || !s.main_rank ? std::filesystem::path() : s.run_dir / "metrics.csv");
     if (s.same_dir_resume && s.main_rank) log_.load_existing();
   }
-  void on_metrics(FitState& s, const Metrics& m) override { log_.log(s.epoch, s.global_step, m); }
+  void on_metrics(FitState& s, const Metrics& m) override { log_.log(s.epoch, s.logged_step(), m); }
   void on_validation_end(FitState&) override { log_.flush(); }
   void on_fit_end(FitState&) override { log_.flush(); }
 

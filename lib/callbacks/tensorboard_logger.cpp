@@ -90,29 +90,29 @@ class TensorBoardLogger : public Callback {
     // Markdown: indented by four spaces, the YAML shows as a code block.
     std::string indented = "    ";
     for (char c : text.str()) indented += c == '\n' ? std::string("\n    ") : std::string(1, c);
-    writer_->text(tag("config"), indented, s.global_step);
+    writer_->text(tag("config"), indented, s.logged_step());
     writer_->flush();
   }
 
   void on_batch_end(FitState& s, const std::string& stage, int64_t, const torch::Tensor&, int64_t) override {
-    if (writer_ && stage == "train") writer_->scalar(tag(lr_tag(s)), s.lr, s.global_step);
+    if (writer_ && stage == "train") writer_->scalar(tag(lr_tag(s)), s.lr, s.logged_step());
   }
 
   void on_metrics(FitState& s, const Metrics& m) override {
     if (!writer_) return;
     for (const auto& [name, value] : m)
-      if (name != lr_tag(s) && name != "epoch" && name != "step") writer_->scalar(tag(name), value, s.global_step);
-    writer_->scalar(tag("epoch"), static_cast<double>(s.epoch), s.global_step);  // as Lightning logs it
+      if (name != lr_tag(s) && name != "epoch" && name != "step") writer_->scalar(tag(name), value, s.logged_step());
+    writer_->scalar(tag("epoch"), static_cast<double>(s.epoch), s.logged_step());  // as Lightning logs it
   }
 
   void on_histogram(FitState& s, const std::string& name, const std::vector<double>& values) override {
-    if (writer_) writer_->histogram(tag(name), values, s.global_step);
+    if (writer_) writer_->histogram(tag(name), values, s.logged_step());
   }
   void on_image(FitState& s, const std::string& name, const std::string& png) override {
-    if (writer_) writer_->image(tag(name), png, s.global_step);
+    if (writer_) writer_->image(tag(name), png, s.logged_step());
   }
   void on_text(FitState& s, const std::string& name, const std::string& markdown) override {
-    if (writer_) writer_->text(tag(name), markdown, s.global_step);
+    if (writer_) writer_->text(tag(name), markdown, s.logged_step());
   }
   void on_validation_end(FitState&) override {
     if (writer_) writer_->flush();

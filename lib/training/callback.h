@@ -59,6 +59,13 @@ struct FitState {
   bool dev_run = false;           // fast_dev_run: nothing written
   bool same_dir_resume = false;   // resumed from a requeue checkpoint in run_dir
   int64_t epoch = 0, global_step = 0;
+  // The step Lightning labels what is logged now with (its loop's
+  // `_batches_that_stepped`): the optimizer steps taken before the current batch's,
+  // so the 50th step's losses (and its gradients, in on_after_backward) are logged at
+  // 49, a validation after 120 steps at 119. metrics.csv and TensorBoard use it.
+  // stepping: fit() is inside an optimizer step, whose global_step is not yet counted.
+  bool stepping = false;
+  int64_t logged_step() const { return stepping || global_step == 0 ? global_step : global_step - 1; }
   // The run's plan (training/fit_plan.h), which fit() owns: null until it is worked
   // out, i.e. in on_setup and tune; the accessors below then give 0.
   const training::TrainPlan* plan = nullptr;

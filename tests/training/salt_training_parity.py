@@ -101,9 +101,9 @@ with open(run_dir / "metrics.csv") as f:
             rows[int(row["step"])] = row
 worst = 0.0
 for i, s in enumerate(fixture["steps"]):
-    row = rows.get(i + 1)
+    row = rows.get(i)  # Lightning's label, as salt's metrics.csv: the step before this optimizer step
     if row is None:
-        check(False, f"no metrics.csv row for step {i + 1}")
+        check(False, f"no metrics.csv row at step {i}")
         continue
     check(rel(float(row["lr-AdamW"]), s["lr"]) < 1e-7, f"step {i}: lr {row['lr-AdamW']} is not salt's {s['lr']!r}")
     check(rel(float(row["lr-AdamW-momentum"]), s["beta1"]) < 1e-7, f"step {i}: beta1 {row['lr-AdamW-momentum']}"

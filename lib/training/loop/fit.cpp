@@ -171,6 +171,7 @@ class FitRun : FitStart {
       if (flags.stop_signal) throw StopRequested{flags.stop_signal};
       requeue_now = flags.requeue && !dev_run_;
     }
+    state_.stepping = true;
     step_->apply(*optimization_, [this] {
       hook("on_after_backward", &callbacks::Callback::on_after_backward, state_);
       state_.lr = optimization_->current_lr();
@@ -178,6 +179,7 @@ class FitRun : FitStart {
     });
     cleanup_->disarm();
     ++state_.global_step;
+    state_.stepping = false;
     if (state_.global_step % T.log_every_n_steps == 0) {
       check_finite();
       log_interval();
