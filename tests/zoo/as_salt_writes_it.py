@@ -49,9 +49,15 @@ callbacks = {
         "kth_best_model_path": "/x/ckpts/a.ckpt", "kth_value": score, "last_model_path": ""},
 }
 done = {"ready": 1, "completed": 1, "started": 1, "processed": 1}
+# The epoch loop's batch progress as Lightning's own checkpoint holds it: inside an
+# epoch (a ModelCheckpoint at on_train_batch_end) the last batch is ready, not yet completed.
+progress = ours["loops"]["fit_loop"]["epoch_loop.batch_progress"]
+if not progress["is_last_batch"]:
+    for part in ("total", "current"):
+        progress[part]["completed"] = progress[part]["ready"] - 1
 loops = {
     "fit_loop": {"state_dict": {}, "epoch_loop.state_dict": {"_batches_that_stepped": ours["global_step"]},
-                 "epoch_progress": {"total": done, "current": done}},
+                 "epoch_loop.batch_progress": progress, "epoch_progress": {"total": done, "current": done}},
     "validate_loop": {"state_dict": {}}, "test_loop": {"state_dict": {}}, "predict_loop": {"state_dict": {}},
 }
 ck = {

@@ -419,6 +419,25 @@ void read_extra(const PyValue& e, CheckpointState& state) {
     for (const auto& [name, value] : metrics->entries()) state.metrics.emplace_back(name.as_str(), value.as_number());
 }
 
+// A checkpoint of Lightning's (salt's) saved inside an epoch: its epoch loop had
+// `current.ready` batches; an epoch's end is is_last_batch with every ready batch
+// completed (the save after the epoch's validation). -1 there, and without loops.
+int64_t lightning_batches_in_epoch(const PyValue& root) {
+  const auto* loops = root.find("loops");
+  const auto* fit = loops && loops->is_mapping() ? loops->find("fit_loop") : nullptr;
+  const auto* progress = fit && fit->is_mapping() ? fit->find("epoch_loop.batch_progress") : nullptr;
+  const auto* current = progress && progress->is_mapping() ? progress->find("current") : nullptr;
+  if (!current || !current->is_mapping()) return -1;
+  const auto* ready = current->find("ready");
+  const auto* completed = current->find("completed");
+  if (!ready || !completed) return -1;
+  const int64_t r = count_in(*ready, "loops.fit_loop.epoch_loop.batch_progress.current.ready", 0);
+  const int64_t c = count_in(*completed, "loops.fit_loop.epoch_loop.batch_progress.current.completed", 0);
+  const auto* last = progress->find("is_last_batch");
+  const bool epoch_end = last && last->kind() == serialize::PyValue::Kind::kBool && last->as_bool() && c >= r;
+  return epoch_end || r == 0 ? -1 : r;
+}
+
 CheckpointState read_checkpoint(const PyValue& root) {
   if (!root.is_mapping())
     throw std::invalid_argument("the file holds a " + root.type_name() + ", not a checkpoint's dict");
@@ -454,6 +473,7 @@ CheckpointState read_checkpoint(const PyValue& root) {
     for (const auto& [key, value] : callbacks->entries())
       if (key.is_str()) state.callback_states.emplace_back(key.as_str(), value);
   if (const auto* extra = root.find("salt_cpp")) read_extra(*extra, state);
+  else state.batch_in_epoch = lightning_batches_in_epoch(root);
   return state;
 }
 

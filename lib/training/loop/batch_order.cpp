@@ -2,6 +2,7 @@
 
 #include <torch/torch.h>
 
+#include <algorithm>
 #include <numeric>
 
 namespace salt::training {
@@ -30,6 +31,13 @@ std::vector<int64_t> BatchOrder::train_epoch(int64_t full_batches, bool shuffle)
   if (options_.iterator_per_pass || !train_iterator_made_) draw_base_seed();
   train_iterator_made_ = true;
   current_.resize(static_cast<size_t>(full_batches));
+  if (restart_done_ >= full_batches && full_batches > 0) {
+    // Lightning restarts an epoch whose batches were all done: a new iterator (its
+    // base seed), but no batch fetched, so no order drawn.
+    restart_done_ = 0;
+    std::iota(current_.begin(), current_.end(), int64_t{0});
+    return current_;
+  }
   if (!shuffle) {
     std::iota(current_.begin(), current_.end(), int64_t{0});
     return current_;
@@ -37,6 +45,11 @@ std::vector<int64_t> BatchOrder::train_epoch(int64_t full_batches, bool shuffle)
   const auto perm = torch::randperm(full_batches, torch::kLong);
   const auto* p = perm.data_ptr<int64_t>();
   current_.assign(p, p + full_batches);
+  if (restart_done_ > 0) {
+    const auto left = std::max<int64_t>(0, full_batches - restart_done_);
+    std::rotate(current_.begin(), current_.begin() + left, current_.end());
+    restart_done_ = 0;
+  }
   return current_;
 }
 

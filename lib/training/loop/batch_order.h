@@ -48,6 +48,11 @@ class BatchOrder {
   void validation_pass();
   // A mid-epoch checkpoint's order for the epoch it was saved in.
   void resume_epoch(std::vector<int64_t> order);
+  // Lightning's resume from its own (salt's) mid-epoch checkpoint: the epoch starts
+  // over with a fresh iterator, so a freshly drawn order, and ends after the n - done
+  // batches left. The next train_epoch() draws as usual and moves the order's first
+  // n - done batches behind the `done` a resume skips.
+  void restart_epoch(int64_t done) { restart_done_ = done; }
   // The order of the epoch being trained (what a mid-epoch checkpoint records).
   const std::vector<int64_t>& current() const { return current_; }
   // Data parallel: every rank trains on rank 0's order (track-level dropout may
@@ -59,6 +64,7 @@ class BatchOrder {
   BatchOrderOptions options_;
   bool train_iterator_made_ = false, val_iterator_made_ = false;
   bool resumed_ = false;
+  int64_t restart_done_ = 0;
   std::vector<int64_t> current_;
 };
 

@@ -8,6 +8,7 @@
 #include <sstream>
 #include <string>
 #include <system_error>
+#include <utility>
 
 #include "core/errors.h"
 #include "core/signals.h"
@@ -48,10 +49,11 @@ class FitRun : FitStart {
       // A callback may have asked to stop before this epoch (a Timer already spent at the start).
       if (stop_requested(epoch)) break;
       state_.epoch = epoch;
+      const bool nothing_left = std::exchange(lightning_restart_, false) && skip_batches_ >= plan_.train_batches;
       train_epoch(epoch);
       if (result_.requeued) break;
       state_.batch_in_epoch = -1;
-      const bool go_on = !validation_due(epoch) || validate(epoch);
+      const bool go_on = nothing_left || !validation_due(epoch) || validate(epoch);
       ++result_.epochs_run;
       if (!go_on) break;
       hook("on_train_epoch_end", &callbacks::Callback::on_train_epoch_end, state_);

@@ -334,6 +334,11 @@ void FitStart::make_batch_order() {
     batch_order_->resume_epoch(std::move(recorded));
     return;
   }
+  if (!continuing) {  // salt's checkpoint, saved mid-epoch: Lightning starts the epoch over
+    batch_order_->restart_epoch(plan_.skip_batches);
+    lightning_restart_ = true;
+    return;
+  }
   spdlog::warn("{} records no batch order for epoch {} (a checkpoint of an older salt-cpp): the "
                "epoch's other batches follow a new order, so some may come twice and some not at all",
                resume_source_, resume_->epoch);

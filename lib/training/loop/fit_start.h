@@ -125,6 +125,9 @@ class FitStart {
   TrainPlan plan_;
   ValPlan val_plan_;
   int64_t skip_batches_ = 0;  // of the first epoch trained: done before a mid-epoch checkpoint
+  // Resumed from salt's mid-epoch checkpoint: Lightning starts that epoch over, and
+  // does not validate it when none of its batches is left.
+  bool lightning_restart_ = false;
   Autocast autocast_;
   ResourceMeter meter_;
   std::unique_ptr<TrainStep> step_;  // the training step: loss scaler, graphs, host-read meter, non-finite watch

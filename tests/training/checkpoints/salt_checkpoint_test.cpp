@@ -202,6 +202,43 @@ TEST_F(SaltLayoutFit, ASaltCheckpointResumesWithTheOrderSaltDrawsAfterItsReseed)
   EXPECT_FALSE(torch::equal(epoch1, epoch0));
 }
 
+// From salt's checkpoint saved inside an epoch (its loops count the batches done),
+// Lightning starts that epoch over: a fresh iterator, so the order a fresh run's
+// epoch 0 had, of which it trains the batches left (measured against the real salt:
+// docs/migrating.md). salt-cpp moves those first batches behind the ones it skips.
+TEST_F(SaltLayoutFit, ASaltMidEpochCheckpointStartsItsEpochOverAsLightningDoes) {
+  ASSERT_TRUE(have_python_module("yaml") && have_python_module("torch")) << "python3-torch or python3-yaml missing";
+  write_file(dir / "mid.yaml", R"(trainer:
+  callbacks:
+    - class_path: salt.callbacks.Checkpoint
+      init_args: {monitor_loss: val/jets_classification_loss}
+    - class_path: lightning.pytorch.callbacks.ModelCheckpoint
+      init_args: {every_n_train_steps: 5, save_top_k: -1, filename: "mid-{step}"}
+)");
+  auto args = [&](const std::string& suffix) {
+    return small_gn2({"-c", (dir / "mid.yaml").string(), "--data.num_train", "1000", "--data.batch_size", "100",
+                      "--trainer.max_epochs", "2", "-ls", suffix});
+  };
+  ASSERT_EQ(salt("fit", args("straight")).exit_code, 0);
+  const auto straight = dir / "logs" / "GN2_cpu_straight";
+  const auto salt_ckpt = dir / "salt_mid.ckpt";  // epoch 0, 5 of its 10 batches done
+  auto r = run_python(as_salt_writes_it(), {(straight / "checkpoints" / "mid-step=5.ckpt").string(), salt_ckpt.string(), "4"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  auto cont_args = args("continued");
+  cont_args.insert(cont_args.end(), {"--ckpt_path", salt_ckpt.string()});
+  auto cont = salt("fit", cont_args);
+  ASSERT_EQ(cont.exit_code, 0) << cont.err;
+  const auto continued = dir / "logs" / "GN2_cpu_continued";
+  const auto epoch0 = training::load_checkpoint(straight / "checkpoints" / "mid-step=5.ckpt").epoch_order;
+  const auto resumed = training::load_checkpoint(continued / "checkpoints" / "mid-step=10.ckpt").epoch_order;
+  ASSERT_EQ(epoch0.numel(), 10);
+  ASSERT_EQ(resumed.numel(), 10);
+  // The 5 batches left are epoch 0's first 5, after the 5 skipped.
+  EXPECT_TRUE(torch::equal(resumed.slice(0, 5), epoch0.slice(0, 0, 5))) << resumed << epoch0;
+  EXPECT_FALSE(torch::equal(resumed.slice(0, 5), epoch0.slice(0, 5)));  // not the straight run's own rest
+  EXPECT_TRUE(fs::exists(continued / "checkpoints" / "mid-step=20.ckpt"));  // 5 + 10 steps after step 5
+}
+
 // The other direction: a salt-cpp run's checkpoint and config.yaml hold what
 // salt's CLI, Lightning's resume and ModelWrapper.load_from_checkpoint read
 // (Lightning 2.6's dump_checkpoint and SaltCLI's saved config, from their source).
