@@ -48,19 +48,26 @@ def linear(prefix, a, b):
     return [(f"{prefix}.weight", lin.weight), (f"{prefix}.bias", lin.bias)]
 
 
-def gn2():
-    d, out = 256, 128
+def encoder(layers, d, out):
+    """salt's Transformer (norm LayerNorm, GLU not gated): its layers, out_proj, one register."""
     p = []
-    p += dense("model.tasks.0.net", [out, 128, 64, 32, 4])
-    p += dense("model.tasks.1.net", [out + out, 128, 64, 32, 8])
-    p += dense("model.tasks.2.net", [2 * out + out, 128, 64, 32, 1])
-    for k in range(4):
+    for k in range(layers):
         layer = f"model.encoder.layers.{k}"
         p += attention(f"{layer}.attn.fn", d)
         p += linear(f"{layer}.dense.fn.in_proj", d, 2 * d)
         p += linear(f"{layer}.dense.fn.out_proj", 2 * d, d)
     p += linear("model.encoder.out_proj", d, out)
     p.append(("model.encoder.registers", torch.normal(torch.zeros((1, d)), std=1e-4)))
+    return p
+
+
+def gn2():
+    d, out = 256, 128
+    p = []
+    p += dense("model.tasks.0.net", [out, 128, 64, 32, 4])
+    p += dense("model.tasks.1.net", [out + out, 128, 64, 32, 8])
+    p += dense("model.tasks.2.net", [2 * out + out, 128, 64, 32, 1])
+    p += encoder(4, d, out)
     p += linear("model.pool_net.gate_nn", out, 1)
     p += dense("model.init_nets.0.net", [19 + 2, 256, d])
     return p
@@ -82,13 +89,7 @@ def dl1():
 def featurewise():
     e, out, params = 8, 6, 1
     p = dense("model.tasks.0.net", [out, 4, 4])
-    for k in range(2):
-        layer = f"model.encoder.layers.{k}"
-        p += attention(f"{layer}.attn.fn", e)
-        p += linear(f"{layer}.dense.fn.in_proj", e, 2 * e)
-        p += linear(f"{layer}.dense.fn.out_proj", 2 * e, e)
-    p += linear("model.encoder.out_proj", e, out)
-    p.append(("model.encoder.registers", torch.normal(torch.zeros((1, e)), std=1e-4)))
+    p += encoder(2, e, out)
     p += linear("model.pool_net.gate_nn", out, 1)
     for _ in range(2):  # featurewise_nets[0], input: drawn, then replaced by [2]
         dense("replaced.bias_net", [params, 3, 5])

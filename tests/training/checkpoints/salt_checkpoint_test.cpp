@@ -121,6 +121,19 @@ print(all(np.array_equal(a[c], b[c]) for c in cols))
 class SaltLayoutFit : public FitTest {
  protected:
   void continue_from_salt_layout(const std::vector<std::string>& extra);
+  // 10 shuffled batches a epoch, 2 epochs, a checkpoint every 5 steps
+  // (checkpoints/mid-step=N.ckpt, with its epoch's order) besides salt's Checkpoint.
+  std::vector<std::string> with_mid_checkpoints(const std::string& suffix) {
+    write_file(dir / "mid.yaml", R"(trainer:
+  callbacks:
+    - class_path: salt.callbacks.Checkpoint
+      init_args: {monitor_loss: val/jets_classification_loss}
+    - class_path: lightning.pytorch.callbacks.ModelCheckpoint
+      init_args: {every_n_train_steps: 5, save_top_k: -1, filename: "mid-{step}"}
+)");
+    return small_gn2({"-c", (dir / "mid.yaml").string(), "--data.num_train", "1000", "--data.batch_size", "100",
+                      "--trainer.max_epochs", "2", "-ls", suffix});
+  }
 };
 
 void SaltLayoutFit::continue_from_salt_layout(const std::vector<std::string>& extra) {
@@ -171,17 +184,7 @@ TEST_F(SaltLayoutFit, ContinuingASaltHybridMuonAdamWCheckpointEqualsTheUninterru
 // resume for its own checkpoints (the uninterrupted run's order).
 TEST_F(SaltLayoutFit, ASaltCheckpointResumesWithTheOrderSaltDrawsAfterItsReseed) {
   ASSERT_TRUE(have_python_module("yaml") && have_python_module("torch")) << "python3-torch or python3-yaml missing";
-  write_file(dir / "mid.yaml", R"(trainer:
-  callbacks:
-    - class_path: salt.callbacks.Checkpoint
-      init_args: {monitor_loss: val/jets_classification_loss}
-    - class_path: lightning.pytorch.callbacks.ModelCheckpoint
-      init_args: {every_n_train_steps: 5, save_top_k: -1, filename: "mid-{step}"}
-)");
-  auto args = [&](const std::string& suffix) {
-    return small_gn2({"-c", (dir / "mid.yaml").string(), "--data.num_train", "1000", "--data.batch_size", "100",
-                      "--trainer.max_epochs", "2", "-ls", suffix});
-  };
+  auto args = [&](const std::string& suffix) { return with_mid_checkpoints(suffix); };
   ASSERT_EQ(salt("fit", args("straight")).exit_code, 0);
   const auto straight = dir / "logs" / "GN2_cpu_straight";
   const auto salt_ckpt = dir / "salt.ckpt";
@@ -208,17 +211,7 @@ TEST_F(SaltLayoutFit, ASaltCheckpointResumesWithTheOrderSaltDrawsAfterItsReseed)
 // docs/migrating.md). salt-cpp moves those first batches behind the ones it skips.
 TEST_F(SaltLayoutFit, ASaltMidEpochCheckpointStartsItsEpochOverAsLightningDoes) {
   ASSERT_TRUE(have_python_module("yaml") && have_python_module("torch")) << "python3-torch or python3-yaml missing";
-  write_file(dir / "mid.yaml", R"(trainer:
-  callbacks:
-    - class_path: salt.callbacks.Checkpoint
-      init_args: {monitor_loss: val/jets_classification_loss}
-    - class_path: lightning.pytorch.callbacks.ModelCheckpoint
-      init_args: {every_n_train_steps: 5, save_top_k: -1, filename: "mid-{step}"}
-)");
-  auto args = [&](const std::string& suffix) {
-    return small_gn2({"-c", (dir / "mid.yaml").string(), "--data.num_train", "1000", "--data.batch_size", "100",
-                      "--trainer.max_epochs", "2", "-ls", suffix});
-  };
+  auto args = [&](const std::string& suffix) { return with_mid_checkpoints(suffix); };
   ASSERT_EQ(salt("fit", args("straight")).exit_code, 0);
   const auto straight = dir / "logs" / "GN2_cpu_straight";
   const auto salt_ckpt = dir / "salt_mid.ckpt";  // epoch 0, 5 of its 10 batches done
