@@ -2,8 +2,10 @@
 for bench/train_parity.sh and tests/fixtures/salt_training (salt-cpp's side comes
 from its run directory: metrics.csv, checkpoints).
 
-Written to $PARITY_PROBE_DIR:
+Written to $PARITY_PROBE_DIR (data parallel: rank r > 0 to $PARITY_PROBE_DIR_rank<r>,
+the losses in callback_metrics then the mean over ranks, "train/loss" the rank's own):
   init.pt      the model's state_dict when training starts (salt's initial weights)
+  rng_at_train_start.pt  torch's CPU generator state then (before any loader draws)
   steps.jsonl  one line per training batch: epoch, step, the batch's first jet
                (the slice RandomBatchSampler gave), lr and beta1 of the step, the
                loss and each task's loss, the gradients' total magnitude as salt's
@@ -25,22 +27,42 @@ from pathlib import Path
 
 import torch
 from lightning import Callback
+from lightning.fabric.utilities.distributed import DistributedSamplerWrapper
 
 from salt.data import samplers
 from salt.models import matcher
 
 _train_slices: deque = deque()
 _plain_iter = samplers.RandomBatchSampler.__iter__
+_plain_dist_iter = DistributedSamplerWrapper.__iter__
 
 
 def _recording_iter(self):
     for s in _plain_iter(self):
-        if self.drop_last:  # the training sampler (salt: drop_last = stage == "fit")
+        # the training sampler (salt: drop_last = stage == "fit"), unless Lightning's
+        # data-parallel wrapper lists it whole (that one records its rank's share)
+        if self.drop_last and not getattr(self, "_listed_by_wrapper", False):
             _train_slices.append(int(s.start))
         yield s
 
 
+def _recording_dist_iter(self):
+    sampler = self.dataset._sampler
+    sampler._listed_by_wrapper = True
+    listed = _plain_dist_iter(self)  # lists the whole epoch now, as Lightning does
+    if not sampler.drop_last:
+        return listed
+
+    def rank_share():
+        for s in listed:
+            _train_slices.append(int(s.start))
+            yield s
+
+    return rank_share()
+
+
 samplers.RandomBatchSampler.__iter__ = _recording_iter
+DistributedSamplerWrapper.__iter__ = _recording_dist_iter
 
 # salt's matcher defaults to py-lap-solver's compiled BatchedScipyOMP; where only its
 # pure-scipy solvers are installed (scripts/salt_site.py), scipy's
@@ -55,14 +77,19 @@ def _scalar(value):
 
 class ParityProbe(Callback):
     def __init__(self) -> None:
-        self.dir = Path(os.environ.get("PARITY_PROBE_DIR", "parity_probe"))
+        self.row: dict = {}
+
+    def setup(self, trainer, pl_module, stage):
+        # data parallel: rank r > 0 writes to $PARITY_PROBE_DIR_rank<r>
+        suffix = f"_rank{trainer.global_rank}" if trainer.global_rank else ""
+        self.dir = Path(os.environ.get("PARITY_PROBE_DIR", "parity_probe") + suffix)
         self.dir.mkdir(parents=True, exist_ok=True)
         self.steps = open(self.dir / "steps.jsonl", "w")
         self.vals = open(self.dir / "val.jsonl", "w")
-        self.row: dict = {}
 
     def on_train_start(self, trainer, pl_module):
         torch.save({k: v.detach().clone() for k, v in pl_module.state_dict().items()}, self.dir / "init.pt")
+        torch.save(torch.get_rng_state(), self.dir / "rng_at_train_start.pt")  # what the loaders draw from
 
     def on_train_batch_start(self, trainer, pl_module, batch, batch_idx):
         group = trainer.optimizers[0].param_groups[0]
@@ -84,6 +111,8 @@ class ParityProbe(Callback):
 
     def on_train_batch_end(self, trainer, pl_module, outputs, batch, batch_idx):
         losses = {k: _scalar(v) for k, v in trainer.callback_metrics.items() if k.startswith("train/")}
+        if trainer.world_size > 1:  # what salt logs: the mean over ranks (sync_dist)
+            self.row["logged_loss"] = losses.get("train/loss")
         losses["train/loss"] = _scalar(outputs["loss"])
         self.row["losses"] = losses
         self.steps.write(json.dumps(self.row) + "\n")

@@ -1,5 +1,7 @@
 #include "data/loader.h"
 
+#include <algorithm>
+
 #include <fmt/format.h>
 #include <torch/cuda.h>
 
@@ -153,8 +155,11 @@ Loader::~Loader() {
 
 void Loader::start_epoch(int64_t epoch) { begin(epoch, impl_->sampler.epoch(epoch)); }
 
-void Loader::start_epoch(int64_t epoch, const std::vector<int64_t>& order) {
-  begin(epoch, impl_->sampler.epoch_in(order));
+void Loader::start_epoch(int64_t epoch, const std::vector<int64_t>& order, int64_t restart_done) {
+  auto slices = impl_->sampler.epoch_in(order, epoch);
+  const auto n = static_cast<int64_t>(slices.size());
+  if (restart_done > 0 && restart_done < n) std::rotate(slices.begin(), slices.begin() + (n - restart_done), slices.end());
+  begin(epoch, std::move(slices));
 }
 
 void Loader::begin(int64_t epoch, std::vector<Slice> slices) {

@@ -54,8 +54,11 @@ class Loader {
 
   // Begins epoch `epoch` (abandoning any unfinished one), in the sampler's own
   // order or with the full batches in `order` (BatchSampler::epoch_in).
+  // `restart_done` > 0: Lightning restarting an epoch whose first restart_done
+  // batches were done (salt's mid-epoch checkpoint): this rank's first n - done
+  // batches move behind the `done` the caller skips.
   void start_epoch(int64_t epoch);
-  void start_epoch(int64_t epoch, const std::vector<int64_t>& order);
+  void start_epoch(int64_t epoch, const std::vector<int64_t>& order, int64_t restart_done = 0);
   // The next batch of the epoch, or nullopt once it is exhausted (or none was started).
   std::optional<Batch> next();
   // Abandons the current epoch now.

@@ -2,6 +2,9 @@
 
 #include <fmt/format.h>
 
+#include <ATen/CPUGeneratorImpl.h>
+#include <torch/torch.h>
+
 #include <random>
 
 #include "core/errors.h"
@@ -60,8 +63,27 @@ bool has_tail(const SamplerOptions& o) { return !o.drop_last && o.num_rows % o.b
 }  // namespace
 
 int64_t BatchSampler::batches_per_epoch() const {
-  int64_t total = count_full_batches(options_) + (has_tail(options_) ? 1 : 0);
-  return total / options_.world_size;
+  const int64_t total = count_full_batches(options_) + (has_tail(options_) ? 1 : 0);
+  return (total + options_.world_size - 1) / options_.world_size;
+}
+
+std::vector<int64_t> shard_positions(int64_t n, int rank, int world, const uint64_t* shuffle_seed) {
+  std::vector<int64_t> positions(static_cast<size_t>(n));
+  if (shuffle_seed) {
+    // torch.Generator().manual_seed(seed); torch.randperm(n, generator=g)
+    auto generator = at::make_generator<at::CPUGeneratorImpl>(*shuffle_seed);
+    const auto perm = torch::randperm(n, generator, torch::kLong);
+    const auto* p = perm.data_ptr<int64_t>();
+    positions.assign(p, p + n);
+  } else {
+    for (int64_t i = 0; i < n; ++i) positions[static_cast<size_t>(i)] = i;
+  }
+  const int64_t per_rank = (n + world - 1) / world;
+  std::vector<int64_t> mine;
+  mine.reserve(static_cast<size_t>(per_rank));
+  // The list padded to per_rank * world by repeating it from its start.
+  for (int64_t k = 0; k < per_rank; ++k) mine.push_back(positions[static_cast<size_t>((rank + k * world) % n)]);
+  return mine;
 }
 
 int64_t BatchSampler::full_batches() const { return count_full_batches(options_); }
@@ -75,10 +97,10 @@ std::vector<Slice> BatchSampler::epoch(int64_t epoch) const {
     order.resize(static_cast<size_t>(n_full));
     for (int64_t i = 0; i < n_full; ++i) order[static_cast<size_t>(i)] = i;
   }
-  return epoch_in(order);
+  return epoch_in(order, epoch);
 }
 
-std::vector<Slice> BatchSampler::epoch_in(const std::vector<int64_t>& order) const {
+std::vector<Slice> BatchSampler::epoch_in(const std::vector<int64_t>& order, int64_t epoch) const {
   const auto& o = options_;
   const int64_t n_full = full_batches();
   std::vector<char> seen(static_cast<size_t>(n_full), 0);
@@ -94,10 +116,12 @@ std::vector<Slice> BatchSampler::epoch_in(const std::vector<int64_t>& order) con
   for (int64_t k : order) all.push_back({k * o.batch_size, o.batch_size});
   if (has_tail(o)) all.push_back({n_full * o.batch_size, o.num_rows - n_full * o.batch_size});
 
-  const int64_t per_rank = static_cast<int64_t>(all.size()) / o.world_size;
+  if (o.world_size == 1 || all.empty()) return all;
+  const uint64_t shuffle_seed = o.seed + static_cast<uint64_t>(epoch);  // DistributedSampler's seed + epoch
   std::vector<Slice> mine;
-  mine.reserve(static_cast<size_t>(per_rank));
-  for (int64_t i = 0; i < per_rank; ++i) mine.push_back(all[static_cast<size_t>(o.rank + i * o.world_size)]);
+  for (int64_t k : shard_positions(static_cast<int64_t>(all.size()), o.rank, o.world_size,
+                                   o.shuffle ? &shuffle_seed : nullptr))
+    mine.push_back(all[static_cast<size_t>(k)]);
   return mine;
 }
 

@@ -28,9 +28,12 @@ struct SamplerOptions {
   bool shuffle = false;    // training: true
   bool drop_last = false;  // training: true
   uint64_t seed = 42;
-  // Data parallel: every rank computes the same permutation and takes batches
-  // rank, rank + world_size, ...; the remainder is dropped so all ranks get the
-  // same number of batches.
+  // Data parallel, as Lightning's DistributedSamplerWrapper over salt's sampler:
+  // the epoch's batches (the order, then the tail) are listed, their positions
+  // shuffled with a generator seeded seed + epoch when `shuffle` (Lightning shuffles
+  // every training sampler), padded by repeating the first positions up to a
+  // multiple of world_size, and rank r takes positions r, r + world_size, ...: every
+  // rank gets ceil(batches / world_size) batches, a few of them twice.
   int rank = 0;
   int world_size = 1;
 
@@ -48,7 +51,7 @@ class BatchSampler {
   std::vector<Slice> epoch(int64_t epoch) const;
   // The same when the full batches come in `order`, a permutation of
   // 0..full_batches()-1 (InputError otherwise); the tail and the shard as epoch()'s.
-  std::vector<Slice> epoch_in(const std::vector<int64_t>& order) const;
+  std::vector<Slice> epoch_in(const std::vector<int64_t>& order, int64_t epoch) const;
   int64_t batches_per_epoch() const;  // for this rank
   int64_t full_batches() const;       // batches of batch_size rows in the file
 
@@ -56,6 +59,10 @@ class BatchSampler {
   SamplerOptions options_;
 };
 
+// Data parallel: the positions in an epoch's list of `n` batches that `rank` of
+// `world` takes, as torch's DistributedSampler (drop_last false) gives them; shuffled
+// with torch.randperm from a generator seeded `shuffle_seed` when there is one.
+std::vector<int64_t> shard_positions(int64_t n, int rank, int world, const uint64_t* shuffle_seed);
 // Unbiased draw in [0, n) from a 64-bit engine (rejection sampling); n > 0.
 uint64_t uniform_below(uint64_t n, uint64_t (*next)(void*), void* state);
 // The permutation of 0..n-1 used for `seed` (exposed for tests and docs).

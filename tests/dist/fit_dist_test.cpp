@@ -1,10 +1,11 @@
 // Data-parallel training end to end: real `salt fit` processes talking Gloo over
 // loopback, on the toy data set, one CPU thread each.
 //
-// Equivalence: 2 ranks with batch_size B average the gradients of batches p[2i]
-// (rank 0) and p[2i+1] (rank 1) of the shared seeded permutation p of B-row batches
-// (the sampler's sharding). A single process with batch_size B and
-// accumulate_grad_batches 2 visits p[2i], p[2i+1] in one optimizer step and uses
+// Equivalence: unshuffled (overfit_batches 1.0: every batch, in file order; shuffled,
+// the ranks' batches follow Lightning's DistributedSampler, tests/training/loop/
+// batch_order_test.cpp), 2 ranks with batch_size B average the gradients of batches
+// p[2i] (rank 0) and p[2i+1] (rank 1) of the B-row batches p. A single process with
+// batch_size B and accumulate_grad_batches 2 visits p[2i], p[2i+1] in one optimizer step and uses
 // (g(p[2i]) + g(p[2i+1])) / 2: the same rows, the same global batch of 2B, and the
 // same mean of per-batch mean losses (a single batch of 2B rows would weight the
 // masked track losses differently). Same number of steps, same OneCycle schedule.
@@ -30,20 +31,25 @@ class DistFitTest : public FitTest {
     args.insert(args.end(), extra.begin(), extra.end());
     return small_gn2(args);
   }
+  // The equivalence tests' runs: every batch in file order.
+  static std::vector<std::string> in_file_order(std::vector<std::string> args) {
+    args.insert(args.end(), {"--trainer.overfit_batches", "1.0"});
+    return args;
+  }
 };
 
 }  // namespace
 
 TEST_F(DistFitTest, TwoProcessesTrainLikeOneWithTheSameGlobalBatches) {
-  auto single = salt("fit", small_gn2({"--trainer.max_epochs", "2", "--trainer.accumulate_grad_batches", "2", "-ls", "single"}));
+  auto single = salt("fit", small_gn2(in_file_order({"--trainer.max_epochs", "2", "--trainer.accumulate_grad_batches", "2", "-ls", "single"})));
   ASSERT_EQ(single.exit_code, 0) << single.err;
-  auto dist = salt("fit", two_ranks({"--trainer.max_epochs", "2", "-ls", "ddp"}));
+  auto dist = salt("fit", two_ranks(in_file_order({"--trainer.max_epochs", "2", "-ls", "ddp"})));
   ASSERT_EQ(dist.exit_code, 0) << dist.err;
   // Many small buckets (launch order) and no hooks (the synchronous path) give the same.
-  auto buckets = salt("fit", two_ranks({"--trainer.max_epochs", "2", "-ls", "buckets"}),
+  auto buckets = salt("fit", two_ranks(in_file_order({"--trainer.max_epochs", "2", "-ls", "buckets"})),
                       {"OMP_NUM_THREADS=1", "SALT_DIST_BUCKET_MB=0.02"});
   ASSERT_EQ(buckets.exit_code, 0) << buckets.err;
-  auto sync = salt("fit", two_ranks({"--trainer.max_epochs", "2", "-ls", "sync"}), {"OMP_NUM_THREADS=1", "SALT_DIST_OVERLAP=0"});
+  auto sync = salt("fit", two_ranks(in_file_order({"--trainer.max_epochs", "2", "-ls", "sync"})), {"OMP_NUM_THREADS=1", "SALT_DIST_OVERLAP=0"});
   ASSERT_EQ(sync.exit_code, 0) << sync.err;
 
   EXPECT_NE(dist.err.find("[rank 0] info: data parallel: 2 processes"), std::string::npos) << dist.err;
@@ -71,11 +77,46 @@ TEST_F(DistFitTest, TwoProcessesTrainLikeOneWithTheSameGlobalBatches) {
   }
 }
 
+// Lightning re-seeds every process once the model is built (reset_seed), and its
+// DistributedSamplerWrapper lists the epoch (salt's randperm) when the iterator is
+// made, before that iterator's base seed: so each epoch's order follows from the
+// seed alone. The run's mid-epoch checkpoints record it.
+TEST_F(DistFitTest, ShuffledRanksTakeTheOrderLightningDrawsFromTheSeedItself) {
+  SALT_REQUIRE(have_python_module("torch"), "Python torch (python3-torch)");
+  write_file(dir / "mid.yaml", R"(trainer:
+  callbacks:
+    - class_path: lightning.pytorch.callbacks.ModelCheckpoint
+      init_args: {every_n_train_steps: 2, save_top_k: -1, filename: "mid-{step}"}
+)");
+  auto r = salt("fit", two_ranks({"-c", (dir / "mid.yaml").string(), "--data.num_workers", "0", "--seed_everything", "7",
+                                  "--trainer.max_epochs", "2", "-ls", "shuffled"}));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  // 8 batches, 4 steps an epoch: per epoch randperm(8), the base seed; a validation's base seed.
+  const auto expected = run_python(R"(
+import torch
+torch.manual_seed(7)
+for epoch in range(2):
+    print(*torch.randperm(8).tolist())
+    torch.empty((), dtype=torch.int64).random_()
+    torch.empty((), dtype=torch.int64).random_()
+)");
+  ASSERT_EQ(expected.exit_code, 0) << expected.err;
+  std::string ours;
+  for (int step : {2, 6}) {
+    const auto ck = training::load_checkpoint(dir / "logs" / "GN2_cpu_shuffled" / "checkpoints" /
+                                              ("mid-step=" + std::to_string(step) + ".ckpt"));
+    ASSERT_TRUE(ck.epoch_order.defined()) << step;
+    for (int64_t i = 0; i < ck.epoch_order.numel(); ++i)
+      ours += std::to_string(ck.epoch_order[i].item<int64_t>()) + (i + 1 < ck.epoch_order.numel() ? " " : "\n");
+  }
+  EXPECT_EQ(ours, expected.out);
+}
+
 TEST_F(DistFitTest, WithAccumulationOnlyTheStepBoundarySynchronises) {
   // 2 ranks x accumulate 2 = 1 process x accumulate 4: steps of p[4i..4i+3].
-  auto single = salt("fit", small_gn2({"--trainer.max_epochs", "1", "--trainer.accumulate_grad_batches", "4", "-ls", "acc4"}));
+  auto single = salt("fit", small_gn2(in_file_order({"--trainer.max_epochs", "1", "--trainer.accumulate_grad_batches", "4", "-ls", "acc4"})));
   ASSERT_EQ(single.exit_code, 0) << single.err;
-  auto dist = salt("fit", two_ranks({"--trainer.max_epochs", "1", "--trainer.accumulate_grad_batches", "2", "-ls", "acc2x2"}));
+  auto dist = salt("fit", two_ranks(in_file_order({"--trainer.max_epochs", "1", "--trainer.accumulate_grad_batches", "2", "-ls", "acc2x2"})));
   ASSERT_EQ(dist.exit_code, 0) << dist.err;
   EXPECT_NE(dist.err.find("gradient sync: 1 bucket(s), 2 started during backward"), std::string::npos) << dist.err;
   auto a = checkpoints(dir / "logs" / "GN2_cpu_acc4"), b = checkpoints(dir / "logs" / "GN2_cpu_acc2x2");
@@ -183,12 +224,12 @@ TEST_F(DistFitTest, Sigusr1RequeuesEveryRankAtTheSameStepAndTheRerunResumesExact
 TEST_F(DistFitTest, ResumesAnyWorldSizeFromAnEpochCheckpoint) {
   // Checkpoints hold unsharded state: a 2-rank run's epoch-1 checkpoint continued by
   // one process (same global batches via accumulation) ends like the 2-rank run.
-  auto ddp = salt("fit", two_ranks({"--trainer.max_epochs", "3", "-ls", "ddp3"}));
+  auto ddp = salt("fit", two_ranks(in_file_order({"--trainer.max_epochs", "3", "-ls", "ddp3"})));
   ASSERT_EQ(ddp.exit_code, 0) << ddp.err;
   auto ckpts = checkpoints(dir / "logs" / "GN2_cpu_ddp3");
   ASSERT_EQ(ckpts.size(), 3u);
-  auto single = salt("fit", small_gn2({"--trainer.max_epochs", "3", "--trainer.accumulate_grad_batches", "2", "-ls", "resumed",
-                                       "--ckpt_path", ckpts[0].string()}));
+  auto single = salt("fit", small_gn2(in_file_order({"--trainer.max_epochs", "3", "--trainer.accumulate_grad_batches", "2",
+                                                     "-ls", "resumed", "--ckpt_path", ckpts[0].string()})));
   ASSERT_EQ(single.exit_code, 0) << single.err;
   auto resumed = checkpoints(dir / "logs" / "GN2_cpu_resumed");
   ASSERT_EQ(resumed.size(), 2u);

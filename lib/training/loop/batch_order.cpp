@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <numeric>
+#include <utility>
 
 namespace salt::training {
 namespace {
@@ -28,29 +29,50 @@ std::vector<int64_t> BatchOrder::train_epoch(int64_t full_batches, bool shuffle)
     resumed_ = false;
     return current_;
   }
-  if (options_.iterator_per_pass || !train_iterator_made_) draw_base_seed();
+  const bool new_iterator = options_.iterator_per_pass || !train_iterator_made_;
   train_iterator_made_ = true;
-  current_.resize(static_cast<size_t>(full_batches));
+  if (options_.world_size > 1) return distributed_epoch(full_batches, shuffle, new_iterator);
+  if (new_iterator) draw_base_seed();
   if (restart_done_ >= full_batches && full_batches > 0) {
     // Lightning restarts an epoch whose batches were all done: a new iterator (its
     // base seed), but no batch fetched, so no order drawn.
     restart_done_ = 0;
-    std::iota(current_.begin(), current_.end(), int64_t{0});
-    return current_;
+    return identity(full_batches);
   }
-  if (!shuffle) {
-    std::iota(current_.begin(), current_.end(), int64_t{0});
-    return current_;
-  }
-  const auto perm = torch::randperm(full_batches, torch::kLong);
-  const auto* p = perm.data_ptr<int64_t>();
-  current_.assign(p, p + full_batches);
+  draw(full_batches, shuffle);
   if (restart_done_ > 0) {
     const auto left = std::max<int64_t>(0, full_batches - restart_done_);
     std::rotate(current_.begin(), current_.begin() + left, current_.end());
     restart_done_ = 0;
   }
   return current_;
+}
+
+// Lightning's DistributedSamplerWrapper lists the whole epoch (salt's randperm) as
+// soon as its iterator is made or reset: before the new iterator's base seed, and
+// once more when a worker-process iterator resets itself right after. A restarted
+// epoch draws as any other; the loader moves each rank's batches (rank_restart()).
+std::vector<int64_t> BatchOrder::distributed_epoch(int64_t full_batches, bool shuffle, bool new_iterator) {
+  draw(full_batches, shuffle);
+  if (new_iterator) {
+    draw_base_seed();
+    if (options_.worker_processes) draw(full_batches, shuffle);
+  }
+  rank_restart_ = std::exchange(restart_done_, 0);
+  return current_;
+}
+
+const std::vector<int64_t>& BatchOrder::identity(int64_t n) {
+  current_.resize(static_cast<size_t>(n));
+  std::iota(current_.begin(), current_.end(), int64_t{0});
+  return current_;
+}
+
+void BatchOrder::draw(int64_t n, bool shuffle) {
+  if (!shuffle) return (void)identity(n);
+  const auto perm = torch::randperm(n, torch::kLong);
+  const auto* p = perm.data_ptr<int64_t>();
+  current_.assign(p, p + n);
 }
 
 void BatchOrder::validation_pass() {

@@ -17,8 +17,14 @@
 // with the order that checkpoint recorded; a resume from salt's checkpoint (no
 // generator state) draws as salt does after its re-seed: from the state right
 // after the weights, with no sanity check (Lightning skips it when resuming).
+//
+// Data parallel, Lightning re-seeds every process after the model is built
+// (DDPStrategy.setup_distributed: reset_seed) and wraps salt's sampler in its
+// DistributedSamplerWrapper, which lists the epoch when the iterator is made
+// (distributed_epoch below); data::BatchSampler splits the list over the ranks.
 #pragma once
 #include <cstdint>
+#include <utility>
 #include <vector>
 
 namespace salt::training {
@@ -30,6 +36,10 @@ struct BatchOrderOptions {
   // trainer.num_sanity_val_steps != 0: the (isolated) sanity check made the
   // persistent validation iterator before the first training batch.
   bool sanity_check = true;
+  // Data parallel (Lightning's DistributedSamplerWrapper): the processes, and
+  // whether the loader has worker processes (data.num_workers > 0).
+  int world_size = 1;
+  bool worker_processes = false;
 };
 
 class BatchOrder {
@@ -55,17 +65,24 @@ class BatchOrder {
   void restart_epoch(int64_t done) { restart_done_ = done; }
   // The order of the epoch being trained (what a mid-epoch checkpoint records).
   const std::vector<int64_t>& current() const { return current_; }
-  // Data parallel: every rank trains on rank 0's order (track-level dropout may
-  // leave the ranks' generators apart).
+  // Data parallel: every rank trains on rank 0's order (dropout on packed tokens
+  // may leave the ranks' generators apart).
   void adopt(std::vector<int64_t> order) { current_ = std::move(order); }
+  // Data parallel: the batches a restarted epoch (restart_epoch) had done on each
+  // rank, once, for the loader to move (data::Loader::start_epoch); 0 otherwise.
+  int64_t rank_restart() { return std::exchange(rank_restart_, 0); }
   int64_t iterators_made() const;
 
  private:
   BatchOrderOptions options_;
   bool train_iterator_made_ = false, val_iterator_made_ = false;
   bool resumed_ = false;
-  int64_t restart_done_ = 0;
+  int64_t restart_done_ = 0, rank_restart_ = 0;
   std::vector<int64_t> current_;
+
+  std::vector<int64_t> distributed_epoch(int64_t full_batches, bool shuffle, bool new_iterator);
+  const std::vector<int64_t>& identity(int64_t n);
+  void draw(int64_t n, bool shuffle);  // salt's order of n batches into current_
 };
 
 }  // namespace salt::training

@@ -95,7 +95,8 @@ class FitRun : FitStart {
     setup_.model->train();
     const auto start = std::chrono::steady_clock::now();
     meter_.start("train", epoch);
-    train_loader_->start_epoch(epoch, epoch_order(epoch));
+    const auto order = epoch_order(epoch);
+    train_loader_->start_epoch(epoch, order, batch_order_->rank_restart());
     state_.accumulate_grad_batches = T.accumulate_grad_batches;
     hook("on_epoch_start", &callbacks::Callback::on_epoch_start, state_, std::string("train"), plan_.train_batches);
     logged_batch_ = LossTotals{};
@@ -196,13 +197,23 @@ class FitRun : FitStart {
     }
   }
 
-  // rank 0's last batch, as Lightning logs salt's on-step losses without sync_dist
+  // The step's own batch; with several ranks the mean over them, as salt logs its
+  // losses with sync_dist when it trains on several devices.
   void log_interval() {
     auto m = logged_batch_.means("train");
+    if (session_) mean_over_ranks(m);
     hook("add_step_metrics", &callbacks::Callback::add_step_metrics, state_, m);
     state_.train_metrics = m;
     hook("on_metrics", &callbacks::Callback::on_metrics, state_, m);
     logged_batch_ = LossTotals{};
+  }
+
+  void mean_over_ranks(std::map<std::string, double>& metrics) {
+    std::vector<double> values;
+    for (const auto& [k, v] : metrics) values.push_back(v);
+    values = session_->sum(values);
+    std::size_t i = 0;
+    for (auto& [k, v] : metrics) v = values[i++] / world_;
   }
 
   // ---- validation + checkpoint ----

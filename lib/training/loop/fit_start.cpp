@@ -137,12 +137,11 @@ void FitStart::join_data_parallel() {
                  session_->group().backend_name(), D.batch_size * world_, D.batch_size, world_);
     // A drawn seed (seed_everything: false) differs per process; rank 0's is everyone's
     // (each epoch's batch order is rank 0's too: fit.cpp's epoch_order).
-    const auto seed =
+    setup_.seed =
         std::stoull(session_->from_rank0("seed", "choose the seed", [&] { return std::to_string(setup_.seed); }));
-    if (seed != setup_.seed) {
-      setup_.seed = seed;
-      seed_everything(seed);
-    }
+    // Lightning's DDPStrategy re-seeds each process once the model is built
+    // (reset_seed): the batch orders and dropout start from the seed itself.
+    seed_everything(setup_.seed);
   }
   if (T.precision == Precision::kFloat16Mixed && device_.is_cpu())
     spdlog::warn("precision=16-mixed is not supported on CPU; using bf16-mixed instead (as salt does)");
@@ -319,7 +318,7 @@ void FitStart::make_batch_order() {
   // Lightning runs no sanity check when it resumes (salt's checkpoints), nor under fast_dev_run.
   const bool continuing = resume_ && resume_->cpu_rng_state.defined();
   BatchOrderOptions options{D.num_workers == 0 || !D.persistent_workers,
-                            !dev_run_ && !resume_ && T.num_sanity_val_steps != 0};
+                            !dev_run_ && !resume_ && T.num_sanity_val_steps != 0, world_, D.num_workers > 0};
   batch_order_ = std::make_unique<BatchOrder>(options, continuing ? resume_->loader_iterators : 0);
   if (!resume_ || resume_->batch_in_epoch < 0 || plan_.skip_batches == 0) return;
   const auto& order = resume_->epoch_order;
@@ -327,7 +326,7 @@ void FitStart::make_batch_order() {
     const auto* p = order.data_ptr<int64_t>();
     std::vector<int64_t> recorded(p, p + order.numel());
     try {
-      train_loader_->sampler().epoch_in(recorded);  // refused here, naming the file, not at the epoch's start
+      train_loader_->sampler().epoch_in(recorded, resume_->epoch);  // refused here, naming the file, not at the epoch's start
     } catch (const InputError& e) {
       throw InputError(resume_source_ + ": salt_cpp.epoch_order: " + e.what());
     }

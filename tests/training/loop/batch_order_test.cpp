@@ -4,8 +4,10 @@
 // full batches; persistent workers make their iterators once.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <sstream>
 
+#include "data/sampler.h"
 #include "support/test_support.h"
 #include "training/loop/batch_order.h"
 
@@ -82,6 +84,111 @@ TEST(BatchOrder, AResumedEpochKeepsItsRecordedOrderAndDrawsNothing) {
   // The epoch after it draws as usual, and unshuffled epochs are in file order.
   EXPECT_EQ(order.train_epoch(4, false), (std::vector<int64_t>{0, 1, 2, 3}));
   EXPECT_EQ(order.current(), (std::vector<int64_t>{0, 1, 2, 3}));
+}
+
+// Data parallel, with the real torch DataLoader and DistributedSampler: salt's
+// RandomBatchSampler in Lightning's DistributedSamplerWrapper (written out as
+// lightning/fabric/utilities/distributed.py has them), every process re-seeded
+// (Lightning's reset_seed), the sanity check isolated, set_epoch each epoch. Prints,
+// per rank and training epoch, the batches that rank trains on.
+std::string lightnings_rank_batches(int seed, int n, int world, int workers, bool persistent, bool sanity) {
+  const auto r = run_python(R"(
+import sys, torch
+from torch.utils.data import DataLoader, Dataset, DistributedSampler, Sampler
+seed, n, world, workers, persistent, sanity = map(int, sys.argv[1:])
+
+class RandomBatchSampler(Sampler):  # salt/data/samplers.py, batch ids for slices
+    def __init__(self, n, shuffle):
+        self.n, self.shuffle = n, shuffle
+    def __len__(self):
+        return self.n
+    def __iter__(self):
+        ids = torch.randperm(self.n) if self.shuffle else torch.arange(self.n)
+        for i in ids:
+            yield int(i)
+
+class _DatasetSamplerWrapper(Dataset):
+    def __init__(self, sampler):
+        self._sampler, self._sampler_list = sampler, None
+    def __getitem__(self, index):
+        if self._sampler_list is None:
+            self._sampler_list = list(self._sampler)
+        return self._sampler_list[index]
+    def __len__(self):
+        return len(self._sampler)
+    def reset(self):
+        self._sampler_list = list(self._sampler)
+
+class DistributedSamplerWrapper(DistributedSampler):
+    def __init__(self, sampler, *args, **kwargs):
+        super().__init__(_DatasetSamplerWrapper(sampler), *args, **kwargs)
+    def __iter__(self):
+        self.dataset.reset()
+        return (self.dataset[index] for index in super().__iter__())
+
+class Ids(Dataset):  # salt's dataset, reduced to the batch id it is handed
+    def __len__(self):
+        return 1 << 30
+    def __getitem__(self, i):
+        return i
+
+def loader(sampler):
+    return DataLoader(Ids(), batch_size=None, sampler=sampler, num_workers=workers, shuffle=False,
+                      persistent_workers=bool(persistent and workers))
+
+for rank in range(world):
+    torch.manual_seed(seed)  # reset_seed
+    train = DistributedSamplerWrapper(RandomBatchSampler(n, True), num_replicas=world, rank=rank, shuffle=True, seed=seed)
+    val = DistributedSamplerWrapper(RandomBatchSampler(3, False), num_replicas=world, rank=rank, shuffle=False, seed=seed)
+    train_loader, val_loader = loader(train), loader(val)
+    if sanity:  # isolated: its draws are undone
+        state = torch.get_rng_state()
+        next(iter(val_loader))
+        torch.set_rng_state(state)
+    for epoch in range(3):
+        train.set_epoch(epoch)
+        print(rank, epoch, *[int(b) for b in train_loader])
+        for _ in val_loader:
+            pass
+)",
+                            {std::to_string(seed), std::to_string(n), std::to_string(world), std::to_string(workers),
+                             persistent ? "1" : "0", sanity ? "1" : "0"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  return r.out;
+}
+
+std::string our_rank_batches(int seed, int n, int world, int workers, bool persistent, bool sanity) {
+  std::ostringstream out;
+  const int64_t batch = 10;
+  for (int rank = 0; rank < world; ++rank) {
+    torch::manual_seed(seed);
+    training::BatchOrder order({workers == 0 || !persistent, sanity, world, workers > 0}, 0);
+    const data::BatchSampler sampler(data::SamplerOptions::training(n * batch, batch, seed).set_shard(rank, world));
+    for (int epoch = 0; epoch < 3; ++epoch) {
+      out << rank << " " << epoch;
+      for (const auto& slice : sampler.epoch_in(order.train_epoch(n, true), epoch)) out << " " << slice.start / batch;
+      out << "\n";
+      order.validation_pass();
+    }
+  }
+  return out.str();
+}
+
+TEST(BatchOrder, DataParallelRanksTrainOnTheBatchesLightningGivesThem) {
+  SALT_REQUIRE(have_python_module("torch"), "Python torch (python3-torch)");
+  struct Case { int world, workers; bool persistent; };
+  // A worker-process iterator lists its epoch twice when made; a persistent one once
+  // an epoch after that (and the sanity check made the validation one).
+  for (const auto& c : {Case{2, 0, false}, Case{3, 2, false}, Case{2, 2, true}}) {
+    const auto expected = lightnings_rank_batches(42, 7, c.world, c.workers, c.persistent, c.persistent);
+    ASSERT_FALSE(expected.empty());
+    EXPECT_EQ(our_rank_batches(42, 7, c.world, c.workers, c.persistent, c.persistent), expected)
+        << "world " << c.world << " workers " << c.workers << " persistent " << c.persistent;
+    if (c.world != 2) continue;
+    // Padded: 7 batches over 2 ranks are 4 each (rank, epoch, 4 batches), one trained twice.
+    std::istringstream lines(expected);
+    for (std::string line; std::getline(lines, line);) EXPECT_EQ(std::count(line.begin(), line.end(), ' '), 5) << line;
+  }
 }
 
 }  // namespace
