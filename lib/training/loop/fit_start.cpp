@@ -198,8 +198,8 @@ void FitStart::place_model() {
 }
 
 // Batches per epoch, the one-cycle schedule's length and where a resumed run
-// starts (training/fit_plan.h); each rank takes every world-th batch of the same
-// seeded order (see data.md).
+// starts (training/fit_plan.h); each rank takes its share of the epoch's list as
+// Lightning's DistributedSampler gives it (data/sampler.h, data.md).
 void FitStart::plan_steps() {
   train_sampler_ =
       data::SamplerOptions::training(train_reader_->num_rows(), D.batch_size, setup_.seed).set_shard(rank_, world_);
