@@ -112,6 +112,51 @@ for epoch in range(2):
   EXPECT_EQ(ours, expected.out);
 }
 
+// salt's checkpoint saved inside a 2-rank epoch (Lightning's loops count rank 0's
+// batches) resumes on 2 ranks as Lightning resumes it: each rank's count, the epoch
+// started over from the order the re-seeded processes draw, each rank training the
+// batches it has left (measured against the real salt: docs/migrating.md). A salt-cpp
+// checkpoint saved in that restarted epoch records the restart, so resuming it
+// again ends where the restarted run ends.
+TEST_F(DistFitTest, ASaltMidEpochCheckpointRestartsItsEpochOnEveryRank) {
+  SALT_REQUIRE(have_python_module("torch"), "Python torch (python3-torch)");
+  write_file(dir / "mid.yaml", R"(trainer:
+  callbacks:
+    - class_path: lightning.pytorch.callbacks.ModelCheckpoint
+      init_args: {every_n_train_steps: 1, save_top_k: -1, filename: "mid-{step}"}
+)");
+  auto args = [&](const std::string& suffix, std::vector<std::string> extra = {}) {
+    auto a = two_ranks({"-c", (dir / "mid.yaml").string(), "--data.num_workers", "0", "--seed_everything", "7",
+                        "--trainer.max_epochs", "2", "-ls", suffix});
+    a.insert(a.end(), extra.begin(), extra.end());
+    return a;
+  };
+  const auto mid = [&](const std::string& run, int step) {
+    return dir / "logs" / ("GN2_cpu_" + run) / "checkpoints" / ("mid-step=" + std::to_string(step) + ".ckpt");
+  };
+  auto straight = salt("fit", args("straight"));
+  ASSERT_EQ(straight.exit_code, 0) << straight.err;
+  const auto salt_ckpt = dir / "salt_mid.ckpt";  // epoch 0, 1 of each rank's 4 batches done
+  auto r = run_python(read_file(source_dir() / "tests" / "zoo" / "as_salt_writes_it.py"),
+                      {mid("straight", 1).string(), salt_ckpt.string(), "4"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  auto restarted = salt("fit", args("restarted", {"--ckpt_path", salt_ckpt.string()}));
+  ASSERT_EQ(restarted.exit_code, 0) << restarted.err;
+  EXPECT_EQ(restarted.err.find("skipping"), std::string::npos) << restarted.err;  // same world: no share rescaled
+  const auto first = training::load_checkpoint(mid("straight", 1)), inside = training::load_checkpoint(mid("restarted", 2));
+  EXPECT_TRUE(torch::equal(inside.epoch_order, first.epoch_order));  // the re-seeded draw: a fresh run's epoch 0
+  EXPECT_EQ(inside.epoch_restart, 1);
+  EXPECT_EQ(first.epoch_restart, 0);
+  EXPECT_TRUE(fs::exists(mid("restarted", 8)));  // 3 steps left in epoch 0 after step 1, 4 in epoch 1
+  EXPECT_FALSE(fs::exists(mid("restarted", 9)));
+  EXPECT_EQ(training::load_checkpoint(mid("restarted", 4)).epoch_restart, 1);
+  EXPECT_EQ(training::load_checkpoint(mid("restarted", 5)).epoch_restart, 0);  // epoch 1 is a plain one
+
+  auto again = salt("fit", args("again", {"--ckpt_path", mid("restarted", 2).string()}));
+  ASSERT_EQ(again.exit_code, 0) << again.err;
+  EXPECT_EQ(max_weight_diff(mid("restarted", 8), mid("again", 8)), 0.0);
+}
+
 TEST_F(DistFitTest, WithAccumulationOnlyTheStepBoundarySynchronises) {
   // 2 ranks x accumulate 2 = 1 process x accumulate 4: steps of p[4i..4i+3].
   auto single = salt("fit", small_gn2(in_file_order({"--trainer.max_epochs", "1", "--trainer.accumulate_grad_batches", "4", "-ls", "acc4"})));

@@ -408,6 +408,8 @@ void read_extra(const PyValue& e, CheckpointState& state) {
   }
   if (const auto* made = e.find("loader_iterators"))
     state.loader_iterators = count_in(*made, "salt_cpp.loader_iterators", 0);
+  if (const auto* restart = e.find("epoch_restart"))
+    state.epoch_restart = count_in(*restart, "salt_cpp.epoch_restart", 0);
   if (const auto* order = e.find("epoch_order")) {
     if (!order->is_tensor()) throw std::invalid_argument("salt_cpp.epoch_order is a " + order->type_name() + ", not a tensor");
     state.epoch_order = order->as_tensor().to(torch::kLong).contiguous();
@@ -541,6 +543,7 @@ void save_checkpoint(const std::filesystem::path& path, const CheckpointState& s
   extra.set_item("loader_iterators", I(state.loader_iterators));
   if (state.epoch_order.defined() && state.batch_in_epoch >= 0)
     extra.set_item("epoch_order", PyValue::tensor(state.epoch_order));
+  if (state.epoch_restart > 0 && state.batch_in_epoch >= 0) extra.set_item("epoch_restart", I(state.epoch_restart));
   root.set_item("salt_cpp", extra);
 
   write_file_atomic(path, serialize::torch_file_bytes(root));

@@ -63,6 +63,9 @@ struct CheckpointState {
   // Saved mid-epoch: the epoch's batch order (training/loop/batch_order.h), int64;
   // undefined otherwise, and in checkpoints of other trainers.
   torch::Tensor epoch_order;
+  // Saved mid-epoch in an epoch Lightning's restart began (a salt checkpoint resumed):
+  // the batches per rank that restart skipped (BatchOrder::epoch_restart), else 0.
+  int64_t epoch_restart = 0;
   // The loader iterators the run had made (training/loop/batch_order.h's bits); an
   // older salt-cpp checkpoint: both.
   int64_t loader_iterators = 3;

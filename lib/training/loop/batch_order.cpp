@@ -31,34 +31,26 @@ std::vector<int64_t> BatchOrder::train_epoch(int64_t full_batches, bool shuffle)
   }
   const bool new_iterator = options_.iterator_per_pass || !train_iterator_made_;
   train_iterator_made_ = true;
+  epoch_restart_ = std::exchange(restart_done_, 0);
   if (options_.world_size > 1) return distributed_epoch(full_batches, shuffle, new_iterator);
   if (new_iterator) draw_base_seed();
-  if (restart_done_ >= full_batches && full_batches > 0) {
-    // Lightning restarts an epoch whose batches were all done: a new iterator (its
-    // base seed), but no batch fetched, so no order drawn.
-    restart_done_ = 0;
-    return identity(full_batches);
-  }
+  // Lightning restarts an epoch whose batches were all done: a new iterator (its
+  // base seed), but no batch fetched, so no order drawn.
+  if (epoch_restart_ >= full_batches && full_batches > 0) return identity(full_batches);
   draw(full_batches, shuffle);
-  if (restart_done_ > 0) {
-    const auto left = std::max<int64_t>(0, full_batches - restart_done_);
-    std::rotate(current_.begin(), current_.begin() + left, current_.end());
-    restart_done_ = 0;
-  }
   return current_;
 }
 
 // Lightning's DistributedSamplerWrapper lists the whole epoch (salt's randperm) as
 // soon as its iterator is made or reset: before the new iterator's base seed, and
 // once more when a worker-process iterator resets itself right after. A restarted
-// epoch draws as any other; the loader moves each rank's batches (rank_restart()).
+// epoch draws as any other.
 std::vector<int64_t> BatchOrder::distributed_epoch(int64_t full_batches, bool shuffle, bool new_iterator) {
   draw(full_batches, shuffle);
   if (new_iterator) {
     draw_base_seed();
     if (options_.worker_processes) draw(full_batches, shuffle);
   }
-  rank_restart_ = std::exchange(restart_done_, 0);
   return current_;
 }
 
@@ -80,8 +72,9 @@ void BatchOrder::validation_pass() {
   val_iterator_made_ = true;
 }
 
-void BatchOrder::resume_epoch(std::vector<int64_t> order) {
+void BatchOrder::resume_epoch(std::vector<int64_t> order, int64_t restart_done) {
   current_ = std::move(order);
+  epoch_restart_ = restart_done;
   resumed_ = true;
 }
 

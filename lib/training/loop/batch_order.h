@@ -56,28 +56,29 @@ class BatchOrder {
   std::vector<int64_t> train_epoch(int64_t full_batches, bool shuffle);
   // A validation pass starts: the base seed, when salt's loader makes a new iterator.
   void validation_pass();
-  // A mid-epoch checkpoint's order for the epoch it was saved in.
-  void resume_epoch(std::vector<int64_t> order);
+  // A mid-epoch checkpoint's order for the epoch it was saved in, and the batches
+  // Lightning's restart had done in that epoch (epoch_restart(); 0 if none).
+  void resume_epoch(std::vector<int64_t> order, int64_t restart_done);
   // Lightning's resume from its own (salt's) mid-epoch checkpoint: the epoch starts
   // over with a fresh iterator, so a freshly drawn order, and ends after the n - done
-  // batches left. The next train_epoch() draws as usual and moves the order's first
-  // n - done batches behind the `done` a resume skips.
+  // batches each rank has left. The next train_epoch() draws as usual.
   void restart_epoch(int64_t done) { restart_done_ = done; }
   // The order of the epoch being trained (what a mid-epoch checkpoint records).
   const std::vector<int64_t>& current() const { return current_; }
   // Data parallel: every rank trains on rank 0's order (dropout on packed tokens
   // may leave the ranks' generators apart).
   void adopt(std::vector<int64_t> order) { current_ = std::move(order); }
-  // Data parallel: the batches a restarted epoch (restart_epoch) had done on each
-  // rank, once, for the loader to move (data::Loader::start_epoch); 0 otherwise.
-  int64_t rank_restart() { return std::exchange(rank_restart_, 0); }
+  // The batches a restarted epoch (restart_epoch) had done on each rank, 0 for any
+  // other epoch: the loader puts each rank's first n - done batches behind the
+  // `done` a resume skips (data::Loader::start_epoch); a checkpoint records it.
+  int64_t epoch_restart() const { return epoch_restart_; }
   int64_t iterators_made() const;
 
  private:
   BatchOrderOptions options_;
   bool train_iterator_made_ = false, val_iterator_made_ = false;
   bool resumed_ = false;
-  int64_t restart_done_ = 0, rank_restart_ = 0;
+  int64_t restart_done_ = 0, epoch_restart_ = 0;
   std::vector<int64_t> current_;
 
   std::vector<int64_t> distributed_epoch(int64_t full_batches, bool shuffle, bool new_iterator);

@@ -96,7 +96,7 @@ class FitRun : FitStart {
     const auto start = std::chrono::steady_clock::now();
     meter_.start("train", epoch);
     const auto order = epoch_order(epoch);
-    train_loader_->start_epoch(epoch, order, batch_order_->rank_restart());
+    train_loader_->start_epoch(epoch, order, batch_order_->epoch_restart());
     state_.accumulate_grad_batches = T.accumulate_grad_batches;
     hook("on_epoch_start", &callbacks::Callback::on_epoch_start, state_, std::string("train"), plan_.train_batches);
     logged_batch_ = LossTotals{};

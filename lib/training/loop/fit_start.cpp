@@ -209,7 +209,7 @@ void FitStart::plan_steps() {
   if (resume_)
     resume = ResumePoint{resume_->epoch, resume_->global_step, resume_->batch_in_epoch,
                          resume_->scheduler_total_steps, resume_->scheduler_last_epoch,
-                         saved_world_size(resume_->config_yaml)};
+                         saved_world_size(resume_->config_yaml, world_)};
   plan_ = plan_training(T, counts, resume, setup_.run.model.lrs.last_epoch);
   train_sampler_.shuffle = plan_.shuffle;
   if (!plan_.shuffle)
@@ -330,7 +330,7 @@ void FitStart::make_batch_order() {
     } catch (const InputError& e) {
       throw InputError(resume_source_ + ": salt_cpp.epoch_order: " + e.what());
     }
-    batch_order_->resume_epoch(std::move(recorded));
+    batch_order_->resume_epoch(std::move(recorded), resume_->epoch_restart);
     return;
   }
   if (!continuing) {  // salt's checkpoint, saved mid-epoch: Lightning starts the epoch over
@@ -400,7 +400,10 @@ void FitStart::prepare_state() {
     state.run_config_yaml = run_config_yaml_;
     state.loop_shape = {plan_.train_batches, val_plan_.val_batches, setup_.run.trainer.accumulate_grad_batches};
     state.batch_in_epoch = state_.batch_in_epoch;
-    if (state.batch_in_epoch >= 0) state.epoch_order = torch::tensor(batch_order_->current(), torch::kLong);
+    if (state.batch_in_epoch >= 0) {
+      state.epoch_order = torch::tensor(batch_order_->current(), torch::kLong);
+      state.epoch_restart = batch_order_->epoch_restart();
+    }
     state.loader_iterators = batch_order_->iterators_made();
     for (const auto& callback : callbacks_.all())
       if (auto key = callback->state_key(); !key.empty())
@@ -425,7 +428,7 @@ void FitStart::prepare_state() {
 void FitStart::resume_position() {
   state_.global_step = optimization_->steps_done();
   if (!resume_ || resume_->batch_in_epoch < 0) return;
-  const int saved_world = saved_world_size(resume_->config_yaml);
+  const int saved_world = saved_world_size(resume_->config_yaml, world_);
   if (saved_world == world_) return;
   spdlog::warn("resuming mid-epoch with {} processes from a run with {}: skipping {} batches per process", world_,
                saved_world, plan_.skip_batches);

@@ -73,7 +73,8 @@ void check_stop() {
   if (int sig = stop_signal()) throw StopRequested{sig};
 }
 
-int saved_world_size(const std::string& config_yaml) {
+int saved_world_size(const std::string& config_yaml, int world) {
+  if (config_yaml.empty()) return world;
   try {
     const auto trainer = config::trainer_config_from_yaml(YAML::Load(config_yaml));
     return std::max(1, trainer.num_devices * trainer.num_nodes);

@@ -41,7 +41,10 @@ bool in_requeueable_slurm_job();
 void check_stop();
 
 // The number of processes a checkpoint's run had (its saved trainer.devices x num_nodes).
-int saved_world_size(const std::string& config_yaml);
+// A checkpoint without salt-cpp's config (salt's): `world`, this run's, since
+// Lightning resumes its batch_progress (the saving rank's batches) as each rank's
+// count whatever world size wrote it.
+int saved_world_size(const std::string& config_yaml, int world);
 
 // Ranks other than 0 log warnings and errors only: one copy of every info line.
 class QuietLogs {

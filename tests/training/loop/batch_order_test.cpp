@@ -76,14 +76,42 @@ TEST(BatchOrder, DrawsWhatSaltsLoaderDrawsWithAndWithoutPersistentWorkers) {
 TEST(BatchOrder, AResumedEpochKeepsItsRecordedOrderAndDrawsNothing) {
   torch::manual_seed(7);
   training::BatchOrder order({true, true}, training::BatchOrder::kTrainIterator | training::BatchOrder::kValIterator);
-  order.resume_epoch({2, 0, 1});
+  order.resume_epoch({2, 0, 1}, 1);
   const auto before = torch::randint(1 << 30, {1}, torch::kLong);  // the stream's next value, then put back
   torch::manual_seed(7);
   EXPECT_EQ(order.train_epoch(3, true), (std::vector<int64_t>{2, 0, 1}));
+  EXPECT_EQ(order.epoch_restart(), 1);  // the recorded epoch was one Lightning's restart began
   EXPECT_TRUE(torch::equal(torch::randint(1 << 30, {1}, torch::kLong), before));
   // The epoch after it draws as usual, and unshuffled epochs are in file order.
   EXPECT_EQ(order.train_epoch(4, false), (std::vector<int64_t>{0, 1, 2, 3}));
   EXPECT_EQ(order.current(), (std::vector<int64_t>{0, 1, 2, 3}));
+  EXPECT_EQ(order.epoch_restart(), 0);
+}
+
+// Lightning restarting an epoch from salt's mid-epoch checkpoint: the order drawn as
+// for any epoch (the loader moves the batches), the restart kept for that epoch only.
+TEST(BatchOrder, ARestartedEpochDrawsAsAnyOtherAndRemembersTheRestart) {
+  torch::manual_seed(3);
+  torch::empty({}, torch::kLong).random_();
+  const auto perm = torch::randperm(5, torch::kLong);
+  const std::vector<int64_t> expected(perm.data_ptr<int64_t>(), perm.data_ptr<int64_t>() + 5);
+  torch::manual_seed(3);
+  training::BatchOrder order({true, false}, 0);
+  order.restart_epoch(2);
+  EXPECT_EQ(order.train_epoch(5, true), expected);
+  EXPECT_EQ(order.epoch_restart(), 2);
+  order.train_epoch(5, true);
+  EXPECT_EQ(order.epoch_restart(), 0);
+  // Every batch done: a new iterator (its base seed), but no batch fetched, so no order drawn.
+  torch::manual_seed(11);
+  training::BatchOrder done({true, false}, 0);
+  done.restart_epoch(5);
+  EXPECT_EQ(done.train_epoch(5, true), (std::vector<int64_t>{0, 1, 2, 3, 4}));
+  EXPECT_EQ(done.epoch_restart(), 5);
+  const auto after = torch::randint(1 << 30, {1}, torch::kLong);
+  torch::manual_seed(11);
+  torch::empty({}, torch::kLong).random_();
+  EXPECT_TRUE(torch::equal(torch::randint(1 << 30, {1}, torch::kLong), after));
 }
 
 // Data parallel, with the real torch DataLoader and DistributedSampler: salt's
