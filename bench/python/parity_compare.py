@@ -117,8 +117,8 @@ def compare_steps(salt_rows: list, cpp_rows: dict, rtol: float, exact_rows: list
             parted = i
         if i < 5 or i % 10 == 9 or i == len(salt_rows) - 1 or i == parted:
             print(line + f"  {grad_rel:8.1e}")
-    if "grad_std" in salt_rows[0] and 1 in cpp_rows:
-        g_salt, c = salt_rows[0]["grad_std"], cpp_rows[1]
+    if "grad_std" in salt_rows[0] and 0 in cpp_rows:  # metrics.csv labels steps as Lightning does
+        g_salt, c = salt_rows[0]["grad_std"], cpp_rows[0]
         g_cpp = {n: c.get(f"gradients_grad/{n}_std", math.nan) for n in g_salt}
         far = max(g_salt, key=lambda n: rel(g_salt[n], g_cpp[n]))
         line = f"step 0 gradients (std per parameter): salt-cpp/salt at most {rel(g_salt[far], g_cpp[far]):.1e} ({far})"

@@ -3,6 +3,7 @@
 #include "core/errors.h"
 #include "export/layers.h"
 #include "models/layers/activation.h"
+#include "models/layers/padded_dropout.h"
 #include "models/packing/common.h"
 
 namespace salt::models {
@@ -71,20 +72,6 @@ void mup_init_linear(torch::nn::Linear& linear) {
   linear->weight.normal_(0.0, 1.0 / std::sqrt(static_cast<double>(linear->weight.size(0))));
   if (linear->bias.defined()) linear->bias.zero_();
 }
-
-namespace {
-
-// torch's dropout (at::native's _dropout_impl on the CPU: bernoulli_(1 - p) noise of
-// the input's shape, divided by 1 - p, times the input) drawn for the padded
-// [B, L, D] tensor, applied to its valid rows [N, D].
-torch::Tensor padded_dropout(const torch::Tensor& rows, double p, const TokenIndex& layout) {
-  if (p >= 1.0) return rows * torch::zeros({}, rows.options());
-  auto noise = torch::empty({layout.batch, layout.length, rows.size(-1)}, rows.options()).bernoulli_(1.0 - p);
-  noise.div_(1.0 - p);
-  return rows * layout.gather(noise);
-}
-
-}  // namespace
 
 torch::Tensor DenseImpl::run(torch::Tensor h, const TokenIndex* rows_of) {
   if (!rows_of || !is_training() || options_.dropout() <= 0 || !h.device().is_cpu()) return net->forward(h);

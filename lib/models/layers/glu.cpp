@@ -2,6 +2,8 @@
 
 #include "models/layers/activation.h"
 #include "models/layers/dense.h"
+#include "models/layers/padded_dropout.h"
+#include "models/packing/common.h"
 
 #include "export/layers.h"
 
@@ -36,7 +38,7 @@ GLUImpl::GLUImpl(const GLUOptions& o) : torch::nn::Module("GLU"), gated_(o.gated
   }
 }
 
-torch::Tensor GLUImpl::forward(const torch::Tensor& x) {
+torch::Tensor GLUImpl::forward(const torch::Tensor& x, const TokenLayout* salt_padded) {
   auto h = in_proj->forward(x);
   if (gated_) {
     auto parts = h.chunk(2, -1);
@@ -44,6 +46,8 @@ torch::Tensor GLUImpl::forward(const torch::Tensor& x) {
   } else {
     h = activation.forward(h);
   }
+  const double p = drop->options.p();
+  if (salt_padded && is_training() && p > 0 && h.device().is_cpu()) return out_proj->forward(padded_dropout(h, p, *salt_padded));
   return out_proj->forward(drop->forward(h));
 }
 

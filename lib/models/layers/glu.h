@@ -13,6 +13,8 @@
 
 namespace salt::models {
 
+struct TokenLayout;
+
 struct GLUOptions {
   explicit GLUOptions(int64_t embed_dim = 0) : embed_dim_(embed_dim) {}
   TORCH_ARG(int64_t, embed_dim);
@@ -30,7 +32,9 @@ const config::Binding<GLUOptions>& glu_binding();
 class GLUImpl : public torch::nn::Module {
  public:
   explicit GLUImpl(const GLUOptions& options);
-  torch::Tensor forward(const torch::Tensor& x);
+  // x: [..., embed_dim]. With `salt_padded` (TokenLayout::padded_as_salt of x's
+  // packed rows) a training CPU step draws dropout as salt does on its padded tokens.
+  torch::Tensor forward(const torch::Tensor& x, const TokenLayout* salt_padded = nullptr);
   ox::Value to_onnx(ox::Graph& g, const ox::Value& x);  // x [rows, embed_dim]
 
   torch::nn::Linear in_proj{nullptr}, out_proj{nullptr};

@@ -103,7 +103,8 @@ torch::Tensor EncoderLayerImpl::dense_forward(torch::Tensor x, const TokenLayout
       x = block->forward(x);
       continue;
     }
-    x = block->forward_tokens(x, layout->jet, layout->batch, [&](const torch::Tensor& t) { return block->fn->forward(t); });
+    x = block->forward_tokens(x, layout->jet, layout->batch,
+                              [&](const torch::Tensor& t) { return block->fn->forward(t, layout); });
   }
   return x;
 }
@@ -209,7 +210,11 @@ PackedSequence TransformerImpl::forward_packed(const PackedSequence& in, const t
   // The layers run on rows sorted jet by jet (one permutation for the whole
   // encoder, not one per attention call): every per-token layer is indifferent to
   // the row order, and attention kernels want each jet's tokens contiguous.
-  const auto packed_layout = TokenLayout::of(out);
+  // With dropout, a CPU step lays the tokens out as salt pads them, so that its
+  // dropout draws (attention weights, GLU) are salt's.
+  const bool salt_draws = is_training() && out.x.device().is_cpu() && !out.row_valid().defined() &&
+                          (options_.attn_kwargs().dropout() > 0 || options_.dense_kwargs().dropout() > 0);
+  const auto packed_layout = salt_draws ? TokenLayout::padded_as_salt(out) : TokenLayout::of(out);
   const auto layout = packed_layout.sorted_view();
 
   auto x = packed_layout.sort_rows(out.x);

@@ -318,6 +318,25 @@ TokenLayout TokenLayout::of(const PackedSequence& seq) {
   return t;
 }
 
+TokenLayout TokenLayout::padded_as_salt(const PackedSequence& seq) {
+  if (seq.row_valid().defined()) throw UsageError("model: salt's padded layout is not built for static rows");
+  TokenLayout t = of(seq);
+  std::vector<torch::Tensor> positions, masks;
+  int64_t offset = 0;
+  for (size_t i = 0; i < seq.segments.size(); ++i) {
+    const auto& mask = seq.segments[i].mask;
+    const int64_t width = mask.size(1);
+    auto slot = torch::arange(offset, offset + width, t.jet.options()).unsqueeze(0).expand({seq.batch, width});
+    positions.push_back(slot.reshape({-1}).index_select(0, seq.index[i].flat));
+    masks.push_back(mask);
+    offset += width;
+  }
+  t.length = offset;
+  t.dest = t.jet * t.length + (positions.size() == 1 ? positions.front() : torch::cat(positions, 0));
+  t.pad_mask = masks.size() == 1 ? masks.front() : torch::cat(masks, 1);
+  return t;
+}
+
 namespace {
 
 // index_select's gradient (an index_add) accumulated in float32, then cast back.

@@ -121,6 +121,11 @@ struct TokenLayout {
   ForwardKernels kernels;
 
   static TokenLayout of(const PackedSequence& seq);
+  // The padded layout salt's encoder has without flash-varlen: every segment's
+  // slots, segment after segment (Lc = their sum), a token at its own slot. Random
+  // draws over [B, Lc, ...] (dropout) are then salt's draws, so a CPU fit with
+  // dropout draws salt's masks; the jets' rows (starts, order) are as in of(seq).
+  static TokenLayout padded_as_salt(const PackedSequence& seq);
   // This layout for the rows permuted into `order` (row i is packed row order[i]):
   // sorted, with dest and jet permuted alike. See sort_rows / unsort_rows.
   TokenLayout sorted_view() const;
