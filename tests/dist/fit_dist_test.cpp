@@ -77,6 +77,31 @@ TEST_F(DistFitTest, TwoProcessesTrainLikeOneWithTheSameGlobalBatches) {
   }
 }
 
+// A validation set of fewer batches than ranks (1 batch, 2 ranks): as Lightning's
+// distributed sampler pads it, rank 1 validates batch 0 again, so every epoch is
+// validated and checkpointed, and the jet-weighted mean equals one process's.
+TEST_F(DistFitTest, AValidationSetOfFewerBatchesThanRanksIsValidatedOnEveryRank) {
+  const std::vector<std::string> few{"--data.num_val", "250", "--trainer.max_epochs", "2"};
+  auto with = [&](std::vector<std::string> extra) {
+    extra.insert(extra.end(), few.begin(), few.end());
+    return extra;
+  };
+  auto single = salt("fit", small_gn2(in_file_order(with({"--trainer.accumulate_grad_batches", "2", "-ls", "one"}))));
+  ASSERT_EQ(single.exit_code, 0) << single.err;
+  auto dist = salt("fit", two_ranks(in_file_order(with({"-ls", "two"}))));
+  ASSERT_EQ(dist.exit_code, 0) << dist.err;
+  const auto a = checkpoints(dir / "logs" / "GN2_cpu_one"), b = checkpoints(dir / "logs" / "GN2_cpu_two");
+  ASSERT_EQ(a.size(), 2u);
+  ASSERT_EQ(b.size(), 2u) << dist.err;  // both epochs validated and kept
+  int validations = 0;
+  for (const auto& row : read_metrics(dir / "logs" / "GN2_cpu_two" / "metrics.csv")) validations += row.count("val/loss");
+  EXPECT_EQ(validations, 2);
+  const auto ca = training::load_checkpoint(a[1]), cb = training::load_checkpoint(b[1]);
+  ASSERT_EQ(ca.metrics.size(), cb.metrics.size());
+  for (std::size_t i = 0; i < ca.metrics.size(); ++i)
+    EXPECT_NEAR(ca.metrics[i].second, cb.metrics[i].second, 1e-5) << ca.metrics[i].first;
+}
+
 // Lightning re-seeds every process once the model is built (reset_seed), and its
 // DistributedSamplerWrapper lists the epoch (salt's randperm) when the iterator is
 // made, before that iterator's base seed: so each epoch's order follows from the
