@@ -92,7 +92,8 @@ std::vector<std::string> split_at(const std::string& s, char sep) {
 namespace {
 
 bool parse_index(const std::string& s, std::size_t* index) {
-  if (s.empty() || s.find_first_not_of("0123456789") != std::string::npos) return false;
+  // More digits than any list has items: not an index (and beyond std::stoul).
+  if (s.empty() || s.size() > 9 || s.find_first_not_of("0123456789") != std::string::npos) return false;
   *index = std::stoul(s);
   return true;
 }

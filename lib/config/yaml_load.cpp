@@ -103,16 +103,22 @@ YAML::Node copy_impl(const YAML::Node& node, const std::string& path, const std:
                          std::to_string(CopyBudget::kMaxKeys) + " keys in one mapping (no config comes near)");
       checked_tag(node, path, file);
       YAML::Node out(YAML::NodeType::Map);
-      YAML::Node merge_source;
-      bool has_merge = false;
+      // The maps merged in (`<<`), the first winning: PyYAML merges every `<<` of a
+      // mapping, a later `<<` winning over an earlier one, and within `<<: [*a, *b]`
+      // the earlier map winning.
+      std::vector<YAML::Node> sources;
       std::map<std::string, int> key_lines;
       for (const auto& kv : node) {
         // A null key (`null:` or `~:`, MaskFormer's null object class) stays a null key,
         // not the empty string: PyYAML reads it back as None, which salt renames "null".
         const auto key = kv.first.IsNull() ? std::string("null") : kv.first.Scalar();
         if (key == "<<" && !is_quoted(kv.first)) {
-          merge_source.reset(kv.second);
-          has_merge = true;
+          std::vector<YAML::Node> these;
+          if (kv.second.IsSequence())
+            for (const auto& src : kv.second) these.push_back(src);
+          else
+            these.push_back(kv.second);
+          sources.insert(sources.begin(), these.begin(), these.end());
           continue;
         }
         // PyYAML keeps the last of two equal keys without a word: a second `trainer:`
@@ -126,12 +132,7 @@ YAML::Node copy_impl(const YAML::Node& node, const std::string& path, const std:
         record_key_line(kv.first, join_path(path, key), file, origins);
       }
       // `<<: *a` or `<<: [*a, *b]`: keys given explicitly win, then earlier maps win.
-      if (has_merge) {
-        std::vector<YAML::Node> sources;
-        if (merge_source.IsSequence())
-          for (const auto& s : merge_source) sources.push_back(s);
-        else
-          sources.push_back(merge_source);
+      if (!sources.empty()) {
         for (const auto& src : sources) {
           if (!src.IsMap()) {
             auto line = std::to_string(src.Mark().line + 1);
@@ -161,7 +162,13 @@ YAML::Node copy_impl(const YAML::Node& node, const std::string& path, const std:
 LoadedYaml load_text(const std::string& text, const std::string& where) {
   YAML::Node parsed;
   try {
-    parsed = YAML::Load(text);
+    const auto documents = YAML::LoadAll(text);
+    // PyYAML's safe_load, which salt reads configs with, refuses a second document.
+    if (documents.size() > 1)
+      throw UsageError(where + ":" + std::to_string(documents[1].Mark().line + 1) +
+                       ": a second YAML document ('---'); a config file holds one, as salt's YAML reader "
+                       "(PyYAML's safe_load) requires: give each as a config file of its own");
+    if (!documents.empty()) parsed = documents.front();
   } catch (const YAML::ParserException& e) {
     throw UsageError(where + ":" + std::to_string(e.mark.line + 1) + ":" + std::to_string(e.mark.column + 1) +
                      ": invalid YAML: " + e.msg);

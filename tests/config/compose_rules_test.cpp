@@ -80,6 +80,10 @@ INSTANTIATE_TEST_SUITE_P(
         RuleCase{"MergeKeyListOfMaps",
                  {{"a.yaml", "p: &p {x: 1}\nq: &q {x: 2, z: 3}\nd:\n  <<: [*p, *q]\n"}},
                  {"-c", "{dir}/a.yaml"}, "d", "{x: 1, z: 3}"},
+        // PyYAML merges every `<<` of a mapping, a later one winning (before: only the last kept).
+        RuleCase{"TwoMergeKeysMergeBothTheLaterWinning",
+                 {{"a.yaml", "x: &a {p: 1, q: 1}\ny: &b {p: 2, r: 2}\nz:\n  <<: *a\n  <<: *b\n"}},
+                 {"-c", "{dir}/a.yaml"}, "z", "{p: 2, r: 2, q: 1}"},
         RuleCase{"AliasesAreIndependentAfterOverride",
                  {{"a.yaml", "a: &v {x: 1}\nb: *v\n"}},
                  {"-c", "{dir}/a.yaml", "--b.x=2"}, "a.x", "1"},

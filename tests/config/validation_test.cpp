@@ -235,6 +235,14 @@ INSTANTIATE_TEST_SUITE_P(
                   {"{bad}:3", "'trainer.max_epochs' is given twice in one mapping (first at line 2)", "remove one"}},
         ErrorCase{"DuplicateBlock", "trainer:\n  max_epochs: 3\ndata:\n  batch_size: 5\ntrainer:\n  devices: 1\n", {},
                   {"{bad}:5", "'trainer' is given twice in one mapping (first at line 1)"}},
+        // Before: the first document kept and the second dropped without a word
+        // (PyYAML's safe_load, salt's reader, refuses a second document).
+        ErrorCase{"TwoDocuments", "trainer:\n  max_epochs: 3\n---\ntrainer:\n  max_epochs: 4\n", {},
+                  {"{bad}:4", "a second YAML document ('---')", "PyYAML's safe_load"}},
+        ErrorCase{"AnEmptySecondDocument", "trainer:\n  max_epochs: 3\n---\n", {}, {"{bad}:", "a second YAML document"}},
+        // Before: `internal error: stoul`.
+        ErrorCase{"ListIndexOfTwentyDigits", "", {"--model.model.init_args.tasks.init_args.modules.99999999999999999999.init_args.weight=1"},
+                  {"'model.model.init_args.tasks.init_args.modules' is a list of", "'99999999999999999999' is not a valid index"}},
         ErrorCase{"PythonTag", "trainer:\n  max_epochs: !!python/int 3\n", {},
                   {"{bad}:2", "'trainer.max_epochs': YAML tag '!!python/int' is not supported"}},
         ErrorCase{"CustomTagOnAMapping", "trainer: !custom\n  max_epochs: 3\n", {},
