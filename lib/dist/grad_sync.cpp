@@ -1,9 +1,11 @@
 #include "dist/grad_sync.h"
 
 #include <chrono>
+#include <cstdlib>
 #include <map>
 #include <mutex>
 
+#include "core/env_switch.h"
 #include "core/errors.h"
 #include "dist/process_group.h"
 
@@ -73,16 +75,20 @@ struct GradSync::State {
   }
 };
 
+// On/off and number switches follow the rule of every SALT_* switch (core/env_switch.h):
+// a value outside it is refused, never read as one or the other.
 GradSyncOptions GradSyncOptions::from_environment(const EnvLookup& env) {
   GradSyncOptions o;
-  if (auto v = env("SALT_DIST_OVERLAP")) o.set_overlap(*v != "0" && *v != "false");
-  if (auto v = env("SALT_DIST_BUCKET_MB")) {
-    try {
-      o.set_bucket_bytes(static_cast<int64_t>(std::stod(*v) * (1 << 20)));
-    } catch (const std::exception&) {
-      throw UsageError("environment variable SALT_DIST_BUCKET_MB='" + *v + "' is not a number");
-    }
-    if (o.bucket_bytes <= 0) throw UsageError("environment variable SALT_DIST_BUCKET_MB must be positive");
+  if (auto v = env("SALT_DIST_OVERLAP"))
+    o.set_overlap(env_switch("SALT_DIST_OVERLAP", v->c_str(), true, "all-reduce after backward",
+                             "all-reduce buckets from gradient hooks, during backward"));
+  if (auto v = env("SALT_DIST_BUCKET_MB"); v && !v->empty()) {
+    constexpr double kLeast = 0.001, kMost = 1 << 20;  // 1 KiB to 1 TiB
+    char* end = nullptr;
+    const double mb = std::strtod(v->c_str(), &end);
+    if (end != v->c_str() + v->size() || !(mb >= kLeast && mb <= kMost))
+      throw UsageError("SALT_DIST_BUCKET_MB=" + *v + ": expected a bucket size in MiB from 0.001 to 1048576");
+    o.set_bucket_bytes(static_cast<int64_t>(mb * (1 << 20)));
   }
   return o;
 }

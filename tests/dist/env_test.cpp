@@ -6,6 +6,7 @@
 
 #include "core/errors.h"
 #include "dist/backends.h"
+#include "dist/grad_sync.h"
 #include "dist/launch_env.h"
 #include "dist/process_group.h"
 #include "dist/slurm_nodelist.h"
@@ -201,6 +202,21 @@ TEST(GroupOptions, BackendFromTheEnvironment) {
   const auto e = usage_error([] { GroupOptions::from_environment(fake({{"SALT_DIST_BACKEND", "mpi"}})); });
   EXPECT_NE(e.find("SALT_DIST_BACKEND=mpi"), std::string::npos) << e;
   EXPECT_NE(e.find("gloo"), std::string::npos) << e;
+}
+
+// The gradient sync's switches follow every SALT_* switch's rule: 0 or 1, a number in
+// its range (before: any value but 0 or false meant on, and 1e300 "must be positive").
+TEST(GradSyncOptions, SwitchesTakeTheirValuesAndRefuseTheRest) {
+  EXPECT_TRUE(GradSyncOptions::from_environment(fake({})).overlap);
+  EXPECT_FALSE(GradSyncOptions::from_environment(fake({{"SALT_DIST_OVERLAP", "0"}})).overlap);
+  EXPECT_TRUE(GradSyncOptions::from_environment(fake({{"SALT_DIST_OVERLAP", "1"}})).overlap);
+  const auto off = usage_error([] { GradSyncOptions::from_environment(fake({{"SALT_DIST_OVERLAP", "off"}})); });
+  EXPECT_NE(off.find("SALT_DIST_OVERLAP=off: expected 0 (all-reduce after backward) or 1"), std::string::npos) << off;
+  EXPECT_EQ(GradSyncOptions::from_environment(fake({{"SALT_DIST_BUCKET_MB", "0.5"}})).bucket_bytes, 1 << 19);
+  for (const char* bad : {"1e300", "0", "-1", "12abc", "nan", "inf"}) {
+    const auto e = usage_error([&] { GradSyncOptions::from_environment(fake({{"SALT_DIST_BUCKET_MB", bad}})); });
+    EXPECT_NE(e.find(std::string("SALT_DIST_BUCKET_MB=") + bad + ": expected a bucket size in MiB"), std::string::npos) << e;
+  }
 }
 
 // A build without Gloo (pip's LibTorch ships no gloo/ headers) refuses what needs Gloo
