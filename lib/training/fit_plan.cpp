@@ -40,6 +40,28 @@ int64_t steps_this_run(const config::TrainerConfig& t, const TrainPlan& p, const
   return std::max<int64_t>(0, steps);
 }
 
+// What makes a resumed run longer than its checkpoint's schedule, as far as the
+// checkpoint tells: more steps per epoch (its run planned max_epochs x steps per
+// epoch, with no max_steps), or more epochs or steps.
+std::string why_more_steps(const config::TrainerConfig& t, const TrainPlan& p, const ResumePoint& r, int world) {
+  const int64_t planned = r.scheduler_total_steps, epochs = r.saved_max_epochs;
+  if (epochs > 0 && r.saved_max_steps <= 0 && planned % epochs == 0 && planned / epochs != p.steps_per_epoch) {
+    const std::string cause =
+        r.saved_world != world
+            ? std::to_string(world) + " process(es) where it had " + std::to_string(r.saved_world)
+            : "another batch_size, accumulate_grad_batches, limit_train_batches or number of training jets";
+    return "this run has " + std::to_string(p.steps_per_epoch) + " optimizer steps per epoch where the checkpoint's "
+           "run had " + std::to_string(planned / epochs) + ": " + cause;
+  }
+  if (epochs > 0 && p.max_epochs > epochs)
+    return "trainer.max_epochs " + std::to_string(p.max_epochs) + " where the original run had " +
+           std::to_string(epochs);
+  if (r.saved_max_steps > 0 && t.max_steps > r.saved_max_steps)
+    return "trainer.max_steps " + std::to_string(t.max_steps) + " where the original run had " +
+           std::to_string(r.saved_max_steps);
+  return "trainer.max_epochs/max_steps larger than the original run's, or more steps per epoch";
+}
+
 // The schedule continues where it was when the steps left fit its plan. torch
 // would fail stepping past it, possibly hours in, so a longer run is refused up
 // front, unless lrs_config.last_epoch is set: then, as salt's training guide
@@ -62,8 +84,8 @@ void keep_resumed_schedule(const config::TrainerConfig& t, TrainPlan& p, const R
   }
   throw UsageError("this run would take " + std::to_string(steps_left) + " more optimizer steps but the " +
                    "checkpoint's one-cycle schedule has " + std::to_string(std::max<int64_t>(0, planned - position)) +
-                   " left (trainer.max_epochs/max_steps larger than the original run's); keep the original " +
-                   "max_epochs, or add --model.lrs_config.last_epoch 0 to start a new schedule over this run's " +
+                   " left (" + why_more_steps(t, p, r, world) + "); keep the original " +
+                   "settings, or add --model.lrs_config.last_epoch 0 to start a new schedule over this run's " +
                    std::to_string(wanted) + " steps (salt's training guide)");
 }
 

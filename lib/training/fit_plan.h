@@ -19,6 +19,8 @@ struct ResumePoint {
   int64_t scheduler_total_steps = 0;  // the one-cycle schedule's length (0: none recorded)
   int64_t scheduler_last_epoch = -1;  // the schedule's position (-1: not recorded)
   int saved_world = 1;                // processes of the run that saved it
+  int64_t saved_max_epochs = -1;      // its trainer.max_epochs and max_steps (-1: not known,
+  int64_t saved_max_steps = -1;       // e.g. salt's checkpoints): for the refusal's reason
 };
 
 // The training data as the plan sees it (per rank).

@@ -131,6 +131,34 @@ TEST(FitPlan, ResumeLongerThanTheScheduleIsRefusedUpFront) {
   EXPECT_EQ(plan_training(trainer(3, 20), batches(10), r, -1).total_steps, 20);
 }
 
+// The refusal names what made the run longer, as far as the checkpoint's config tells
+// (before: always "max_epochs larger than the original run's").
+TEST(FitPlan, ALongerResumeNamesWhatChanged) {
+  const auto reason = [](const ResumePoint& r, const TrainCounts& c, int64_t epochs) {
+    try {
+      plan_training(trainer(epochs), c, r, -1);
+    } catch (const UsageError& e) {
+      return std::string(e.what());
+    }
+    return std::string("accepted");
+  };
+  // Saved by 2 processes (2 epochs of 5 steps), resumed by 1 with 10 batches an epoch.
+  const ResumePoint two{0, 5, -1, 10, -1, 2, 2, -1};
+  EXPECT_NE(reason(two, batches(10), 2).find("this run has 10 optimizer steps per epoch where the checkpoint's run "
+                                             "had 5: 1 process(es) where it had 2"),
+            std::string::npos)
+      << reason(two, batches(10), 2);
+  // The same world, a grown training file.
+  const ResumePoint one{0, 5, -1, 10, -1, 1, 2, -1};
+  EXPECT_NE(reason(one, batches(7), 2).find("where the checkpoint's run had 5: another batch_size"), std::string::npos)
+      << reason(one, batches(7), 2);
+  // The same steps per epoch, more epochs.
+  EXPECT_NE(reason(one, batches(5), 3).find("trainer.max_epochs 3 where the original run had 2"), std::string::npos)
+      << reason(one, batches(5), 3);
+  // Nothing known of the saving run (salt's checkpoint): the general reason.
+  EXPECT_NE(reason(ResumePoint{0, 5, -1, 10, -1, 1}, batches(7), 2).find("or more steps per epoch"), std::string::npos);
+}
+
 TEST(FitPlan, MidEpochStepsLeftCountTheRestOfTheEpoch) {
   // 10 steps per epoch, 2 planned (20); saved after 6 batches of epoch 1 at step 16:
   // 4 steps left in the plan and 4 asked for -> accepted at position 16.

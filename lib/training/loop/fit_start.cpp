@@ -206,10 +206,12 @@ void FitStart::plan_steps() {
   TrainCounts counts{data::BatchSampler(train_sampler_).batches_per_epoch(), train_reader_->num_rows(),
                      D.batch_size, world_};
   std::optional<ResumePoint> resume;
-  if (resume_)
+  if (resume_) {
+    const auto [saved_epochs, saved_steps] = saved_epochs_and_steps(resume_->config_yaml);
     resume = ResumePoint{resume_->epoch, resume_->global_step, resume_->batch_in_epoch,
                          resume_->scheduler_total_steps, resume_->scheduler_last_epoch,
-                         saved_world_size(resume_->config_yaml, world_)};
+                         saved_world_size(resume_->config_yaml, world_), saved_epochs, saved_steps};
+  }
   plan_ = plan_training(T, counts, resume, setup_.run.model.lrs.last_epoch);
   train_sampler_.shuffle = plan_.shuffle;
   if (!plan_.shuffle)

@@ -83,4 +83,14 @@ int saved_world_size(const std::string& config_yaml, int world) {
   }
 }
 
+std::pair<int64_t, int64_t> saved_epochs_and_steps(const std::string& config_yaml) {
+  if (config_yaml.empty()) return {-1, -1};
+  try {
+    const auto trainer = config::trainer_config_from_yaml(YAML::Load(config_yaml));
+    return {trainer.max_epochs, trainer.max_steps};
+  } catch (const std::exception&) {
+    return {-1, -1};
+  }
+}
+
 }  // namespace salt::training

@@ -8,6 +8,7 @@
 #include <exception>
 #include <filesystem>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "training/checkpoints/checkpoint.h"
@@ -45,6 +46,8 @@ void check_stop();
 // Lightning resumes its batch_progress (the saving rank's batches) as each rank's
 // count whatever world size wrote it.
 int saved_world_size(const std::string& config_yaml, int world);
+// A checkpoint's saved trainer.max_epochs and max_steps; {-1, -1} without salt-cpp's config.
+std::pair<int64_t, int64_t> saved_epochs_and_steps(const std::string& config_yaml);
 
 // Ranks other than 0 log warnings and errors only: one copy of every info line.
 class QuietLogs {
