@@ -23,6 +23,20 @@
 
 namespace salt::models::testing {
 
+// Every parameter set to 0.3 sin(0.7 i + 0.13 h), h the sum of its name's characters
+// mod 97: the value the Python references' fill(name, shape) gives it
+// (tests/models/reference/encoder_blocks_reference.py, encoder_dropout_test.cpp).
+inline void fill_by_name(torch::nn::Module& module) {
+  torch::NoGradGuard no_grad;
+  for (auto& p : module.named_parameters()) {
+    int h = 0;
+    for (char c : p.key()) h += c;
+    h %= 97;
+    auto i = torch::arange(p.value().numel(), torch::kFloat64);
+    p.value().copy_((0.3 * torch::sin(0.7 * i + 0.13 * h)).to(torch::kFloat32).view(p.value().sizes()));
+  }
+}
+
 // A one-Linear Dense set to the identity, so a task's predictions are its inputs.
 inline DenseOptions identity_dense(int64_t n) {
   return DenseOptions(n).hidden_layers(std::vector<int64_t>{}).output_size(n);

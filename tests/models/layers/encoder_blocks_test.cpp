@@ -8,6 +8,7 @@
 #include "models/layers/norm.h"
 #include "models/layers/residual.h"
 #include "models/layers/transformer.h"
+#include "models/model_test_helpers.h"
 
 using namespace salt::models;
 
@@ -18,18 +19,6 @@ void expect_values(const torch::Tensor& actual, const std::vector<float>& expect
   ASSERT_EQ(flat.numel(), static_cast<int64_t>(expected.size())) << what;
   for (int64_t i = 0; i < flat.numel(); ++i)
     EXPECT_NEAR(flat[i].item<float>(), expected[i], tol) << what << " [" << i << "]";
-}
-
-// The value the reference script's fill() gives parameter `name`.
-void fill_like_reference(torch::nn::Module& module) {
-  torch::NoGradGuard no_grad;
-  for (auto& p : module.named_parameters()) {
-    int h = 0;
-    for (char c : p.key()) h += c;
-    h %= 97;
-    auto i = torch::arange(p.value().numel(), torch::kFloat64);
-    p.value().copy_((0.3 * torch::sin(0.7 * i + 0.13 * h)).to(torch::kFloat32).view(p.value().sizes()));
-  }
 }
 
 EncoderLayer hybrid_layer(int64_t depth) {
@@ -79,7 +68,7 @@ TEST(EncoderBlocks, HybridLayersMatchSalt) {
   auto pad = torch::tensor({false, false, true}).view({1, 3});
   for (int64_t depth : {0, 1}) {
     auto layer = hybrid_layer(depth);
-    fill_like_reference(*layer);
+    salt::models::testing::fill_by_name(*layer);
     layer->eval();
     auto name = "hybrid depth " + std::to_string(depth);
     expect_values(layer->forward(x, pad).index({0, torch::indexing::Slice(0, 2)}), expected[depth], 1e-5, name);

@@ -12,24 +12,13 @@
 #include <sstream>
 
 #include "models/layers/transformer.h"
+#include "models/model_test_helpers.h"
 #include "models/packing/common.h"
 #include "support/test_support.h"
 
 using namespace salt::models;
 
 namespace {
-
-// The value the Python reference's fill() gives parameter `name`.
-void fill_by_name(torch::nn::Module& module) {
-  torch::NoGradGuard no_grad;
-  for (auto& p : module.named_parameters()) {
-    int h = 0;
-    for (char c : p.key()) h += c;
-    h %= 97;
-    auto i = torch::arange(p.value().numel(), torch::kFloat64);
-    p.value().copy_((0.3 * torch::sin(0.7 * i + 0.13 * h)).to(torch::kFloat32).view(p.value().sizes()));
-  }
-}
 
 const char* kSaltsEncoder = R"(
 import math, sys
@@ -89,7 +78,7 @@ TEST(EncoderDropout, ATrainingStepDrawsSaltsMasksOnItsPaddedTokens) {
   Transformer t(TransformerOptions(2, 4)
                     .attn_kwargs(AttentionOptions(0).num_heads(2).dropout(0.3))
                     .dense_kwargs(GLUOptions().hidden_dim(6).dropout(0.4)));
-  fill_by_name(*t);
+  salt::models::testing::fill_by_name(*t);
   t->train();
   auto mask = torch::tensor({false, false, true, false, false, false}).view({2, 3});
   Sequence s{torch::linspace(-1.0, 1.3, 24).view({2, 3, 4}), {{"tracks", mask}}};
