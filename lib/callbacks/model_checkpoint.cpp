@@ -49,8 +49,8 @@ const config::Binding<ModelCheckpointOptions>& model_checkpoint_binding() {
           .arg("save_last", SALT_FIELD(save_last), "Also keep last.ckpt, the latest state ('link': a symlink to it).",
                t_optional(t_union({t_bool(), t_choice({"link"})})))
           .arg("save_top_k", SALT_FIELD(save_top_k), "Keep the k best (-1: all, 0: none).", at_least(t_int(), -1))
-          .arg("save_on_exception", SALT_FIELD(save_on_exception), "Save when training fails.")
-          .unsupported("a failed run keeps its last checkpoints; use --requeue checkpoints to stop and resume")
+          .arg("save_on_exception", SALT_FIELD(save_on_exception),
+               "Save the last step's state when training fails (an error, a non-finite loss, SIGINT/SIGTERM).")
           .arg("save_weights_only", SALT_FIELD(save_weights_only),
                "Weights only: no optimizer, scheduler or callback state (cannot resume training).")
           .arg("mode", SALT_FIELD(mode), "min: lower monitor is better; max: higher.", t_choice({"min", "max"}))
@@ -225,6 +225,16 @@ class ModelCheckpoint : public Callback {
   }
   void on_train_epoch_end(FitState& s) override {
     if (on_epoch_end_) save_after_epoch_or_validation(s);
+  }
+
+  // Lightning's on_exception: the template's name (no top-k ranking), and last.ckpt.
+  void on_exception(FitState& s, const std::string& error) override {
+    if (!o_.save_on_exception || skip(s)) return;
+    const auto candidates = monitor_values(s);
+    const auto path = free_name(candidates, "", "");
+    save(s, path);
+    save_last(s, candidates);
+    if (s.main_rank) spdlog::info("ModelCheckpoint: saved {} at step {} after: {}", path, s.global_step, error);
   }
 
   void on_fit_end(FitState& s) override {

@@ -82,6 +82,10 @@ struct FitState {
   // the next batch or epoch boundary once min_epochs/min_steps are met.
   bool should_stop = false;
   int cuda_device = -1;  // the CUDA device this rank trains on; -1 on the CPU
+  // The training batch in hand, from before its step to its on_batch_end: its jets,
+  // and (once a callback sets count_items, e.g. ThroughputMonitor) its valid constituents.
+  int64_t batch_jets = 0, batch_items = 0;
+  bool count_items = false;
   // Batches per optimizer step in this epoch (trainer.accumulate_grad_batches;
   // GradientAccumulationScheduler sets it at each train epoch's start).
   int64_t accumulate_grad_batches = 1;
@@ -181,6 +185,10 @@ class Callback {
   virtual void on_validation_end(FitState&) {}
   virtual void on_checkpoint_saved(FitState&, const std::filesystem::path&) {}
   virtual void on_fit_end(FitState&) {}
+  // Training ended with an error (thrown, a non-finite loss, another rank's failure,
+  // SIGINT/SIGTERM), before the error is reported: Lightning's on_exception. The
+  // state (FitState::capture) is the last optimizer step's; `error` is its message.
+  virtual void on_exception(FitState&, const std::string& error) {}
 
   // After the epoch's training and its validation, if it had one (Lightning's
   // on_train_epoch_end, which runs after the epoch-end validation).

@@ -229,6 +229,35 @@ TEST_F(DistFitTest, AKilledRankEndsTheRunWithAClearErrorAndNoHang) {
   EXPECT_EQ(worker_pid(launcher.pid(), 0), -1);  // rank 0 was stopped too
 }
 
+// A peer's death is an error on rank 0 too: OnExceptionCheckpoint saves rank 0's last
+// step (every rank holds the same weights) before the run ends.
+TEST_F(DistFitTest, AKilledRanksPeerSavesItsCheckpointOnException) {
+  write_file(dir / "crash.yaml", "trainer:\n  callbacks:\n"
+                                 "    - class_path: salt.callbacks.Checkpoint\n"
+                                 "      init_args: {monitor_loss: val/jets_classification_loss}\n"
+                                 "    - class_path: lightning.pytorch.callbacks.OnExceptionCheckpoint\n"
+                                 "      init_args: {dirpath: " + (dir / "crash").string() + "}\n");
+  auto args = two_ranks({"-c", (dir / "crash.yaml").string(), "--trainer.max_epochs", "200", "-ls", "killed"});
+  std::vector<std::string> argv{salt::testing::salt_binary(), "fit"};
+  argv.insert(argv.end(), args.begin(), args.end());
+  BackgroundProcess launcher(argv, dir.path(), {"OMP_NUM_THREADS=1"});
+  const auto run = dir / "logs" / "GN2_cpu_killed";
+  ASSERT_TRUE(wait_until([&] { return fs::exists(run / "metrics.csv"); }, 60s));  // training is under way
+  int victim = -1;
+  ASSERT_TRUE(wait_until([&] { return (victim = worker_pid(launcher.pid(), 1)) > 0; }, 10s));
+  ::kill(victim, SIGKILL);
+  auto r = launcher.wait();
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE(r.err.find("salt: error: rank 1 was killed by signal 9"), std::string::npos) << r.err;
+  const auto crash = dir / "crash" / "on_exception.ckpt";
+  ASSERT_TRUE(fs::exists(crash)) << r.err;
+  EXPECT_NE(r.err.find("OnExceptionCheckpoint: saved " + crash.string()), std::string::npos) << r.err;
+  const auto saved = training::load_checkpoint(crash);
+  EXPECT_GT(saved.global_step, 0);
+  EXPECT_NE(r.err.find("[rank 0] info: OnExceptionCheckpoint: saved"), std::string::npos) << r.err;
+  for (const auto& [name, tensor] : saved.state_dict) EXPECT_TRUE(tensor.isfinite().all().item<bool>()) << name;
+}
+
 TEST_F(DistFitTest, TorchrunStyleVariablesByHandAndOnlyRankZeroWrites) {
   const int port = dist::free_local_port();
   auto args = two_ranks({"--trainer.max_epochs", "2"});  // timestamped run directory: rank 0 names it

@@ -3,7 +3,10 @@
 # Lightning's dump_checkpoint dict, an OrderedDict state_dict with _metadata,
 # torch's AdamW state with tensor steps, a real OneCycleLR state (its bound
 # anneal function pickles the scheduler object), Lightning's loops and
-# callbacks, AttributeDict hyper_parameters, and no salt-cpp entries.
+# callbacks, AttributeDict hyper_parameters, and no salt-cpp entries. With a
+# fourth argument `compiled`: as a `salt fit --compile` run writes it, torch.compile's
+# wrapper around salt's model.model putting `_orig_mod.` into those keys (`both`:
+# one parameter under both names, which is refused).
 # Used by tests/training/checkpoints/salt_checkpoint_test.cpp and tests/zoo/run_zoo_config.sh.
 import collections, sys, types, torch
 
@@ -19,8 +22,16 @@ class AttributeDict(dict):
 home(AttributeDict, "lightning.fabric.utilities.data")
 
 ours = torch.load(sys.argv[1])
-sd = collections.OrderedDict((k, v.clone()) for k, v in ours["state_dict"].items())
-sd._metadata = collections.OrderedDict([("", {"version": 1}), ("model", {"version": 1})])
+compiled = sys.argv[4:] in (["compiled"], ["both"])  # both: one parameter also under its plain name
+def saved_key(k):  # ModelWrapper.model = torch.compile(model.model): model.X -> model._orig_mod.X
+    return "model._orig_mod." + k[len("model."):] if compiled and k.startswith("model.") else k
+sd = collections.OrderedDict((saved_key(k), v.clone()) for k, v in ours["state_dict"].items())
+assert not compiled or any("._orig_mod." in k for k in sd), list(sd)[:3]
+if sys.argv[4:] == ["both"]:
+    key = next(k for k in sd if k.startswith("model._orig_mod."))
+    sd[key.replace("_orig_mod.", "")] = sd[key]
+sd._metadata = collections.OrderedDict([("", {"version": 1}), ("model", {"version": 1})]
+                                       + [("model._orig_mod", {"version": 1})] * compiled)
 
 opt = ours["optimizer_states"][0]
 for part in (opt, opt.get("muon", {}), opt.get("adamw", {})):  # AdamW / Lion, or HybridMuonAdamW's parts

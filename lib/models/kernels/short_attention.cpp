@@ -1,6 +1,7 @@
 #include "models/kernels/short_attention.h"
 
 #include <ATen/Parallel.h>
+#include <ATen/record_function.h>
 
 #include <string>
 #include <vector>
@@ -59,6 +60,7 @@ void check_launch(const std::string& error) {
 
 torch::Tensor forward_rows(const torch::Tensor& qkv, const torch::Tensor& starts, int64_t max_len, int64_t heads,
                            double scale) {
+  RECORD_FUNCTION("salt::short_varlen_attention", std::vector<c10::IValue>({qkv, starts}));  // FLOPs (flop_counter.h)
   auto out = torch::empty({qkv.size(0), qkv.size(1) / 3}, qkv.options());
   const auto s = shape_of(qkv, out, heads, scale, max_len);
   [[maybe_unused]] const int64_t batch = starts.size(0) - 1;  // the card's grid
@@ -81,6 +83,7 @@ torch::Tensor forward_rows(const torch::Tensor& qkv, const torch::Tensor& starts
 
 torch::Tensor backward_rows(const torch::Tensor& qkv, const torch::Tensor& dout, const torch::Tensor& starts,
                             int64_t max_len, int64_t heads, double scale) {
+  RECORD_FUNCTION("salt::short_varlen_attention_backward", std::vector<c10::IValue>({qkv, starts}));
   auto dqkv = torch::empty_like(qkv);  // every element belongs to one (jet, head) block
   const auto s = shape_of(qkv, dout, heads, scale, max_len);
   [[maybe_unused]] const int64_t batch = starts.size(0) - 1;  // the card's grid

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <fstream>
+#include <map>
 #include <vector>
 
 #include "core/atomic_file.h"
@@ -440,16 +441,34 @@ int64_t lightning_batches_in_epoch(const PyValue& root) {
   return epoch_end || r == 0 ? -1 : r;
 }
 
+namespace {
+
+// salt's `--compile` runs wrap the model in torch.compile's OptimizedModule, whose
+// state_dict keys read `model._orig_mod.<name>`; salt drops every `_orig_mod.` when it
+// loads one (ModelWrapper.on_load_checkpoint), and so does every command here.
+std::string without_compile_prefix(std::string key) {
+  static const std::string prefix = "_orig_mod.";
+  for (auto at = key.find(prefix); at != std::string::npos; at = key.find(prefix, at)) key.erase(at, prefix.size());
+  return key;
+}
+
+}  // namespace
+
 CheckpointState read_checkpoint(const PyValue& root) {
   if (!root.is_mapping())
     throw std::invalid_argument("the file holds a " + root.type_name() + ", not a checkpoint's dict");
   CheckpointState state;
   state.epoch = count_in(need(root, "epoch", "the checkpoint"), "epoch", 0);
   state.global_step = count_in(need(root, "global_step", "the checkpoint"), "global_step", 0);
+  std::map<std::string, std::string> saved_as;  // our key -> the checkpoint's
   for (const auto& [key, tensor] : need(root, "state_dict", "the checkpoint").entries()) {
     if (!tensor.is_tensor())
       throw std::invalid_argument("state_dict entry '" + key.as_str() + "' is a " + tensor.type_name() + ", not a tensor");
-    state.state_dict.emplace_back(key.as_str(), tensor.as_tensor());
+    auto name = without_compile_prefix(key.as_str());
+    if (auto [it, fresh] = saved_as.emplace(name, key.as_str()); !fresh)
+      throw std::invalid_argument("state_dict has both '" + it->second + "' and '" + key.as_str() +
+                                  "', one parameter with and without torch.compile's '_orig_mod.'");
+    state.state_dict.emplace_back(std::move(name), tensor.as_tensor());
   }
   // Lightning writes no optimizer, scheduler or hyper-parameters with save_weights_only.
   if (const auto* optimizers = root.find("optimizer_states"); optimizers && !optimizers->items().empty())

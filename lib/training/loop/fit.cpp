@@ -24,6 +24,13 @@ namespace fs = std::filesystem;
 
 namespace {
 
+// The valid (not padded) entries of every constituent input, counted on the host.
+int64_t valid_constituents(const Batch& batch) {
+  int64_t n = 0;
+  for (const auto& [name, mask] : batch.pad_masks) n += mask.numel() - mask.sum().item<int64_t>();
+  return n;
+}
+
 // One `salt fit`: the set-up (FitStart, training/loop/fit_start.h), then per epoch
 // training and validation + checkpoint, then finish. Callbacks see it through `state_`.
 class FitRun : FitStart {
@@ -35,9 +42,15 @@ class FitRun : FitStart {
     set_up();
     try {
       train_epochs();
-    } catch (const std::exception&) {
-      check_inputs();  // a read error from a file changed under the run: say that instead
-      throw;
+    } catch (...) {
+      auto error = std::current_exception();
+      try {
+        if (is_std_exception(error)) check_inputs();  // a read error from a file changed under the run: say that
+      } catch (...) {
+        error = std::current_exception();
+      }
+      save_on_exception(error);
+      std::rethrow_exception(error);
     }
     return finish();
   }
@@ -54,6 +67,7 @@ class FitRun : FitStart {
       if (result_.requeued) break;
       state_.batch_in_epoch = -1;
       const bool go_on = nothing_left || !validation_due(epoch) || validate(epoch);
+      stepped_in_epoch_ = -1;  // the epoch and its validation are done
       ++result_.epochs_run;
       if (!go_on) break;
       hook("on_train_epoch_end", &callbacks::Callback::on_train_epoch_end, state_);
@@ -70,6 +84,55 @@ class FitRun : FitStart {
     const bool min_epochs_met = !T.min_epochs || epochs_done >= *T.min_epochs;
     const bool min_steps_met = !T.min_steps || state_.global_step >= *T.min_steps;
     return min_epochs_met && min_steps_met;
+  }
+
+  // Lightning's on_exception: OnExceptionCheckpoint and ModelCheckpoint(save_on_exception)
+  // save the state of the last optimizer step (the batches it consumed, the epoch if
+  // its validation had not finished) before the error's one line. Weights a
+  // non-finite loss already spoilt are not saved: the last good checkpoint is what to
+  // resume. A failure to write is a warning; the run's own error is what is reported.
+  void save_on_exception(const std::exception_ptr& error) {
+    if (dev_run_) return;  // fast_dev_run writes nothing
+    state_.stepping = false;
+    state_.batch_in_epoch = stepped_in_epoch_;
+    if (!weights_finite()) {
+      spdlog::warn("no checkpoint on exception: the weights are no longer finite at step {}", state_.global_step);
+      return;
+    }
+    try {
+      hook("on_exception", &callbacks::Callback::on_exception, state_, error_text(error));
+    } catch (const std::exception& e) {
+      spdlog::warn("could not save the checkpoint on exception: {}", e.what());
+    }
+  }
+
+  bool weights_finite() const {
+    torch::NoGradGuard no_grad;
+    for (const auto& p : setup_.model->parameters())
+      if (!p.isfinite().all().item<bool>()) return false;
+    return true;
+  }
+
+  static bool is_std_exception(const std::exception_ptr& error) {
+    try {
+      std::rethrow_exception(error);
+    } catch (const std::exception&) {
+      return true;
+    } catch (...) {
+      return false;
+    }
+  }
+
+  static std::string error_text(const std::exception_ptr& error) {
+    try {
+      std::rethrow_exception(error);
+    } catch (const std::exception& e) {
+      return e.what();
+    } catch (const StopRequested& stop) {
+      return "stopped by signal " + std::to_string(stop.signal);
+    } catch (...) {
+      return "an unknown error";
+    }
   }
 
   // salt's order of the epoch's batches; with several ranks, rank 0's.
@@ -101,6 +164,7 @@ class FitRun : FitStart {
     hook("on_epoch_start", &callbacks::Callback::on_epoch_start, state_, std::string("train"), plan_.train_batches);
     logged_batch_ = LossTotals{};
     optimization_->zero_grad();
+    stepped_in_epoch_ = skip_batches_;
     for (int64_t b = 0; b < plan_.train_batches; ++b) {
       if (!session_) check_stop();  // several ranks agree on stopping at step boundaries instead
       const auto asked = std::chrono::steady_clock::now();
@@ -140,6 +204,8 @@ class FitRun : FitStart {
   void train_batch(Batch batch, int64_t b) {
     const auto timed = profile("run_training_batch");
     step_->batch_started();
+    state_.batch_jets = batch.size;
+    state_.batch_items = state_.count_items ? valid_constituents(batch) : 0;
     auto on_device = step_->to_device(std::move(batch));
     const int64_t accumulate = state_.accumulate_grad_batches;
     const bool boundary = (b + 1) % accumulate == 0 || b + 1 == plan_.train_batches;
@@ -183,6 +249,7 @@ class FitRun : FitStart {
     cleanup_->disarm();
     ++state_.global_step;
     state_.stepping = false;
+    stepped_in_epoch_ = b + 1;
     if (state_.global_step % T.log_every_n_steps == 0) {
       check_finite();
       log_interval();
@@ -317,6 +384,9 @@ class FitRun : FitStart {
   }
 
   bool stop_ = false;
+  // The epoch's batches through its last optimizer step (-1 once the epoch and its
+  // validation are done): where a checkpoint on exception resumes.
+  int64_t stepped_in_epoch_ = -1;
   bool validated_last_batch_ = false;  // a mid-epoch validation saw the last trained batch
   LossTotals logged_batch_;
   std::vector<std::string> attention_kernels_;

@@ -4,6 +4,7 @@
 
 #if SALT_CUDA
 #include <ATen/ATen.h>
+#include <ATen/cuda/CUDAContext.h>
 #include <c10/cuda/CUDACachingAllocator.h>
 #endif
 
@@ -69,6 +70,24 @@ void reset_memory_peak(int device) {
   c10::cuda::CUDACachingAllocator::resetPeakStats(static_cast<c10::DeviceIndex>(device));
 #else
   (void)device;
+#endif
+}
+
+std::string device_name(int device) {
+#if SALT_CUDA
+  return at::cuda::getDeviceProperties(static_cast<c10::DeviceIndex>(device))->name;
+#else
+  (void)device;
+  return "";
+#endif
+}
+
+int compute_capability_major(int device) {
+#if SALT_CUDA
+  return at::cuda::getDeviceProperties(static_cast<c10::DeviceIndex>(device))->major;
+#else
+  (void)device;
+  return 0;
 #endif
 }
 

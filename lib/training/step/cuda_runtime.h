@@ -27,6 +27,11 @@ void reset_memory_peak(int device);
 // num_alloc_retries, num_ooms); empty without CUDA.
 std::map<std::string, double> memory_stats(int device);
 
+// torch.cuda.get_device_name(device) and the major compute capability (8: Ampere);
+// "" and 0 without CUDA.
+std::string device_name(int device);
+int compute_capability_major(int device);
+
 // torch.set_float32_matmul_precision: "highest" (float32), "high" or "medium"
 // (TF32 tensor cores for float32 matrix products on CUDA). salt sets "medium"
 // for training only; it changes CUDA results only.

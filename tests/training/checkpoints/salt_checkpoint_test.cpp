@@ -112,6 +112,53 @@ print(all(np.array_equal(a[c], b[c]) for c in cols))
   EXPECT_FALSE(fs::exists(dir / "alone" / "missing.onnx"));
 }
 
+// salt's `--compile` runs save torch.compile's `model._orig_mod.` keys; every command
+// opens them as salt does (the prefix dropped), giving the plain checkpoint's predictions.
+TEST_F(FitTest, ACompiledSaltRunsCheckpointPredictsAsItsPlainTwin) {
+  ASSERT_TRUE(have_python_module("yaml") && have_python_module("torch")) << "python3-torch or python3-yaml missing";
+  auto fit = salt("fit", small_gn2({"--trainer.max_epochs", "1", "--data.num_train", "1000", "-ls", "ours"}));
+  ASSERT_EQ(fit.exit_code, 0) << fit.err;
+  const auto ours = dir / "logs" / "GN2_cpu_ours";
+  const auto our_ckpt = checkpoints(ours).front();
+  const auto plain = dir / "plain.ckpt", compiled = dir / "compiled.ckpt";
+  ASSERT_EQ(run_python(as_salt_writes_it(), {our_ckpt.string(), plain.string(), "2"}).exit_code, 0);
+  auto r = run_python(as_salt_writes_it(), {our_ckpt.string(), compiled.string(), "2", "compiled"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto keys = training::load_checkpoint(compiled).state_dict;
+  EXPECT_EQ(keys.size(), training::load_checkpoint(plain).state_dict.size());
+  for (const auto& [key, tensor] : keys) EXPECT_EQ(key.find("_orig_mod"), std::string::npos) << key;
+
+  for (const auto& ckpt : {plain, compiled}) {
+    auto test = salt("test", {"-c", (ours / "config.yaml").string(), "--ckpt_path", ckpt.string()});
+    ASSERT_EQ(test.exit_code, 0) << test.err;
+  }
+  auto same = run_python(R"(
+import sys, h5py, numpy as np
+a, b = h5py.File(sys.argv[1])["jets"][:], h5py.File(sys.argv[2])["jets"][:]
+cols = [c for c in a.dtype.names if c.startswith("GN2_cpu_")]
+assert len(cols) == 4 and len(a) == 500, (cols, len(a))
+print(all(np.array_equal(a[c], b[c]) for c in cols))
+)",
+                         {(dir / "plain__test_ttbar.h5").string(), (dir / "compiled__test_ttbar.h5").string()});
+  ASSERT_EQ(same.exit_code, 0) << same.err;
+  EXPECT_EQ(same.out, "True\n");
+  auto val = salt("validate", {"-c", (ours / "config.yaml").string(), "--ckpt_path", compiled.string()});
+  EXPECT_EQ(val.exit_code, 0) << val.err;
+  auto onnx = salt("to_onnx", {"--ckpt_path", compiled.string(), "--config", (ours / "config.yaml").string(),
+                               "--check_jets", "20", "--force", "--output", (dir / "compiled.onnx").string()});
+  EXPECT_EQ(onnx.exit_code, 0) << onnx.err;
+  EXPECT_TRUE(fs::exists(dir / "compiled.onnx"));
+
+  // One parameter under both names: which one salt would take is an accident of order.
+  auto both = run_python(as_salt_writes_it(), {our_ckpt.string(), (dir / "both.ckpt").string(), "2", "both"});
+  ASSERT_EQ(both.exit_code, 0) << both.err;
+  auto refused = salt("test", {"-c", (ours / "config.yaml").string(), "--ckpt_path", (dir / "both.ckpt").string()});
+  EXPECT_EQ(refused.exit_code, 1) << refused.err;
+  EXPECT_EQ(error_lines(refused.err), 1) << refused.err;
+  EXPECT_NE(refused.err.find("one parameter with and without torch.compile's '_orig_mod.'"), std::string::npos)
+      << refused.err;
+}
+
 // Two epochs straight, and the same run continued after epoch 0 from its checkpoint
 // rewritten as salt writes it (Python's torch.save of Lightning's dict, the
 // optimizer's moments under salt's parameter order): the same weights, bit for bit.
@@ -120,7 +167,8 @@ print(all(np.array_equal(a[c], b[c]) for c in cols))
 // salt draws after its re-seed (the next test), not the uninterrupted run's.
 class SaltLayoutFit : public FitTest {
  protected:
-  void continue_from_salt_layout(const std::vector<std::string>& extra);
+  // compiled: the checkpoint as a `salt fit --compile` run writes it.
+  void continue_from_salt_layout(const std::vector<std::string>& extra, bool compiled = false);
   // 10 shuffled batches a epoch, 2 epochs, a checkpoint every 5 steps
   // (checkpoints/mid-step=N.ckpt, with its epoch's order) besides salt's Checkpoint.
   std::vector<std::string> with_mid_checkpoints(const std::string& suffix) {
@@ -136,7 +184,7 @@ class SaltLayoutFit : public FitTest {
   }
 };
 
-void SaltLayoutFit::continue_from_salt_layout(const std::vector<std::string>& extra) {
+void SaltLayoutFit::continue_from_salt_layout(const std::vector<std::string>& extra, bool compiled) {
   ASSERT_TRUE(have_python_module("yaml") && have_python_module("torch")) << "python3-torch or python3-yaml missing";
   std::vector<std::string> base = {"--data.num_train", "1000", "--trainer.overfit_batches", "4"};
   base.insert(base.end(), extra.begin(), extra.end());
@@ -150,7 +198,9 @@ void SaltLayoutFit::continue_from_salt_layout(const std::vector<std::string>& ex
   const auto first = checkpoints(dir / "logs" / "GN2_cpu_straight").front();  // after epoch 0
   ASSERT_NE(first.filename().string().find("epoch=000"), std::string::npos) << first;
   const auto salt_ckpt = dir / "salt.ckpt";
-  auto r = run_python(as_salt_writes_it(), {first.string(), salt_ckpt.string(), "4"});
+  std::vector<std::string> py_args = {first.string(), salt_ckpt.string(), "4"};
+  if (compiled) py_args.push_back("compiled");
+  auto r = run_python(as_salt_writes_it(), py_args);
   ASSERT_EQ(r.exit_code, 0) << r.err;
 
   auto cont = salt("fit", [&] {
@@ -171,6 +221,9 @@ void SaltLayoutFit::continue_from_salt_layout(const std::vector<std::string>& ex
 }
 
 TEST_F(SaltLayoutFit, ContinuingASaltCheckpointEqualsTheUninterruptedRun) { continue_from_salt_layout({}); }
+TEST_F(SaltLayoutFit, ContinuingACompiledSaltRunsCheckpointEqualsTheUninterruptedRun) {
+  continue_from_salt_layout({}, /*compiled=*/true);
+}
 
 // salt's HybridMuonAdamW: Muon's momentum buffers and AdamW's moments, two param groups.
 TEST_F(SaltLayoutFit, ContinuingASaltHybridMuonAdamWCheckpointEqualsTheUninterruptedRun) {
