@@ -560,7 +560,7 @@ Batch H5Reader::convert(RawBatch&& raw, bool pin_memory) const {
       mask = torch::empty(shape, opts.dtype(torch::kBool));
       mask_ptr = mask.data_ptr<bool>();
       for (int64_t n = 0; n < n_records; ++n)
-        mask_ptr[n] = s.has_valid ? load<uint8_t>(base + n * rs + s.valid.offset) == 0 : false;
+        mask_ptr[n] = s.has_valid ? as_double(base + n * rs + s.valid.offset, s.valid.code) == 0 : false;
     }
     std::vector<uint8_t> removed;  // slots data.selections masked out
     if (!s.cuts.empty()) removed = apply_selections(s, base, n_records, mask_ptr);

@@ -226,6 +226,23 @@ void write_virtual_file(const std::vector<fs::path>& files, const fs::path& out,
   });
 }
 
+namespace {
+
+// Whether every mapping of a file we wrote still finds its rows: a member replaced
+// by another of the same size and time (so the same recorded sources) may not.
+bool mappings_hold(const fs::path& vds) {
+  try {
+    const auto f = h5::File::open_read(vds);
+    for (const auto& n : f.names())
+      if (f.has_dataset(n)) (void)virtual_members(vds, n);
+    return true;
+  } catch (const std::exception&) {
+    return false;
+  }
+}
+
+}  // namespace
+
 fs::path build_virtual_file(const std::string& pattern, const fs::path& out) {
   auto files = match_files(pattern);
   std::error_code ec;
@@ -240,7 +257,7 @@ fs::path build_virtual_file(const std::string& pattern, const fs::path& out) {
   try {
     DirLock lock(dir);  // ranks and simultaneous runs: one writes, the others reuse
     const std::string sources = describe_sources(files);
-    if (fs::exists(out, ec) && recorded_sources(out) == sources) return out;
+    if (fs::exists(out, ec) && recorded_sources(out) == sources && mappings_hold(out)) return out;
     write_virtual_file(files, out, sources);
   } catch (...) {
     if (made_dir) fs::remove(dir, ec);  // only if still empty
@@ -249,34 +266,106 @@ fs::path build_virtual_file(const std::string& pattern, const fs::path& out) {
   return out;
 }
 
-std::vector<VirtualMember> virtual_members(const fs::path& file, const std::string& dataset) {
+namespace {
+
+using Trail = std::vector<std::pair<std::string, std::string>>;  // (file, dataset) being resolved
+
+std::string canonical_text(const fs::path& p) {
+  std::error_code ec;
+  const auto c = fs::weakly_canonical(p, ec);
+  return (ec ? p : c).string();
+}
+
+// Mapping i's member file as HDF5 finds it: "." is the file itself, and a relative
+// name is looked for next to the virtual file first.
+fs::path member_file(const fs::path& file, hid_t dcpl, size_t i) {
+  std::string name(static_cast<size_t>(std::max<ssize_t>(0, H5Pget_virtual_filename(dcpl, i, nullptr, 0))), '\0');
+  H5Pget_virtual_filename(dcpl, i, name.data(), name.size() + 1);
+  fs::path member = unescape_percent(name);
+  if (member == ".") return file;
+  if (member.is_relative() && fs::exists(file.parent_path() / member)) member = file.parent_path() / member;
+  return member;
+}
+
+std::string source_dataset(hid_t dcpl, size_t i) {
+  std::string name(static_cast<size_t>(std::max<ssize_t>(0, H5Pget_virtual_dsetname(dcpl, i, nullptr, 0))), '\0');
+  H5Pget_virtual_dsetname(dcpl, i, name.data(), name.size() + 1);
+  return name;
+}
+
+// The rows (first axis) a selection spans, or -1 where it has no bounds (unlimited).
+int64_t selected_end(hid_t space) {
+  std::vector<hsize_t> start(static_cast<size_t>(std::max(1, H5Sget_simple_extent_ndims(space)))), end(start.size());
+  if (H5Sget_select_npoints(space) <= 0 || H5Sget_select_bounds(space, start.data(), end.data()) < 0) return -1;
+  return static_cast<int64_t>(end[0] + 1);
+}
+
+// What HDF5 would silently fill with the fill value (zeros): a source dataset that
+// is not there, fields the source lacks, rows the source no longer has.
+void check_source(const fs::path& file, const std::string& dataset, const h5::Dataset& vds, const fs::path& member,
+                  const std::string& source, hid_t dcpl, size_t i) {
+  const auto where = fmt::format("{}: member file {} of dataset '{}'", file.string(), member.string(), dataset);
+  const auto m = h5::File::open_read(member);
+  if (!m.has_dataset(source))
+    throw InputError(fmt::format("{} has no dataset '{}' (HDF5 would read zeros for its rows)", where, source));
+  const auto src = m.dataset(source);
+  const auto ours = vds.file_type(), theirs = src.file_type();
+  if (H5Tequal(ours.get(), theirs.get()) <= 0) {
+    if (!vds.is_compound() || !src.is_compound())
+      throw InputError(fmt::format("{}: its '{}' has {}", where, source, field_difference(vds, src)));
+    for (const auto& f : vds.layout().fields)
+      if (!src.layout().find(f.name))
+        throw InputError(fmt::format("{}: its '{}' has no field '{}' (HDF5 would read zeros for it)", where, source,
+                                     f.name));
+  }
+  Id sspace(H5Pget_virtual_srcspace(dcpl, i), H5Sclose);
+  const int64_t needed = selected_end(sspace.get());
+  const auto rows = src.shape().empty() ? int64_t{0} : static_cast<int64_t>(src.shape()[0]);
+  if (needed > rows)
+    throw InputError(fmt::format("{}: its '{}' has {} rows, the virtual dataset reads {} (the member changed after "
+                                 "the virtual file was written: write it again)",
+                                 where, source, rows, needed));
+}
+
+std::vector<VirtualMember> checked_members(const fs::path& file, const std::string& dataset, Trail& trail) {
   const auto f = h5::File::open_read(file);
   const auto ds = f.dataset(dataset);
   Guard guard;
   Id dcpl(H5Dget_create_plist(ds.id()), H5Pclose);
   std::vector<VirtualMember> out;
   if (H5Pget_layout(dcpl.get()) != H5D_VIRTUAL) return out;
+  trail.emplace_back(canonical_text(file), dataset);
   size_t count = 0;
   H5Pget_virtual_count(dcpl.get(), &count);
   for (size_t i = 0; i < count; ++i) {
-    std::string name(static_cast<size_t>(std::max<ssize_t>(0, H5Pget_virtual_filename(dcpl.get(), i, nullptr, 0))), '\0');
-    H5Pget_virtual_filename(dcpl.get(), i, name.data(), name.size() + 1);
-    fs::path member = unescape_percent(name);
-    if (member == ".") member = file;
-    // HDF5 looks for a relative member next to the VDS file first.
-    if (member.is_relative() && fs::exists(file.parent_path() / member)) member = file.parent_path() / member;
-    Id vspace(H5Pget_virtual_vspace(dcpl.get(), i), H5Sclose);
-    std::vector<hsize_t> start(static_cast<size_t>(std::max(1, H5Sget_simple_extent_ndims(vspace.get())))),
-        end(start.size());
-    H5Sget_select_bounds(vspace.get(), start.data(), end.data());
+    const auto member = member_file(file, dcpl.get(), i);
+    const auto source = source_dataset(dcpl.get(), i);
     std::error_code ec;
     if (!fs::is_regular_file(member, ec))
       throw InputError(fmt::format("{}: member file {} of dataset '{}' is missing (HDF5 would read zeros for its "
                                    "rows)",
                                    file.string(), member.string(), dataset));
+    if (std::find(trail.begin(), trail.end(), std::pair{canonical_text(member), source}) != trail.end())
+      throw InputError(fmt::format("{}: dataset '{}' is a virtual dataset that maps onto itself (through {} '{}'); "
+                                   "HDF5 cannot read it",
+                                   file.string(), dataset, member.string(), source));
+    check_source(file, dataset, ds, member, source, dcpl.get(), i);
+    checked_members(member, source, trail);  // a virtual source: its own members and cycles
+    Id vspace(H5Pget_virtual_vspace(dcpl.get(), i), H5Sclose);
+    std::vector<hsize_t> start(static_cast<size_t>(std::max(1, H5Sget_simple_extent_ndims(vspace.get())))),
+        end(start.size());
+    H5Sget_select_bounds(vspace.get(), start.data(), end.data());
     out.push_back({member, static_cast<int64_t>(end[0] - start[0] + 1)});
   }
+  trail.pop_back();
   return out;
+}
+
+}  // namespace
+
+std::vector<VirtualMember> virtual_members(const fs::path& file, const std::string& dataset) {
+  Trail trail;
+  return checked_members(file, dataset, trail);
 }
 
 }  // namespace salt::data

@@ -4,8 +4,8 @@
 // The reader and the weak-shuffling sampler then see one file.
 //
 // Why checks of our own: HDF5 reads a VDS member that is missing as fill values
-// (zeros), silently. So members are checked to exist whenever a VDS is opened, and
-// a run pins them like any input file.
+// (zeros), silently. So members are checked whenever a VDS is opened (virtual_members),
+// and a run pins them like any input file.
 #pragma once
 #include <cstdint>
 #include <filesystem>
@@ -50,7 +50,11 @@ void write_virtual_file(const std::vector<std::filesystem::path>& files, const s
                         const std::string& source_description);
 
 // The member files of `dataset` in `file` with their rows, in order; empty when the
-// dataset is not virtual. InputError naming the member when one is missing.
+// dataset is not virtual. Checked before anything is read, since HDF5 reads what a
+// mapping lacks as fill values (zeros) and recurses without end through a mapping
+// onto itself: InputError naming the member when it is missing, lacks the source
+// dataset or one of its fields, has fewer rows than the mapping reads, or when the
+// mappings (through virtual sources too) lead back to a dataset being resolved.
 std::vector<VirtualMember> virtual_members(const std::filesystem::path& file, const std::string& dataset);
 
 }  // namespace salt::data
