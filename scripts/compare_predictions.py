@@ -138,13 +138,19 @@ def compare_dataset(x, y, atol, files):
     u_all, v_all = read(x.file, x.name), read(y.file, y.name)
     fields = x.dtype.names or [None]
     worst = 0.0
+    finite_before = FLOATS_SEEN["finite"]
+    floats = 0
     for f in fields:
         u, v = (u_all, v_all) if f is None else (u_all[f], v_all[f])
         if u.dtype.kind == "f":
+            floats += 1
             worst = max(worst, compare_floats(f"{name}.{shown(f)}", u, v, atol, files))
         elif not np.array_equal(u, v):
             differ(f"{name}.{shown(f)}: {int(np.sum(u != v))} values differ")
-    print(f"compare_predictions: {name} {x.shape} {len(fields)} fields equal, max |diff| {worst:.3g}")
+    # A float field that is NaN (or inf) everywhere in both files agrees by nothing: say so.
+    empty = floats - (FLOATS_SEEN["finite"] - finite_before)
+    note = f" ({empty} of them without a finite value in either file)" if empty else ""
+    print(f"compare_predictions: {name} {x.shape} {len(fields)} fields equal{note}, max |diff| {worst:.3g}")
 
 
 NEITHER = "neither a group nor a dataset"  # a broken link

@@ -104,6 +104,10 @@ run 2 "jets: no rows in zero_jets_a.h5 nor zero_jets_b.h5 (shape (0,)): nothing 
   zero_jets_a.h5 zero_jets_b.h5
 run 2 "no finite float value in all_nan_a.h5 nor all_nan_b.h5: nothing to compare" "two all-NaN files" \
   all_nan_a.h5 all_nan_b.h5
+# Before: stdout said "N fields equal, max |diff| 0" above the refusal.
+if ! grep -q "without a finite value in either file" out.txt; then
+  echo "FAIL two all-NaN files: stdout does not say the fields had no finite value:"; cat out.txt; failed=1
+fi
 run 2 "good.h5 and good.h5 are the same file" "a file against itself" good.h5 good.h5
 run 2 "good.h5 and link.h5 are the same file" "a file against a link to it" good.h5 link.h5
 run 2 "jets is a dataset in good.h5 and a group in jets_group.h5" "a dataset against a group" good.h5 jets_group.h5

@@ -210,6 +210,10 @@ EvaluateResult evaluate(const config::ResolvedConfig& resolved, const StepOption
   test.num_rows = reader->num_rows();
   test.output = prediction_file(result.checkpoint, reader->path(), D.test_suff);
   callbacks.call(&callbacks::Callback::on_test_start, test);
+  std::error_code ec;  // found before the test runs, not when the file is written after it
+  if (test.wants_predictions && fs::is_directory(test.output, ec))
+    throw InputError(test.output.string() + " is a directory, where salt test writes its predictions; move it or "
+                     "choose another data.test_suff");
 
   data::LoaderOptions loader_options;
   loader_options.set_num_workers(D.num_workers).set_prefetch_factor(D.prefetch_factor);

@@ -463,3 +463,24 @@ print(worst)
 }
 
 }  // namespace salt::testing
+
+namespace salt::testing {
+
+// Before: a directory where the prediction file goes was found only after every
+// batch had been predicted.
+TEST_F(FitTest, ADirectoryAtThePredictionPathIsRefusedBeforeTesting) {
+  auto fit = salt("fit", small_gn2({"--trainer.max_epochs", "1", "-ls", "run"}));
+  ASSERT_EQ(fit.exit_code, 0) << fit.err;
+  const auto run = dir / "logs" / "GN2_cpu_run";
+  const auto best = training::best_checkpoint(run / "ckpts");
+  const auto out = best.parent_path() / (best.stem().string() + "__test_ttbar.h5");
+  std::filesystem::create_directories(out);
+  auto r = salt("test", {"-c", (run / "config.yaml").string()});
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  EXPECT_EQ(error_lines(r.err), 1) << r.err;
+  EXPECT_NE(r.err.find(out.string() + " is a directory, where salt test writes its predictions"), std::string::npos)
+      << r.err;
+  EXPECT_EQ(r.err.find("test/loss"), std::string::npos) << r.err;  // nothing was predicted
+}
+
+}  // namespace salt::testing
