@@ -46,7 +46,7 @@ const config::Binding<ThroughputOptions>& throughput_binding() {
   return b;
 }
 
-double steady_seconds() { return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count(); }
+double monitor_seconds() { return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count(); }
 
 // Lightning's Throughput: the last `window` updates of the running totals.
 struct ThroughputTotals {
@@ -65,7 +65,7 @@ class ThroughputMonitor : public Callback {
                                                       cuda::compute_capability_major(s.cuda_device), t.precision,
                                                       cuda::float32_matmul_precision())
                                : std::nullopt;
-    t0_ = steady_seconds();
+    t0_ = monitor_seconds();
   }
 
   void on_epoch_start(FitState& s, const std::string& stage, int64_t) override {
@@ -93,7 +93,7 @@ class ThroughputMonitor : public Callback {
   }
 
   void on_validation_end(FitState&) override {  // the training clock skips the validation
-    if (paused_at_) t0_ += steady_seconds() - *paused_at_;
+    if (paused_at_) t0_ += monitor_seconds() - *paused_at_;
     paused_at_.reset();
   }
 
@@ -110,8 +110,8 @@ class ThroughputMonitor : public Callback {
     totals_.batches += 1;
     totals_.samples += s.batch_jets;
     totals_.lengths += s.batch_items;
-    totals_.time = steady_seconds() - t0_;
-    last_update_ = steady_seconds();
+    totals_.time = monitor_seconds() - t0_;
+    last_update_ = monitor_seconds();
     window_.push_back(totals_);
     if (static_cast<int64_t>(window_.size()) > o_.window_size) window_.pop_front();
   }

@@ -58,6 +58,12 @@ struct CopyBudget {
 YAML::Node copy_impl(const YAML::Node& node, const std::string& path, const std::string& file, Origins* origins,
                      CopyBudget& budget, int depth);
 
+std::string too_many_keys(std::size_t keys, const std::string& path) {
+  return "a mapping of " + std::to_string(keys) + " keys" + (path.empty() ? std::string() : " ('" + path + "')") +
+         "; salt-cpp reads at most " + std::to_string(CopyBudget::kMaxKeys) +
+         " keys in one mapping (no config comes near)";
+}
+
 // Copies `node`, recording the line of every value under `path` when `file` is set.
 YAML::Node copy_recording(const YAML::Node& node, const std::string& path, const std::string& file,
                           Origins* origins) {
@@ -96,11 +102,10 @@ YAML::Node copy_impl(const YAML::Node& node, const std::string& path, const std:
       return out;
     }
     case YAML::NodeType::Map: {
-      if (node.size() > CopyBudget::kMaxKeys)
-        throw UsageError((file.empty() ? std::string("<yaml>") : file) + ":" + std::to_string(node.Mark().line + 1) +
-                         ": a mapping of " + std::to_string(node.size()) + " keys" +
-                         (path.empty() ? std::string() : " ('" + path + "')") + "; salt-cpp reads at most " +
-                         std::to_string(CopyBudget::kMaxKeys) + " keys in one mapping (no config comes near)");
+      if (node.size() > CopyBudget::kMaxKeys) {
+        if (file.empty()) throw TreeTooLarge("the config has " + too_many_keys(node.size(), path));  // merged
+        throw UsageError(file + ":" + std::to_string(node.Mark().line + 1) + ": " + too_many_keys(node.size(), path));
+      }
       checked_tag(node, path, file);
       YAML::Node out(YAML::NodeType::Map);
       // The maps merged in (`<<`), the first winning: PyYAML merges every `<<` of a
@@ -192,18 +197,23 @@ bool is_quoted(const YAML::Node& scalar) { return scalar.IsScalar() && scalar.Ta
 YAML::Node copy_tree(const YAML::Node& node) { return copy_recording(node, "", "", nullptr); }
 
 namespace {
-void count_tree(const YAML::Node& node, CopyBudget& budget, int depth) {
+// A merged tree (no file): the merge that takes a mapping past the key limit is
+// named by the caller, as for the node limit.
+void count_tree(const YAML::Node& node, CopyBudget& budget, int depth, const std::string& path) {
   count_node(budget, depth, "", node);
-  if (node.IsMap())
-    for (const auto& kv : node) count_tree(kv.second, budget, depth + 1);
-  else if (node.IsSequence())
-    for (const auto& item : node) count_tree(item, budget, depth + 1);
+  if (node.IsMap()) {
+    if (node.size() > CopyBudget::kMaxKeys) throw TreeTooLarge("the config has " + too_many_keys(node.size(), path));
+    for (const auto& kv : node) count_tree(kv.second, budget, depth + 1, join_path(path, kv.first.Scalar()));
+  } else if (node.IsSequence()) {
+    std::size_t i = 0;
+    for (const auto& item : node) count_tree(item, budget, depth + 1, join_path(path, std::to_string(i++)));
+  }
 }
 }  // namespace
 
 void check_tree_size(const YAML::Node& tree) {
   CopyBudget budget;
-  count_tree(tree, budget, 0);
+  count_tree(tree, budget, 0, "");
 }
 
 YAML::Node get_entry(const YAML::Node& map, const YAML::Node& key) {

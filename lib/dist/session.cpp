@@ -1,5 +1,6 @@
 #include "dist/session.h"
 
+#include <algorithm>
 #include <csignal>
 
 #include "core/errors.h"
@@ -60,6 +61,46 @@ Session::StepFlags Session::agree(bool local_nan, int local_stop_signal, bool lo
   else if (all[w + 1] > 0) f.stop_signal = SIGTERM;
   f.requeue = all[w + 2] > 0;
   return f;
+}
+
+namespace {
+
+using Settings = std::vector<std::pair<std::string, std::string>>;
+
+// name \x1f value \x1e ...: neither separator occurs in a setting's text.
+std::string encode(const Settings& settings) {
+  std::string out;
+  for (const auto& [name, value] : settings) out += name + '\x1f' + value + '\x1e';
+  return out;
+}
+
+Settings decode(const std::string& text) {
+  Settings out;
+  for (std::size_t at = 0; at < text.size();) {
+    const auto unit = text.find('\x1f', at), record = text.find('\x1e', at);
+    if (unit == std::string::npos || record == std::string::npos || unit > record) break;
+    out.emplace_back(text.substr(at, unit - at), text.substr(unit + 1, record - unit - 1));
+    at = record + 1;
+  }
+  return out;
+}
+
+}  // namespace
+
+void Session::require_same(const Settings& settings) {
+  group_->set("settings/" + std::to_string(rank()), encode(settings));
+  const auto first = rank() == 0 ? settings : decode(group_->get("settings/0"));
+  for (int r = 1; r < size(); ++r) {
+    const auto theirs = r == rank() ? settings : decode(group_->get("settings/" + std::to_string(r)));
+    for (std::size_t i = 0; i < std::max(first.size(), theirs.size()); ++i) {
+      const auto name = i < first.size() ? first[i].first : theirs[i].first;
+      const auto a = i < first.size() ? first[i].second : "(not set)";
+      const auto b = i < theirs.size() ? theirs[i].second : "(not set)";
+      if (i < first.size() && i < theirs.size() && first[i] == theirs[i]) continue;
+      throw UsageError("the ranks are not set up alike: " + name + " is " + a + " on rank 0 but " + b + " on rank " +
+                       std::to_string(r) + "; start every rank with the same config and data");
+    }
+  }
 }
 
 std::vector<double> Session::sum(const std::vector<double>& values) {

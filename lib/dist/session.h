@@ -11,6 +11,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "dist/grad_sync.h"
@@ -46,6 +47,13 @@ class Session {
     bool requeue = false;
   };
   StepFlags agree(bool local_nan, int local_stop_signal, bool local_requeue);
+
+  // What must be the same on every rank before training (the model, batch size, data
+  // sizes, precision, ...), as (name, value) in one order: every rank's list is
+  // shared through the store and compared with rank 0's. Where one differs, every
+  // rank throws the same UsageError naming the first rank, setting and both values
+  // (before: Gloo aborted the broadcast of mismatched weights).
+  void require_same(const std::vector<std::pair<std::string, std::string>>& settings);
 
   // Element-wise sums over ranks (as float64 on the CPU).
   std::vector<double> sum(const std::vector<double>& values);

@@ -361,6 +361,22 @@ TEST(Refusals, AMergeOfConfigsPastTheLimitsNamesTheFile) {
                   2, "salt: error: " + big2 + ": merged with what comes before it, the config has over 50000 values");
 }
 
+// Before: "<yaml>:0: a mapping of 1200 keys": each file within the key limit, their
+// merge past it, and no file named.
+TEST(Refusals, AMergeOfMappingsPastTheKeyLimitNamesTheFile) {
+  TempDir dir;
+  for (int part = 0; part < 2; ++part) {
+    std::string text = "data:\n  labels:\n";
+    for (int k = 0; k < 600; ++k) text += "    k" + std::to_string(part * 600 + k) + ": [a]\n";
+    write_file(dir / ("keys" + std::to_string(part) + ".yaml"), text);
+  }
+  const auto second = (dir / "keys1.yaml").string();
+  expect_one_line(run_salt(with_gn2({"fit", "-c", (dir / "keys0.yaml").string(), "-c", second, "--print_config"}),
+                           dir.path()),
+                  2, "salt: error: " + second + ": merged with what comes before it, the config has a mapping of 1200 "
+                     "keys ('data.labels'); salt-cpp reads at most 1000 keys in one mapping");
+}
+
 // Before: a 10,000-character key was echoed whole, twice; now every word of an error
 // is at most ~200 characters, its first and last 100 bytes around an ellipsis.
 TEST(Refusals, AnOverlongKeyIsShortenedInTheError) {

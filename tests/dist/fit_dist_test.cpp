@@ -378,3 +378,45 @@ TEST_F(DistFitTest, AMissingPeerTimesOutWithOneLine) {
 }
 
 }  // namespace salt::testing
+
+namespace salt::testing {
+
+// Ranks started by hand (torchrun's variables) with different configs: before, Gloo
+// aborted the weights' broadcast (a model of another size) or the run trained on
+// (another batch size). Every rank now says the same line before training.
+TEST_F(DistFitTest, RanksSetUpDifferentlyStopWithOneLineNamingTheDifference) {
+  auto start_pair = [&](const std::vector<std::string>& rank1_extra) {
+    const int port = dist::free_local_port();
+    auto argv = [&](const std::vector<std::string>& extra) {
+      std::vector<std::string> a{salt::testing::salt_binary(), "fit"};
+      for (const auto& x : two_ranks(extra)) a.push_back(x);
+      return a;
+    };
+    auto env = [&](int rank) {
+      return std::vector<std::string>{"OMP_NUM_THREADS=1", "RANK=" + std::to_string(rank),
+                                      "LOCAL_RANK=" + std::to_string(rank), "WORLD_SIZE=2", "MASTER_ADDR=127.0.0.1",
+                                      "MASTER_PORT=" + std::to_string(port), "SALT_DIST_TIMEOUT=30"};
+    };
+    BackgroundProcess rank1(argv(rank1_extra), dir.path(), env(1));
+    std::this_thread::sleep_for(1s);
+    BackgroundProcess rank0(argv({}), dir.path(), env(0));
+    return std::pair{rank0.wait(), rank1.wait()};
+  };
+  const std::vector<std::pair<std::vector<std::string>, std::string>> cases = {
+      {{"--data.batch_size", "100"}, "data.batch_size is '250' on rank 0 but '100' on rank 1"},
+      {{"--model.model.init_args.encoder.init_args.num_layers", "3"}, "the model is 82222 parameters in "},
+      {{"--data.num_train", "1000"}, "the number of training jets is '2000' on rank 0 but '1000' on rank 1"},
+  };
+  for (const auto& [extra, says] : cases) {
+    const auto [r0, r1] = start_pair(extra);
+    for (const auto* r : {&r0, &r1}) {
+      EXPECT_EQ(r->exit_code, 2) << r->err;
+      EXPECT_EQ(error_lines(r->err), 1) << r->err;
+      EXPECT_NE(r->err.find("salt: error: the ranks are not set up alike: " + says), std::string::npos) << r->err;
+      EXPECT_EQ(r->err.find("terminate"), std::string::npos) << r->err;
+    }
+  }
+  EXPECT_TRUE(runs().empty());
+}
+
+}  // namespace salt::testing

@@ -193,8 +193,37 @@ void FitStart::load_resume() {
 void FitStart::place_model() {
   setup_.model->to(device_);
   if (!session_) return;
+  session_->require_same(rank_settings());  // before the broadcast, which mismatched weights abort
   dist::broadcast_module(session_->group(), *setup_.model);  // every rank starts from rank 0's weights
   grad_sync_ = session_->gradient_sync(setup_.model->parameters());
+}
+
+// What every rank of a data-parallel run must have alike, in words for the error
+// naming a difference: the model's parameters (count and a hash of names and
+// shapes), the batches' shape, the data's size, the precision and the schedule.
+std::vector<std::pair<std::string, std::string>> FitStart::rank_settings() const {
+  int64_t count = 0;
+  std::size_t layout = 0;
+  const auto params = setup_.model->named_parameters(true);
+  for (const auto& p : params) {
+    count += p.value().numel();
+    layout = layout * 1000003u ^ std::hash<std::string>{}(p.key() + c10::str(p.value().sizes()));
+  }
+  YAML::Emitter switches;
+  auto yaml = step_options_yaml(options_);
+  yaml.remove("threads");  // compute threads may differ from rank to rank
+  switches << YAML::Flow << yaml;
+  const auto text = [](auto v) { return "'" + c10::str(v) + "'"; };
+  return {{"the model", fmt::format("{} parameters in {} tensors (layout {:016x})", count, params.size(), layout)},
+          {"data.batch_size", text(D.batch_size)},
+          {"the number of training jets", text(train_reader_->num_rows())},
+          {"the number of validation jets", text(val_reader_->num_rows())},
+          {"trainer.precision", text(T.precision_name)},
+          {"trainer.accumulate_grad_batches", text(T.accumulate_grad_batches)},
+          {"trainer.max_epochs", text(T.max_epochs)},
+          {"trainer.max_steps", text(T.max_steps)},
+          {"ckpt_path", text(resume_source_.empty() ? std::string("null") : resume_source_)},
+          {"the step switches (SALT_*)", switches.c_str()}};
 }
 
 // Batches per epoch, the one-cycle schedule's length and where a resumed run

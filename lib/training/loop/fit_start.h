@@ -71,6 +71,7 @@ class FitStart {
   std::string decide_on_rank0();
   void load_resume();
   void place_model();
+  std::vector<std::pair<std::string, std::string>> rank_settings() const;
   void plan_steps();
   void make_optimization();
   void run_git_checks();
