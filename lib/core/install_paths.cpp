@@ -1,5 +1,7 @@
 #include "core/install_paths.h"
 
+#include <dlfcn.h>
+
 #include <cstdlib>
 #include <string>
 
@@ -8,10 +10,29 @@
 namespace salt {
 namespace fs = std::filesystem;
 
+bool started_by_the_loader() {
+  std::error_code ec;
+  const auto name = fs::read_symlink("/proc/self/exe", ec).filename().string();
+  if (ec) return false;
+  return name.rfind("ld-", 0) == 0 || name.rfind("ld64.so", 0) == 0 || name.rfind("ld.so", 0) == 0;
+}
+
 fs::path executable_dir() {
   std::error_code ec;
   auto exe = fs::read_symlink("/proc/self/exe", ec);
   if (ec) throw UsageError("cannot read /proc/self/exe to find salt's files: " + ec.message());
+  if (started_by_the_loader()) {
+    // The main program's own file, as the loader opened it (its path taken at
+    // start-up, before anything could change the working directory).
+    static const fs::path program = [] {
+      Dl_info info{};
+      std::error_code e;
+      if (dladdr(reinterpret_cast<void*>(&executable_dir), &info) == 0 || !info.dli_fname || !*info.dli_fname)
+        return fs::path();
+      return fs::canonical(info.dli_fname, e);
+    }();
+    if (!program.empty()) return program.parent_path();
+  }
   return exe.parent_path();
 }
 

@@ -9,8 +9,14 @@
 
 namespace salt {
 
-// The folder of the running executable (/proc/self/exe).
+// The folder of the running executable: /proc/self/exe's, or, when that is the
+// dynamic loader that was asked to run salt (`ld-linux-x86-64.so.2 salt fit ...`),
+// the folder of the program the loader loaded.
 std::filesystem::path executable_dir();
+
+// Whether /proc/self/exe is the dynamic loader (ld-linux*.so, ld64.so, ld.so): salt
+// was started as `<loader> <salt> ...`.
+bool started_by_the_loader();
 
 // SALT_SHARE_DIR when set, else <executable_dir>/../share/salt. Throws UsageError
 // naming both when the folder does not exist.

@@ -5,8 +5,10 @@
 
 #include <cstdlib>
 #include <cstring>
+#include <vector>
 
 #include "core/cpu_budget.h"
+#include "core/install_paths.h"
 
 namespace salt {
 
@@ -36,6 +38,25 @@ bool blas_runs_own_threads() {
   return get_parallel && get_parallel() == 1;
 }
 
+namespace {
+
+// Started through the dynamic loader (`ld-linux-x86-64.so.2 salt fit ...`, as some
+// batch wrappers and profilers do), /proc/self/exe is the loader: restarting it with
+// salt's arguments made it look for a program named "fit" (exit 127). Then the
+// loader is run again with salt's path, which the loader left in argv[0].
+void restart(int argc, char** argv) {
+  if (!started_by_the_loader()) {
+    execv("/proc/self/exe", argv);
+    return;
+  }
+  std::vector<char*> with_loader{const_cast<char*>("/proc/self/exe")};
+  with_loader.insert(with_loader.end(), argv, argv + argc);
+  with_loader.push_back(nullptr);
+  execv("/proc/self/exe", with_loader.data());
+}
+
+}  // namespace
+
 void restart_with_short_spin_if_needed(int argc, char** argv) {
   if (argc < 2 || !computes(argv[1])) return;  // the machine is looked at only for these
   const EnvLookup env = [](const char* name) -> const char* { return std::getenv(name); };
@@ -44,7 +65,7 @@ void restart_with_short_spin_if_needed(int argc, char** argv) {
   if (setenv("GOMP_SPINCOUNT", kShortSpinCount, 1) != 0 || setenv(kShortSpinMarker, "1", 1) != 0 ||
       (!blas_timeout_set && setenv("OPENBLAS_THREAD_TIMEOUT", kShortBlasTimeout, 1) != 0))
     return;
-  execv("/proc/self/exe", argv);
+  restart(argc, argv);
   // Not restarted: run on with the libraries' own waits, as metadata.yaml then says.
   unsetenv("GOMP_SPINCOUNT");
   unsetenv(kShortSpinMarker);

@@ -377,6 +377,22 @@ TEST(Refusals, AMergeOfMappingsPastTheKeyLimitNamesTheFile) {
                      "keys ('data.labels'); salt-cpp reads at most 1000 keys in one mapping");
 }
 
+// Before: started through the dynamic loader (as some batch wrappers and profilers
+// start programs), the restart that shortens OpenMP's spinning ran the loader with
+// salt's arguments: "fit: cannot open shared object file", exit 127.
+TEST(Refusals, AFitStartedThroughTheDynamicLoaderRestartsAsSalt) {
+  const std::string loader = "/lib64/ld-linux-x86-64.so.2";
+  ASSERT_TRUE(std::filesystem::exists(loader)) << loader;
+  TempDir dir;
+  write_toy_data(dir / "data" / "toy", 200, 50, 0);
+  auto args = with_gn2({loader, salt_binary(), "fit", "--trainer.fast_dev_run", "1"});
+  args.insert(args.end(), {"--data.batch_size", "50"});  // after the configs, which set their own
+  // OMP_NUM_THREADS=2: the restart is wanted (2 cores, OpenBLAS's own threads).
+  const auto r = run_process(args, dir.path(), {"OMP_NUM_THREADS=2"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.err.find("idle OpenMP threads sleep after GOMP_SPINCOUNT=10000"), std::string::npos) << r.err;
+}
+
 // Before: a 10,000-character key was echoed whole, twice; now every word of an error
 // is at most ~200 characters, its first and last 100 bytes around an ellipsis.
 TEST(Refusals, AnOverlongKeyIsShortenedInTheError) {
