@@ -31,4 +31,19 @@ int free_local_port() {
   return ntohs(addr.sin_port);
 }
 
+bool port_is_free(int port) {
+  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  if (fd < 0) return true;  // cannot tell: let the store try
+  const int on = 1;
+  ::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &on, sizeof on);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_ANY);
+  addr.sin_port = htons(static_cast<uint16_t>(port));
+  const bool bound = ::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0 && ::listen(fd, 1) == 0;
+  const bool in_use = !bound && errno == EADDRINUSE;
+  ::close(fd);
+  return !in_use;
+}
+
 }  // namespace salt::dist

@@ -7,4 +7,8 @@ namespace salt::dist {
 
 int free_local_port();  // InputError when no socket can be bound
 
+// Whether a server could listen on `port` of every interface now (as the rendezvous
+// store on rank 0 will, with SO_REUSEADDR): false when another process holds it.
+bool port_is_free(int port);
+
 }  // namespace salt::dist

@@ -4,6 +4,7 @@
 #include "core/errors.h"
 #include "dist/backends.h"
 #include "dist/c10d_compat.h"
+#include "dist/free_port.h"
 
 namespace salt::dist {
 namespace {
@@ -88,6 +89,11 @@ std::unique_ptr<ProcessGroup> ProcessGroup::connect(const DistEnv& env, const to
   require_backend(options, device);
   auto impl = std::make_unique<Impl>();
   const std::string where = env.master_addr + ":" + std::to_string(env.master_port);
+  // Said before c10d's own log lines about the failed bind, which came first.
+  if (env.rank == 0 && !port_is_free(env.master_port))
+    throw InputError("rank 0 cannot serve the run's rendezvous at " + where + ": port " +
+                     std::to_string(env.master_port) + " is in use by another process (another run?); choose another "
+                     "MASTER_PORT");
   try {
     auto tcp = compat::make_tcp_store(env.master_addr, env.master_port, env.rank == 0, env.world_size, options.timeout);
     impl->store = compat::prefixed("salt", tcp);

@@ -9,7 +9,10 @@
 // (g(p[2i]) + g(p[2i+1])) / 2: the same rows, the same global batch of 2B, and the
 // same mean of per-batch mean losses (a single batch of 2B rows would weight the
 // masked track losses differently). Same number of steps, same OneCycle schedule.
+#include <netinet/in.h>
 #include <signal.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include "dist/dist_support.h"
 #include "dist/free_port.h"
@@ -416,6 +419,39 @@ TEST_F(DistFitTest, RanksSetUpDifferentlyStopWithOneLineNamingTheDifference) {
       EXPECT_EQ(r->err.find("terminate"), std::string::npos) << r->err;
     }
   }
+  EXPECT_TRUE(runs().empty());
+}
+
+}  // namespace salt::testing
+
+namespace salt::testing {
+
+// Before: rank 0's line about a MASTER_PORT another process holds came after four
+// lines of c10d's own logging about the failed bind.
+TEST_F(DistFitTest, APortInUseIsRank0sFirstAndOnlyLine) {
+  const int port = dist::free_local_port();
+  const int holder = ::socket(AF_INET, SOCK_STREAM, 0);
+  ASSERT_GE(holder, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_ANY);
+  addr.sin_port = htons(static_cast<uint16_t>(port));
+  ASSERT_EQ(::bind(holder, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
+  ASSERT_EQ(::listen(holder, 1), 0);
+  std::vector<std::string> argv{salt::testing::salt_binary(), "fit"};
+  for (const auto& a : two_ranks()) argv.push_back(a);
+  const auto r = run_process(argv, dir.path(),
+                             {"OMP_NUM_THREADS=1", "RANK=0", "LOCAL_RANK=0", "WORLD_SIZE=2", "MASTER_ADDR=127.0.0.1",
+                              "MASTER_PORT=" + std::to_string(port), "SALT_DIST_TIMEOUT=10"});
+  ::close(holder);
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  EXPECT_EQ(error_lines(r.err), 1) << r.err;
+  EXPECT_NE(r.err.find("salt: error: rank 0 cannot serve the run's rendezvous at 127.0.0.1:" + std::to_string(port) +
+                       ": port " + std::to_string(port) + " is in use by another process"),
+            std::string::npos)
+      << r.err;
+  for (const char* c10d : {"TCPStore", "socket.cpp", "[W", "[E"})
+    EXPECT_EQ(r.err.find(c10d), std::string::npos) << c10d << ": " << r.err;
   EXPECT_TRUE(runs().empty());
 }
 
