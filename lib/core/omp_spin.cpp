@@ -62,7 +62,10 @@ void restart_with_short_spin_if_needed(int argc, char** argv) {
   const EnvLookup env = [](const char* name) -> const char* { return std::getenv(name); };
   if (!wants_short_spin(argv[1], env, affinity_cores(), blas_runs_own_threads())) return;
   const bool blas_timeout_set = set(env, "OPENBLAS_THREAD_TIMEOUT");
-  if (setenv("GOMP_SPINCOUNT", kShortSpinCount, 1) != 0 || setenv(kShortSpinMarker, "1", 1) != 0 ||
+  // The marker says what salt set: "1" the spin count, "2" the BLAS timeout too, so
+  // that a user's own OPENBLAS_THREAD_TIMEOUT=4 is recorded as the user's.
+  if (setenv("GOMP_SPINCOUNT", kShortSpinCount, 1) != 0 ||
+      setenv(kShortSpinMarker, blas_timeout_set ? "1" : "2", 1) != 0 ||
       (!blas_timeout_set && setenv("OPENBLAS_THREAD_TIMEOUT", kShortBlasTimeout, 1) != 0))
     return;
   restart(argc, argv);
@@ -81,7 +84,8 @@ SpinSetting spin_setting(const EnvLookup& env) {
 SpinSetting blas_timeout_setting(const EnvLookup& env) {
   if (!set(env, "OPENBLAS_THREAD_TIMEOUT")) return {"OpenBLAS's own (28)", false};
   // salt-cpp sets it only beside its marker, and only where the user had not.
-  const bool ours = set(env, kShortSpinMarker) && std::strcmp(env("OPENBLAS_THREAD_TIMEOUT"), kShortBlasTimeout) == 0;
+  const bool ours = set(env, kShortSpinMarker) && std::strcmp(env(kShortSpinMarker), "2") == 0 &&
+                    std::strcmp(env("OPENBLAS_THREAD_TIMEOUT"), kShortBlasTimeout) == 0;
   return {env("OPENBLAS_THREAD_TIMEOUT"), !ours};
 }
 

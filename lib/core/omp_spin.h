@@ -26,7 +26,8 @@ inline constexpr const char* kShortSpinCount = "10000";
 // (OPENBLAS_THREAD_TIMEOUT, read when OpenBLAS loads; the same fit, 5 interleaved
 // rounds: 32 571 -> 605 jets/s, bf16-mixed 538 -> 564, medians).
 inline constexpr const char* kShortBlasTimeout = "4";
-// Set beside it, so that the run can tell its own setting from a user's.
+// Set beside it ("1"; "2" when salt set OPENBLAS_THREAD_TIMEOUT too), so that the
+// run can tell its own settings from a user's.
 inline constexpr const char* kShortSpinMarker = "SALT_SET_GOMP_SPINCOUNT";
 
 // Whether `command` should start again with GOMP_SPINCOUNT=kShortSpinCount: a

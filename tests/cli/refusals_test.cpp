@@ -1,6 +1,7 @@
 // Refusals docs/refusals.md listed without a test: each is one line on stderr, the
 // documented exit code, and nothing written.
 #include <gtest/gtest.h>
+#include <yaml-cpp/yaml.h>
 #include <sys/stat.h>
 
 #include <filesystem>
@@ -391,6 +392,25 @@ TEST(Refusals, AFitStartedThroughTheDynamicLoaderRestartsAsSalt) {
   const auto r = run_process(args, dir.path(), {"OMP_NUM_THREADS=2"});
   EXPECT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.err.find("idle OpenMP threads sleep after GOMP_SPINCOUNT=10000"), std::string::npos) << r.err;
+}
+
+// metadata.yaml tells a user's OPENBLAS_THREAD_TIMEOUT from the one salt sets when it
+// restarts with a short spin (both "4"): before, the user's was recorded as salt's.
+TEST(SwitchBookkeeping, AUsersOwnBlasTimeoutIsRecordedAsTheUsers) {
+  TempDir dir;
+  write_toy_data(dir / "data" / "toy", 200, 50, 0);
+  auto source_of = [&](const std::vector<std::string>& env, const std::string& suffix) -> std::string {
+    auto args = with_gn2({"fit", "--trainer.max_epochs", "1", "-ls", suffix, "--force"});
+    args.insert(args.end(), {"--data.batch_size", "50"});
+    const auto r = run_salt(args, dir.path(), env);
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    const auto meta = YAML::LoadFile((dir / "logs" / ("GN2_cpu_" + suffix) / "metadata.yaml").string());
+    const auto entry = meta["step_options"]["openblas_thread_timeout"];
+    EXPECT_EQ(entry["value"].as<std::string>(), "4") << YAML::Dump(meta["step_options"]);
+    return entry["source"].as<std::string>();
+  };
+  EXPECT_EQ(source_of({"OMP_NUM_THREADS=2", "OPENBLAS_THREAD_TIMEOUT=4"}, "users"), "environment");
+  EXPECT_EQ(source_of({"OMP_NUM_THREADS=2"}, "salts"), "default");  // set by the restart
 }
 
 // Before: a 10,000-character key was echoed whole, twice; now every word of an error

@@ -52,9 +52,13 @@ TEST(OmpSpin, TheSettingSaysWhoChoseIt) {
 }
 
 TEST(OmpSpin, OpenBlasTimeoutSaysWhoChoseIt) {
-  auto ours = blas_timeout_setting(environment({{"OPENBLAS_THREAD_TIMEOUT", kShortBlasTimeout}, {kShortSpinMarker, "1"}}));
+  // The restart's marker: "2" when salt set the timeout, "1" when the user had.
+  auto ours = blas_timeout_setting(environment({{"OPENBLAS_THREAD_TIMEOUT", kShortBlasTimeout}, {kShortSpinMarker, "2"}}));
   EXPECT_EQ(ours.value, "4");
   EXPECT_FALSE(ours.from_environment);
+  // Before: a user's own 4 beside the marker was recorded as salt's.
+  auto users_four = blas_timeout_setting(environment({{"OPENBLAS_THREAD_TIMEOUT", "4"}, {kShortSpinMarker, "1"}}));
+  EXPECT_TRUE(users_four.from_environment);
   auto users = blas_timeout_setting(environment({{"OPENBLAS_THREAD_TIMEOUT", "20"}, {kShortSpinMarker, "1"}}));
   EXPECT_EQ(users.value, "20");
   EXPECT_TRUE(users.from_environment);
