@@ -4,6 +4,7 @@
 #include <fstream>
 #include <map>
 #include <sstream>
+#include <vector>
 
 #include "config/yaml_util.h"
 #include "core/errors.h"
@@ -198,22 +199,36 @@ YAML::Node copy_tree(const YAML::Node& node) { return copy_recording(node, "", "
 
 namespace {
 // A merged tree (no file): the merge that takes a mapping past the key limit is
-// named by the caller, as for the node limit.
-void count_tree(const YAML::Node& node, CopyBudget& budget, int depth, const std::string& path) {
+// named by the caller, as for the node limit. `keys`: the path down to `node`, joined
+// only for the error (this runs after every merged file and flag).
+void count_tree(const YAML::Node& node, CopyBudget& budget, int depth, std::vector<std::string>& keys) {
   count_node(budget, depth, "", node);
   if (node.IsMap()) {
-    if (node.size() > CopyBudget::kMaxKeys) throw TreeTooLarge("the config has " + too_many_keys(node.size(), path));
-    for (const auto& kv : node) count_tree(kv.second, budget, depth + 1, join_path(path, kv.first.Scalar()));
+    if (node.size() > CopyBudget::kMaxKeys) {
+      std::string path;
+      for (const auto& k : keys) path = join_path(path, k);
+      throw TreeTooLarge("the config has " + too_many_keys(node.size(), path));
+    }
+    for (const auto& kv : node) {
+      keys.push_back(kv.first.Scalar());
+      count_tree(kv.second, budget, depth + 1, keys);
+      keys.pop_back();
+    }
   } else if (node.IsSequence()) {
     std::size_t i = 0;
-    for (const auto& item : node) count_tree(item, budget, depth + 1, join_path(path, std::to_string(i++)));
+    for (const auto& item : node) {
+      keys.push_back(std::to_string(i++));
+      count_tree(item, budget, depth + 1, keys);
+      keys.pop_back();
+    }
   }
 }
 }  // namespace
 
 void check_tree_size(const YAML::Node& tree) {
   CopyBudget budget;
-  count_tree(tree, budget, 0, "");
+  std::vector<std::string> keys;
+  count_tree(tree, budget, 0, keys);
 }
 
 YAML::Node get_entry(const YAML::Node& map, const YAML::Node& key) {

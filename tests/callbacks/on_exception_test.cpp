@@ -15,14 +15,6 @@ namespace fs = std::filesystem;
 
 namespace {
 
-bool wait_for(const std::function<bool()>& ready, int timeout_ms) {
-  for (int waited = 0; waited < timeout_ms; waited += 5) {
-    if (ready()) return true;
-    std::this_thread::sleep_for(std::chrono::milliseconds(5));
-  }
-  return false;
-}
-
 void expect_same_weights(const fs::path& a, const fs::path& b) {
   const auto wa = training::load_checkpoint(a), wb = training::load_checkpoint(b);
   EXPECT_EQ(wa.global_step, wb.global_step) << a << " " << b;
@@ -65,7 +57,7 @@ TEST_F(OnExceptionFit, SigtermSavesTheLastStepWhichResumesToTheUninterruptedRun)
   std::vector<std::string> argv{salt_binary(), "fit"};
   for (const auto& a : crash_args("crashed", "4")) argv.push_back(a);
   BackgroundProcess fit(argv, dir.path(), {"OMP_NUM_THREADS=1"});
-  ASSERT_TRUE(wait_for([&] { return fs::exists(run / "ckpts") && !checkpoints(run).empty(); }, 60000));
+  ASSERT_TRUE(wait_until([&] { return fs::exists(run / "ckpts") && !checkpoints(run).empty(); }, std::chrono::seconds(60)));
   fit.signal(SIGTERM);
   auto r = fit.wait();
   ASSERT_EQ(r.exit_code, 128 + SIGTERM) << r.err;
@@ -102,15 +94,7 @@ TEST_F(OnExceptionFit, SigtermSavesTheLastStepWhichResumesToTheUninterruptedRun)
 // error stays one line, and the run's earlier checkpoints are untouched.
 TEST_F(OnExceptionFit, WeightsANonFiniteLossSpoiltAreNotSaved) {
   SALT_REQUIRE(have_python_module("h5py"), "python3-h5py is not installed (scripts/bootstrap.sh installs it)");
-  auto py = run_python(R"(
-import sys, shutil, h5py, numpy as np
-shutil.copy(sys.argv[1], sys.argv[2])
-with h5py.File(sys.argv[2], "r+") as f:
-    t = f["tracks"][...]
-    t["d0"][t["valid"]] = np.nan
-    f["tracks"][...] = t
-)",
-                       {(dir / "data/toy/pp_output_train.h5").string(), (dir / "data/toy/nan_train.h5").string()});
+  auto py = write_nan_tracks_copy(dir / "data/toy/pp_output_train.h5", dir / "data/toy/nan_train.h5");
   ASSERT_EQ(py.exit_code, 0) << py.err;
   auto args = crash_args("nan", "2");
   args.insert(args.end(), {"--data.train_file", "data/toy/nan_train.h5", "--data.ignore_finite_checks", "true"});

@@ -1,4 +1,4 @@
-// Helpers for the data-parallel end-to-end tests: waiting with a deadline, finding
+// Helpers for the data-parallel end-to-end tests (waiting with a deadline: fit_support.h): finding
 // a launcher's worker processes, comparing checkpoints.
 #pragma once
 #include <signal.h>
@@ -17,15 +17,6 @@
 #include "training/checkpoints/checkpoint.h"
 
 namespace salt::testing {
-
-inline bool wait_until(const std::function<bool()>& ready, std::chrono::milliseconds timeout) {
-  const auto end = std::chrono::steady_clock::now() + timeout;
-  while (std::chrono::steady_clock::now() < end) {
-    if (ready()) return true;
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  }
-  return ready();
-}
 
 // Running (not a zombie, not gone).
 inline bool process_alive(int pid) {

@@ -3,17 +3,44 @@
 #pragma once
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <filesystem>
+#include <functional>
 #include <fstream>
 #include <map>
 #include <regex>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "support/test_support.h"
 
 namespace salt::testing {
+
+// Polls `ready` until it holds or `timeout` passes (a background process's progress).
+inline bool wait_until(const std::function<bool()>& ready, std::chrono::milliseconds timeout) {
+  const auto end = std::chrono::steady_clock::now() + timeout;
+  while (std::chrono::steady_clock::now() < end) {
+    if (ready()) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  return ready();
+}
+
+// A copy of an HDF5 input with NaN in every valid track's d0 (h5py), which
+// data.ignore_finite_checks admits: its training loss goes non-finite.
+inline ProcessResult write_nan_tracks_copy(const std::filesystem::path& from, const std::filesystem::path& to) {
+  return run_python(R"(
+import sys, shutil, h5py, numpy as np
+shutil.copy(sys.argv[1], sys.argv[2])
+with h5py.File(sys.argv[2], "r+") as f:
+    t = f["tracks"][...]
+    t["d0"][t["valid"]] = np.nan
+    f["tracks"][...] = t
+)",
+                    {from.string(), to.string()});
+}
 
 class FitTest : public ::testing::Test {
  protected:

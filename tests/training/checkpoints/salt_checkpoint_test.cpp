@@ -28,6 +28,20 @@ void as_salt_config(const fs::path& from, const fs::path& to) {
   write_file(to, text);
 }
 
+// The small GN2's four probability columns of two prediction files, bit for bit (h5py).
+void expect_same_predictions(const fs::path& a, const fs::path& b) {
+  auto same = run_python(R"(
+import sys, h5py, numpy as np
+a, b = h5py.File(sys.argv[1])["jets"][:], h5py.File(sys.argv[2])["jets"][:]
+cols = [c for c in a.dtype.names if c.startswith("GN2_cpu_")]
+assert len(cols) == 4 and len(a) == 500, (cols, len(a))
+print(all(np.array_equal(a[c], b[c]) for c in cols))
+)",
+                         {a.string(), b.string()});
+  ASSERT_EQ(same.exit_code, 0) << same.err;
+  EXPECT_EQ(same.out, "True\n") << a << " " << b;
+}
+
 }  // namespace
 
 TEST_F(FitTest, ACheckpointWrittenBySaltOpensInEveryCommand) {
@@ -62,16 +76,7 @@ TEST_F(FitTest, ACheckpointWrittenBySaltOpensInEveryCommand) {
   const auto preds = [](const fs::path& ckpt) {
     return ckpt.parent_path() / (ckpt.stem().string() + "__test_ttbar.h5");
   };
-  auto same = run_python(R"(
-import sys, h5py, numpy as np
-a, b = h5py.File(sys.argv[1])["jets"][:], h5py.File(sys.argv[2])["jets"][:]
-cols = [c for c in a.dtype.names if c.startswith("GN2_cpu_")]
-assert len(cols) == 4 and len(a) == 500, (cols, len(a))
-print(all(np.array_equal(a[c], b[c]) for c in cols))
-)",
-                         {preds(our_ckpt).string(), preds(their_ckpt).string()});
-  ASSERT_EQ(same.exit_code, 0) << same.err;
-  EXPECT_EQ(same.out, "True\n");
+  expect_same_predictions(preds(our_ckpt), preds(their_ckpt));
 
   // salt validate and to_onnx read it too.
   auto val = salt("validate", {"-c", (theirs / "config.yaml").string(), "--ckpt_path", their_ckpt.string()});
@@ -132,16 +137,7 @@ TEST_F(FitTest, ACompiledSaltRunsCheckpointPredictsAsItsPlainTwin) {
     auto test = salt("test", {"-c", (ours / "config.yaml").string(), "--ckpt_path", ckpt.string()});
     ASSERT_EQ(test.exit_code, 0) << test.err;
   }
-  auto same = run_python(R"(
-import sys, h5py, numpy as np
-a, b = h5py.File(sys.argv[1])["jets"][:], h5py.File(sys.argv[2])["jets"][:]
-cols = [c for c in a.dtype.names if c.startswith("GN2_cpu_")]
-assert len(cols) == 4 and len(a) == 500, (cols, len(a))
-print(all(np.array_equal(a[c], b[c]) for c in cols))
-)",
-                         {(dir / "plain__test_ttbar.h5").string(), (dir / "compiled__test_ttbar.h5").string()});
-  ASSERT_EQ(same.exit_code, 0) << same.err;
-  EXPECT_EQ(same.out, "True\n");
+  expect_same_predictions(dir / "plain__test_ttbar.h5", dir / "compiled__test_ttbar.h5");
   auto val = salt("validate", {"-c", (ours / "config.yaml").string(), "--ckpt_path", compiled.string()});
   EXPECT_EQ(val.exit_code, 0) << val.err;
   auto onnx = salt("to_onnx", {"--ckpt_path", compiled.string(), "--config", (ours / "config.yaml").string(),

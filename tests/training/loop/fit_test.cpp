@@ -235,15 +235,7 @@ TEST_F(FitTest, NanLossStopsAndKeepsTheLastGoodCheckpoint) {
   auto ckpt = checkpoints(dir / "logs" / "GN2_cpu_good").at(0);
   auto bytes_before = read_file(ckpt);
   // A training file with NaN inputs in valid track slots, admitted by ignore_finite_checks.
-  auto py = run_python(R"(
-import sys, shutil, h5py, numpy as np
-shutil.copy(sys.argv[1], sys.argv[2])
-with h5py.File(sys.argv[2], "r+") as f:
-    t = f["tracks"][...]
-    t["d0"][t["valid"]] = np.nan
-    f["tracks"][...] = t
-)",
-                       {(dir / "data/toy/pp_output_train.h5").string(), (dir / "data/toy/nan_train.h5").string()});
+  auto py = write_nan_tracks_copy(dir / "data/toy/pp_output_train.h5", dir / "data/toy/nan_train.h5");
   ASSERT_EQ(py.exit_code, 0) << py.err;
   auto bad = salt("fit", small_gn2({"--trainer.max_epochs", "2", "-ls", "bad", "--ckpt_path", ckpt.string(),
                                     "--data.train_file", "data/toy/nan_train.h5", "--data.ignore_finite_checks", "true"}));

@@ -15,14 +15,6 @@ namespace salt::testing {
 namespace fs = std::filesystem;
 
 namespace {
-bool wait_for(const std::function<bool()>& ready, int timeout_ms) {
-  for (int waited = 0; waited < timeout_ms; waited += 5) {
-    if (ready()) return true;
-    std::this_thread::sleep_for(std::chrono::milliseconds(5));
-  }
-  return false;
-}
-
 bool has_epoch0_checkpoint(const fs::path& run) {
   std::error_code ec;
   if (!fs::is_directory(run / "ckpts", ec)) return false;
@@ -46,7 +38,7 @@ TEST_F(FitTest, Sigusr1WithAForgedSlurmJobIdRunsNothingFromIt) {
   const auto run = dir / "logs" / "GN2_cpu_forged";
   auto fit = start_fit(dir.path(), small_gn2({"--trainer.max_epochs", "3", "-ls", "forged"}),
                        {"OMP_NUM_THREADS=1", "SLURM_JOB_ID=1;touch planted"});
-  ASSERT_TRUE(wait_for([&] { return has_epoch0_checkpoint(run); }, 60000));
+  ASSERT_TRUE(wait_until([&] { return has_epoch0_checkpoint(run); }, std::chrono::seconds(60)));
   fit->signal(SIGUSR1);
   auto r = fit->wait();
   EXPECT_EQ(r.exit_code, 128 + SIGUSR1) << r.err;  // saved, not finished, not requeued
@@ -65,7 +57,7 @@ TEST_F(FitTest, Sigusr1SavesRequeueCheckpointAndTheRerunResumesExactly) {
   {
     auto first = start_fit(dir.path(), args, {"OMP_NUM_THREADS=1"});
     // Signal during epoch 1: once epoch 0's checkpoint exists.
-    ASSERT_TRUE(wait_for([&] { return has_epoch0_checkpoint(run); }, 60000));
+    ASSERT_TRUE(wait_until([&] { return has_epoch0_checkpoint(run); }, std::chrono::seconds(60)));
     first->signal(SIGUSR1);
     auto r = first->wait();
     // Outside Slurm nobody restarts it: stopped (as by any stop signal), not "finished".
@@ -123,7 +115,7 @@ TEST_F(FitTest, CtrlCStopsCleanly) {
   argv.insert(argv.end(), args.begin(), args.end());
   const auto run = dir / "logs" / "GN2_cpu_interrupted";
   BackgroundProcess p(argv, dir.path(), {"OMP_NUM_THREADS=1"});
-  ASSERT_TRUE(wait_for([&] { return has_epoch0_checkpoint(run); }, 60000));
+  ASSERT_TRUE(wait_until([&] { return has_epoch0_checkpoint(run); }, std::chrono::seconds(60)));
   EXPECT_TRUE(fs::exists(dir / "scratch" / "copies"));  // the temp copies are in use
   p.signal(SIGINT);
   auto r = p.wait();
