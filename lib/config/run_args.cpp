@@ -54,6 +54,7 @@ constexpr FlagSpec kFlags[] = {
     {"-h", "--help", nullptr, false, "", "Show this help and exit."},
     {"", "--seed_everything", "seed_everything", true, "INT|true", ""},
     {"", "--ckpt_path", "ckpt_path", true, "FILE", ""},
+    {"", "--init_from", "init_from", true, "FILE", ""},
     {"-n", "--name", "name", true, "NAME", ""},
     {"-f", "--force", "force", false, "", ""},
     {"-t", "--tag", "tag", false, "", ""},

@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "config/data_config.h"
 #include "config/lrs_config.h"
@@ -27,6 +28,17 @@ struct ModelSection {
   std::optional<MupConfig> mup_config;  // model.mup_config (muP)
 };
 
+// salt-cpp's fine-tuning (`init_from`; salt has none): a new training that starts
+// from another run's weights, all of them or those the patterns pick, with a new
+// optimizer and schedule. Patterns are regular expressions searched in the state
+// keys (salt's names, e.g. model.encoder.layers.0.attention.linear_q.weight).
+struct InitFrom {
+  std::string ckpt_path;              // a salt or salt-cpp checkpoint; only its state_dict is read
+  std::vector<std::string> include;   // the tensors taken; empty: every one
+  std::vector<std::string> exclude;   // of those, the ones left at their initial values
+  std::vector<std::string> freeze;    // parameters not trained: no gradient, no optimizer state
+};
+
 struct RunConfig {
   std::optional<int64_t> seed;  // seed_everything: an int; nullopt: draw one
   bool record_drawn_seed = true;  // seed_everything: true records the drawn seed in config.yaml (false does not)
@@ -36,6 +48,7 @@ struct RunConfig {
   bool tag = false;
   bool overwrite_config = false;
   std::optional<std::string> log_suffix;
+  std::optional<InitFrom> init_from;
   TrainerConfig trainer;
   DataConfig data;
   ModelSection model;

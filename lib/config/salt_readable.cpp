@@ -101,6 +101,9 @@ void make_salt_readable(YAML::Node& config, const std::vector<std::string>& flav
     fix_mask_decoder(model_args);
   }
   drop_salt_cpp_defaults(config["data"]);
+  // Fine-tuning is salt-cpp's own: salt would refuse the key. The run's checkpoints
+  // keep it (their resolved config), which is where a resume reads it from.
+  config.remove("init_from");
   config["model"].remove("name");  // link targets: salt's config.yaml leaves them out
   config["model"].remove("global_object");
 }

@@ -4,6 +4,7 @@
 // jsonargparse), so salt's own config files and the config.yaml salt writes into
 // its run directories are accepted as they are.
 #include <cmath>
+#include <regex>
 
 #include "config/run_config.h"
 #include "config/schema.h"
@@ -68,6 +69,53 @@ const Binding<ModelSection>& model_section_binding() {
   return b;
 }
 
+// A pattern list of init_from: each one must be a regular expression (ECMAScript,
+// as std::regex reads it), refused here rather than at the first match.
+std::vector<std::string> read_patterns(const YAML::Node& n, const std::string& key) {
+  auto patterns = Codec<std::vector<std::string>>::decode(n);
+  for (std::size_t i = 0; i < patterns.size(); ++i) {
+    try {
+      std::regex check(patterns[i]);
+    } catch (const std::regex_error& e) {
+      throw UsageError("'init_from." + key + "." + std::to_string(i) + "': '" + patterns[i] +
+                       "' is not a regular expression (" + e.what() + ")");
+    }
+  }
+  return patterns;
+}
+
+const Binding<InitFrom>& init_from_binding() {
+  const auto patterns = [](const char* key) {
+    return [key](InitFrom& f, const YAML::Node& n) {
+      const std::string k = key;
+      auto& field = k == "include" ? f.include : k == "exclude" ? f.exclude : f.freeze;
+      field = read_patterns(n, k);
+    };
+  };
+  static const auto b =
+      Binding<InitFrom>({})
+          .required("ckpt_path", SALT_FIELD(ckpt_path),
+                    "Checkpoint (salt's or salt-cpp's) whose weights the new training starts from.", t_path())
+          .arg("include", SALT_FIELD(include),
+               "Regular expressions searched in the model's state keys: the tensors taken (empty: all).",
+               t_list(t_str()), patterns("include"))
+          .arg("exclude", SALT_FIELD(exclude),
+               "Regular expressions: of the included tensors, those left at their initial values.", t_list(t_str()),
+               patterns("exclude"))
+          .arg("freeze", SALT_FIELD(freeze),
+               "Regular expressions: the parameters not trained (no gradient, no optimizer state).",
+               t_list(t_str()), patterns("freeze"));
+  return b;
+}
+
+// init_from: a checkpoint path alone, or the mapping; null: no fine-tuning.
+void read_init_from(RunConfig& c, const YAML::Node& n) {
+  c.init_from.reset();
+  if (!n.IsDefined() || n.IsNull()) return;
+  if (n.IsScalar()) c.init_from = InitFrom{n.Scalar(), {}, {}, {}};
+  else c.init_from = init_from_binding().read(n);
+}
+
 // seed_everything: an int, true (seed 0, as Lightning), or false (none: a drawn one).
 void read_seed(RunConfig& c, const YAML::Node& n) {
   const auto& text = n.Scalar();
@@ -100,6 +148,11 @@ const Binding<RunConfig>& root_binding() {
           .arg("overwrite_config", SALT_FIELD(overwrite_config),
                "Allow overwriting an existing config.yaml in the run directory.")
           .arg("log_suffix", SALT_FIELD(log_suffix), "Run directory <name>_<log_suffix> instead of a timestamp.")
+          .custom(field_null("init_from", t_optional(t_union({t_path(), init_from_binding().type()})),
+                             "Fine-tuning (salt-cpp's own): start from another run's weights, a checkpoint path or "
+                             "{ckpt_path, include, exclude, freeze}; a new optimizer and schedule. Left out of "
+                             "config.yaml, which salt reads; the checkpoints keep it."),
+                  read_init_from)
           .custom(field_node("trainer", trainer_binding().type(), YAML::Node(YAML::NodeType::Map),
                              "Training loop settings (Lightning's Trainer)."),
                   [](RunConfig& c, const YAML::Node& n) { c.trainer = trainer_binding().read(n); })

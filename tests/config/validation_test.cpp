@@ -290,5 +290,38 @@ TEST(Validation, IgnoredComponentsAndKeysWarnOnce) {
   EXPECT_TRUE(resolve_args(kGN2).warnings.empty());
 }
 
+// Fine-tuning (salt-cpp's own key): a checkpoint path alone or the mapping, paths
+// made absolute, each pattern a regular expression; config.yaml leaves it out.
+TEST(Validation, InitFromTakesAPathOrItsMappingAndRefusesABadPattern) {
+  const auto read = [](const std::vector<std::string>& extra) {
+    return config::read_run_config(resolve_args(gn2_with(extra)).config).init_from;
+  };
+  EXPECT_FALSE(read({}).has_value());
+  const auto cwd = std::filesystem::current_path();
+  const auto scalar = read({"--init_from", "runs/a.ckpt"});
+  ASSERT_TRUE(scalar.has_value());
+  EXPECT_EQ(scalar->ckpt_path, (cwd / "runs/a.ckpt").string());
+  EXPECT_TRUE(scalar->include.empty() && scalar->exclude.empty() && scalar->freeze.empty());
+  const auto mapping = read({"--init_from.ckpt_path", "a.ckpt", "--init_from.freeze", "[encoder, '^model\\.init_nets']",
+                             "--init_from.exclude", "[tasks]"});
+  ASSERT_TRUE(mapping.has_value());
+  EXPECT_EQ(mapping->ckpt_path, (cwd / "a.ckpt").string());
+  EXPECT_EQ(mapping->freeze, (std::vector<std::string>{"encoder", "^model\\.init_nets"}));
+  EXPECT_EQ(mapping->exclude, std::vector<std::string>{"tasks"});
+  EXPECT_TRUE(mapping->include.empty());
+
+  try {
+    read({"--init_from.ckpt_path", "a.ckpt", "--init_from.freeze", "[ok, 'encoder(']"});
+    ADD_FAILURE() << "a bad pattern was read";
+  } catch (const UsageError& e) {
+    EXPECT_NE(std::string(e.what()).find("'init_from.freeze.1': 'encoder(' is not a regular expression"),
+              std::string::npos) << e.what();
+  }
+  EXPECT_NE(error_of(gn2_with({"--init_from.freeze", "[encoder]"})).find("missing required key 'ckpt_path'"),
+            std::string::npos) << error_of(gn2_with({"--init_from.freeze", "[encoder]"}));
+  EXPECT_NE(error_of(gn2_with({"--init_from.ckpt_path", "a.ckpt", "--init_from.frezee", "[x]"})).find("did you mean"),
+            std::string::npos);
+}
+
 }  // namespace
 }  // namespace salt::testing

@@ -1,5 +1,6 @@
 #include "training/loop/fit_start.h"
 
+#include <fmt/ranges.h>
 #include <spdlog/spdlog.h>
 
 #include <cxxabi.h>
@@ -24,6 +25,7 @@
 #include "training/step/batch_device.h"
 #include "training/callback_registry.h"
 #include "training/checkpoints/checkpoint.h"
+#include "training/checkpoints/init_from.h"
 #include "training/step/cuda_runtime.h"
 #include "training/step/device.h"
 #include "training/loop/epoch_resources.h"
@@ -83,6 +85,7 @@ void FitStart::set_up() {
   train_members_ = train_reader_->members();  // before any temp copies
   val_members_ = val_reader_->members();
   decide_start();
+  init_weights();
   place_model();
   choose_precision();
   tune();
@@ -190,6 +193,41 @@ void FitStart::load_resume() {
   spdlog::info("resuming from {} (epoch {}, step {})", resume_source_, resume_->epoch, resume_->global_step);
 }
 
+// Fine-tuning (init_from): a new run takes the weights the patterns pick; frozen
+// parameters lose requires_grad before the optimizer and the gradient sync exist.
+// A resumed run has its weights from its checkpoint and freezes what its run froze.
+void FitStart::init_weights() {
+  const auto& init = setup_.run.init_from;
+  auto freeze = init ? init->freeze : std::vector<std::string>{};
+  if (resume_ && !resume_->config_yaml.empty()) {
+    const auto recorded = recorded_freeze(resume_->config_yaml);
+    if (!init) freeze = recorded;
+    else if (recorded != freeze)
+      throw UsageError(resume_source_ + ": its run froze " + fmt::format("[{}]", fmt::join(recorded, ", ")) +
+                       " (init_from.freeze) and this config freezes " +
+                       fmt::format("[{}]", fmt::join(freeze, ", ")) +
+                       ": a resumed run trains the parameters its run trained (a new fine-tuning starts "
+                       "with init_from and no ckpt_path)");
+  }
+  if (init && !resume_) {
+    const auto source = init->ckpt_path;
+    const auto taken = take_weights(*setup_.model, load_checkpoint(source).state_dict, *init, source);
+    spdlog::info("init_from {}: {} tensors taken ({} values), {} left at their initial values", source,
+                 taken.tensors, taken.values, taken.left.size());
+    init_record_["ckpt_path"] = source;
+    init_record_["tensors_taken"] = taken.tensors;
+    init_record_["tensors_left"] = static_cast<int64_t>(taken.left.size());
+  } else if (init) {
+    spdlog::info("resuming from {}: init_from's {} is not read (the checkpoint holds the run's weights)",
+                 resume_source_, init->ckpt_path);
+  }
+  const auto frozen = freeze_parameters(*setup_.model, freeze);
+  if (frozen.names.empty()) return;
+  spdlog::info("frozen: {} parameter tensors ({} values) are not trained", frozen.names.size(), frozen.values);
+  init_record_["parameters_frozen"] = static_cast<int64_t>(frozen.names.size());
+  init_record_["frozen_values"] = frozen.values;
+}
+
 void FitStart::place_model() {
   setup_.model->to(device_);
   if (!session_) return;
@@ -202,11 +240,12 @@ void FitStart::place_model() {
 // naming a difference: the model's parameters (count and a hash of names and
 // shapes), the batches' shape, the data's size, the precision and the schedule.
 std::vector<std::pair<std::string, std::string>> FitStart::rank_settings() const {
-  int64_t count = 0;
+  int64_t count = 0, trainable = 0;
   std::size_t layout = 0;
   const auto params = setup_.model->named_parameters(true);
   for (const auto& p : params) {
     count += p.value().numel();
+    if (p.value().requires_grad()) trainable += p.value().numel();
     layout = layout * 1000003u ^ std::hash<std::string>{}(p.key() + c10::str(p.value().sizes()));
   }
   YAML::Emitter switches;
@@ -214,7 +253,8 @@ std::vector<std::pair<std::string, std::string>> FitStart::rank_settings() const
   yaml.remove("threads");  // compute threads may differ from rank to rank
   switches << YAML::Flow << yaml;
   const auto text = [](auto v) { return "'" + c10::str(v) + "'"; };
-  return {{"the model", fmt::format("{} parameters in {} tensors (layout {:016x})", count, params.size(), layout)},
+  return {{"the model", fmt::format("{} parameters ({} trained) in {} tensors (layout {:016x})", count, trainable,
+                                    params.size(), layout)},
           {"data.batch_size", text(D.batch_size)},
           {"the number of training jets", text(train_reader_->num_rows())},
           {"the number of validation jets", text(val_reader_->num_rows())},
@@ -318,6 +358,7 @@ void FitStart::write_files() {
       info.gpu_ids.push_back(T.device_ids.empty() ? i : T.device_ids[static_cast<std::size_t>(i)]);
   info.float32_matmul_precision = cuda::float32_matmul_precision();
   info.step_options = step_options_yaml(options_);
+  info.init_from = init_record_;
   run_config_yaml_ = config::to_yaml(write_run_files(run_dir_, setup_, info));
   spdlog::info("run directory: {}", run_dir_.string());
 }

@@ -70,6 +70,7 @@ class FitStart {
   void decide_start();
   std::string decide_on_rank0();
   void load_resume();
+  void init_weights();
   void place_model();
   std::vector<std::pair<std::string, std::string>> rank_settings() const;
   void plan_steps();
@@ -116,6 +117,7 @@ class FitStart {
   std::optional<CheckpointState> resume_;
   std::string resume_source_;
   bool same_dir_resume_ = false;
+  YAML::Node init_record_;  // fine-tuning (init_from): what was taken and frozen, for metadata.yaml
   YAML::Node git_meta_;
   std::vector<data::VirtualMember> train_members_, val_members_;  // wildcard inputs' files
   std::vector<data::FilePin> pins_;  // the files the readers read (temp copies when made)

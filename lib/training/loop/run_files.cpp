@@ -136,6 +136,7 @@ YAML::Node write_run_files(const fs::path& run_dir, const RunSetup& setup, const
   meta["cuda_available"] = torch::cuda::is_available();
   meta["float32_matmul_precision"] = info.float32_matmul_precision;
   if (info.step_options) meta["step_options"] = config::copy_tree(info.step_options);
+  if (info.init_from && info.init_from.size() > 0) meta["init_from"] = config::copy_tree(info.init_from);
   meta["blas"] = active_blas().vendor;
   char host[256] = {0};
   gethostname(host, sizeof host - 1);

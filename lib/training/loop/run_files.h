@@ -24,6 +24,7 @@ struct RunInfo {
   std::vector<data::VirtualMember> train_members, val_members;
   std::string float32_matmul_precision;        // as set for the run ("highest" on CPU)
   YAML::Node step_options;                     // step_options_yaml: each switch's value and source
+  YAML::Node init_from;                        // fine-tuning: what was taken and frozen; undefined when none
 };
 
 // Writes config.yaml, the dict copies and metadata.yaml into `run_dir` (created).
