@@ -58,4 +58,8 @@ struct RunConfig {
 // config.yaml salt-cpp wrote).
 RunConfig read_run_config(const YAML::Node& validated);
 
+// The init_from of a resolved config (a checkpoint's "config"): what its run
+// froze is what a resume of it freezes. nullopt: none, or a config without it.
+std::optional<InitFrom> init_from_of(const YAML::Node& resolved);
+
 }  // namespace salt::config

@@ -88,6 +88,16 @@ void drop_salt_cpp_defaults(YAML::Node data) {
   drop_if("max_input_sigma", defaults.max_input_sigma);
 }
 
+// salt-cpp's own callbacks (salt_cpp.callbacks.*): salt has no such class.
+void drop_salt_cpp_callbacks(YAML::Node trainer) {
+  const auto callbacks = at(trainer, "callbacks");
+  if (!callbacks || !callbacks.IsSequence()) return;
+  YAML::Node kept(YAML::NodeType::Sequence);
+  for (const auto& c : callbacks)
+    if (scalar_or(at(c, "class_path")).rfind("salt_cpp.", 0) != 0) kept.push_back(c);
+  if (kept.size() != callbacks.size()) trainer["callbacks"] = kept;
+}
+
 }  // namespace
 
 void make_salt_readable(YAML::Node& config, const std::vector<std::string>& flavour_labels) {
@@ -104,6 +114,7 @@ void make_salt_readable(YAML::Node& config, const std::vector<std::string>& flav
   // Fine-tuning is salt-cpp's own: salt would refuse the key. The run's checkpoints
   // keep it (their resolved config), which is where a resume reads it from.
   config.remove("init_from");
+  drop_salt_cpp_callbacks(config["trainer"]);
   config["model"].remove("name");  // link targets: salt's config.yaml leaves them out
   config["model"].remove("global_object");
 }

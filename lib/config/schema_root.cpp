@@ -170,4 +170,10 @@ TypeP root_type() {
 
 RunConfig read_run_config(const YAML::Node& validated) { return root_binding().read(validated); }
 
+std::optional<InitFrom> init_from_of(const YAML::Node& resolved) {
+  RunConfig c;
+  if (resolved.IsMap()) read_init_from(c, resolved["init_from"]);
+  return c.init_from;
+}
+
 }  // namespace salt::config

@@ -54,6 +54,7 @@ struct FitState {
   training::Optimization* optimization = nullptr;  // StochasticWeightAveraging swaps its schedule
   std::filesystem::path run_dir;  // empty under fast_dev_run
   bool main_rank = true;          // only rank 0 writes files and prints
+  int rank = 0;                   // this process's rank in a data-parallel run
   int world_size = 1;             // processes training together
   int64_t train_rows = 0;         // training jets each epoch draws from (after num_train)
   bool dev_run = false;           // fast_dev_run: nothing written
@@ -202,6 +203,13 @@ class Callback {
   virtual std::string state_key() const { return ""; }
   virtual serialize::PyValue state_dict() const { return {}; }
   virtual void load_state_dict(FitState&, const serialize::PyValue&) {}
+  // Lightning's on_save_checkpoint: the captured state before it is written (every
+  // callback's state_dict() is in it); a callback may rearrange it, as
+  // WeightAveraging puts its averaged weights in state_dict.
+  virtual void on_save_checkpoint(FitState&, training::CheckpointState&) {}
+  // Lightning's on_load_checkpoint: the checkpoint a run resumes from, after the
+  // model has its state_dict and the callbacks their state, before on_fit_start.
+  virtual void on_load_checkpoint(FitState&, const training::CheckpointState&) {}
   // Checkpoint writers run after every other callback at each hook (Lightning
   // orders ModelCheckpoint last), so the state they save is already updated.
   virtual bool saves_checkpoints() const { return false; }

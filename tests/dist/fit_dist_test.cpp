@@ -407,7 +407,7 @@ TEST_F(DistFitTest, RanksSetUpDifferentlyStopWithOneLineNamingTheDifference) {
   };
   const std::vector<std::pair<std::vector<std::string>, std::string>> cases = {
       {{"--data.batch_size", "100"}, "data.batch_size is '250' on rank 0 but '100' on rank 1"},
-      {{"--model.model.init_args.encoder.init_args.num_layers", "3"}, "the model is 82222 parameters in "},
+      {{"--model.model.init_args.encoder.init_args.num_layers", "3"}, "the model is 82222 parameters (82222 trained) in "},
       {{"--data.num_train", "1000"}, "the number of training jets is '2000' on rank 0 but '1000' on rank 1"},
   };
   for (const auto& [extra, says] : cases) {

@@ -115,10 +115,8 @@ FrozenParameters freeze_parameters(torch::nn::Module& model, const std::vector<s
 
 std::vector<std::string> recorded_freeze(const std::string& config_yaml) {
   if (config_yaml.empty()) return {};
-  const auto config = YAML::Load(config_yaml);
-  const auto init = config["init_from"];
-  if (!init || !init.IsMap() || !init["freeze"] || !init["freeze"].IsSequence()) return {};
-  return init["freeze"].as<std::vector<std::string>>();
+  const auto init = config::init_from_of(YAML::Load(config_yaml));
+  return init ? init->freeze : std::vector<std::string>{};
 }
 
 }  // namespace salt::training

@@ -18,6 +18,7 @@
 #include "plot/run_plots.h"
 #include "training/step/batch_device.h"
 #include "training/step/forward_batch.h"
+#include "training/outputs/btag_task.h"
 #include "training/outputs/progress.h"
 #include "training/checkpoints/checkpoint.h"
 #include "training/step/device.h"
@@ -67,44 +68,21 @@ namespace {
 
 // Probabilities and truth for the jet classification task, collected over the test set.
 struct FlavourCollector {
-  std::shared_ptr<models::ClassificationTaskImpl> task;
-  int ib = -1, ic = -1, iu = -1;
+  BtagTask btag;
   std::vector<float> pb, pc, pu;
   std::vector<Flavour> truth;
 
-  static FlavourCollector find(models::SaltWrapper& model) {
-    FlavourCollector c;
-    for (const auto& t : model->model->task_list()) {
-      auto cls = std::dynamic_pointer_cast<models::ClassificationTaskImpl>(t);
-      if (!cls || cls->input_name() != model->model->global_object()) continue;
-      const auto& names = cls->class_names();
-      auto index = [&](const char* n) {
-        auto it = std::find(names.begin(), names.end(), n);
-        return it == names.end() ? -1 : static_cast<int>(it - names.begin());
-      };
-      if (index("bjets") < 0 || index("cjets") < 0 || index("ujets") < 0) continue;
-      c.task = cls;
-      c.ib = index("bjets");
-      c.ic = index("cjets");
-      c.iu = index("ujets");
-      break;
-    }
-    return c;
-  }
-
   void add(const torch::Tensor& logits, const Batch& batch) {
-    if (!task) return;
-    auto probs = torch::softmax(logits.detach().to(torch::kCPU).to(torch::kFloat32), -1).contiguous();
-    const auto& raw = batch.labels.at(task->input_name()).at(task->label_names()[0]);
-    auto labels = task->prepare_labels(raw.to(torch::kCPU), torch::Tensor()).to(torch::kInt64).contiguous();
-    auto p = probs.accessor<float, 2>();
-    auto l = labels.accessor<int64_t, 1>();
-    for (int64_t i = 0; i < probs.size(0); ++i) {
-      pb.push_back(p[i][ib]);
-      pc.push_back(p[i][ic]);
-      pu.push_back(p[i][iu]);
-      const int64_t y = l[i];
-      truth.push_back(y == ib ? Flavour::kB : y == ic ? Flavour::kC : y == iu ? Flavour::kLight : Flavour::kOther);
+    const auto [probs, flavour] = btag.probabilities(logits, batch);
+    const auto p = probs.to(torch::kCPU).contiguous();
+    const auto f = flavour.to(torch::kCPU).contiguous();
+    const auto pa = p.accessor<float, 2>();
+    const auto fa = f.accessor<int64_t, 1>();
+    for (int64_t i = 0; i < p.size(0); ++i) {
+      pb.push_back(pa[i][0]);
+      pc.push_back(pa[i][1]);
+      pu.push_back(pa[i][2]);
+      truth.push_back(static_cast<Flavour>(fa[i]));
     }
   }
 };
@@ -219,7 +197,7 @@ EvaluateResult evaluate(const config::ResolvedConfig& resolved, const StepOption
   loader_options.set_num_workers(D.num_workers).set_prefetch_factor(D.prefetch_factor);
   data::Loader loader(reader, data::SamplerOptions::evaluation(reader->num_rows(), D.batch_size), loader_options);
   const int64_t batches = T.limit_test.apply(loader.batches_per_epoch());
-  auto flavours = FlavourCollector::find(setup.model);
+  FlavourCollector flavours{find_btag_task(*setup.model)};
   LossTotals losses;
   torch::NoGradGuard no_grad;
   // Batch logs get about ten lines; a terminal redraws the bar at every batch.
@@ -236,7 +214,7 @@ EvaluateResult evaluate(const config::ResolvedConfig& resolved, const StepOption
       const auto means = losses.means("test");
       return means.count("test/loss") ? means.at("test/loss") : NAN;
     });
-    if (flavours.task) flavours.add(out.preds.at(flavours.task->input_name()).at(flavours.task->name()), *batch);
+    if (const auto& task = flavours.btag.task) flavours.add(out.preds.at(task->input_name()).at(task->name()), *batch);
     if (test.wants_predictions)
       callbacks.call(&callbacks::Callback::on_test_batch_end, test, *batch,
                      setup.model->predictions(out, on_device.pad_masks, &batch->labels));
@@ -250,7 +228,7 @@ EvaluateResult evaluate(const config::ResolvedConfig& resolved, const StepOption
     result.output = test.output;
     spdlog::info("predictions written to {}", result.output.string());
   }
-  if (flavours.task) {
+  if (flavours.btag.task) {
     result.performance = btag_performance(flavours.pb, flavours.pc, flavours.pu, flavours.truth);
     std::cout << format_performance(*result.performance, setup.run.name);
   }

@@ -74,6 +74,7 @@ void FitStart::set_up() {
   callbacks_ = callbacks::make_callbacks(T.callbacks, T);
   state_.setup = &setup_;
   state_.main_rank = main_rank_;
+  state_.rank = rank_;
   state_.dev_run = dev_run_;
   hook("on_setup", &callbacks::Callback::on_setup, state_);
   // Open (and so validate) the data before anything is written.
@@ -118,6 +119,7 @@ void FitStart::restore_callbacks() {
       }
     }
   }
+  for (const auto& callback : callbacks_.all()) callback->on_load_checkpoint(state_, *resume_);
 }
 
 // Data parallel: a launcher (salt's own, torchrun-style, srun) says which rank this
@@ -480,6 +482,7 @@ void FitStart::prepare_state() {
     for (const auto& callback : callbacks_.all())
       if (auto key = callback->state_key(); !key.empty())
         state.callback_states.emplace_back(key, callback->state_dict());
+    for (const auto& callback : callbacks_.all()) callback->on_save_checkpoint(state_, state);
     return state;
   };
   state_.checkpoint_saved = [this](const fs::path& path) {
