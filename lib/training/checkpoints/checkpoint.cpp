@@ -454,6 +454,19 @@ std::string without_compile_prefix(std::string key) {
 
 }  // namespace
 
+// A mapping of names to tensors (WeightAveraging's current_model_state and
+// averaging_state), torch.compile's prefix dropped as from state_dict.
+std::vector<std::pair<std::string, torch::Tensor>> tensor_entries(const PyValue& mapping, const std::string& what) {
+  std::vector<std::pair<std::string, torch::Tensor>> out;
+  for (const auto& [key, tensor] : mapping.entries()) {
+    if (!key.is_str() || !tensor.is_tensor())
+      throw std::invalid_argument(what + " entry '" + (key.is_str() ? key.as_str() : key.type_name()) + "' is a " +
+                                  tensor.type_name() + ", not a tensor");
+    out.emplace_back(without_compile_prefix(key.as_str()), tensor.as_tensor());
+  }
+  return out;
+}
+
 CheckpointState read_checkpoint(const PyValue& root) {
   if (!root.is_mapping())
     throw std::invalid_argument("the file holds a " + root.type_name() + ", not a checkpoint's dict");
@@ -470,6 +483,10 @@ CheckpointState read_checkpoint(const PyValue& root) {
                                   "', one parameter with and without torch.compile's '_orig_mod.'");
     state.state_dict.emplace_back(std::move(name), tensor.as_tensor());
   }
+  if (const auto* current = root.find("current_model_state"); current && current->is_mapping())
+    state.current_model_state = tensor_entries(*current, "current_model_state");
+  if (const auto* averaging = root.find("averaging_state"); averaging && averaging->is_mapping())
+    state.averaging_state = tensor_entries(*averaging, "averaging_state");
   // Lightning writes no optimizer, scheduler or hyper-parameters with save_weights_only.
   if (const auto* optimizers = root.find("optimizer_states"); optimizers && !optimizers->items().empty())
     state.adam_state = read_optimizer(optimizers->items().front());
@@ -539,9 +556,20 @@ void save_checkpoint(const std::filesystem::path& path, const CheckpointState& s
   // and needs no migration for; salt-cpp's own version is under "salt_cpp".
   root.set_item("pytorch-lightning_version", S(kLightningVersion));
 
-  auto weights = PyValue::dict({}, "collections.OrderedDict");  // what module.state_dict() returns
-  for (const auto& [key, tensor] : state.state_dict) weights.set_item(key, PyValue::tensor(tensor));
-  root.set_item("state_dict", weights);
+  const auto ordered = [](const std::vector<std::pair<std::string, torch::Tensor>>& entries) {
+    auto weights = PyValue::dict({}, "collections.OrderedDict");  // what module.state_dict() returns
+    for (const auto& [key, tensor] : entries) weights.set_item(key, PyValue::tensor(tensor));
+    return weights;
+  };
+  const bool averaged = !state.current_model_state.empty() && !state.weights_only;
+  root.set_item("state_dict", ordered(state.current_model_state.empty() || averaged ? state.state_dict
+                                                                                      : state.current_model_state));
+  if (averaged) {
+    root.set_item("current_model_state", ordered(state.current_model_state));
+    auto averaging = PyValue::dict();
+    for (const auto& [key, tensor] : state.averaging_state) averaging.set_item(key, PyValue::tensor(tensor));
+    root.set_item("averaging_state", averaging);
+  }
   root.set_item("loops", lightning_loops(state));
   if (!state.weights_only) put_training_state(root, path, state, optimization);
 
