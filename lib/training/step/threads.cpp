@@ -1,8 +1,17 @@
 #include "training/step/threads.h"
 
+#include <sys/resource.h>
 #include <torch/torch.h>
 
+#include <algorithm>
+#include <condition_variable>
+#include <mutex>
 #include <string>
+#include <system_error>
+#include <thread>
+#include <vector>
+
+#include "core/errors.h"
 
 #include "core/env_switch.h"
 #include "dist/launch_env.h"
@@ -18,6 +27,47 @@ std::optional<int> threads_from_env(const char* value, int cores) {
   return static_cast<int>(*threads);
 }
 
+namespace {
+
+std::string address_space_limit() {
+  rlimit limit{};
+  if (getrlimit(RLIMIT_AS, &limit) != 0 || limit.rlim_cur == RLIM_INFINITY) return "";
+  return "; the address-space limit (ulimit -v) is " + std::to_string(limit.rlim_cur >> 20) + " MiB";
+}
+
+// Under an address-space limit (ulimit -v, a job wrapper's) a thread that cannot
+// map its stack made LibTorch's pool wait for it for ever, deaf to SIGTERM:
+// pthreadpool_create does not check pthread_create. So the threads the pool will
+// start are started here first, all alive at once, and a refusal is one line.
+void require_threads_can_start(int count) {
+  std::mutex m;
+  std::condition_variable cv;
+  bool release = false;
+  std::vector<std::thread> probes;
+  std::string refused;
+  for (int i = 0; i < count && refused.empty(); ++i) {
+    try {
+      probes.emplace_back([&] {
+        std::unique_lock lock(m);
+        cv.wait(lock, [&] { return release; });
+      });
+    } catch (const std::system_error& e) {
+      refused = "cannot start CPU thread " + std::to_string(i + 1) + " of " + std::to_string(count) + " (" +
+                e.what() + ")" + address_space_limit() +
+                ": raise the limit (a batch system's memory request) or lower OMP_NUM_THREADS";
+    }
+  }
+  {
+    std::lock_guard lock(m);
+    release = true;
+  }
+  cv.notify_all();
+  for (auto& t : probes) t.join();
+  if (!refused.empty()) throw InputError(refused);
+}
+
+}  // namespace
+
 ThreadChoice configure_torch_threads(const TrainerConfig& trainer, const StepOption<int>& threads) {
   ThreadChoice choice;
   if (threads.source == OptionSource::kEnvironment) {
@@ -28,6 +78,8 @@ ThreadChoice configure_torch_threads(const TrainerConfig& trainer, const StepOpt
     in.on_gpu = select_device(trainer).is_cuda();
     choice = choose_threads(in);
   }
+  // LibTorch's pool is sized by the cores until set_num_threads resizes it.
+  require_threads_can_start(std::max<int>(choice.threads, static_cast<int>(std::thread::hardware_concurrency())));
   torch::set_num_threads(choice.threads);
   return {torch::get_num_threads(), choice.why};
 }
