@@ -80,6 +80,32 @@ TEST_F(DistFitTest, TwoProcessesTrainLikeOneWithTheSameGlobalBatches) {
   }
 }
 
+// WorkingPoints on two ranks gathers every rank's validation jets: the figures
+// are one process's over the same batches (the global batch by accumulation).
+TEST_F(DistFitTest, WorkingPointsGatherEveryRanksJets) {
+  const std::string wp = "--trainer.callbacks+={class_path: salt_cpp.callbacks.WorkingPoints}";
+  auto single = salt("fit", small_gn2(in_file_order({"--trainer.accumulate_grad_batches", "2", "--trainer.max_epochs",
+                                                     "2", "-ls", "one", wp})));
+  ASSERT_EQ(single.exit_code, 0) << single.err;
+  auto dist = salt("fit", two_ranks(in_file_order({"--trainer.max_epochs", "2", "-ls", "two", wp})));
+  ASSERT_EQ(dist.exit_code, 0) << dist.err;
+  auto validations = [&](const char* run) {
+    std::vector<std::map<std::string, double>> rows;
+    for (const auto& row : read_metrics(dir / "logs" / run / "metrics.csv"))
+      if (row.count("val/loss")) rows.push_back(row);
+    return rows;
+  };
+  const auto a = validations("GN2_cpu_one"), b = validations("GN2_cpu_two");
+  ASSERT_EQ(a.size(), 2u);
+  ASSERT_EQ(b.size(), 2u);
+  for (std::size_t e = 0; e < 2; ++e)
+    for (const char* name : {"light_rej_70", "light_rej_77", "light_rej_85", "c_rej_70", "c_rej_77", "c_rej_85"}) {
+      const auto key = std::string("val/GN2_cpu_") + name;
+      ASSERT_TRUE(a[e].count(key) && b[e].count(key)) << key;
+      EXPECT_NEAR(a[e].at(key), b[e].at(key), 1e-9 * a[e].at(key)) << key << " at epoch " << e;
+    }
+}
+
 // A validation set of fewer batches than ranks (1 batch, 2 ranks): as Lightning's
 // distributed sampler pads it, rank 1 validates batch 0 again, so every epoch is
 // validated and checkpointed, and the jet-weighted mean equals one process's.
