@@ -84,7 +84,6 @@ const config::Binding<AveragingOptions>& ema_binding() {
 class WeightAveraging : public Callback {
  public:
   WeightAveraging(std::string name, AveragingOptions o) : name_(std::move(name)), o_(std::move(o)) {
-    if (o_.decay) o_.avg_fn = YAML::Node();  // EMA's own
     if (o_.device && *o_.device != "cpu" && o_.device->rfind("cuda", 0) != 0)
       throw UsageError(name_ + ": device '" + *o_.device + "' is not cpu, cuda or cuda:N");
   }
