@@ -1,5 +1,6 @@
 #include "training/step/threads.h"
 
+#include <sys/mman.h>
 #include <sys/resource.h>
 #include <torch/torch.h>
 
@@ -66,6 +67,28 @@ void require_threads_can_start(int count) {
   if (!refused.empty()) throw InputError(refused);
 }
 
+// OpenBLAS takes a 128 MiB work buffer for each thread doing a GEMM and, when
+// malloc refuses one, retries for ever (seen under ulimit -v: a fit spinning in
+// blas_memory_alloc, deaf to SIGTERM). So the buffers are mapped once here to
+// see that they fit, then one GEMM makes OpenBLAS take its buffer now, at
+// start-up, where it keeps it for the run.
+constexpr std::size_t kBlasBuffer = (std::size_t{128} << 20) + 4096;
+
+void require_blas_buffers_fit(int threads) {
+  rlimit limit{};
+  if (getrlimit(RLIMIT_AS, &limit) != 0 || limit.rlim_cur == RLIM_INFINITY) return;
+  const std::size_t bytes = kBlasBuffer * static_cast<std::size_t>(threads);
+  void* p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  if (p == MAP_FAILED) {
+    throw InputError("out of memory: the BLAS work buffers (128 MiB for each of " + std::to_string(threads) +
+                     " CPU thread(s)) do not fit under a limit of " + std::to_string(limit.rlim_cur >> 20) +
+                     " MiB (ulimit -v): raise the limit (a batch system's memory request) or lower OMP_NUM_THREADS");
+  }
+  munmap(p, bytes);
+  const auto a = torch::ones({256, 256});
+  (void)torch::mm(a, a);
+}
+
 }  // namespace
 
 ThreadChoice configure_torch_threads(const TrainerConfig& trainer, const StepOption<int>& threads) {
@@ -81,6 +104,7 @@ ThreadChoice configure_torch_threads(const TrainerConfig& trainer, const StepOpt
   // LibTorch's pool is sized by the cores until set_num_threads resizes it.
   require_threads_can_start(std::max<int>(choice.threads, static_cast<int>(std::thread::hardware_concurrency())));
   torch::set_num_threads(choice.threads);
+  require_blas_buffers_fit(choice.threads);
   return {torch::get_num_threads(), choice.why};
 }
 
