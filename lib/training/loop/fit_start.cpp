@@ -359,7 +359,7 @@ void FitStart::write_files() {
     for (int i = 0; i < T.num_devices; ++i)
       info.gpu_ids.push_back(T.device_ids.empty() ? i : T.device_ids[static_cast<std::size_t>(i)]);
   info.float32_matmul_precision = cuda::float32_matmul_precision();
-  info.step_options = step_options_yaml(options_);
+  info.step_options = step_options_yaml(options_, StepUse{device_.is_cuda(), cpu_bf16_steps(autocast_, device_)});
   info.init_from = init_record_;
   run_config_yaml_ = config::to_yaml(write_run_files(run_dir_, setup_, info));
   spdlog::info("run directory: {}", run_dir_.string());

@@ -108,4 +108,15 @@ YAML::Node step_options_yaml(const StepOptions& options) {
   return node;
 }
 
+YAML::Node step_options_yaml(const StepOptions& options, const StepUse& use) {
+  auto node = step_options_yaml(options);
+  const bool on_card = use.on_cuda;
+  node["host_twins"]["used"] = on_card && options.host_twins.value;
+  node["copy_stream"]["used"] = on_card && options.copy_stream.value;
+  if (!on_card) node["cuda_graphs"]["used"] = false;
+  node["cpu_bf16"]["used"] = use.cpu_bf16_steps;
+  node["cpu_bf16_static_rows"]["used"] = forward_kernels(options, use.cpu_bf16_steps).bucketed_rows;
+  return node;
+}
+
 }  // namespace salt::training

@@ -91,4 +91,17 @@ void apply_process_options(const StepOptions& options);
 // count LibTorch computes with.
 YAML::Node step_options_yaml(const StepOptions& options);
 
+// Where the fit's steps run, which decides which switches they use.
+struct StepUse {
+  bool on_cuda = false;
+  bool cpu_bf16_steps = false;  // forward_batch.h's cpu_bf16_steps: bf16 autocast on the CPU
+};
+
+// step_options_yaml, and beside what was asked `used: true|false` where the run
+// settles it before its files are written: the card's switches (host twins, copy
+// stream, graphs) are unused on the CPU, the CPU bf16 ones without CPU bf16 steps,
+// and bucketed rows only where forward_kernels buckets them. A card's graphs are
+// settled later (their log line says: "CUDA graphs: N captured").
+YAML::Node step_options_yaml(const StepOptions& options, const StepUse& use);
+
 }  // namespace salt::training

@@ -428,6 +428,9 @@ TEST_F(FitTest, CpuBf16BucketedRowsLeavePredictionsAlone) {
     const auto meta = YAML::LoadFile((dir / "logs" / ("GN2_cpu_rows" + rows) / "metadata.yaml").string());
     EXPECT_EQ(meta["step_options"]["cpu_bf16_static_rows"]["value"].as<bool>(), rows == "1");
     EXPECT_EQ(meta["step_options"]["cpu_bf16_static_rows"]["source"].as<std::string>(), "environment");
+    // native bf16 steps: the rows are bucketed exactly where asked
+    EXPECT_EQ(meta["step_options"]["cpu_bf16_static_rows"]["used"].as<bool>(), rows == "1");
+    EXPECT_TRUE(meta["step_options"]["cpu_bf16"]["used"].as<bool>());
   }
   ASSERT_GT(losses[0], 0.0);
   EXPECT_NEAR(losses[0], losses[1], 0.02 * losses[1]);

@@ -160,13 +160,16 @@ TEST(StepOptions, OnlyStepOptionsReadsTheSwitches) {
 
 // The real `salt fit` on the CPU: metadata.yaml lists every switch with its value and
 // where it came from. Before, none of them was recorded: two runs that differed only
-// by a switch looked the same afterwards.
+// by a switch looked the same afterwards. Beside what was asked, `used` says what the
+// steps did: bucketed rows were recorded as on where no step bucketed (a float32
+// fit, or emulated bf16 kernels).
 
 namespace salt::testing {
 
 TEST_F(FitTest, MetadataRecordsEveryStepSwitchWithItsSource) {
   std::string err;  // the last fit's stderr
-  auto fit = [&](const std::string& suffix, const std::vector<std::string>& set) {
+  auto fit = [&](const std::string& suffix, const std::vector<std::string>& set,
+                 const std::vector<std::string>& more = {}) {
     std::vector<std::string> argv{"env"};
     for (const char* name : {"SALT_HOST_TWINS", "SALT_COPY_STREAM", "SALT_CUDA_GRAPHS", "SALT_SHORT_ATTENTION",
                              "SALT_SEGMENT_SUM_KERNEL", "SALT_CPU_BF16", "SALT_CPU_BF16_STATIC_ROWS",
@@ -178,6 +181,7 @@ TEST_F(FitTest, MetadataRecordsEveryStepSwitchWithItsSource) {
     for (const auto& a : small_gn2({"--trainer.max_epochs", "1", "--trainer.limit_train_batches", "2",
                                     "--trainer.limit_val_batches", "1", "-ls", suffix}))
       argv.push_back(a);
+    argv.insert(argv.end(), more.begin(), more.end());
     const auto r = run_process(argv, dir.path());
     EXPECT_EQ(r.exit_code, 0) << r.err;
     err = r.err;
@@ -204,6 +208,9 @@ TEST_F(FitTest, MetadataRecordsEveryStepSwitchWithItsSource) {
   EXPECT_EQ(defaults["cpu_bf16_static_rows"]["value"].as<bool>(), !salt::models::cpu_bf16_emulated_by_default());
   EXPECT_EQ(defaults["steps_ahead"]["value"].as<int>(), 0);
   EXPECT_EQ(defaults["threads"]["value"].as<int>(), salt::choose_threads(salt::this_machine()).threads);
+  // A float32 fit on the CPU: none of the card's switches, no CPU bf16 step, no bucket.
+  for (const char* name : {"host_twins", "copy_stream", "cuda_graphs", "cpu_bf16", "cpu_bf16_static_rows"})
+    EXPECT_FALSE(defaults[name]["used"].as<bool>()) << name;
   // Several cores beside OpenBLAS's own threads: the fit started again with a short
   // spin (core/omp_spin.h), before it printed anything (one start line, not two).
   const bool restarts = salt::affinity_cores() > 1 && salt::blas_runs_own_threads();
@@ -218,7 +225,8 @@ TEST_F(FitTest, MetadataRecordsEveryStepSwitchWithItsSource) {
 
   const auto set = fit("set", {"SALT_CPU_BF16=emulated", "SALT_CPU_BF16_STATIC_ROWS=1", "SALT_MAX_STEPS_AHEAD=2",
                                "OMP_NUM_THREADS=1",
-                               "SALT_CUDA_GRAPHS=1", "GOMP_SPINCOUNT=500"});
+                               "SALT_CUDA_GRAPHS=1", "GOMP_SPINCOUNT=500"},
+                       {"--trainer.precision", "bf16-mixed"});
   ASSERT_TRUE(set.IsMap()) << set;
   // Asked for by name, graphs that cannot run are a warning saying why.
   EXPECT_NE(err.find("warning: SALT_CUDA_GRAPHS=1 but the steps run eagerly: the run is not on a card"),
@@ -229,6 +237,9 @@ TEST_F(FitTest, MetadataRecordsEveryStepSwitchWithItsSource) {
   EXPECT_EQ(set["threads"]["value"].as<int>(), 1);
   EXPECT_EQ(set["gomp_spin"]["value"].as<std::string>(), "500");
   EXPECT_TRUE(set["cpu_bf16_static_rows"]["value"].as<bool>());
+  // bf16 steps, but the emulated kernels never bucket their rows
+  EXPECT_TRUE(set["cpu_bf16"]["used"].as<bool>());
+  EXPECT_FALSE(set["cpu_bf16_static_rows"]["used"].as<bool>());
   for (const char* name : {"cpu_bf16", "cpu_bf16_static_rows", "steps_ahead", "threads", "cuda_graphs", "gomp_spin"})
     EXPECT_EQ(set[name]["source"].as<std::string>(), "environment") << name;
   EXPECT_EQ(set["host_twins"]["source"].as<std::string>(), "default");
