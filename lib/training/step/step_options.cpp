@@ -110,10 +110,9 @@ YAML::Node step_options_yaml(const StepOptions& options) {
 
 YAML::Node step_options_yaml(const StepOptions& options, const StepUse& use) {
   auto node = step_options_yaml(options);
-  const bool on_card = use.on_cuda;
-  node["host_twins"]["used"] = on_card && options.host_twins.value;
-  node["copy_stream"]["used"] = on_card && options.copy_stream.value;
-  if (!on_card) node["cuda_graphs"]["used"] = false;
+  node["host_twins"]["used"] = use.on_cuda && options.host_twins.value;
+  node["copy_stream"]["used"] = use.on_cuda && options.copy_stream.value;
+  if (!use.on_cuda) node["cuda_graphs"]["used"] = false;
   node["cpu_bf16"]["used"] = use.cpu_bf16_steps;
   node["cpu_bf16_static_rows"]["used"] = forward_kernels(options, use.cpu_bf16_steps).bucketed_rows;
   return node;

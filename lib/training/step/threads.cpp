@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <condition_variable>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <system_error>
 #include <thread>
@@ -30,10 +31,17 @@ std::optional<int> threads_from_env(const char* value, int cores) {
 
 namespace {
 
-std::string address_space_limit() {
+// The address-space limit (ulimit -v) in bytes, if there is one.
+std::optional<std::size_t> address_space_bytes() {
   rlimit limit{};
-  if (getrlimit(RLIMIT_AS, &limit) != 0 || limit.rlim_cur == RLIM_INFINITY) return "";
-  return "; the address-space limit (ulimit -v) is " + std::to_string(limit.rlim_cur >> 20) + " MiB";
+  if (getrlimit(RLIMIT_AS, &limit) != 0 || limit.rlim_cur == RLIM_INFINITY) return std::nullopt;
+  return static_cast<std::size_t>(limit.rlim_cur);
+}
+
+std::string address_space_limit() {
+  const auto bytes = address_space_bytes();
+  if (!bytes) return "";
+  return "; the address-space limit (ulimit -v) is " + std::to_string(*bytes >> 20) + " MiB";
 }
 
 // Under an address-space limit (ulimit -v, a job wrapper's) a thread that cannot
@@ -75,13 +83,13 @@ void require_threads_can_start(int count) {
 constexpr std::size_t kBlasBuffer = (std::size_t{128} << 20) + 4096;
 
 void require_blas_buffers_fit(int threads) {
-  rlimit limit{};
-  if (getrlimit(RLIMIT_AS, &limit) != 0 || limit.rlim_cur == RLIM_INFINITY) return;
+  const auto limit = address_space_bytes();
+  if (!limit) return;
   const std::size_t bytes = kBlasBuffer * static_cast<std::size_t>(threads);
   void* p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
   if (p == MAP_FAILED) {
     throw InputError("out of memory: the BLAS work buffers (128 MiB for each of " + std::to_string(threads) +
-                     " CPU thread(s)) do not fit under a limit of " + std::to_string(limit.rlim_cur >> 20) +
+                     " CPU thread(s)) do not fit under a limit of " + std::to_string(*limit >> 20) +
                      " MiB (ulimit -v): raise the limit (a batch system's memory request) or lower OMP_NUM_THREADS");
   }
   munmap(p, bytes);
