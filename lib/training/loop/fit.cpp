@@ -15,6 +15,7 @@
 #include "models/kernels/attention_kernels.h"
 #include "training/step/batch_device.h"
 #include "training/loop/fit_start.h"
+#include "training/checkpoints/rng_state.h"
 #include "training/outputs/metrics_log.h"
 #include "training/loop/run_files.h"
 #include "training/step/validation.h"
@@ -68,6 +69,7 @@ class FitRun : FitStart {
       state_.batch_in_epoch = -1;
       const bool go_on = nothing_left || !validation_due(epoch) || validate(epoch);
       stepped_in_epoch_ = -1;  // the epoch and its validation are done
+      generator_before_validation_ = torch::Tensor();
       ++result_.epochs_run;
       if (!go_on) break;
       hook("on_train_epoch_end", &callbacks::Callback::on_train_epoch_end, state_);
@@ -95,6 +97,7 @@ class FitRun : FitStart {
     if (dev_run_) return;  // fast_dev_run writes nothing
     state_.stepping = false;
     state_.batch_in_epoch = stepped_in_epoch_;
+    if (generator_before_validation_.defined()) set_cpu_rng_state(generator_before_validation_);
     if (!weights_finite()) {
       spdlog::warn("no checkpoint on exception: the weights are no longer finite at step {}", state_.global_step);
       return;
@@ -313,6 +316,9 @@ class FitRun : FitStart {
            batch.size);
     };
     const auto timed = profile("run_validation");
+    // A run stopped in this validation saves the generator as it was before it: its
+    // resume runs the validation again, drawing the same base seed (save_on_exception).
+    if (!mid_epoch) generator_before_validation_ = cpu_rng_state();
     batch_order_->validation_pass();  // salt's loader may draw a base seed here
     if (!mid_epoch) meter_.start("val", epoch);  // a mid-epoch one counts in the train stage's figures
     auto val = validation_pass(setup_.model, *val_loader_, epoch, val_plan_.val_batches, device_, autocast_, on_batch,
@@ -387,6 +393,7 @@ class FitRun : FitStart {
   // The epoch's batches through its last optimizer step (-1 once the epoch and its
   // validation are done): where a checkpoint on exception resumes.
   int64_t stepped_in_epoch_ = -1;
+  torch::Tensor generator_before_validation_;  // defined while an epoch-end validation runs
   bool validated_last_batch_ = false;  // a mid-epoch validation saw the last trained batch
   LossTotals logged_batch_;
   std::vector<std::string> attention_kernels_;

@@ -394,7 +394,9 @@ void FitStart::make_batch_order() {
   BatchOrderOptions options{D.num_workers == 0 || !D.persistent_workers,
                             !dev_run_ && !resume_ && T.num_sanity_val_steps != 0, world_, D.num_workers > 0};
   batch_order_ = std::make_unique<BatchOrder>(options, continuing ? resume_->loader_iterators : 0);
-  if (!resume_ || resume_->batch_in_epoch < 0 || plan_.skip_batches == 0) return;
+  if (!resume_ || resume_->batch_in_epoch < 0) return;
+  // A checkpoint saved before the epoch's first batch (a signal at its start) has
+  // already drawn the order: its generator is past it, so the order is taken as recorded.
   const auto& order = resume_->epoch_order;
   if (order.defined()) {
     const auto* p = order.data_ptr<int64_t>();
@@ -407,6 +409,7 @@ void FitStart::make_batch_order() {
     batch_order_->resume_epoch(std::move(recorded), resume_->epoch_restart);
     return;
   }
+  if (plan_.skip_batches == 0) return;
   if (!continuing) {  // salt's checkpoint, saved mid-epoch: Lightning starts the epoch over
     batch_order_->restart_epoch(plan_.skip_batches);
     lightning_restart_ = true;
