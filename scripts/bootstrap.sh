@@ -27,6 +27,7 @@ test_packages=(
   python3-scipy  # bench_hungarian: scipy's linear_sum_assignment (what salt's matcher runs) as its baseline
   slurm-wlm slurmctld slurmd slurm-client munge  # tests/submit start a real single-node Slurm
   libclang-rt-14-dev  # scripts/fuzz.sh: libFuzzer with ASan + UBSan
+  valgrind  # Refusals: salt run inside valgrind, which its self-restart cannot go through
   make  # build.gtest_suites and build.recovery configure with CMake's Makefiles generator too
 )
 case "${1:-}" in

@@ -1,8 +1,12 @@
 #include "core/install_paths.h"
 
 #include <dlfcn.h>
+#include <sys/stat.h>
 
+#include <cstdint>
 #include <cstdlib>
+#include <fstream>
+#include <sstream>
 #include <string>
 
 #include "core/errors.h"
@@ -15,6 +19,34 @@ bool started_by_the_loader() {
   const auto name = fs::read_symlink("/proc/self/exe", ec).filename().string();
   if (ec) return false;
   return name.rfind("ld-", 0) == 0 || name.rfind("ld64.so", 0) == 0 || name.rfind("ld.so", 0) == 0;
+}
+
+namespace {
+
+// The file this code was mapped from (/proc/self/maps), or empty.
+std::string program_file() {
+  const auto here = reinterpret_cast<std::uintptr_t>(&program_file);
+  std::ifstream maps("/proc/self/maps");
+  for (std::string line; std::getline(maps, line);) {
+    std::istringstream in(line);
+    std::string range, perms, offset, device, inode, path;
+    in >> range >> perms >> offset >> device >> inode >> path;
+    const auto dash = range.find('-');
+    if (dash == std::string::npos || path.empty() || path[0] != '/') continue;
+    const auto start = std::strtoull(range.c_str(), nullptr, 16), end = std::strtoull(range.c_str() + dash + 1, nullptr, 16);
+    if (start <= here && here < end) return path;
+  }
+  return {};
+}
+
+}  // namespace
+
+Launch how_started() {
+  const auto program = program_file();
+  struct stat exe{}, code{};
+  if (program.empty() || stat("/proc/self/exe", &exe) != 0 || stat(program.c_str(), &code) != 0) return Launch::kItself;
+  if (exe.st_dev == code.st_dev && exe.st_ino == code.st_ino) return Launch::kItself;
+  return started_by_the_loader() ? Launch::kLoader : Launch::kOther;
 }
 
 fs::path executable_dir() {

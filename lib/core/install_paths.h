@@ -18,6 +18,13 @@ std::filesystem::path executable_dir();
 // was started as `<loader> <salt> ...`.
 bool started_by_the_loader();
 
+// How salt was started, as a restart of itself must repeat it: as itself
+// (/proc/self/exe is salt's binary), through the dynamic loader, or through another
+// program that runs salt's code in its own process (valgrind, an emulator), which
+// /proc/self/exe then names (valgrind fakes readlink of it, not stat).
+enum class Launch { kItself, kLoader, kOther };
+Launch how_started();
+
 // SALT_SHARE_DIR when set, else <executable_dir>/../share/salt. Throws UsageError
 // naming both when the folder does not exist.
 std::filesystem::path share_dir();

@@ -3,6 +3,7 @@
 #include <dlfcn.h>
 #include <unistd.h>
 
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <vector>
@@ -44,9 +45,20 @@ namespace {
 // batch wrappers and profilers do), /proc/self/exe is the loader: restarting it with
 // salt's arguments made it look for a program named "fit" (exit 127). Then the
 // loader is run again with salt's path, which the loader left in argv[0].
+// Through another program (valgrind: /proc/self/exe is its tool, which refuses to
+// be run directly) salt cannot restart: it says so and runs on with libgomp's spin.
 void restart(int argc, char** argv) {
-  if (!started_by_the_loader()) {
+  const auto launch = how_started();
+  if (launch == Launch::kItself) {
     execv("/proc/self/exe", argv);
+    return;
+  }
+  if (launch == Launch::kOther) {
+    std::fprintf(stderr,
+                 "warning: salt runs inside another program (valgrind, an emulator) and cannot restart itself with "
+                 "GOMP_SPINCOUNT=%s: idle OpenMP threads spin at libgomp's own count; set GOMP_SPINCOUNT (%s is "
+                 "salt's choice) to skip the restart\n",
+                 kShortSpinCount, kShortSpinCount);
     return;
   }
   std::vector<char*> with_loader{const_cast<char*>("/proc/self/exe")};

@@ -4,6 +4,7 @@
 #include <yaml-cpp/yaml.h>
 #include <sys/stat.h>
 
+#include <cstdlib>
 #include <filesystem>
 
 #include "core/cpu_budget.h"
@@ -392,6 +393,32 @@ TEST(Refusals, AFitStartedThroughTheDynamicLoaderRestartsAsSalt) {
   const auto r = run_process(args, dir.path(), {"OMP_NUM_THREADS=2"});
   EXPECT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.err.find("idle OpenMP threads sleep after GOMP_SPINCOUNT=10000"), std::string::npos) << r.err;
+}
+
+// Inside valgrind /proc/self/exe is valgrind's tool, which refuses to be run directly:
+// the restart made `valgrind salt fit` end in "You cannot run ... directly" (exit 1).
+// Now salt says in one line why it does not restart, names the switch, and trains.
+// valgrind 3.19 cannot read the build's DWARF 5, so the fit runs a copy without it.
+TEST(Refusals, AFitInsideValgrindSaysWhyItDoesNotRestartAndTrains) {
+  const bool have_valgrind = std::system("valgrind --version > /dev/null 2>&1") == 0;
+  SALT_REQUIRE(have_valgrind, "valgrind is not installed (scripts/bootstrap.sh installs it)");
+  TempDir dir;
+  write_toy_data(dir / "data" / "toy", 200, 50, 0);
+  const auto copy = dir / "salt";
+  const auto strip = run_process({"objcopy", "--strip-debug", salt_binary(), copy.string()});
+  ASSERT_EQ(strip.exit_code, 0) << strip.err;
+  const auto share = std::filesystem::path(salt_binary()).parent_path() / ".." / "share" / "salt";
+  auto args = with_gn2({"valgrind", "--tool=none", "-q", copy.string(), "fit", "--trainer.fast_dev_run", "1"});
+  args.insert(args.end(), {"--data.batch_size", "50"});
+  const auto r = run_process(args, dir.path(), {"OMP_NUM_THREADS=2", "SALT_SHARE_DIR=" + share.string()});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  const std::string line = "warning: salt runs inside another program (valgrind, an emulator) and cannot restart "
+                           "itself with GOMP_SPINCOUNT=10000";
+  EXPECT_NE(r.err.find(line), std::string::npos) << r.err;
+  EXPECT_EQ(r.err.find(line), r.err.rfind(line)) << r.err;  // once
+  EXPECT_NE(r.err.find("set GOMP_SPINCOUNT (10000 is salt's choice) to skip the restart"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("trained 50 jets"), std::string::npos) << r.err;
+  EXPECT_EQ(r.err.find("cannot run"), std::string::npos) << r.err;
 }
 
 // metadata.yaml tells a user's OPENBLAS_THREAD_TIMEOUT from the one salt sets when it
