@@ -15,6 +15,7 @@
 #include "core/error_text.h"
 #include "core/errors.h"
 #include "core/memory.h"
+#include "core/memory_limit.h"
 #include "core/omp_spin.h"
 #include "core/signals.h"
 
@@ -41,9 +42,12 @@ std::string one_line(const std::string& text) { return error_line(text); }
 
 // An allocation that failed (std::bad_alloc, or LibTorch's allocator naming the size).
 int out_of_memory(const std::string& size) {
-  std::cerr << "salt: error: out of memory" << (size.empty() ? "" : " (an allocation of " + size + " failed)")
+  const auto limit = memory_limit_text();
+  std::cerr << "salt: error: out of memory" << (size.empty() ? "" : " (an allocation of " + size + " failed)") << limit
             << ": a size in the config or on the command line (a batch, a model width or count, a memory "
-               "budget) asks for more than this machine has\n";
+               "budget) asks for more than "
+            << (limit.empty() ? "this machine has\n" : "the job may use: raise the limit (a batch system's memory "
+                                                        "request) or lower the size\n");
   return 1;
 }
 

@@ -9,6 +9,7 @@
 #include <csignal>
 
 #include "core/errors.h"
+#include "core/memory_limit.h"
 #include "core/signals.h"
 
 namespace salt {
@@ -49,6 +50,7 @@ CommandOutput run_command(const std::vector<std::string>& argv, const CommandOpt
   if (pid < 0) throw InputError("cannot start " + argv.at(0));
   if (pid == 0) {
     if (options.stop_with_salt) tie_to_parent(parent);
+    restore_data_limit_in_child();
     dup2(fds[1], 1);
     dup2(fds[1], 2);
     close(fds[0]);

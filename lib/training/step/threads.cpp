@@ -16,6 +16,7 @@
 #include "core/errors.h"
 
 #include "core/env_switch.h"
+#include "core/memory_limit.h"
 #include "dist/launch_env.h"
 #include "training/step/device.h"
 
@@ -40,8 +41,9 @@ std::optional<std::size_t> address_space_bytes() {
 
 std::string address_space_limit() {
   const auto bytes = address_space_bytes();
-  if (!bytes) return "";
-  return "; the address-space limit (ulimit -v) is " + std::to_string(*bytes >> 20) + " MiB";
+  if (bytes) return "; the address-space limit (ulimit -v) is " + std::to_string(*bytes >> 20) + " MiB";
+  const auto limit = memory_limit_text();
+  return limit.empty() ? "" : ";" + limit;
 }
 
 // Under an address-space limit (ulimit -v, a job wrapper's) a thread that cannot
@@ -83,14 +85,14 @@ void require_threads_can_start(int count) {
 constexpr std::size_t kBlasBuffer = (std::size_t{128} << 20) + 4096;
 
 void require_blas_buffers_fit(int threads) {
-  const auto limit = address_space_bytes();
-  if (!limit) return;
+  const auto limit = memory_limit_text();  // ulimit -v, or the cgroup's through RLIMIT_DATA
+  if (limit.empty()) return;
   const std::size_t bytes = kBlasBuffer * static_cast<std::size_t>(threads);
   void* p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
   if (p == MAP_FAILED) {
     throw InputError("out of memory: the BLAS work buffers (128 MiB for each of " + std::to_string(threads) +
-                     " CPU thread(s)) do not fit under a limit of " + std::to_string(*limit >> 20) +
-                     " MiB (ulimit -v): raise the limit (a batch system's memory request) or lower OMP_NUM_THREADS");
+                     " CPU thread(s)) do not fit" + limit +
+                     ": raise the limit (a batch system's memory request) or lower OMP_NUM_THREADS");
   }
   munmap(p, bytes);
   const auto a = torch::ones({256, 256});
@@ -101,12 +103,15 @@ void require_blas_buffers_fit(int threads) {
 
 ThreadChoice configure_torch_threads(const TrainerConfig& trainer, const StepOption<int>& threads) {
   ThreadChoice choice;
+  const int local_ranks = dist::read_dist_env(dist::process_environment()).local_world_size;
+  const bool on_gpu = select_device(trainer).is_cuda();
+  if (!on_gpu) keep_within_cgroup_memory(local_ranks);  // before the threads map their stacks
   if (threads.source == OptionSource::kEnvironment) {
     choice = {threads.value, "OMP_NUM_THREADS"};
   } else {
     auto in = this_machine();
-    in.local_ranks = dist::read_dist_env(dist::process_environment()).local_world_size;
-    in.on_gpu = select_device(trainer).is_cuda();
+    in.local_ranks = local_ranks;
+    in.on_gpu = on_gpu;
     choice = choose_threads(in);
   }
   // LibTorch's pool is sized by the cores until set_num_threads resizes it.

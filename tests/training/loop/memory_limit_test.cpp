@@ -4,8 +4,16 @@
 // the limit, within seconds, and no run directory. A limit that fits trains.
 // One that starts the threads but not OpenBLAS's 128 MiB work buffer used to spin
 // for ever in blas_memory_alloc (malloc refused, retried): now one line too.
-#include <chrono>
+// Under a cgroup memory limit (Slurm's --mem) the kernel killed a fit that
+// outgrew it (exit 137, a half run directory): now it trains or stops in one line.
+#include <unistd.h>
 
+#include <chrono>
+#include <fstream>
+
+#include <yaml-cpp/yaml.h>
+
+#include "core/cgroup.h"
 #include "training/fit_support.h"
 
 namespace salt::testing {
@@ -24,7 +32,102 @@ ProcessResult fit_under_limit(const std::filesystem::path& cwd, const std::strin
   return salt_under_limit(cwd, kib, "fit", args);
 }
 
+// A memory cgroup below this process's own (the v1 memory controller's, or v2's),
+// which the processes started through argv() join; removed afterwards. Needs root.
+class MemoryCgroup {
+ public:
+  MemoryCgroup() {
+    const auto own = own_cgroup_dir("/sys/fs/cgroup", "", "memory", &v2_);
+    if (!own) {
+      why_not_ = "no memory cgroup in /proc/self/cgroup";
+      return;
+    }
+    dir_ = *own / ("salt-test-" + std::to_string(getpid()));
+    std::error_code ec;
+    std::filesystem::create_directory(dir_, ec);
+    if (ec || !std::filesystem::exists(dir_ / limit_file())) {
+      why_not_ = "cannot make a memory cgroup in " + own->string() + " (root and a writable cgroup file system needed)";
+      dir_.clear();
+    }
+  }
+  ~MemoryCgroup() {
+    if (!dir_.empty()) rmdir(dir_.c_str());
+  }
+  bool usable() const { return !dir_.empty(); }
+  const std::string& why_not() const { return why_not_; }
+  void set_limit_mib(int mib) const { std::ofstream(dir_ / limit_file()) << (int64_t{mib} << 20) << "\n"; }
+  // salt `args`, started inside the cgroup.
+  std::vector<std::string> argv(const std::vector<std::string>& args) const {
+    std::vector<std::string> all{"/bin/sh", "-c", "echo $$ > " + (dir_ / "cgroup.procs").string() + " && exec \"$0\" \"$@\"",
+                                 salt_binary()};
+    all.insert(all.end(), args.begin(), args.end());
+    return all;
+  }
+  // The processes the kernel's out-of-memory killer has killed in it.
+  int oom_kills() const {
+    std::ifstream in(dir_ / (v2_ ? "memory.events" : "memory.oom_control"));
+    std::string key;
+    for (int64_t value; in >> key >> value;)
+      if (key == "oom_kill") return static_cast<int>(value);
+    return 0;
+  }
+
+ private:
+  const char* limit_file() const { return v2_ ? "memory.max" : "memory.limit_in_bytes"; }
+  std::filesystem::path dir_;
+  bool v2_ = false;
+  std::string why_not_;
+};
+
 }  // namespace
+
+TEST_F(FitTest, UnderACgroupMemoryLimitFitAndTestTrainOrStopInOneLineNeverKilled) {
+  MemoryCgroup cgroup;
+  SALT_REQUIRE(cgroup.usable(), cgroup.why_not());
+  ASSERT_EQ(salt("fit", small_gn2({"--trainer.max_epochs", "1"})).exit_code, 0);
+  const auto run = runs().at(0);
+  const auto ckpt = checkpoints(run).at(0);
+  const auto files_before = std::distance(std::filesystem::recursive_directory_iterator(run), {});
+  int refused = 0, trained = 0;
+  // Too small for the threads (at 100 MiB the kernel used to kill the fit), for
+  // OpenBLAS's buffer, for the first batches; enough.
+  for (int mib : {100, 150, 250, 300, 1000}) {
+    SCOPED_TRACE(std::to_string(mib) + " MiB");
+    cgroup.set_limit_mib(mib);
+    const auto name = "GN2_cpu_limit" + std::to_string(mib);
+    const auto t0 = std::chrono::steady_clock::now();
+    auto args = small_gn2({"--trainer.max_epochs", "1", "-ls", "limit" + std::to_string(mib)});
+    args.insert(args.begin(), "fit");
+    const auto r = run_process(cgroup.argv(args), dir.path(), {"OMP_NUM_THREADS=1"});
+    EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(), 30.0);
+    EXPECT_EQ(cgroup.oom_kills(), 0) << r.err;
+    if (r.exit_code == 0) {
+      ++trained;
+      EXPECT_TRUE(std::filesystem::exists(dir / "logs" / name / "metadata.yaml"));
+      continue;
+    }
+    ++refused;
+    EXPECT_EQ(r.exit_code, 1) << r.err;  // not 137: the kernel's SIGKILL
+    EXPECT_EQ(error_lines(r.err), 1) << r.err;
+    EXPECT_NE(r.err.find("under a limit of " + std::to_string(mib) + " MiB (the job's cgroup memory limit)"),
+              std::string::npos)
+        << r.err;
+    // Refused before its first step, no run directory; stopped later, its files are whole.
+    if (!std::filesystem::exists(dir / "logs" / name)) continue;
+    EXPECT_NO_THROW(YAML::LoadFile((dir / "logs" / name / "metadata.yaml").string()));
+    for (const auto& e : std::filesystem::recursive_directory_iterator(dir / "logs" / name))
+      EXPECT_EQ(e.path().filename().string().find(".tmp"), std::string::npos) << e.path();
+  }
+  EXPECT_GE(refused, 1);
+  EXPECT_GE(trained, 1);
+  cgroup.set_limit_mib(150);
+  const auto test = run_process(cgroup.argv({"test", "--ckpt_path", ckpt.string()}), dir.path(), {"OMP_NUM_THREADS=1"});
+  EXPECT_EQ(test.exit_code, 1) << test.err;
+  EXPECT_EQ(error_lines(test.err), 1) << test.err;
+  EXPECT_NE(test.err.find("under a limit of 150 MiB (the job's cgroup memory limit)"), std::string::npos) << test.err;
+  EXPECT_EQ(std::distance(std::filesystem::recursive_directory_iterator(run), {}), files_before);  // no predictions
+  EXPECT_EQ(cgroup.oom_kills(), 0);
+}
 
 TEST_F(FitTest, AnAddressSpaceTooSmallForTheThreadsIsOneLineNotAHang) {
   const auto t0 = std::chrono::steady_clock::now();
