@@ -21,10 +21,10 @@ namespace salt::testing {
 namespace {
 
 ProcessResult salt_under_limit(const std::filesystem::path& cwd, const std::string& kib, const std::string& command,
-                               const std::vector<std::string>& args) {
+                               const std::vector<std::string>& args, const std::string& threads = "1") {
   std::vector<std::string> argv{"/bin/bash", "-c", "ulimit -v " + kib + " && exec \"$0\" \"$@\"", salt_binary(), command};
   argv.insert(argv.end(), args.begin(), args.end());
-  return run_process(argv, cwd, {"OMP_NUM_THREADS=1"});
+  return run_process(argv, cwd, {"OMP_NUM_THREADS=" + threads});
 }
 
 ProcessResult fit_under_limit(const std::filesystem::path& cwd, const std::string& kib,
@@ -165,6 +165,24 @@ TEST_F(FitTest, ALimitTooSmallForTheBlasBuffersIsOneLineInFitAndTest) {
   EXPECT_EQ(runs().size(), 1u);
   // nothing half-written: no prediction file beside the checkpoint
   EXPECT_EQ(std::distance(std::filesystem::recursive_directory_iterator(runs().at(0)), {}), files_before);
+}
+
+// Each compute thread's GEMM takes its own buffer: two threads need two, and the
+// line says so; with room for both, OpenBLAS takes them at start-up and trains.
+TEST_F(FitTest, TwoThreadsNeedTwoBlasBuffersUnderALimit) {
+  const auto t0 = std::chrono::steady_clock::now();
+  const auto tight = salt_under_limit(dir.path(), "900000", "fit", small_gn2({"--trainer.max_epochs", "1", "-ls", "two"}), "2");
+  EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(), 30.0);
+  EXPECT_EQ(tight.exit_code, 1) << tight.err;
+  EXPECT_EQ(error_lines(tight.err), 1) << tight.err;
+  EXPECT_NE(tight.err.find("the BLAS work buffers (128 MiB for each of 2 CPU thread(s)) do not fit under a limit of "
+                           "878 MiB (ulimit -v)"),
+            std::string::npos)
+      << tight.err;
+  EXPECT_TRUE(runs().empty());
+  const auto roomy = salt_under_limit(dir.path(), "1500000", "fit", small_gn2({"--trainer.max_epochs", "1", "-ls", "two"}), "2");
+  EXPECT_EQ(roomy.exit_code, 0) << roomy.err;
+  EXPECT_NE(roomy.err.find("computing with 2 CPU thread(s)"), std::string::npos) << roomy.err;
 }
 
 }  // namespace salt::testing
