@@ -8,6 +8,7 @@
 #include "core/env_switch.h"
 #include "core/omp_spin.h"
 #include "models/kernels/cpu_bf16.h"
+#include "models/kernels/segment_sum.h"
 #include "training/step/batch_device.h"
 #include "training/step/threads.h"
 
@@ -113,6 +114,11 @@ YAML::Node step_options_yaml(const StepOptions& options, const StepUse& use) {
   node["host_twins"]["used"] = use.on_cuda && options.host_twins.value;
   node["copy_stream"]["used"] = use.on_cuda && options.copy_stream.value;
   if (!use.on_cuda) node["cuda_graphs"]["used"] = false;
+  // salt-cpp's own CUDA kernels, where asked for: on a card each batch settles them
+  // (resources' attention_kernels says which ran), elsewhere never.
+  const bool own_kernels = use.on_cuda && models::segment_sum_kernel_compiled();
+  if (!own_kernels || !options.short_attention.value) node["short_attention"]["used"] = false;
+  if (!own_kernels || !options.segment_sum_kernel.value) node["segment_sum_kernel"]["used"] = false;
   node["cpu_bf16"]["used"] = use.cpu_bf16_steps;
   node["cpu_bf16_static_rows"]["used"] = forward_kernels(options, use.cpu_bf16_steps).bucketed_rows;
   return node;

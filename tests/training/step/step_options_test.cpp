@@ -209,7 +209,8 @@ TEST_F(FitTest, MetadataRecordsEveryStepSwitchWithItsSource) {
   EXPECT_EQ(defaults["steps_ahead"]["value"].as<int>(), 0);
   EXPECT_EQ(defaults["threads"]["value"].as<int>(), salt::choose_threads(salt::this_machine()).threads);
   // A float32 fit on the CPU: none of the card's switches, no CPU bf16 step, no bucket.
-  for (const char* name : {"host_twins", "copy_stream", "cuda_graphs", "cpu_bf16", "cpu_bf16_static_rows"})
+  for (const char* name : {"host_twins", "copy_stream", "cuda_graphs", "short_attention", "segment_sum_kernel",
+                           "cpu_bf16", "cpu_bf16_static_rows"})
     EXPECT_FALSE(defaults[name]["used"].as<bool>()) << name;
   // Several cores beside OpenBLAS's own threads: the fit started again with a short
   // spin (core/omp_spin.h), before it printed anything (one start line, not two).
