@@ -4,7 +4,10 @@
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
 
+#include <sys/prctl.h>
+
 #include <CLI/CLI.hpp>
+#include <csignal>
 #include <cstring>
 #include <filesystem>
 #include <new>
@@ -70,6 +73,13 @@ int main(int argc, char** argv) {
   // Before anything is printed or written: a computing command may start again with
   // a short OpenMP spin (core/omp_spin.h).
   restart_with_short_spin_if_needed(argc, argv);
+  // Restarted through /proc/self/exe (above, or as a data-parallel worker), the
+  // process would be named "exe" in ps, top and killall: it is salt.
+  prctl(PR_SET_NAME, "salt");
+  // Past a file-size limit (ulimit -f, a job wrapper's) a write fails with EFBIG,
+  // which the writer reports in one line and whose temporary file it removes;
+  // SIGXFSZ's default would kill salt there and leave the half-written file.
+  std::signal(SIGXFSZ, SIG_IGN);
   // Logs go to stderr: stdout carries results (--print_config, tables) only.
   spdlog::set_default_logger(spdlog::stderr_color_mt("salt"));
   spdlog::set_pattern("%^%l%$: %v");

@@ -64,6 +64,7 @@ std::optional<int> launch_local_workers(const std::string& command, const std::v
     throw UsageError("trainer.num_nodes=" + std::to_string(trainer.num_nodes) +
                      " needs a launcher that starts the processes on every node (srun under Slurm, or torchrun-style "
                      "variables); see docs/distributed.md");
+  dist::check_data_parallel_switches(dist::process_environment());
   std::vector<std::string> worker_args{command};
   worker_args.insert(worker_args.end(), args.begin(), args.end());
   auto options = dist::LocalLaunchOptions().set_args(worker_args).set_num_processes(trainer.num_devices);

@@ -1,6 +1,7 @@
 #include "core/atomic_file.h"
 
 #include <fcntl.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -73,11 +74,19 @@ void create_directories_or_fail(const std::filesystem::path& dir, const std::str
   if (ec) throw InputError("cannot create the " + what + " " + dir.string() + ": " + ec.message());
 }
 
+std::string write_error_text(int err) {
+  std::string why = std::strerror(err);
+  rlimit fsize{};
+  if (err == EFBIG && getrlimit(RLIMIT_FSIZE, &fsize) == 0 && fsize.rlim_cur != RLIM_INFINITY)
+    why += ": the file-size limit (ulimit -f) is " + std::to_string(fsize.rlim_cur >> 10) + " KiB";
+  return why;
+}
+
 void write_file_synced(const std::filesystem::path& tmp, const std::string& content,
                        const std::filesystem::path& shown) {
   auto fail = [&](int err) {
     ::unlink(tmp.c_str());
-    throw InputError(shown.string() + ": cannot write (" + std::strerror(err) + ")");
+    throw InputError(shown.string() + ": cannot write (" + write_error_text(err) + ")");
   };
   int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
   if (fd < 0) throw InputError(shown.string() + ": cannot write (" + std::strerror(errno) + ")");

@@ -18,6 +18,10 @@ void create_directories_or_fail(const std::filesystem::path& dir, const std::str
 // The first half of write_file_atomic, for callers that rename several files
 // together: writes `content` to the new file `tmp` and fsyncs it; on failure removes
 // `tmp` and throws InputError naming `shown` (the final name).
+// strerror(err), and for EFBIG the file-size limit (ulimit -f) it hit: salt ignores
+// SIGXFSZ (cli_main.cpp), so a write past the limit fails instead of killing it.
+std::string write_error_text(int err);
+
 void write_file_synced(const std::filesystem::path& tmp, const std::string& content, const std::filesystem::path& shown);
 
 // InputError when `path` is a directory: an output must be a file name.

@@ -16,6 +16,7 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "core/atomic_file.h"
 #include "core/errors.h"
 #include "data/h5_internal.h"
 
@@ -121,7 +122,7 @@ std::string last_error() {
     return 0;
   };
   H5Ewalk2(H5E_DEFAULT, H5E_WALK_UPWARD, walk, &found);
-  if (found.sys_errno > 0) return std::strerror(found.sys_errno);
+  if (found.sys_errno > 0) return write_error_text(found.sys_errno);
   std::string msg;
   for (char c : found.innermost) {  // one line
     if (c == '\n' || c == '\r') c = ' ';

@@ -93,6 +93,11 @@ GradSyncOptions GradSyncOptions::from_environment(const EnvLookup& env) {
   return o;
 }
 
+void check_data_parallel_switches(const EnvLookup& env) {
+  (void)dist_timeout(env);
+  (void)GradSyncOptions::from_environment(env);
+}
+
 GradSync::GradSync(ProcessGroup& group, std::vector<torch::Tensor> parameters, GradSyncOptions options)
     : state_(std::make_unique<State>()) {
   auto& st = *state_;

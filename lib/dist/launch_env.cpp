@@ -168,7 +168,7 @@ std::chrono::milliseconds dist_timeout(const EnvLookup& env) {
     if (used == v->size() && s > 0 && s < 1e7) return std::chrono::milliseconds(static_cast<int64_t>(s * 1000));
   } catch (const std::exception&) {
   }
-  throw UsageError("environment variable SALT_DIST_TIMEOUT='" + *v + "' must be a positive number of seconds");
+  throw UsageError("SALT_DIST_TIMEOUT=" + *v + ": expected a number of seconds above 0 and below 10000000");
 }
 
 }  // namespace salt::dist

@@ -57,6 +57,12 @@ inline bool launched_externally(const DistEnv& env) { return env.launcher != Lau
 inline constexpr int kDefaultTimeoutSeconds = 60;
 std::chrono::milliseconds dist_timeout(const EnvLookup& env);
 
+// Every data-parallel switch (SALT_DIST_TIMEOUT, SALT_DIST_OVERLAP,
+// SALT_DIST_BUCKET_MB) read once, so that `salt fit --trainer.devices N` refuses a
+// bad one in one line before its workers start, not once per worker. Defined
+// beside the gradient switches (grad_sync.cpp).
+void check_data_parallel_switches(const EnvLookup& env);
+
 const char* launcher_name(Launcher l);
 
 }  // namespace salt::dist

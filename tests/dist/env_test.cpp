@@ -193,6 +193,8 @@ TEST(DistEnv, Timeout) {
   EXPECT_EQ(dist_timeout(fake({{"SALT_DIST_TIMEOUT", "2.5"}})), std::chrono::milliseconds(2500));
   EXPECT_THROW(dist_timeout(fake({{"SALT_DIST_TIMEOUT", "0"}})), UsageError);
   EXPECT_THROW(dist_timeout(fake({{"SALT_DIST_TIMEOUT", "soon"}})), UsageError);
+  const auto e = usage_error([] { dist_timeout(fake({{"SALT_DIST_TIMEOUT", "1e9"}})); });
+  EXPECT_EQ(e, "SALT_DIST_TIMEOUT=1e9: expected a number of seconds above 0 and below 10000000");
 }
 
 TEST(GroupOptions, BackendFromTheEnvironment) {

@@ -481,4 +481,43 @@ TEST_F(DistFitTest, APortInUseIsRank0sFirstAndOnlyLine) {
   EXPECT_TRUE(runs().empty());
 }
 
+// A bad data-parallel switch was refused by every worker after it started, and
+// once more by the launcher: three lines. Now the launcher reads them first. And
+// the workers, started through /proc/self/exe, are named salt (not "exe") in ps.
+TEST_F(DistFitTest, ABadDataParallelSwitchIsOneLineBeforeTheWorkersStart) {
+  for (const std::string& bad : {"SALT_DIST_TIMEOUT=0", "SALT_DIST_TIMEOUT=1e9", "SALT_DIST_BUCKET_MB=0",
+                                 "SALT_DIST_OVERLAP=off"}) {
+    SCOPED_TRACE(bad);
+    const auto r = salt("fit", two_ranks({"--trainer.fast_dev_run", "1"}), {"OMP_NUM_THREADS=1", bad});
+    EXPECT_EQ(r.exit_code, 2) << r.err;
+    EXPECT_EQ(error_lines(r.err), 1) << r.err;
+    EXPECT_NE(r.err.find("salt: error: " + bad + ": expected "), std::string::npos) << r.err;
+    EXPECT_EQ(r.err.find("[rank"), std::string::npos) << r.err;  // no worker started
+  }
+  std::vector<std::string> argv{salt_binary(), "fit"};
+  for (const auto& a : two_ranks({"--trainer.max_epochs", "50", "-ls", "named"})) argv.push_back(a);
+  BackgroundProcess fit(argv, dir.path(), {"OMP_NUM_THREADS=1"});
+  const auto children = fs::path("/proc") / std::to_string(fit.pid()) / "task" / std::to_string(fit.pid()) / "children";
+  std::vector<int> workers;
+  ASSERT_TRUE(wait_until(
+      [&] {
+        std::ifstream in(children);
+        workers.clear();
+        for (int pid; in >> pid;) workers.push_back(pid);
+        return workers.size() == 2;
+      },
+      std::chrono::seconds(30)));
+  auto comm = [](int pid) {
+    std::ifstream in("/proc/" + std::to_string(pid) + "/comm");
+    std::string name;
+    std::getline(in, name);
+    return name;
+  };
+  ASSERT_TRUE(wait_until([&] { return comm(workers[0]) == "salt" && comm(workers[1]) == "salt"; }, 10s))
+      << comm(workers[0]) << " " << comm(workers[1]);
+  EXPECT_EQ(comm(fit.pid()), "salt");
+  fit.signal(SIGTERM);
+  EXPECT_EQ(fit.wait().exit_code, 128 + SIGTERM);
+}
+
 }  // namespace salt::testing
