@@ -303,7 +303,7 @@ int64_t selected_end(hid_t space) {
 // What HDF5 would silently fill with the fill value (zeros): a source dataset that
 // is not there, fields the source lacks, rows the source no longer has.
 void check_source(const fs::path& file, const std::string& dataset, const h5::Dataset& vds, const fs::path& member,
-                  const std::string& source, hid_t dcpl, size_t i) {
+                  const std::string& source, hid_t dcpl, size_t i, int64_t mapped_rows) {
   const auto where = fmt::format("{}: member file {} of dataset '{}'", file.string(), member.string(), dataset);
   const auto m = h5::File::open_read(member);
   if (!m.has_dataset(source))
@@ -319,12 +319,33 @@ void check_source(const fs::path& file, const std::string& dataset, const h5::Da
                                      f.name));
   }
   Id sspace(H5Pget_virtual_srcspace(dcpl, i), H5Sclose);
-  const int64_t needed = selected_end(sspace.get());
+  // "All of the source" (h5py's VirtualSource without a slice) is as many rows as
+  // the mapping's share of the virtual dataset: a shorter source fails at read.
+  const int64_t needed = H5Sget_select_type(sspace.get()) == H5S_SEL_ALL ? mapped_rows : selected_end(sspace.get());
   const auto rows = src.shape().empty() ? int64_t{0} : static_cast<int64_t>(src.shape()[0]);
   if (needed > rows)
     throw InputError(fmt::format("{}: its '{}' has {} rows, the virtual dataset reads {} (the member changed after "
                                  "the virtual file was written: write it again)",
                                  where, source, rows, needed));
+}
+
+// Rows no mapping fills read as the fill value (zeros): the virtual dataset is
+// larger than its members (a member gone from the list, a wrong shape).
+void check_rows_mapped(const fs::path& file, const std::string& dataset, int64_t rows,
+                       std::vector<std::pair<int64_t, int64_t>> spans) {
+  std::sort(spans.begin(), spans.end());
+  int64_t filled = 0;
+  for (const auto& [begin, end] : spans) {
+    if (begin > filled) break;
+    filled = std::max(filled, end);
+  }
+  if (filled >= rows) return;
+  int64_t gap_end = rows;
+  for (const auto& [begin, end] : spans)
+    if (begin > filled) gap_end = std::min(gap_end, begin);
+  throw InputError(fmt::format("{}: rows {}..{} of dataset '{}' map to no member file (HDF5 would read its fill "
+                               "value for them): write the virtual file again",
+                               file.string(), filled, gap_end, dataset));
 }
 
 std::vector<VirtualMember> checked_members(const fs::path& file, const std::string& dataset, Trail& trail) {
@@ -335,6 +356,8 @@ std::vector<VirtualMember> checked_members(const fs::path& file, const std::stri
   std::vector<VirtualMember> out;
   if (H5Pget_layout(dcpl.get()) != H5D_VIRTUAL) return out;
   trail.emplace_back(canonical_text(file), dataset);
+  std::vector<std::pair<int64_t, int64_t>> spans;  // the virtual rows [begin, end) each mapping fills
+  bool bounded = true;
   size_t count = 0;
   H5Pget_virtual_count(dcpl.get(), &count);
   for (size_t i = 0; i < count; ++i) {
@@ -349,14 +372,17 @@ std::vector<VirtualMember> checked_members(const fs::path& file, const std::stri
       throw InputError(fmt::format("{}: dataset '{}' is a virtual dataset that maps onto itself (through {} '{}'); "
                                    "HDF5 cannot read it",
                                    file.string(), dataset, member.string(), source));
-    check_source(file, dataset, ds, member, source, dcpl.get(), i);
-    checked_members(member, source, trail);  // a virtual source: its own members and cycles
     Id vspace(H5Pget_virtual_vspace(dcpl.get(), i), H5Sclose);
     std::vector<hsize_t> start(static_cast<size_t>(std::max(1, H5Sget_simple_extent_ndims(vspace.get())))),
         end(start.size());
-    H5Sget_select_bounds(vspace.get(), start.data(), end.data());
-    out.push_back({member, static_cast<int64_t>(end[0] - start[0] + 1)});
+    if (H5Sget_select_bounds(vspace.get(), start.data(), end.data()) < 0) bounded = false;
+    const auto rows = static_cast<int64_t>(end[0] - start[0] + 1);
+    check_source(file, dataset, ds, member, source, dcpl.get(), i, rows);
+    checked_members(member, source, trail);  // a virtual source: its own members and cycles
+    spans.emplace_back(static_cast<int64_t>(start[0]), static_cast<int64_t>(end[0]) + 1);
+    out.push_back({member, rows});
   }
+  if (bounded) check_rows_mapped(file, dataset, ds.rows(), spans);
   trail.pop_back();
   return out;
 }

@@ -467,6 +467,24 @@ with h5py.File(out + "/jets_only.h5", "w") as g:
 vds(out + "/no_dataset.h5", {"tracks": (out + "/jets_only.h5", "tracks", tracks)})
 vds(out + "/no_field.h5", {"tracks": (out + "/jets_only.h5", "tracks_no_d0", tracks)})
 vds(out + "/fewer_rows.h5", {"tracks": (out + "/jets_only.h5", "tracks_half", tracks)})
+with h5py.File(out + "/whole_short.h5", "w") as g:  # all of a 1000-row source onto 2000 rows
+    g.attrs.update(f.attrs)
+    for name, ds in f.items():
+        if name == "tracks":
+            lay = h5py.VirtualLayout(shape=ds.shape, dtype=ds.dtype)
+            lay[:] = h5py.VirtualSource(out + "/jets_only.h5", "tracks_half", shape=ds.shape)
+            g.create_virtual_dataset(name, lay).attrs.update(ds.attrs)
+        else:
+            g.create_dataset(name, data=ds[:]).attrs.update(ds.attrs)
+with h5py.File(out + "/unmapped_rows.h5", "w") as g:  # 2000 rows, the first 1000 mapped
+    g.attrs.update(f.attrs)
+    for name, ds in f.items():
+        if name == "tracks":
+            lay = h5py.VirtualLayout(shape=ds.shape, dtype=ds.dtype)
+            lay[: tracks[0] // 2] = h5py.VirtualSource(out + "/jets_only.h5", "tracks_half", shape=(tracks[0] // 2,) + tracks[1:])
+            g.create_virtual_dataset(name, lay).attrs.update(ds.attrs)
+        else:
+            g.create_dataset(name, data=ds[:]).attrs.update(ds.attrs)
 )", {train, dir.path().string()});
   ASSERT_EQ(py.exit_code, 0) << py.err;
   const auto in_dir = [&](const char* name) { return (dir / name).string(); };
@@ -479,6 +497,12 @@ vds(out + "/fewer_rows.h5", {"tracks": (out + "/jets_only.h5", "tracks_half", tr
                             " of dataset 'tracks' has no dataset 'tracks' (HDF5 would read zeros for its rows)"},
       {"no_field.h5", "of dataset 'tracks': its 'tracks_no_d0' has no field 'd0' (HDF5 would read zeros for it)"},
       {"fewer_rows.h5", "of dataset 'tracks': its 'tracks_half' has 1000 rows, the virtual dataset reads 2000"},
+      // Before: read as far as the source went, then HDF5's "insufficient elements in
+      // destination selection" in the middle of an epoch; and rows no member fills
+      // trained as zeros, exit 0.
+      {"whole_short.h5", "of dataset 'tracks': its 'tracks_half' has 1000 rows, the virtual dataset reads 2000"},
+      {"unmapped_rows.h5", in_dir("unmapped_rows.h5") + ": rows 1000..2000 of dataset 'tracks' map to no member file "
+                                                        "(HDF5 would read its fill value for them)"},
   };
   for (const auto& [file, message] : cases) {
     auto r = salt("fit", small_gn2(tiny({"--data.train_file", in_dir(file)})));
