@@ -1,5 +1,8 @@
 #include "config/yaml_load.h"
 
+#include <fmt/format.h>
+
+#include <cstdint>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -165,7 +168,46 @@ YAML::Node copy_impl(const YAML::Node& node, const std::string& path, const std:
   }
 }
 
+// PyYAML, salt's reader, takes UTF-8 text of printable characters only (its
+// Reader's NON_PRINTABLE); yaml-cpp took any bytes. The first offender, by place.
+void check_characters(const std::string& text, const std::string& where) {
+  int line = 1, column = 1;
+  for (std::size_t i = 0; i < text.size();) {
+    const auto b = static_cast<unsigned char>(text[i]);
+    const int length = b < 0x80 ? 1 : (b >> 5) == 0x6 ? 2 : (b >> 4) == 0xE ? 3 : (b >> 3) == 0x1E ? 4 : 0;
+    char32_t code = length == 1 ? b : length == 2 ? (b & 0x1F) : length == 3 ? (b & 0x0F) : (b & 0x07);
+    bool valid = length > 0 && i + length <= text.size();
+    for (int k = 1; valid && k < length; ++k) {
+      const auto c = static_cast<unsigned char>(text[i + k]);
+      valid = (c >> 6) == 0x2;
+      code = (code << 6) | (c & 0x3F);
+    }
+    static constexpr char32_t kLeast[] = {0, 0, 0x80, 0x800, 0x10000};  // shorter forms are overlong
+    valid = valid && code >= kLeast[length] && code <= 0x10FFFF && !(code >= 0xD800 && code <= 0xDFFF);
+    const auto place = where + ":" + std::to_string(line) + ":" + std::to_string(column);
+    if (!valid)
+      throw UsageError(fmt::format("{}: not UTF-8 (byte 0x{:02x}): salt reads config files as UTF-8; save the file "
+                                   "in that encoding",
+                                   place, b));
+    const bool printable = code == 0x09 || code == 0x0A || code == 0x0D || (code >= 0x20 && code <= 0x7E) ||
+                           code == 0x85 || (code >= 0xA0 && code <= 0xD7FF) || (code >= 0xE000 && code <= 0xFFFD) ||
+                           code >= 0x10000;
+    if (!printable)
+      throw UsageError(fmt::format("{}: the control character U+{:04X}, which YAML (and salt's reader) does not "
+                                   "allow in a config file",
+                                   place, static_cast<uint32_t>(code)));
+    if (code == '\n') {
+      ++line;
+      column = 1;
+    } else {
+      ++column;
+    }
+    i += static_cast<std::size_t>(length);
+  }
+}
+
 LoadedYaml load_text(const std::string& text, const std::string& where) {
+  check_characters(text, where);
   YAML::Node parsed;
   try {
     const auto documents = YAML::LoadAll(text);

@@ -255,6 +255,13 @@ INSTANTIATE_TEST_SUITE_P(
                   "g: &g [*f, *f, *f, *f, *f, *f, *f, *f, *f, *f]\n",
                   {}, {"{bad}:", "too large", "alias"}},
         ErrorCase{"ConfigIsNotARegularFile", "", {"-c", "/dev/null"}, {"/dev/null: not a regular file"}},
+        // Before: any bytes were taken. PyYAML (salt's reader, on a UTF-8 text file)
+        // refuses both; a BOM and other UTF-8 text are fine (BomAndUtf8TextAreRead).
+        ErrorCase{"NotUtf8", "trainer:\n  max_epochs: 3\n  default_root_dir: logs\xff\xfe\n", {},
+                  {"{bad}:3:25: not UTF-8 (byte 0xff): salt reads config files as UTF-8"}},
+        ErrorCase{"OverlongUtf8", "trainer:\n  default_root_dir: \xc0\xaf" "etc\n", {}, {"{bad}:2:21: not UTF-8 (byte 0xc0)"}},
+        ErrorCase{"ControlCharacter", "trainer:\n  default_root_dir: \"a\x07" "b\"\n", {},
+                  {"{bad}:2:23: the control character U+0007, which YAML (and salt's reader) does not allow"}},
         // Sizes no config comes near, refused before their cost grows (300,000 keys took
         // minutes): the largest of salt's and the zoo's configs has 23 keys in a mapping.
         ErrorCase{"MappingWithTooManyKeys", many_keys(1001), {},
@@ -264,6 +271,16 @@ INSTANTIATE_TEST_SUITE_P(
         ErrorCase{"TooManyArguments", "", std::vector<std::string>(2001, "--trainer.max_epochs=2"),
                   {"the command line has 200", "arguments; salt-cpp takes at most 2000"}}),
     [](const ::testing::TestParamInfo<ErrorCase>& info) { return info.param.name; });
+
+TEST(Validation, BomAndUtf8TextAreRead) {
+  TempDir dir;
+  write_file(dir / "utf8.yaml", "\xef\xbb\xbftrainer:\n  default_root_dir: caf\xc3\xa9-\xe2\x82\xac-\xf0\x9f\x98\x80\n");
+  const auto r = resolve_args(gn2_with({"-c", (dir / "utf8.yaml").string()}));
+  const auto dir_read = r.config["trainer"]["default_root_dir"].as<std::string>();  // made absolute
+  const std::string text = "/caf\xc3\xa9-\xe2\x82\xac-\xf0\x9f\x98\x80";
+  ASSERT_GE(dir_read.size(), text.size());
+  EXPECT_EQ(dir_read.substr(dir_read.size() - text.size()), text);
+}
 
 TEST(Validation, MissingRequiredKeyNamesIt) {
   TempDir dir;
