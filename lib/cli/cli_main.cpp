@@ -80,6 +80,10 @@ int main(int argc, char** argv) {
   // which the writer reports in one line and whose temporary file it removes;
   // SIGXFSZ's default would kill salt there and leave the half-written file.
   std::signal(SIGXFSZ, SIG_IGN);
+  // A reader of salt's output that went away (`salt fit | head`, a closed tee) made
+  // the next log line's SIGPIPE kill a training of hours mid-step: the console is a
+  // view of the run, whose files are its record. Writes to it now fail quietly.
+  std::signal(SIGPIPE, SIG_IGN);
   // Logs go to stderr: stdout carries results (--print_config, tables) only.
   spdlog::set_default_logger(spdlog::stderr_color_mt("salt"));
   spdlog::set_pattern("%^%l%$: %v");

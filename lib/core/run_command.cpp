@@ -51,6 +51,9 @@ CommandOutput run_command(const std::vector<std::string>& argv, const CommandOpt
   if (pid == 0) {
     if (options.stop_with_salt) tie_to_parent(parent);
     restore_data_limit_in_child();
+    // salt ignores these (cli_main.cpp); an ignored signal stays ignored across exec.
+    std::signal(SIGPIPE, SIG_DFL);
+    std::signal(SIGXFSZ, SIG_DFL);
     dup2(fds[1], 1);
     dup2(fds[1], 2);
     close(fds[0]);

@@ -421,6 +421,23 @@ TEST(Refusals, AFitInsideValgrindSaysWhyItDoesNotRestartAndTrains) {
   EXPECT_EQ(r.err.find("cannot run"), std::string::npos) << r.err;
 }
 
+// `salt fit | head`: once the reader had gone, the next log line's SIGPIPE killed
+// the fit (exit 141) before its first checkpoint. Now it trains to the end.
+TEST(Refusals, AFitWhoseLogReaderGoesAwayTrainsToTheEnd) {
+  TempDir dir;
+  write_toy_data(dir / "data" / "toy", 200, 50, 0);
+  auto args = with_gn2({"/bin/bash", "-c", "\"$0\" \"$@\" 2>&1 | head -1 > /dev/null; exit ${PIPESTATUS[0]}",
+                        salt_binary(), "fit", "-ls", "piped"});
+  args.insert(args.end(), {"--data.batch_size", "50", "--trainer.max_epochs", "3"});  // after the configs
+  const auto r = run_process(args, dir.path(), {"OMP_NUM_THREADS=1"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  const auto ckpts = dir / "logs" / "GN2_cpu_piped" / "ckpts";
+  ASSERT_TRUE(std::filesystem::is_directory(ckpts));
+  int epochs = 0;
+  for (const auto& e : std::filesystem::directory_iterator(ckpts)) epochs += e.path().filename().string().rfind("epoch=", 0) == 0;
+  EXPECT_EQ(epochs, 3);  // one per epoch
+}
+
 // metadata.yaml tells a user's OPENBLAS_THREAD_TIMEOUT from the one salt sets when it
 // restarts with a short spin (both "4"): before, the user's was recorded as salt's.
 TEST(SwitchBookkeeping, AUsersOwnBlasTimeoutIsRecordedAsTheUsers) {
