@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Regenerates docs/config-reference.md from the schema (salt fit --help), and the
+# Regenerates docs/config-reference.md from the schema (salt fit --help),
+# docs/environment.md from the environment variables' table (salt --help-env), and the
 # table of options salt-cpp accepts but does not honour in docs/training.md (the
 # keys --help marks [no effect: ...] or [not supported: ...], with the reason).
 # tests/cli/cli_test.cpp fails when either is out of date.
@@ -32,6 +33,9 @@ if [ "${1:-}" = --unhonoured ]; then unhonoured; exit 0; fi
   "$salt" fit --help
   echo '```'
 } > "$root/docs/config-reference.md"
+
+# docs/environment.md: the environment variables' table (lib/core/env_switches.cpp).
+"$salt" --help-env --markdown > "$root/docs/environment.md"
 
 # docs/training.md: the table between its two markers.
 table=$(unhonoured)

@@ -16,6 +16,7 @@
 #include "cli/commands.h"
 #include "cli/version.h"
 #include "core/error_text.h"
+#include "core/env_switches.h"
 #include "core/errors.h"
 #include "core/memory.h"
 #include "core/memory_limit.h"
@@ -90,8 +91,11 @@ int main(int argc, char** argv) {
   try {
     CLI::App app{"salt-cpp: train and evaluate jet flavour-tagging models (the C++ successor of salt)", "salt"};
     app.require_subcommand(0, 1);
-    bool show_version = false;
+    bool show_version = false, show_env = false, as_markdown = false;
     app.add_flag("-V,--version", show_version, "Print version, commit, LibTorch, CUDA and BLAS, then exit.");
+    app.add_flag("--help-env", show_env,
+                 "Print the environment variables salt-cpp reads, what each takes and its value now, then exit.");
+    app.add_flag("--markdown", as_markdown, "With --help-env: as the Markdown table of docs/environment.md.");
     std::vector<std::string> rest;
     std::string run_command;
     add_run_command(app, "fit", "Train a model.", &rest, &run_command);
@@ -120,6 +124,10 @@ int main(int argc, char** argv) {
     }
     if (show_version) {
       std::cout << version_text();
+      return 0;
+    }
+    if (show_env) {
+      std::cout << (as_markdown ? env_switches_markdown() : env_switches_help());
       return 0;
     }
     if (!run_command.empty()) return run_config_command(run_command, rest);

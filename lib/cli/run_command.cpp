@@ -6,6 +6,7 @@
 #include <optional>
 #include <set>
 
+#include "core/env_switches.h"
 #include "cli/commands.h"
 #include "cli/git_checks.h"
 #include "config/compose.h"
@@ -46,7 +47,7 @@ void share_cards_over_gloo(const config::TrainerConfig& trainer, dist::LocalLaun
   if (!dist::built_backends().gloo)
     throw UsageError(dist::no_gloo_message("trainer.devices naming a card more than once (several processes on "
                                            "one card, which NCCL refuses)"));
-  if (std::getenv("SALT_DIST_BACKEND")) return;
+  if (env_value("SALT_DIST_BACKEND")) return;
   spdlog::info("trainer.devices gives one card to several processes: their gradients are averaged over Gloo "
                "(NCCL takes one process per card)");
   options.add_env("SALT_DIST_BACKEND=gloo");

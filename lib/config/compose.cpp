@@ -5,6 +5,7 @@
 #include <cstdlib>
 #include <filesystem>
 
+#include "core/env_switches.h"
 #include "config/schema.h"
 #include "config/tree_ops.h"
 #include "config/validate.h"
@@ -160,7 +161,7 @@ ResolvedConfig resolve(const std::string& base_file, const std::vector<ConfigOp>
 }
 
 std::string find_base_config() {
-  if (const char* env = std::getenv("SALT_BASE_CONFIG"); env && *env) {
+  if (const char* env = env_value("SALT_BASE_CONFIG"); env && *env) {
     if (!fs::exists(env)) throw UsageError(std::string("SALT_BASE_CONFIG=") + env + ": no such file");
     return env;
   }

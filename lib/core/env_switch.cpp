@@ -1,6 +1,8 @@
 #include "core/env_switch.h"
 
 #include <algorithm>
+#include <cstdlib>
+#include <sstream>
 
 #include "core/errors.h"
 
@@ -34,6 +36,24 @@ std::optional<long> env_whole_number(const std::string& name, const char* value,
   if (number >= least && number <= most) return number;
   throw UsageError(name + "=" + v + ": expected a whole number from " + std::to_string(least) + " to " +
                    std::to_string(most) + (why.empty() ? "" : " (" + why + ")"));
+}
+
+std::optional<double> env_number(const std::string& name, const char* value, double least, double most,
+                                 const std::string& what) {
+  const std::string v = value ? value : "";
+  if (v.empty()) return std::nullopt;
+  char* end = nullptr;
+  const double number = std::strtod(v.c_str(), &end);
+  // strtod skips leading space: refused, as for whole numbers (" 2" is a typo).
+  const bool plain = v.front() != ' ' && v.front() != '\t';
+  if (plain && end == v.c_str() + v.size() && number >= least && number <= most) return number;
+  const auto text = [](double x) {
+    std::ostringstream out;
+    if (x == static_cast<double>(static_cast<long long>(x))) out << static_cast<long long>(x);
+    else out << x;
+    return out.str();
+  };
+  throw UsageError(name + "=" + v + ": expected " + what + " from " + text(least) + " to " + text(most));
 }
 
 }  // namespace salt

@@ -38,4 +38,10 @@ bool env_switch(const std::string& name, const char* value, bool otherwise, cons
 std::optional<long> env_whole_number(const std::string& name, const char* value, long least, long most,
                                      const std::string& why = "");
 
+// `value` (the variable's, null when unset): unset or empty -> nullopt; a decimal
+// number from `least` to `most` -> it; anything else a UsageError
+// "SALT_X=1e9: expected <what> from 0.001 to 10000000".
+std::optional<double> env_number(const std::string& name, const char* value, double least, double most,
+                                 const std::string& what);
+
 }  // namespace salt

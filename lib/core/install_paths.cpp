@@ -9,6 +9,7 @@
 #include <sstream>
 #include <string>
 
+#include "core/env_switches.h"
 #include "core/errors.h"
 
 namespace salt {
@@ -69,7 +70,7 @@ fs::path executable_dir() {
 }
 
 fs::path share_dir() {
-  if (const char* env = std::getenv("SALT_SHARE_DIR"); env && *env) {
+  if (const char* env = env_value("SALT_SHARE_DIR"); env && *env) {
     if (!fs::is_directory(env)) throw UsageError(std::string("SALT_SHARE_DIR=") + env + ": no such folder");
     return env;
   }

@@ -8,6 +8,7 @@
 #include <cstring>
 #include <vector>
 
+#include "core/env_switches.h"
 #include "core/cpu_budget.h"
 #include "core/install_paths.h"
 
@@ -71,7 +72,7 @@ void restart(int argc, char** argv) {
 
 void restart_with_short_spin_if_needed(int argc, char** argv) {
   if (argc < 2 || !computes(argv[1])) return;  // the machine is looked at only for these
-  const EnvLookup env = [](const char* name) -> const char* { return std::getenv(name); };
+  const EnvLookup env = [](const char* name) -> const char* { return process_env(name); };
   if (!wants_short_spin(argv[1], env, affinity_cores(), blas_runs_own_threads())) return;
   const bool blas_timeout_set = set(env, "OPENBLAS_THREAD_TIMEOUT");
   // The marker says what salt set: "1" the spin count, "2" the BLAS timeout too, so

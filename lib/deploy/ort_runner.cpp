@@ -4,6 +4,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "core/env_switches.h"
 #include "core/errors.h"
 #include "core/install_paths.h"
 #include "core/run_command.h"
@@ -69,7 +70,7 @@ OrtRunner find_ort_runner() {
   OrtRunner r;
   const auto share = share_dir();
   r.script = share / "scripts" / "ort_run.js";
-  const char* env = std::getenv("SALT_ORT_DIR");
+  const char* env = env_value("SALT_ORT_DIR");
   const fs::path dir = env && *env ? fs::path(env) : share / "ort";
   std::error_code ec;
   if (!fs::exists(r.script, ec)) r.missing = r.script.string() + " is missing";

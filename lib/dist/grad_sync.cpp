@@ -82,14 +82,10 @@ GradSyncOptions GradSyncOptions::from_environment(const EnvLookup& env) {
   if (auto v = env("SALT_DIST_OVERLAP"))
     o.set_overlap(env_switch("SALT_DIST_OVERLAP", v->c_str(), true, "all-reduce after backward",
                              "all-reduce buckets from gradient hooks, during backward"));
-  if (auto v = env("SALT_DIST_BUCKET_MB"); v && !v->empty()) {
-    constexpr double kLeast = 0.001, kMost = 1 << 20;  // 1 KiB to 1 TiB
-    char* end = nullptr;
-    const double mb = std::strtod(v->c_str(), &end);
-    if (end != v->c_str() + v->size() || !(mb >= kLeast && mb <= kMost))
-      throw UsageError("SALT_DIST_BUCKET_MB=" + *v + ": expected a bucket size in MiB from 0.001 to 1048576");
-    o.set_bucket_bytes(static_cast<int64_t>(mb * (1 << 20)));
-  }
+  const auto bucket = env("SALT_DIST_BUCKET_MB");  // 1 KiB to 1 TiB
+  if (const auto mb = env_number("SALT_DIST_BUCKET_MB", bucket ? bucket->c_str() : nullptr, 0.001, 1 << 20,
+                                 "a bucket size in MiB"))
+    o.set_bucket_bytes(static_cast<int64_t>(*mb * (1 << 20)));
   return o;
 }
 

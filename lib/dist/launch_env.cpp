@@ -4,6 +4,8 @@
 #include <cctype>
 #include <cstdlib>
 
+#include "core/env_switch.h"
+#include "core/env_switches.h"
 #include "core/errors.h"
 #include "dist/slurm_nodelist.h"
 
@@ -115,7 +117,7 @@ DistEnv slurm_env(const EnvLookup& env, int world) {
 
 EnvLookup process_environment() {
   return [](const std::string& name) -> std::optional<std::string> {
-    const char* v = std::getenv(name.c_str());
+    const char* v = process_env(name.c_str());
     if (!v || !*v) return std::nullopt;
     return std::string(v);
   };
@@ -160,15 +162,10 @@ void check_world_size(const DistEnv& env, int devices, int num_nodes) {
 }
 
 std::chrono::milliseconds dist_timeout(const EnvLookup& env) {
-  auto v = env("SALT_DIST_TIMEOUT");
-  if (!v) return std::chrono::seconds(kDefaultTimeoutSeconds);
-  try {
-    std::size_t used = 0;
-    double s = std::stod(*v, &used);
-    if (used == v->size() && s > 0 && s < 1e7) return std::chrono::milliseconds(static_cast<int64_t>(s * 1000));
-  } catch (const std::exception&) {
-  }
-  throw UsageError("SALT_DIST_TIMEOUT=" + *v + ": expected a number of seconds above 0 and below 10000000");
+  const auto v = env("SALT_DIST_TIMEOUT");
+  const auto seconds = env_number("SALT_DIST_TIMEOUT", v ? v->c_str() : nullptr, 0.001, 1e7, "a number of seconds");
+  if (!seconds) return std::chrono::seconds(kDefaultTimeoutSeconds);
+  return std::chrono::milliseconds(static_cast<int64_t>(*seconds * 1000));
 }
 
 }  // namespace salt::dist

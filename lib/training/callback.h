@@ -2,7 +2,7 @@
 // metrics, the model summary, the prediction file), as Lightning's callbacks.
 // fit() and evaluate() call the hooks below in order; they never name a callback.
 // Each callback registers itself next to its code with its salt/Lightning class
-// path and its init_args binding (see registry.h), so adding one is one file.
+// path and its init_args binding (see callback_registry.h), so adding one is one file.
 #pragma once
 #include <algorithm>
 #include <cstdint>

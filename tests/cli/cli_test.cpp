@@ -169,6 +169,22 @@ TEST(Cli, ConfigReferenceDocIsUpToDate) {
       << "docs/config-reference.md is out of date: run scripts/update_docs.sh";
 }
 
+// docs/environment.md is `salt --help-env --markdown`; --help-env shows each
+// variable's value now.
+TEST(Cli, EnvironmentDocIsUpToDateAndHelpEnvShowsValuesNow) {
+  auto markdown = run_salt({"--help-env", "--markdown"});
+  ASSERT_EQ(markdown.exit_code, 0) << markdown.err;
+  EXPECT_EQ(read_file(source_dir() / "docs" / "environment.md"), markdown.out)
+      << "docs/environment.md is out of date: run scripts/update_docs.sh";
+  EXPECT_NE(markdown.out.find("| `SALT_DIST_TIMEOUT` | seconds, 0.001 to 10000000 | 60 |"), std::string::npos);
+  auto now = run_process({"env", "-u", "SALT_HOST_TWINS", "SALT_CUDA_GRAPHS=0", salt_binary(), "--help-env"});
+  ASSERT_EQ(now.exit_code, 0) << now.err;
+  EXPECT_NE(now.out.find("SALT_CUDA_GRAPHS=0 "), std::string::npos) << now.out;
+  EXPECT_NE(now.out.find("SALT_HOST_TWINS unset (1) "), std::string::npos) << now.out;
+  for (const char* name : {"SALT_COPY_STREAM", "SALT_CPU_BF16", "SALT_DIST_BUCKET_MB", "SALT_SHARE_DIR", "OMP_NUM_THREADS"})
+    EXPECT_NE(now.out.find(name), std::string::npos) << name;
+}
+
 // docs/training.md lists every option --help marks [no effect] / [not supported],
 // with its reason (issue: what salt's docs name but salt-cpp does not honour).
 TEST(Cli, UnhonouredOptionsTableIsUpToDate) {

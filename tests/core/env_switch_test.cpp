@@ -4,7 +4,10 @@
 #include <string>
 #include <vector>
 
+#include <stdexcept>
+
 #include "core/env_switch.h"
+#include "core/env_switches.h"
 #include "core/errors.h"
 
 namespace salt {
@@ -57,6 +60,40 @@ TEST(EnvSwitch, WholeNumbersFollowTheSameRuleNamingTheRange) {
     ADD_FAILURE() << "SALT_X=two accepted";
   } catch (const UsageError& e) {
     EXPECT_EQ(std::string(e.what()), "SALT_X=two: expected a whole number from 1 to 8 (4 for each of 2 cores)");
+  }
+}
+
+// SALT_DIST_TIMEOUT and SALT_DIST_BUCKET_MB had a parser each.
+TEST(EnvSwitch, NumbersFollowTheSameRuleNamingTheRange) {
+  EXPECT_EQ(env_number("SALT_X", nullptr, 0.001, 1e7, "seconds"), std::nullopt);
+  EXPECT_EQ(env_number("SALT_X", "", 0.001, 1e7, "seconds"), std::nullopt);
+  EXPECT_EQ(env_number("SALT_X", "2.5", 0.001, 1e7, "seconds"), 2.5);
+  EXPECT_EQ(env_number("SALT_X", "0.001", 0.001, 1e7, "seconds"), 0.001);
+  for (const char* bad : {"soon", "0", "1e9", "2.5s", " 2", "nan", "inf"})
+    EXPECT_THROW(env_number("SALT_X", bad, 0.001, 1e7, "seconds"), UsageError) << bad;
+  try {
+    env_number("SALT_X", "1e9", 0.001, 1e7, "a number of seconds");
+    ADD_FAILURE() << "SALT_X=1e9 accepted";
+  } catch (const UsageError& e) {
+    EXPECT_EQ(std::string(e.what()), "SALT_X=1e9: expected a number of seconds from 0.001 to 10000000");
+  }
+}
+
+// Every variable of salt-cpp's own is read through its table (core/env_switches.h).
+TEST(EnvSwitches, OnlyDeclaredVariablesAreReadAndEachHasItsEntry) {
+  EXPECT_THROW(env_value("SALT_NOT_A_SWITCH"), std::logic_error);
+  EXPECT_THROW(process_env("SALT_NOT_A_SWITCH"), std::logic_error);
+  setenv("SALT_DIST_TIMEOUT", "7", 1);
+  EXPECT_STREQ(env_value("SALT_DIST_TIMEOUT"), "7");
+  EXPECT_STREQ(process_env("SALT_DIST_TIMEOUT"), "7");
+  bool recorded = false;
+  for (const auto& [name, value] : env_switches_set()) recorded = recorded || (name == "SALT_DIST_TIMEOUT" && value == "7");
+  EXPECT_TRUE(recorded);
+  unsetenv("SALT_DIST_TIMEOUT");
+  EXPECT_EQ(env_value("SALT_DIST_TIMEOUT"), nullptr);
+  for (const auto& s : env_switches()) {
+    EXPECT_TRUE(*s.values && *s.fallback && *s.help && *s.owner) << s.name;
+    EXPECT_NE(env_switches_help().find(s.name), std::string::npos) << s.name;
   }
 }
 

@@ -194,7 +194,7 @@ TEST(DistEnv, Timeout) {
   EXPECT_THROW(dist_timeout(fake({{"SALT_DIST_TIMEOUT", "0"}})), UsageError);
   EXPECT_THROW(dist_timeout(fake({{"SALT_DIST_TIMEOUT", "soon"}})), UsageError);
   const auto e = usage_error([] { dist_timeout(fake({{"SALT_DIST_TIMEOUT", "1e9"}})); });
-  EXPECT_EQ(e, "SALT_DIST_TIMEOUT=1e9: expected a number of seconds above 0 and below 10000000");
+  EXPECT_EQ(e, "SALT_DIST_TIMEOUT=1e9: expected a number of seconds from 0.001 to 10000000");
 }
 
 TEST(GroupOptions, BackendFromTheEnvironment) {

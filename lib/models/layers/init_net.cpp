@@ -3,7 +3,7 @@
 #include <algorithm>
 
 #include "core/errors.h"
-#include "models/model_factory.h"
+#include "models/model_context.h"
 #include "models/registry.h"
 
 #include "export/layers.h"

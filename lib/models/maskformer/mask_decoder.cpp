@@ -6,6 +6,8 @@
 #include "models/maskformer/object_targets.h"
 #include "models/packing/host_read.h"
 #include "models/tasks/regression_task.h"
+#include "models/model_context.h"
+#include "models/registry.h"
 
 namespace salt::models {
 
@@ -267,8 +269,6 @@ MaskDecoderOutput MaskDecoderImpl::forward(const torch::Tensor& x_in, const torc
 }  // namespace salt::models
 
 // ---- config: salt.models.maskformer.MaskDecoder ----
-#include "models/model_factory.h"
-#include "models/registry.h"
 
 namespace salt::models {
 namespace {

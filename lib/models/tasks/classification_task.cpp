@@ -5,7 +5,7 @@
 
 #include <algorithm>
 
-#include "models/model_factory.h"
+#include "models/model_context.h"
 #include "models/registry.h"
 #include "models/tasks/class_names.h"
 

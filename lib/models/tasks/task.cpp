@@ -1,7 +1,7 @@
 #include "models/tasks/task.h"
 
 #include "core/errors.h"
-#include "models/model_factory.h"
+#include "models/model_context.h"
 #include "models/registry.h"
 
 #include "export/graph.h"

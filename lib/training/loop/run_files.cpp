@@ -13,6 +13,7 @@
 #include "config/yaml_load.h"
 #include "core/atomic_file.h"
 #include "core/blas_info.h"
+#include "core/env_switches.h"
 #include "core/errors.h"
 #include "core/provenance.h"
 #include "core/torch_compat.h"
@@ -136,6 +137,9 @@ YAML::Node write_run_files(const fs::path& run_dir, const RunSetup& setup, const
   meta["cuda_available"] = torch::cuda::is_available();
   meta["float32_matmul_precision"] = info.float32_matmul_precision;
   if (info.step_options) meta["step_options"] = config::copy_tree(info.step_options);
+  YAML::Node environment(YAML::NodeType::Map);  // every variable of salt --help-env that is set
+  for (const auto& [name, value] : env_switches_set()) environment[name] = value;
+  meta["environment"] = environment;
   if (info.init_from && info.init_from.size() > 0) meta["init_from"] = config::copy_tree(info.init_from);
   meta["blas"] = active_blas().vendor;
   char host[256] = {0};

@@ -4,6 +4,7 @@
 
 #include <cstdlib>
 
+#include "core/env_switches.h"
 #include "core/cpu_budget.h"
 #include "core/env_switch.h"
 #include "core/omp_spin.h"
@@ -74,7 +75,7 @@ StepOptions parse_step_options(const EnvLookup& env, int cores, bool cpu_emulate
 }
 
 StepOptions read_step_options() {
-  const EnvLookup process_env = [](const char* name) -> const char* { return std::getenv(name); };
+  const EnvLookup process_env = [](const char* name) -> const char* { return salt::process_env(name); };
   return parse_step_options(process_env, affinity_cores(), models::cpu_bf16_emulated_by_default());
 }
 
