@@ -27,9 +27,9 @@
 #include "config/compose.h"
 #include "config/run_args.h"
 #include "data/toy_data.h"
-#include "dist/launch_env.h"
-#include "dist/local_launch.h"
-#include "dist/process_group.h"
+#include "parallel/launch_env.h"
+#include "parallel/local_launch.h"
+#include "parallel/process_group.h"
 #include "models/summary.h"
 #include "training/run_setup.h"
 #include "core/remove_tree.h"
@@ -47,7 +47,7 @@ std::string read_all(const fs::path& p) {
 }
 
 // Runs the workers with this process's stdout/stderr captured; returns both.
-std::string run_captured(const dist::LocalLaunchOptions& options, const fs::path& tmp) {
+std::string run_captured(const parallel::LocalLaunchOptions& options, const fs::path& tmp) {
   const auto path = tmp / "captured.txt";
   std::fflush(stdout);
   std::fflush(stderr);
@@ -58,7 +58,7 @@ std::string run_captured(const dist::LocalLaunchOptions& options, const fs::path
   int code = 0;
   std::string failure;
   try {
-    code = dist::run_local_workers(options);
+    code = parallel::run_local_workers(options);
   } catch (const std::exception& e) {
     failure = e.what();
     code = 1;
@@ -116,9 +116,9 @@ std::vector<std::string> fit_args(const fs::path& data, const fs::path& logs, in
 // prints the mean time.
 int allreduce_worker(int64_t numel, int iters) {
   torch::set_num_threads(1);
-  auto env = dist::read_dist_env(dist::process_environment());
-  auto group = dist::ProcessGroup::connect(env, torch::Device(torch::kCPU),
-                                           dist::GroupOptions::from_environment(dist::process_environment()));
+  auto env = parallel::read_dist_env(parallel::process_environment());
+  auto group = parallel::ProcessGroup::connect(env, torch::Device(torch::kCPU),
+                                           parallel::GroupOptions::from_environment(parallel::process_environment()));
   auto grads = torch::randn({numel});
   for (int i = 0; i < 3; ++i) group->allreduce_sum(grads);  // connections warm
   group->barrier();
@@ -179,7 +179,7 @@ int main(int argc, char** argv) {
   for (int round = 0; round < 2; ++round)
     for (std::size_t i = 0; i < cases.size(); ++i) {
       const auto& c = cases[i];
-      dist::LocalLaunchOptions o;
+      parallel::LocalLaunchOptions o;
       o.set_program("/proc/self/exe")
           .set_args(fit_args(tmp / "data", tmp / "logs", jets, c.processes))
           .set_num_processes(c.processes)
@@ -201,7 +201,7 @@ int main(int argc, char** argv) {
   std::printf("2 processes x 1 thread vs 1 process x 1 thread: %.2fx\n", two / one);
 
   const int64_t numel = gn2_full_parameters(tmp / "data");
-  dist::LocalLaunchOptions o;
+  parallel::LocalLaunchOptions o;
   o.set_program("/proc/self/exe")
       .set_args({"--allreduce-worker", std::to_string(numel), "20"})
       .set_num_processes(2)

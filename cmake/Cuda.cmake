@@ -30,7 +30,7 @@ if(SALT_CUDA)
     endif()
     message(STATUS "salt-cpp: CUDA::nvToolsExt missing (CUDA 12.9+): using the header-only NVTX 3")
   endif()
-  # NCCL for the data-parallel gradients (lib/dist/c10d_compat.h): torch's headers
+  # NCCL for the data-parallel gradients (lib/parallel/c10d_compat.h): torch's headers
   # test USE_C10D_NCCL; nccl.h comes from the CUDA toolkit, a Debian libnccl-dev,
   # or pip's nvidia-nccl (NCCL_ROOT).
   find_path(SALT_NCCL_INCLUDE_DIR nccl.h HINTS ENV NCCL_ROOT ${CUDAToolkit_INCLUDE_DIRS} PATH_SUFFIXES include)

@@ -2,7 +2,7 @@
 # Lays out the headers of the Gloo that a pip LibTorch was built with, for the GPU
 # machine: the pip wheel ships torch's c10d headers, ProcessGroupGloo.hpp among them,
 # but not the gloo/ headers it includes, so salt-cpp found no Gloo there
-# (lib/dist/c10d_compat.h), although libtorch_cpu.so has it. Run HERE (the GPU
+# (lib/parallel/c10d_compat.h), although libtorch_cpu.so has it. Run HERE (the GPU
 # machine has no network); scripts/gpu_deps.sh runs it into .deps/gloo-include,
 # which the device call carries and scripts/gpu_check.sh passes to CMake as
 # SALT_GLOO_INCLUDE_DIR (docs/distributed.md).

@@ -409,7 +409,7 @@ if step "scale profile" 50; then
 fi
 # Issue 54 item 8: `--trainer.devices [0,0]`, two processes on the one card over Gloo
 # (the launcher picks it: NCCL refuses two ranks on a device), against one process with
-# the same global batch (accumulate_grad_batches 2, as tests/dist/fit_dist_test.cpp on
+# the same global batch (accumulate_grad_batches 2, as tests/parallel/fit_dist_test.cpp on
 # the CPU); fp32 and deterministic, so that only the gradients' averaging may differ.
 if step "two processes" 60; then
   half=$((batch / 2))

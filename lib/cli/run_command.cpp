@@ -16,9 +16,9 @@
 #include "core/memory.h"
 #include "core/omp_spin.h"
 #include "core/signals.h"
-#include "dist/backends.h"
-#include "dist/launch_env.h"
-#include "dist/local_launch.h"
+#include "parallel/backends.h"
+#include "parallel/launch_env.h"
+#include "parallel/local_launch.h"
 #include "training/loop/mup_shapes.h"
 #include "training/checkpoints/checkpoint.h"
 #include "training/checkpoints/checkpoint_config.h"
@@ -42,10 +42,10 @@ bool shares_a_card(const config::TrainerConfig& trainer) {
 // on one device): the workers get SALT_DIST_BACKEND=gloo unless the user set it. A
 // build without Gloo says so before any worker starts (each would stop with it, after
 // loading its data).
-void share_cards_over_gloo(const config::TrainerConfig& trainer, dist::LocalLaunchOptions& options) {
+void share_cards_over_gloo(const config::TrainerConfig& trainer, parallel::LocalLaunchOptions& options) {
   if (!shares_a_card(trainer)) return;
-  if (!dist::built_backends().gloo)
-    throw UsageError(dist::no_gloo_message("trainer.devices naming a card more than once (several processes on "
+  if (!parallel::built_backends().gloo)
+    throw UsageError(parallel::no_gloo_message("trainer.devices naming a card more than once (several processes on "
                                            "one card, which NCCL refuses)"));
   if (env_value("SALT_DIST_BACKEND")) return;
   spdlog::info("trainer.devices gives one card to several processes: their gradients are averaged over Gloo "
@@ -60,17 +60,17 @@ std::optional<int> launch_local_workers(const std::string& command, const std::v
                                         const config::TrainerConfig& trainer) {
   if (command != "fit") return std::nullopt;
   if (trainer.num_devices * trainer.num_nodes <= 1) return std::nullopt;
-  if (dist::launched_externally(dist::read_dist_env(dist::process_environment()))) return std::nullopt;
+  if (parallel::launched_externally(parallel::read_dist_env(parallel::process_environment()))) return std::nullopt;
   if (trainer.num_nodes > 1)
     throw UsageError("trainer.num_nodes=" + std::to_string(trainer.num_nodes) +
                      " needs a launcher that starts the processes on every node (srun under Slurm, or torchrun-style "
                      "variables); see docs/distributed.md");
-  dist::check_data_parallel_switches(dist::process_environment());
+  parallel::check_data_parallel_switches(parallel::process_environment());
   std::vector<std::string> worker_args{command};
   worker_args.insert(worker_args.end(), args.begin(), args.end());
-  auto options = dist::LocalLaunchOptions().set_args(worker_args).set_num_processes(trainer.num_devices);
+  auto options = parallel::LocalLaunchOptions().set_args(worker_args).set_num_processes(trainer.num_devices);
   share_cards_over_gloo(trainer, options);
-  return dist::run_local_workers(options);
+  return parallel::run_local_workers(options);
 }
 
 // salt test/validate without --ckpt_path (salt's get_best_epoch): the best

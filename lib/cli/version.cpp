@@ -5,7 +5,7 @@
 #include "core/blas_info.h"
 #include "core/provenance.h"
 #include "core/torch_compat.h"
-#include "dist/backends.h"
+#include "parallel/backends.h"
 
 namespace salt::cli {
 
@@ -25,7 +25,7 @@ std::string version_text() {
   if (!blas.optimised()) text += " -- slow; install an optimised BLAS: apt-get install libopenblas0-pthread";
   text += "\n";
   // Gloo goes missing where LibTorch ships no gloo/ headers (pip's; docs/distributed.md).
-  const auto backends = dist::built_backends();
+  const auto backends = parallel::built_backends();
   text += std::string("data parallel: ") +
           (backends.gloo ? "gloo" : "no gloo (its headers were missing at build time)") +
           (backends.nccl ? ", nccl" : "") + "\n";

@@ -16,9 +16,9 @@
 
 #include "config/trainer_config.h"
 #include "core/torch_compat.h"
-#include "dist/free_port.h"
-#include "dist/grad_sync.h"
-#include "dist/process_group.h"
+#include "parallel/free_port.h"
+#include "parallel/grad_sync.h"
+#include "parallel/process_group.h"
 #include "models/layers/attention.h"
 #include "models/kernels/attention_kernels.h"
 #include "models/kernels/segment_sum.h"
@@ -409,15 +409,15 @@ TEST_F(Gpu, StepsAheadHoldsTheHostBack) {
 // (the mean over one rank is the gradient itself).
 TEST_F(Gpu, NcclOneRankGroupSyncsAGn2Step) {
   using namespace models::testing;
-  dist::DistEnv env;
-  env.launcher = dist::Launcher::kTorchrun;
-  env.master_port = dist::free_local_port();
-  auto group = dist::ProcessGroup::connect(env, kCuda, dist::GroupOptions{}.set_timeout(std::chrono::seconds(60)));
+  parallel::DistEnv env;
+  env.launcher = parallel::Launcher::kTorchrun;
+  env.master_port = parallel::free_local_port();
+  auto group = parallel::ProcessGroup::connect(env, kCuda, parallel::GroupOptions{}.set_timeout(std::chrono::seconds(60)));
   EXPECT_EQ(group->backend_name(), "nccl");
   auto ctx = make_context(2, 19);
   auto model = build(small_gn2_yaml(1, "flash-varlen"), ctx);
   model->to(kCuda);
-  dist::broadcast_module(*group, *model);
+  parallel::broadcast_module(*group, *model);
   auto batch = toy_batch({3, 7, 12, 0, 5, 9}, 16);
   auto labels = labels_on_gpu(batch.labels);
   auto loss = [&] { return model->forward(on_gpu(batch.inputs), on_gpu(batch.pad_masks), &labels).loss; };
@@ -426,7 +426,7 @@ TEST_F(Gpu, NcclOneRankGroupSyncsAGn2Step) {
   for (const auto& g : grads_of(*model)) plain.push_back(g.defined() ? g.clone() : torch::Tensor());
   model->zero_grad();
   // Small buckets: several all-reduces, most started by the hooks during backward.
-  dist::GradSync sync(*group, model->parameters(), dist::GradSyncOptions{}.set_bucket_bytes(4096));
+  parallel::GradSync sync(*group, model->parameters(), parallel::GradSyncOptions{}.set_bucket_bytes(4096));
   sync.begin_backward(true);
   loss().backward();
   sync.finish();

@@ -18,7 +18,7 @@
 #include "data/loader.h"
 #include "data/temp_copy.h"
 #include "data/virtual_file.h"
-#include "dist/session.h"
+#include "parallel/session.h"
 #include "models/kernels/attention_kernels.h"
 #include "models/kernels/cpu_bf16.h"
 #include "models/summary.h"
@@ -125,20 +125,20 @@ void FitStart::restore_callbacks() {
 // Data parallel: a launcher (salt's own, torchrun-style, srun) says which rank this
 // is; devices x num_nodes must match the processes it started.
 void FitStart::join_data_parallel() {
-  const auto dist_env = dist::Session::environment_for(T.num_devices, T.num_nodes);
+  const auto dist_env = parallel::Session::environment_for(T.num_devices, T.num_nodes);
   device_ = select_device(T, dist_env.local_rank);
   meter_ = ResourceMeter(device_.is_cuda() ? device_.index() : -1);
   // salt: torch.set_float32_matmul_precision("medium") for training only (TF32
   // tensor cores); it changes CUDA results only, so CPU runs stay bitwise as before.
   if (device_.is_cuda()) cuda::set_float32_matmul_precision("medium");
-  if (dist_env.distributed()) session_ = dist::Session::join(dist_env, device_);
+  if (dist_env.distributed()) session_ = parallel::Session::join(dist_env, device_);
   rank_ = session_ ? session_->rank() : 0;
   world_ = session_ ? session_->size() : 1;
   main_rank_ = rank_ == 0;
   quiet_.emplace(!main_rank_);
   if (session_) {
     spdlog::info("data parallel: {} processes ({}, master {}:{}), backend {}; global batch {} = {} x {}", world_,
-                 dist::launcher_name(dist_env.launcher), dist_env.master_addr, dist_env.master_port,
+                 parallel::launcher_name(dist_env.launcher), dist_env.master_addr, dist_env.master_port,
                  session_->group().backend_name(), D.batch_size * world_, D.batch_size, world_);
     // A drawn seed (seed_everything: false) differs per process; rank 0's is everyone's
     // (each epoch's batch order is rank 0's too: fit.cpp's epoch_order).
@@ -234,7 +234,7 @@ void FitStart::place_model() {
   setup_.model->to(device_);
   if (!session_) return;
   session_->require_same(rank_settings());  // before the broadcast, which mismatched weights abort
-  dist::broadcast_module(session_->group(), *setup_.model);  // every rank starts from rank 0's weights
+  parallel::broadcast_module(session_->group(), *setup_.model);  // every rank starts from rank 0's weights
   grad_sync_ = session_->gradient_sync(setup_.model->parameters());
 }
 

@@ -16,8 +16,8 @@
 #include "data/file_pin.h"
 #include "data/loader.h"
 #include "data/temp_copy.h"
-#include "dist/grad_sync.h"
-#include "dist/session.h"
+#include "parallel/grad_sync.h"
+#include "parallel/session.h"
 #include "training/callback.h"
 #include "training/loop/batch_order.h"
 #include "training/checkpoints/checkpoint.h"
@@ -100,11 +100,11 @@ class FitStart {
   bool dev_run_ = false;
   // process group
   torch::Device device_{torch::kCPU};
-  std::unique_ptr<dist::Session> session_;
+  std::unique_ptr<parallel::Session> session_;
   int rank_ = 0, world_ = 1;
   bool main_rank_ = true;
   std::optional<QuietLogs> quiet_;
-  std::unique_ptr<dist::GradSync> grad_sync_;
+  std::unique_ptr<parallel::GradSync> grad_sync_;
   // data
   std::shared_ptr<data::H5Reader> train_reader_, val_reader_;
   std::unique_ptr<data::TempCopies> temp_;

@@ -2,7 +2,7 @@
 // same config trains the same model with any of them, only faster or slower (or, for
 // SALT_CPU_BF16, with bf16 products rounded the other way). Each is read from the
 // environment ONCE, by read_step_options (the only place in lib that reads these
-// variables for a step; dist/local_launch.cpp only looks whether OMP_NUM_THREADS is
+// variables for a step; parallel/local_launch.cpp only looks whether OMP_NUM_THREADS is
 // set before setting it for its workers), with core/env_switch.h's rule for every
 // one: unset or empty is the default, a mistyped value a UsageError naming the
 // variable and what it takes. A fit records each with where it came from in

@@ -17,7 +17,7 @@
 
 #include "core/env_switch.h"
 #include "core/memory_limit.h"
-#include "dist/launch_env.h"
+#include "parallel/launch_env.h"
 #include "training/step/device.h"
 
 namespace salt::training {
@@ -103,7 +103,7 @@ void require_blas_buffers_fit(int threads) {
 
 ThreadChoice configure_torch_threads(const TrainerConfig& trainer, const StepOption<int>& threads) {
   ThreadChoice choice;
-  const int local_ranks = dist::read_dist_env(dist::process_environment()).local_world_size;
+  const int local_ranks = parallel::read_dist_env(parallel::process_environment()).local_world_size;
   const bool on_gpu = select_device(trainer).is_cuda();
   if (!on_gpu) keep_within_cgroup_memory(local_ranks);  // before the threads map their stacks
   if (threads.source == OptionSource::kEnvironment) {

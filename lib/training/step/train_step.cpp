@@ -4,7 +4,7 @@
 
 #include <cmath>
 
-#include "dist/grad_sync.h"
+#include "parallel/grad_sync.h"
 #include "models/packing/host_read.h"
 #include "training/optim/grad_clip.h"
 #include "training/optim/optimization.h"

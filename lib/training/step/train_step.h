@@ -21,7 +21,7 @@
 #include "training/optim/grad_scaler.h"
 #include "training/step/step_options.h"
 
-namespace salt::dist {
+namespace salt::parallel {
 class GradSync;
 }
 
@@ -33,7 +33,7 @@ class StepGraphs;
 
 // How the step is computed; fit_step_options gives salt fit's for a trainer config.
 struct TrainStepOptions {
-  using GradSyncPointer = dist::GradSync*;  // (TORCH_ARG writes `const type&`: a pointer needs a name)
+  using GradSyncPointer = parallel::GradSync*;  // (TORCH_ARG writes `const type&`: a pointer needs a name)
   using ProfilerPointer = SimpleProfiler*;
   TORCH_ARG(torch::Device, device) = torch::kCPU;
   TORCH_ARG(Autocast, autocast);

@@ -5,8 +5,8 @@
 #include <optional>
 
 #include "core/memory.h"
-#include "dist/grad_sync.h"
-#include "dist/session.h"
+#include "parallel/grad_sync.h"
+#include "parallel/session.h"
 #include "models/packing/host_read.h"
 #include "training/step/batch_device.h"
 #include "training/checkpoints/model_snapshot.h"
@@ -27,7 +27,7 @@ bool is_out_of_memory(const c10::Error& e) {
 
 TunerTrials::TunerTrials(RunSetup& setup, TrainStepOptions step, int64_t accumulate_grad_batches,
                          std::shared_ptr<data::H5Reader> train_reader, std::shared_ptr<data::H5Reader> val_reader,
-                         data::LoaderOptions loader, dist::Session* session)
+                         data::LoaderOptions loader, parallel::Session* session)
     : setup_(setup),
       step_(std::move(step)),
       accumulate_(accumulate_grad_batches),

@@ -12,7 +12,7 @@
 #include "training/run_setup.h"
 #include "training/step/train_step.h"
 
-namespace salt::dist {
+namespace salt::parallel {
 class Session;
 }
 
@@ -26,7 +26,7 @@ class TunerTrials {
   // `session`: null on one process, else the trial's losses are averaged over ranks.
   TunerTrials(RunSetup& setup, TrainStepOptions step, int64_t accumulate_grad_batches,
               std::shared_ptr<data::H5Reader> train_reader, std::shared_ptr<data::H5Reader> val_reader,
-              data::LoaderOptions loader, dist::Session* session);
+              data::LoaderOptions loader, parallel::Session* session);
 
   callbacks::TrialResult run(const callbacks::TrialSpec& spec);
 
@@ -39,7 +39,7 @@ class TunerTrials {
   int64_t accumulate_;
   std::shared_ptr<data::H5Reader> train_reader_, val_reader_;
   data::LoaderOptions loader_;
-  dist::Session* session_;
+  parallel::Session* session_;
   int rank_ = 0, world_ = 1;
 };
 

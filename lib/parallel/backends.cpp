@@ -1,6 +1,6 @@
-#include "dist/backends.h"
+#include "parallel/backends.h"
 
-namespace salt::dist {
+namespace salt::parallel {
 
 std::string no_gloo_message(const std::string& needs) {
   // Every Linux LibTorch has Gloo in its library; what goes missing is its headers (a
@@ -11,4 +11,4 @@ std::string no_gloo_message(const std::string& needs) {
          "with (scripts/gloo_headers.sh lays them out; docs/distributed.md)";
 }
 
-}  // namespace salt::dist
+}  // namespace salt::parallel

@@ -1,4 +1,4 @@
-#include "dist/grad_sync.h"
+#include "parallel/grad_sync.h"
 
 #include <chrono>
 #include <cstdlib>
@@ -7,9 +7,9 @@
 
 #include "core/env_switch.h"
 #include "core/errors.h"
-#include "dist/process_group.h"
+#include "parallel/process_group.h"
 
-namespace salt::dist {
+namespace salt::parallel {
 
 struct GradSync::State {
   struct Bucket {
@@ -197,4 +197,4 @@ void broadcast_module(ProcessGroup& group, torch::nn::Module& module) {
   }
 }
 
-}  // namespace salt::dist
+}  // namespace salt::parallel

@@ -10,9 +10,9 @@
 #include <memory>
 #include <string>
 
-#include "dist/launch_env.h"
+#include "parallel/launch_env.h"
 
-namespace salt::dist {
+namespace salt::parallel {
 
 struct GroupOptions {
   std::chrono::milliseconds timeout{std::chrono::seconds(kDefaultTimeoutSeconds)};
@@ -80,4 +80,4 @@ class ProcessGroup {
   std::unique_ptr<Impl> impl_;
 };
 
-}  // namespace salt::dist
+}  // namespace salt::parallel

@@ -1,10 +1,10 @@
-#include "dist/slurm_nodelist.h"
+#include "parallel/slurm_nodelist.h"
 
 #include <cctype>
 
 #include "core/errors.h"
 
-namespace salt::dist {
+namespace salt::parallel {
 namespace {
 
 // Splits at commas that are not inside brackets.
@@ -96,4 +96,4 @@ std::string first_host(const std::string& list, const std::string& what) {
   return expand_item(items.front(), list, what).front();
 }
 
-}  // namespace salt::dist
+}  // namespace salt::parallel

@@ -14,11 +14,11 @@
 #include <utility>
 #include <vector>
 
-#include "dist/grad_sync.h"
-#include "dist/launch_env.h"
-#include "dist/process_group.h"
+#include "parallel/grad_sync.h"
+#include "parallel/launch_env.h"
+#include "parallel/process_group.h"
 
-namespace salt::dist {
+namespace salt::parallel {
 
 class Session {
  public:
@@ -69,4 +69,4 @@ class Session {
   torch::Device reduce_device_{torch::kCPU};
 };
 
-}  // namespace salt::dist
+}  // namespace salt::parallel

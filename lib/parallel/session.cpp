@@ -1,11 +1,11 @@
-#include "dist/session.h"
+#include "parallel/session.h"
 
 #include <algorithm>
 #include <csignal>
 
 #include "core/errors.h"
 
-namespace salt::dist {
+namespace salt::parallel {
 
 DistEnv Session::environment_for(int devices, int num_nodes, const EnvLookup& lookup) {
   auto env = read_dist_env(lookup);
@@ -114,4 +114,4 @@ std::unique_ptr<GradSync> Session::gradient_sync(std::vector<torch::Tensor> para
   return std::make_unique<GradSync>(*group_, std::move(parameters), GradSyncOptions::from_environment(lookup_));
 }
 
-}  // namespace salt::dist
+}  // namespace salt::parallel

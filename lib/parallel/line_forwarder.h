@@ -5,7 +5,7 @@
 #include <cstdio>
 #include <string>
 
-namespace salt::dist {
+namespace salt::parallel {
 
 class LineForwarder {
  public:
@@ -24,4 +24,4 @@ class LineForwarder {
   std::string partial_, last_line_, error_line_;
 };
 
-}  // namespace salt::dist
+}  // namespace salt::parallel

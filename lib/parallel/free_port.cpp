@@ -1,4 +1,4 @@
-#include "dist/free_port.h"
+#include "parallel/free_port.h"
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -11,7 +11,7 @@
 
 #include "core/errors.h"
 
-namespace salt::dist {
+namespace salt::parallel {
 
 int free_local_port() {
   int fd = ::socket(AF_INET, SOCK_STREAM, 0);
@@ -46,4 +46,4 @@ bool port_is_free(int port) {
   return !in_use;
 }
 
-}  // namespace salt::dist
+}  // namespace salt::parallel

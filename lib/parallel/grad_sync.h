@@ -20,9 +20,9 @@
 #include <memory>
 #include <vector>
 
-#include "dist/launch_env.h"
+#include "parallel/launch_env.h"
 
-namespace salt::dist {
+namespace salt::parallel {
 
 class ProcessGroup;
 
@@ -67,4 +67,4 @@ class GradSync {
 // per dtype), so all ranks start from the same weights.
 void broadcast_module(ProcessGroup& group, torch::nn::Module& module);
 
-}  // namespace salt::dist
+}  // namespace salt::parallel

@@ -2,7 +2,7 @@
 // launcher (forwarded to the workers, agreed on at the next step boundary).
 #include <signal.h>
 
-#include "dist/dist_support.h"
+#include "parallel/dist_support.h"
 
 namespace salt::testing {
 namespace fs = std::filesystem;

@@ -14,8 +14,8 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "dist/dist_support.h"
-#include "dist/free_port.h"
+#include "parallel/dist_support.h"
+#include "parallel/free_port.h"
 
 namespace salt::testing {
 namespace fs = std::filesystem;
@@ -288,7 +288,7 @@ TEST_F(DistFitTest, AKilledRanksPeerSavesItsCheckpointOnException) {
 }
 
 TEST_F(DistFitTest, TorchrunStyleVariablesByHandAndOnlyRankZeroWrites) {
-  const int port = dist::free_local_port();
+  const int port = parallel::free_local_port();
   auto args = two_ranks({"--trainer.max_epochs", "2"});  // timestamped run directory: rank 0 names it
   std::vector<std::string> argv{salt::testing::salt_binary(), "fit"};
   argv.insert(argv.end(), args.begin(), args.end());
@@ -364,7 +364,7 @@ TEST_F(DistFitTest, ResumesAnyWorldSizeFromAnEpochCheckpoint) {
   EXPECT_LT(max_weight_diff(ckpts[2], resumed[1]), kTolerance);
 }
 
-// SALT_DIST_BACKEND (dist/process_group.h): gloo is what CPU processes use anyway and
+// SALT_DIST_BACKEND (parallel/process_group.h): gloo is what CPU processes use anyway and
 // trains; nccl cannot reduce CPU tensors and is one line, before any run is written.
 TEST_F(DistFitTest, TheBackendCanBeChosenAndNcclOnTheCpuIsOneLine) {
   auto gloo = salt("fit", two_ranks({"-ls", "gloo"}), {"OMP_NUM_THREADS=1", "SALT_DIST_BACKEND=gloo"});
@@ -391,7 +391,7 @@ TEST_F(DistFitTest, ConfigAndLauncherMustAgree) {
 }
 
 TEST_F(DistFitTest, AMissingPeerTimesOutWithOneLine) {
-  const int port = dist::free_local_port();
+  const int port = parallel::free_local_port();
   const auto t0 = std::chrono::steady_clock::now();
   auto r = salt("fit", two_ranks(),
                 {"OMP_NUM_THREADS=1", "RANK=0", "WORLD_SIZE=2", "MASTER_ADDR=127.0.0.1",
@@ -415,7 +415,7 @@ namespace salt::testing {
 // (another batch size). Every rank now says the same line before training.
 TEST_F(DistFitTest, RanksSetUpDifferentlyStopWithOneLineNamingTheDifference) {
   auto start_pair = [&](const std::vector<std::string>& rank1_extra) {
-    const int port = dist::free_local_port();
+    const int port = parallel::free_local_port();
     auto argv = [&](const std::vector<std::string>& extra) {
       std::vector<std::string> a{salt::testing::salt_binary(), "fit"};
       for (const auto& x : two_ranks(extra)) a.push_back(x);
@@ -455,7 +455,7 @@ namespace salt::testing {
 // Before: rank 0's line about a MASTER_PORT another process holds came after four
 // lines of c10d's own logging about the failed bind.
 TEST_F(DistFitTest, APortInUseIsRank0sFirstAndOnlyLine) {
-  const int port = dist::free_local_port();
+  const int port = parallel::free_local_port();
   const int holder = ::socket(AF_INET, SOCK_STREAM, 0);
   ASSERT_GE(holder, 0);
   sockaddr_in addr{};

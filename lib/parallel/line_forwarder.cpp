@@ -1,6 +1,6 @@
-#include "dist/line_forwarder.h"
+#include "parallel/line_forwarder.h"
 
-namespace salt::dist {
+namespace salt::parallel {
 
 void LineForwarder::feed(const char* data, std::size_t size) {
   partial_.append(data, size);
@@ -28,4 +28,4 @@ void LineForwarder::emit(const std::string& line) {
     error_line_ = line;
 }
 
-}  // namespace salt::dist
+}  // namespace salt::parallel

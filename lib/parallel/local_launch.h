@@ -14,7 +14,7 @@
 #include <string>
 #include <vector>
 
-namespace salt::dist {
+namespace salt::parallel {
 
 struct LocalLaunchOptions {
   std::string program = "/proc/self/exe";
@@ -39,4 +39,4 @@ struct LocalLaunchOptions {
 // a forwarded SIGINT/SIGTERM stopped them.
 int run_local_workers(const LocalLaunchOptions& options);
 
-}  // namespace salt::dist
+}  // namespace salt::parallel

@@ -17,7 +17,7 @@
 #include <optional>
 #include <string>
 
-namespace salt::dist {
+namespace salt::parallel {
 
 using EnvLookup = std::function<std::optional<std::string>(const std::string& name)>;
 
@@ -65,4 +65,4 @@ void check_data_parallel_switches(const EnvLookup& env);
 
 const char* launcher_name(Launcher l);
 
-}  // namespace salt::dist
+}  // namespace salt::parallel

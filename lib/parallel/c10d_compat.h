@@ -18,7 +18,7 @@
 // Gloo and NCCL are behind the macros torch's own headers test (USE_C10D_GLOO,
 // USE_C10D_NCCL). Every Linux LibTorch has Gloo, so it is switched on when its
 // headers are found (pip's LibTorch ships none: CMake's SALT_GLOO_INCLUDE_DIR names
-// a copy, and dist/backends.h says what a build lacks); NCCL only when the build
+// a copy, and parallel/backends.h says what a build lacks); NCCL only when the build
 // defines USE_C10D_NCCL and nccl.h is on the include path (see docs/distributed.md),
 // otherwise CUDA tensors are reduced over Gloo through host memory.
 #pragma once
@@ -55,7 +55,7 @@
 #include <torch/csrc/distributed/c10d/ProcessGroup.hpp>
 #endif
 
-namespace salt::dist::compat {
+namespace salt::parallel::compat {
 
 // The object that runs collectives: ProcessGroup in 1.13, Backend in 2.x.
 #if SALT_TORCH_AT_LEAST(2, 0)
@@ -149,4 +149,4 @@ inline c10d::BroadcastOptions broadcast_options(int root, std::chrono::milliseco
 inline std::vector<uint8_t> to_bytes(const std::string& s) { return {s.begin(), s.end()}; }
 inline std::string from_bytes(const std::vector<uint8_t>& b) { return {b.begin(), b.end()}; }
 
-}  // namespace salt::dist::compat
+}  // namespace salt::parallel::compat

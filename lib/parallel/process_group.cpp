@@ -1,12 +1,12 @@
-#include "dist/process_group.h"
+#include "parallel/process_group.h"
 
 #include "core/env_switch.h"
 #include "core/errors.h"
-#include "dist/backends.h"
-#include "dist/c10d_compat.h"
-#include "dist/free_port.h"
+#include "parallel/backends.h"
+#include "parallel/c10d_compat.h"
+#include "parallel/free_port.h"
 
-namespace salt::dist {
+namespace salt::parallel {
 namespace {
 
 // c10d's messages carry backtraces and source paths; users get the first line.
@@ -183,4 +183,4 @@ std::string ProcessGroup::get(const std::string& key) {
   }
 }
 
-}  // namespace salt::dist
+}  // namespace salt::parallel

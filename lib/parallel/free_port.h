@@ -3,7 +3,7 @@
 // that rare case fails with a clear "could not join" error and a rerun fixes it.
 #pragma once
 
-namespace salt::dist {
+namespace salt::parallel {
 
 int free_local_port();  // InputError when no socket can be bound
 
@@ -11,4 +11,4 @@ int free_local_port();  // InputError when no socket can be bound
 // store on rank 0 will, with SO_REUSEADDR): false when another process holds it.
 bool port_is_free(int port);
 
-}  // namespace salt::dist
+}  // namespace salt::parallel

@@ -1,4 +1,4 @@
-#include "dist/launch_env.h"
+#include "parallel/launch_env.h"
 
 #include <algorithm>
 #include <cctype>
@@ -7,9 +7,9 @@
 #include "core/env_switch.h"
 #include "core/env_switches.h"
 #include "core/errors.h"
-#include "dist/slurm_nodelist.h"
+#include "parallel/slurm_nodelist.h"
 
-namespace salt::dist {
+namespace salt::parallel {
 namespace {
 
 std::optional<int> int_var(const EnvLookup& env, const std::string& name) {
@@ -168,4 +168,4 @@ std::chrono::milliseconds dist_timeout(const EnvLookup& env) {
   return std::chrono::milliseconds(static_cast<int64_t>(*seconds * 1000));
 }
 
-}  // namespace salt::dist
+}  // namespace salt::parallel

@@ -4,7 +4,7 @@
 #pragma once
 #include <string>
 
-namespace salt::dist {
+namespace salt::parallel {
 
 struct BuiltBackends {
   bool gloo = false;  // Gloo's own headers (gloo/algorithm.h) were found at build time
@@ -18,4 +18,4 @@ BuiltBackends built_backends();
 // without: Gloo's headers were missing when salt-cpp was built, and how to build with them.
 std::string no_gloo_message(const std::string& needs);
 
-}  // namespace salt::dist
+}  // namespace salt::parallel

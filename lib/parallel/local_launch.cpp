@@ -1,4 +1,4 @@
-#include "dist/local_launch.h"
+#include "parallel/local_launch.h"
 
 #include <fcntl.h>
 #include <poll.h>
@@ -17,12 +17,12 @@
 
 #include "core/errors.h"
 #include "core/signals.h"
-#include "dist/free_port.h"
-#include "dist/line_forwarder.h"
+#include "parallel/free_port.h"
+#include "parallel/line_forwarder.h"
 
 extern char** environ;
 
-namespace salt::dist {
+namespace salt::parallel {
 namespace {
 
 // Signals reach the poll loop through a pipe (the only safe thing a handler can do).
@@ -284,4 +284,4 @@ int run_local_workers(const LocalLaunchOptions& o) {
   return 0;
 }
 
-}  // namespace salt::dist
+}  // namespace salt::parallel

@@ -5,13 +5,13 @@
 #include <map>
 
 #include "core/errors.h"
-#include "dist/backends.h"
-#include "dist/grad_sync.h"
-#include "dist/launch_env.h"
-#include "dist/process_group.h"
-#include "dist/slurm_nodelist.h"
+#include "parallel/backends.h"
+#include "parallel/grad_sync.h"
+#include "parallel/launch_env.h"
+#include "parallel/process_group.h"
+#include "parallel/slurm_nodelist.h"
 
-namespace salt::dist {
+namespace salt::parallel {
 namespace {
 
 EnvLookup fake(std::map<std::string, std::string> vars) {
@@ -235,4 +235,4 @@ TEST(GroupOptions, NoGlooMessageSaysHowToBuildWithGloo) {
 }
 
 }  // namespace
-}  // namespace salt::dist
+}  // namespace salt::parallel

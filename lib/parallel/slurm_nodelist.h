@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-namespace salt::dist {
+namespace salt::parallel {
 
 // Every host, in Slurm's order. InputError (naming `what`, e.g. the variable) on
 // unbalanced brackets, bad ranges or an empty list.
@@ -16,4 +16,4 @@ std::vector<std::string> expand_nodelist(const std::string& list, const std::str
 // The first host of the list (without expanding the rest).
 std::string first_host(const std::string& list, const std::string& what = "node list");
 
-}  // namespace salt::dist
+}  // namespace salt::parallel
