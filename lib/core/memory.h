@@ -17,10 +17,9 @@ bool reset_peak_rss();
 // For a command that computes: memory it frees stays in the process for the next
 // allocation instead of going back to the kernel. glibc maps every allocation above
 // 32 MiB afresh and unmaps it when freed (a GN2 batch of 1000 has ~250k edges x 128
-// floats per layer): each step faulted those pages in and zeroed them again (perf of
-// salt's GN2.yaml fit on the 2-core VM: ~4 % of samples in page faults and
-// clear_page). With this, the same fit, 3 interleaved rounds: 32 618 -> 721 jets/s,
-// bf16-mixed 550 -> 611 (docs/performance.md). The process keeps its peak resident.
+// floats per layer): each step faulted those pages in and zeroed them again, a
+// measurable part of a CPU step (docs/performance.md). The process keeps its peak
+// resident.
 void keep_freed_memory();
 
 // This machine's physical memory in bytes; 0 where unknown.

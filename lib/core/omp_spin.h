@@ -23,8 +23,8 @@ namespace salt {
 // The spin salt-cpp sets: idle threads wait ~10 us, then sleep.
 inline constexpr const char* kShortSpinCount = "10000";
 // And OpenBLAS's threads, which yield for 2^28 cycles before they sleep, after 2^4
-// (OPENBLAS_THREAD_TIMEOUT, read when OpenBLAS loads; the same fit, 5 interleaved
-// rounds: 32 571 -> 605 jets/s, bf16-mixed 538 -> 564, medians).
+// (OPENBLAS_THREAD_TIMEOUT, read when OpenBLAS loads; docs/performance.md, "The
+// OpenMP spin").
 inline constexpr const char* kShortBlasTimeout = "4";
 // Set beside it ("1"; "2" when salt set OPENBLAS_THREAD_TIMEOUT too), so that the
 // run can tell its own settings from a user's.

@@ -1,7 +1,7 @@
 // Removing a directory tree without std::filesystem::remove_all: pip's LibTorch
 // (torch 2.11, libtorch.so) exports its own copy of that function, which the
 // dynamic linker binds ahead of libstdc++'s and which calls address 0 (bench_loader
-// crashed there on the GPU machine, 271879f). Every removal of a tree in salt-cpp
+// crashed there on the GPU machine). Every removal of a tree in salt-cpp
 // goes through here; tests/core/remove_tree_test.cpp holds that rule.
 #pragma once
 #include <filesystem>

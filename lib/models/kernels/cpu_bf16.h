@@ -1,7 +1,7 @@
 // bf16-mixed on CPUs without bf16 matrix instructions. LibTorch multiplies bf16
 // matrices with oneDNN only where the CPU has AVX-512 (BW, VL, DQ; LibTorch's own
 // mkldnn_bf16_device_check); elsewhere (AVX2 machines) its fallback gemm runs
-// scalar code, ~100x slower than float32: a GN3 fit on an AVX2 CPU trained 2 jets/s.
+// scalar code, ~100x slower than float32 (docs/performance.md).
 // There the matrix products under CPU autocast round their inputs to bf16, multiply
 // in float32 and round the result to bf16: the numbers of a bf16 gemm that
 // accumulates in float32, as oneDNN's does, at float32's speed.

@@ -6,7 +6,7 @@
 // CPU. In one kernel it reads g once: LibTorch's way (index_select through the
 // order, a float32 copy of every row, segment_reduce, a cast back) wrote GN2's
 // vertexing gradients ([1M, 128] bf16 rows at batch 4000) twice more, once in
-// float32 (H200, op census at 63ab47b).
+// float32 (docs/performance.md).
 #pragma once
 #include <cstdint>
 

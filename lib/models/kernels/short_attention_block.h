@@ -1,8 +1,8 @@
 // Attention over short sequences, one (jet, head) per thread block: a jet's ~15
 // tokens fit in shared memory whole, so one block loads its q, k and v rows,
 // forms the L x L scores, softmaxes them and writes its output rows, with no tile
-// padded to the 128 rows flash attention's kernels work in (on the H200 flash's
-// backward took 6.2 ms of a 26 ms GN2 step at batch 4000, 39a28ed).
+// padded to the 128 rows flash attention's kernels work in (whose backward was a
+// quarter of a GN2 step on the card: docs/performance.md).
 //
 // Torch-free: compiled by nvcc for the card (short_attention.cu) and by the C++
 // compiler for the tests, which run a block as one thread (tid 0 of 1 does every

@@ -367,7 +367,7 @@ bool flash_varlen_applies(const torch::Tensor& qkv, int64_t heads, double dropou
 }
 
 // Sequences one flash call takes: its grid has a y-block per sequence, and CUDA
-// allows 65535 (batch 128000 failed with "invalid argument" on the H200, 271879f).
+// allows 65535 (a batch of 128000 failed with "invalid argument").
 constexpr int64_t kMaxFlashSequences = 65535;
 
 // qkv [N, 3D] packed rows -> [N, D]: rows sorted jet by jet (layout.order; the

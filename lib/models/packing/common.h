@@ -155,8 +155,8 @@ torch::Tensor true_entries_first(const torch::Tensor& flat);
 
 // x.index_select(0, index), whose backward sums the gradient rows in float32 when x
 // is bf16/fp16: the many rows that share one source (a jet's tracks, a track's
-// edges) made half-precision atomic adds slow on a card (4 calls, 2.3 ms of a
-// 28.8 ms GN2 step on the H100 at 91c4b9d). Same values as index_select.
+// edges) made half-precision atomic adds slow on a card (docs/performance.md). Same
+// values as index_select.
 torch::Tensor gather_rows(const torch::Tensor& x, const torch::Tensor& index);
 
 // How a gather's index groups by source row, so that the backward sums each row's
@@ -172,10 +172,10 @@ struct RowGroups {
 };
 // x.index_select(0, index), whose backward is a segment sum in float32 (any dtype).
 // The edge gathers of a vertexing task (a million edges onto ~60k tracks at GN2's
-// batch 4000) spent 1.9 ms of a 26.7 ms step in float atomic adds (H200, dc6d22a).
+// batch 4000) spent their backward in float atomic adds (docs/performance.md).
 torch::Tensor gather_rows_by_segments(const torch::Tensor& x, const torch::Tensor& index, const RowGroups& groups);
 // gather_rows_by_segments on a GPU; on the CPU gather_rows(x, index), whose serial
-// index_add made GN2's step 3-4 % faster there (bench_model --no-python, 4f33bcc).
+// index_add is faster there (docs/performance.md).
 torch::Tensor gather_rows(const torch::Tensor& x, const torch::Tensor& index, const RowGroups& groups);
 
 // Before building `count` layers like `first` (built already): refuses, in one line

@@ -23,8 +23,8 @@ class StaticRows;
 // the step sets bucketed_rows (training/step/step_options.h's forward_kernels).
 struct ForwardKernels {
   // Flash-varlen attention on short jets through salt-cpp's kernel
-  // (models/kernels/short_attention.h) instead of flash attention's: the H200 at
-  // 8f92c71 ran the gpu tests and cut the step's card time by 31 %.
+  // (models/kernels/short_attention.h) instead of flash attention's, which pads
+  // each jet to 128 rows (docs/performance.md).
   bool short_attention = true;
   // The vertexing gradients' row sums through salt-cpp's kernel
   // (models/kernels/segment_sum.h) instead of LibTorch's operators: off, as on an

@@ -21,8 +21,8 @@ bool compiled_with_cuda() {
 #if SALT_CUDA
 namespace {
 // torch 2.11's caching allocator has no per-device state before CUDA's lazy
-// initialisation ("Invalid device argument" from getDeviceStats/resetPeakStats,
-// seen on the H200 at 827dd1e); an empty tensor on the device runs it.
+// initialisation ("Invalid device argument" from getDeviceStats/resetPeakStats on
+// the GPU machine); an empty tensor on the device runs it.
 void ensure_initialised(int device) {
   (void)at::empty({0}, at::TensorOptions().device(at::kCUDA, static_cast<c10::DeviceIndex>(device)));
 }

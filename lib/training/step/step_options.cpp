@@ -51,8 +51,8 @@ StepOptions parse_step_options(const EnvLookup& env, int cores, bool cpu_emulate
   o.host_twins =
       switch_from(env, "SALT_HOST_TWINS", o.host_twins.value, "the model reads the device", "the batch's host copies");
   o.copy_stream = switch_from(env, "SALT_COPY_STREAM", o.copy_stream.value, "the compute stream", "a copy stream");
-  // On unless 0 (where the run allows: train_step.cpp): on an H200 at 13d010b a fit over 2
-  // million jets ran its epoch in 6.35 s as graphs against 10.88 s eager (docs/gpu.md).
+  // On unless 0 (where the run allows: train_step.cpp): graphs run a card's epoch in
+  // about 60 % of the eager time (docs/gpu.md, docs/performance.md).
   o.cuda_graphs =
       switch_from(env, "SALT_CUDA_GRAPHS", o.cuda_graphs.value, "eager steps", "CUDA graphs for the training steps");
   // The kernels' defaults and why: models::ForwardKernels (models/packing/forward_context.h).

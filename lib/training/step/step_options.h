@@ -7,21 +7,9 @@
 // one: unset or empty is the default, a mistyped value a UsageError naming the
 // variable and what it takes. A fit records each with where it came from in
 // metadata.yaml (`step_options`), so two runs that differ only by a switch do not
-// look the same afterwards. Torch-free.
-//
-//   host_twins          SALT_HOST_TWINS=0|1 (1)        the model reads the batch's host copies (batch_device.h)
-//   copy_stream         SALT_COPY_STREAM=0|1 (1)       a card's batch copies on a copy stream (batch_device.h)
-//   cuda_graphs         SALT_CUDA_GRAPHS=0|1 (1)       training steps as CUDA graphs (step_graphs.h)
-//   short_attention     SALT_SHORT_ATTENTION=0|1 (1)   salt-cpp's short-jet kernel (models/kernels/short_attention.h)
-//   segment_sum_kernel  SALT_SEGMENT_SUM_KERNEL=0|1 (0) salt-cpp's segment-sum kernel (models/kernels/segment_sum.h)
-//   cpu_bf16            SALT_CPU_BF16=native|emulated (the CPU's instruction set; models/kernels/cpu_bf16.h)
-//   cpu_bf16_static_rows  SALT_CPU_BF16_STATIC_ROWS=0|1 (1 where cpu_bf16 is native) bf16 steps on the CPU pad
-//                       packed rows to their bucket (models/packing/forward_context.h's bucketed_rows)
-//   steps_ahead         SALT_MAX_STEPS_AHEAD=0..1000 (0: no limit; steps_ahead.h)
-//   threads             OMP_NUM_THREADS=1..4 x cores (choose_threads' rule; threads.h)
-//   gomp_spin           GOMP_SPINCOUNT / OMP_WAIT_POLICY, libgomp's (core/omp_spin.h: salt-cpp sets 10000
-//                       beside OpenBLAS's own threads); recorded, not parsed: libgomp reads it
-//   openblas_thread_timeout  OPENBLAS_THREAD_TIMEOUT, OpenBLAS's (salt-cpp sets 4 with the spin); recorded
+// look the same afterwards. Torch-free. What each variable takes and means:
+// core/env_switches.cpp's table (`salt --help-env`, docs/environment.md); gomp_spin
+// and openblas_thread_timeout are libgomp's and OpenBLAS's own, recorded, not parsed.
 #pragma once
 #include <yaml-cpp/yaml.h>
 
