@@ -191,8 +191,11 @@ Result run_salt_cpp(const Size& s, int64_t length, int64_t iters, const Setup& s
   model->train();
   // salt fit's step (bench_step.h); with graphs, their first step eager and the
   // second captured: both in the warm-up.
-  auto step_options = salt::bench::bench_step_options(setup.device, setup.precision).cuda_graphs(s.graphs);
-  if (s.kernels) step_options.kernels(*s.kernels);
+  auto step_options = salt::bench::bench_step_options(setup.device, setup.precision);
+  auto context = step_options.context();
+  context.graphs().wanted = s.graphs;
+  if (s.kernels) context.kernels(*s.kernels);
+  step_options.context(context);
   salt::training::TrainStep train_step(*model, step_options);
   if (s.graphs) train_step.start_graphs(/*one_process=*/true, /*accumulate_grad_batches=*/1);
   // The optimizer salt fit runs (AdamW in multi-tensor kernels) at the reference's

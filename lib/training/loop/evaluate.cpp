@@ -131,10 +131,8 @@ std::map<std::string, double> validate_checkpoint(const config::ResolvedConfig& 
   loader_options.set_num_workers(D.num_workers).set_prefetch_factor(D.prefetch_factor);
   data::Loader loader(reader, data::SamplerOptions::evaluation(reader->num_rows(), D.batch_size), loader_options);
   const int64_t batches = setup.run.trainer.limit_val.apply(loader.batches_per_epoch());
-  const auto autocast = autocast_for(setup.run.trainer.precision, device);
-  auto means = validation_pass(setup.model, loader, 0, batches, device, autocast, {}, true, {},
-                               transfer_from(switches), forward_kernels(switches, cpu_bf16_steps(autocast, device)))
-                   .means("val");
+  const auto step = make_step_context(setup.run.trainer, device, switches);
+  auto means = validation_pass(setup.model, loader, 0, batches, step, {}, true, {}).means("val");
   print_metrics(means);
   return means;
 }
@@ -172,11 +170,9 @@ EvaluateResult evaluate(const config::ResolvedConfig& resolved, const StepOption
   auto reader = open_reader(setup, D.test_file, D.num_test, "num_test", /*test_stage=*/true);
   refuse_empty(*reader, D.test_file, D.num_test, "num_test", "nothing to test, no predictions would be written");
   const auto device = select_device(T);
-  const auto autocast = autocast_for(T.precision, device);
-  const auto transfer = transfer_from(switches);
   // Bucketed rows as in training: padding rows reach no prediction (the files equal
   // plain packing's, FitTest.CpuBf16BucketedRowsLeavePredictionsAlone).
-  const auto kernels = forward_kernels(switches, cpu_bf16_steps(autocast, device));
+  const auto step = make_step_context(T, device, switches);
   setup.model->to(device);
   setup.model->eval();
 
@@ -209,7 +205,7 @@ EvaluateResult evaluate(const config::ResolvedConfig& resolved, const StepOption
     if (int sig = stop_signal()) throw StopRequested{sig};
     auto batch = loader.next();
     if (!batch) break;
-    const auto [on_device, out] = evaluation_step(*setup.model, *batch, device, autocast, losses, transfer, kernels);
+    const auto [on_device, out] = evaluation_step(*setup.model, *batch, step, losses);
     progress.update(b, batch->size, [&losses] {  // read only when the bar is drawn (a GPU's loss waits for it)
       const auto means = losses.means("test");
       return means.count("test/loss") ? means.at("test/loss") : NAN;

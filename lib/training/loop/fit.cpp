@@ -321,9 +321,8 @@ class FitRun : FitStart {
     if (!mid_epoch) generator_before_validation_ = cpu_rng_state();
     batch_order_->validation_pass();  // salt's loader may draw a base seed here
     if (!mid_epoch) meter_.start("val", epoch);  // a mid-epoch one counts in the train stage's figures
-    auto val = validation_pass(setup_.model, *val_loader_, epoch, val_plan_.val_batches, device_, autocast_, on_batch,
-                               !session_, [this](double seconds) { meter_.add_data_wait(seconds); },
-                               step_->options().transfer(), step_->options().kernels());
+    auto val = validation_pass(setup_.model, *val_loader_, epoch, val_plan_.val_batches, step_->context(), on_batch,
+                               !session_, [this](double seconds) { meter_.add_data_wait(seconds); });
     if (!mid_epoch) record_resources(meter_.finish());
     if (session_) sum_over_ranks(val);
     auto metrics = val.means("val");

@@ -359,7 +359,8 @@ void FitStart::write_files() {
     for (int i = 0; i < T.num_devices; ++i)
       info.gpu_ids.push_back(T.device_ids.empty() ? i : T.device_ids[static_cast<std::size_t>(i)]);
   info.float32_matmul_precision = cuda::float32_matmul_precision();
-  info.step_options = step_options_yaml(options_, StepUse{device_.is_cuda(), cpu_bf16_steps(autocast_, device_)});
+  info.step_options =
+      step_options_yaml(options_, StepUse{device_.is_cuda(), cpu_bf16_steps(step_context_.autocast(), device_)});
   info.init_from = init_record_;
   run_config_yaml_ = config::to_yaml(write_run_files(run_dir_, setup_, info));
   spdlog::info("run directory: {}", run_dir_.string());
@@ -432,9 +433,7 @@ void FitStart::make_step() {
   step_ = std::make_unique<TrainStep>(*setup_.model, options);
 }
 
-void FitStart::choose_precision() {
-  autocast_ = autocast_for(T.precision, device_);
-}
+void FitStart::choose_precision() { step_context_ = make_step_context(T, device_, options_); }
 
 // ---- tuners (BatchSizeFinder, LearningRateFinder) ----
 // Before anything is planned from the batch size or the learning rate. Sets the

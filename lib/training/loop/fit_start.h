@@ -131,7 +131,7 @@ class FitStart {
   // Resumed from salt's mid-epoch checkpoint: Lightning starts that epoch over, and
   // does not validate it when none of its batches is left.
   bool lightning_restart_ = false;
-  Autocast autocast_;
+  StepContext step_context_;  // the step's device, autocast, transfer, kernels (choose_precision)
   ResourceMeter meter_;
   std::unique_ptr<TrainStep> step_;  // the training step: loss scaler, graphs, host-read meter, non-finite watch
   std::unique_ptr<SimpleProfiler> profiler_;  // trainer.profiler

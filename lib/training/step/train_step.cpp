@@ -16,19 +16,13 @@ namespace salt::training {
 
 TrainStepOptions fit_step_options(const config::TrainerConfig& trainer, const torch::Device& device,
                                   const StepOptions& switches) {
-  const auto autocast = autocast_for(trainer.precision, device);
+  const auto context = make_step_context(trainer, device, switches);
   return TrainStepOptions()
-      .device(device)
-      .autocast(autocast)
-      .loss_scaling(autocast.enabled && autocast.dtype == torch::kFloat16)
+      .context(context)
+      .loss_scaling(context.autocast().enabled && context.autocast().dtype == torch::kFloat16)
       .gradient_clip_val(trainer.gradient_clip_val)
       .gradient_clip_algorithm(trainer.gradient_clip_algorithm)
-      .max_steps_ahead(switches.steps_ahead.value)
-      .cuda_graphs(switches.cuda_graphs.value)
-      .cuda_graphs_asked(switches.cuda_graphs.source == OptionSource::kEnvironment)
-      .deterministic(trainer.deterministic)
-      .transfer(transfer_from(switches))
-      .kernels(forward_kernels(switches, cpu_bf16_steps(autocast, device)));
+      .max_steps_ahead(switches.steps_ahead.value);
 }
 
 struct TrainStep::Meters {
@@ -64,8 +58,8 @@ models::ModelOutput TrainStep::eager_forward_backward(const DeviceBatch& batch, 
     const SimpleProfiler::Scope timed(options_.profiler(), "[Strategy].training_step");
     models::ForwardContext context;
     context.static_rows = static_rows;
-    context.kernels = options_.kernels();
-    out = forward_batch(model_, batch, true, options_.autocast(), options_.device(), context);
+    context.kernels = options_.context().kernels();
+    out = forward_batch(model_, batch, true, options_.context().autocast(), options_.context().device(), context);
   }
   if (options_.grad_sync()) options_.grad_sync()->begin_backward(accumulation.last);
   auto loss = out.loss / static_cast<double>(accumulation.batches);
@@ -98,16 +92,16 @@ void TrainStep::clip_gradients() {
 // the run allows, else one line saying why not: a warning when SALT_CUDA_GRAPHS=1 asked
 // for them, an info line when they were the default on a card.
 void TrainStep::start_graphs(bool one_process, int64_t accumulate_grad_batches) {
-  if (!options_.cuda_graphs()) return;
-  auto refusal = cuda_graphs_refusal(options_.device(), one_process, accumulate_grad_batches, model_);
-  if (refusal.empty() && options_.deterministic() && !options_.cuda_graphs_asked())
+  if (!options_.context().graphs().wanted) return;
+  auto refusal = cuda_graphs_refusal(options_.context().device(), one_process, accumulate_grad_batches, model_);
+  if (refusal.empty() && options_.context().graphs().deterministic && !options_.context().graphs().asked)
     refusal = "trainer.deterministic (graphed fits are not yet shown bitwise repeatable on a card; SALT_CUDA_GRAPHS=1 "
               "uses them)";
   if (refusal.empty()) {
-    graphs_ = std::make_unique<StepGraphs>(model_, options_.device());
-  } else if (options_.cuda_graphs_asked()) {
+    graphs_ = std::make_unique<StepGraphs>(model_, options_.context().device());
+  } else if (options_.context().graphs().asked) {
     spdlog::warn("SALT_CUDA_GRAPHS=1 but the steps run eagerly: {}", refusal);
-  } else if (options_.device().is_cuda()) {
+  } else if (options_.context().device().is_cuda()) {
     spdlog::info("training steps run eagerly, not as CUDA graphs: {}", refusal);
   }
 }
@@ -138,7 +132,7 @@ void TrainStep::batch_started() { meters_->host_reads.step_start(); }
 
 void TrainStep::batch_done(bool count_reads) {
   if (count_reads) meters_->host_reads.step_done();
-  if (options_.device().is_cuda()) meters_->steps_ahead.step_issued(options_.device().index());
+  if (options_.context().device().is_cuda()) meters_->steps_ahead.step_issued(options_.context().device().index());
 }
 
 double TrainStep::host_reads_per_step() const { return meters_->host_reads.per_step(); }

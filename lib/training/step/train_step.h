@@ -19,6 +19,7 @@
 #include "training/step/batch_device.h"
 #include "training/step/forward_batch.h"
 #include "training/optim/grad_scaler.h"
+#include "training/step/step_context.h"
 #include "training/step/step_options.h"
 
 namespace salt::parallel {
@@ -35,8 +36,8 @@ class StepGraphs;
 struct TrainStepOptions {
   using GradSyncPointer = parallel::GradSync*;  // (TORCH_ARG writes `const type&`: a pointer needs a name)
   using ProfilerPointer = SimpleProfiler*;
-  TORCH_ARG(torch::Device, device) = torch::kCPU;
-  TORCH_ARG(Autocast, autocast);
+  // The device, autocast, transfer, kernels and graphs' choice (make_step_context).
+  TORCH_ARG(StepContext, context);
   // 16-mixed on CUDA: float16 gradients need loss scaling (Lightning's GradScaler).
   TORCH_ARG(bool, loss_scaling) = false;
   // The scaler's state to start from (a resumed run's checkpoint), else torch's defaults.
@@ -49,18 +50,6 @@ struct TrainStepOptions {
   TORCH_ARG(ProfilerPointer, profiler) = nullptr;
   // The host at most this many steps ahead of the card (0: no limit).
   TORCH_ARG(int, max_steps_ahead) = 0;
-  // Training steps as CUDA graphs where the run allows (start_graphs).
-  TORCH_ARG(bool, cuda_graphs) = false;
-  // Whether SALT_CUDA_GRAPHS=1 asked for them (a refusal is then a warning) or they are
-  // the default (a refusal is an info line on a card, nothing on the CPU).
-  TORCH_ARG(bool, cuda_graphs_asked) = false;
-  // trainer.deterministic: graphs by default only once a card has shown graphed fits
-  // bitwise repeatable; SALT_CUDA_GRAPHS=1 still asks for them.
-  TORCH_ARG(bool, deterministic) = false;
-  // How batches cross to the device (host twins, copy stream): to_device.
-  TORCH_ARG(TransferOptions, transfer);
-  // The model's kernels' choices (short attention, segment sum) for its forward passes.
-  TORCH_ARG(models::ForwardKernels, kernels);
 };
 
 // The step `salt fit` runs for trainer config `trainer` on `device`: its precision's
@@ -92,7 +81,9 @@ class TrainStep {
   models::ModelOutput forward_backward(const DeviceBatch& batch, Accumulation accumulation = {},
                                        models::StaticRows* static_rows = nullptr);
   // A loader's batch on the step's device, as its options.transfer say.
-  DeviceBatch to_device(Batch batch) const { return batch_to_device(std::move(batch), options_.device(), options_.transfer()); }
+  DeviceBatch to_device(Batch batch) const {
+    return batch_to_device(std::move(batch), options_.context().device(), options_.context().transfer());
+  }
   // Unscale (16-mixed), clip, step, zero the gradients: the end of every optimizer
   // step. `before_clip` sees the final, unscaled gradients.
   void apply(Optimization& optimization, const std::function<void()>& before_clip = {});
@@ -101,7 +92,7 @@ class TrainStep {
   // for a replay): bench_model's sync probe.
   void set_phase_observer(std::function<void(const char*)> observer) { at_phase_ = std::move(observer); }
 
-  // With options.cuda_graphs: CUDA graphs for the steps from now on
+  // With options.context().graphs wanted: CUDA graphs for the steps from now on
   // (training/step/step_graphs.h) where the run allows (cuda_graphs_refusal), else one
   // line saying why the steps run eagerly; stop_graphs logs what they did and ends them.
   void start_graphs(bool one_process, int64_t accumulate_grad_batches);
@@ -125,6 +116,7 @@ class TrainStep {
 
   GradScaler* scaler() { return scaler_ ? &*scaler_ : nullptr; }
   const TrainStepOptions& options() const { return options_; }
+  const StepContext& context() const { return options_.context(); }
 
  private:
   // `observed`: told to the phase observer (not inside a graph's capture);

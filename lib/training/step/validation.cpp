@@ -44,22 +44,19 @@ std::map<std::string, double> LossTotals::means(const std::string& stage) {
   return m;
 }
 
-EvaluatedBatch evaluation_step(models::SaltWrapperImpl& model, Batch batch, const torch::Device& device,
-                               const Autocast& autocast, LossTotals& totals, const TransferOptions& transfer,
-                               const models::ForwardKernels& kernels) {
+EvaluatedBatch evaluation_step(models::SaltWrapperImpl& model, Batch batch, const StepContext& step,
+                               LossTotals& totals) {
   torch::NoGradGuard no_grad;
-  EvaluatedBatch evaluated{batch_to_device(std::move(batch), device, transfer), {}};
+  EvaluatedBatch evaluated{batch_to_device(std::move(batch), step.device(), step.transfer()), {}};
   models::ForwardContext context;
-  context.kernels = kernels;
-  evaluated.out = forward_batch(model, evaluated.batch, /*with_labels=*/true, autocast, device, context);
+  context.kernels = step.kernels();
+  evaluated.out = forward_batch(model, evaluated.batch, /*with_labels=*/true, step.autocast(), step.device(), context);
   totals.add(evaluated.out, evaluated.batch.size);
   return evaluated;
 }
 
 LossTotals validation_pass(models::SaltWrapper& model, data::Loader& loader, int64_t epoch, int64_t batches,
-                           const torch::Device& device, const Autocast& autocast, const BatchDone& on_batch, bool check_stop,
-                           const DataWait& on_wait, const TransferOptions& transfer,
-                           const models::ForwardKernels& kernels) {
+                           const StepContext& step, const BatchDone& on_batch, bool check_stop, const DataWait& on_wait) {
   model->eval();
   torch::NoGradGuard no_grad;
   loader.start_epoch(epoch);
@@ -72,7 +69,7 @@ LossTotals validation_pass(models::SaltWrapper& model, data::Loader& loader, int
     if (on_wait) on_wait(std::chrono::duration<double>(std::chrono::steady_clock::now() - asked).count());
     if (!batch) break;
     const auto [on_device, out] =
-        evaluation_step(*model, std::move(*batch), device, autocast, totals, transfer, kernels);
+        evaluation_step(*model, std::move(*batch), step, totals);
     if (on_batch) on_batch(b, out, on_device);
   }
   loader.stop();

@@ -14,6 +14,7 @@
 #include "models/salt_wrapper.h"
 #include "training/step/batch_device.h"
 #include "training/step/forward_batch.h"
+#include "training/step/step_context.h"
 
 namespace salt::training {
 
@@ -43,25 +44,21 @@ struct LossTotals {
 // the batch copied to the device and the forward pass at the run's autocast, without
 // gradients, given the batch's labels; where the batch has labels, its losses go into
 // `totals` (what validation logs as val/..., `salt test` prints as test/...). The
-// batch crosses as `transfer` says, and the model's kernels are `kernels` (the run's
-// StepOptions: transfer_from, forward_kernels).
+// batch crosses, and the model computes, as the command's StepContext says.
 struct EvaluatedBatch {
   DeviceBatch batch;
   models::ModelOutput out;  // the predictions; loss and losses defined where the batch has labels
 };
-EvaluatedBatch evaluation_step(models::SaltWrapperImpl& model, Batch batch, const torch::Device& device,
-                               const Autocast& autocast, LossTotals& totals, const TransferOptions& transfer = {},
-                               const models::ForwardKernels& kernels = {});
+EvaluatedBatch evaluation_step(models::SaltWrapperImpl& model, Batch batch, const StepContext& step,
+                               LossTotals& totals);
 
 // Told the seconds each batch was waited for (the loader falling behind).
 using DataWait = std::function<void(double seconds)>;
 
 // Runs `batches` batches of `loader`'s epoch `epoch` through `model` (no gradients).
-// Polls for Ctrl-C between batches when `check_stop` is set. `transfer`, `kernels`:
-// evaluation_step's.
+// Polls for Ctrl-C between batches when `check_stop` is set; `on_batch` and
+// `on_wait` may be empty.
 LossTotals validation_pass(models::SaltWrapper& model, data::Loader& loader, int64_t epoch, int64_t batches,
-                           const torch::Device& device, const Autocast& autocast, const BatchDone& on_batch, bool check_stop,
-                           const DataWait& on_wait = {}, const TransferOptions& transfer = {},
-                           const models::ForwardKernels& kernels = {});
+                           const StepContext& step, const BatchDone& on_batch, bool check_stop, const DataWait& on_wait);
 
 }  // namespace salt::training

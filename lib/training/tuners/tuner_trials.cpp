@@ -37,7 +37,8 @@ TunerTrials::TunerTrials(RunSetup& setup, TrainStepOptions step, int64_t accumul
       session_(session),
       rank_(session ? session->rank() : 0),
       world_(session ? session->size() : 1) {
-  step_.cuda_graphs(false).scaler_state(std::nullopt);
+  step_.context().graphs().wanted = false;
+  step_.scaler_state(std::nullopt);
 }
 
 callbacks::TrialResult TunerTrials::run(const callbacks::TrialSpec& spec) {
@@ -46,7 +47,7 @@ callbacks::TrialResult TunerTrials::run(const callbacks::TrialSpec& spec) {
                            .set_shard(rank_, world_);
   result.batches_per_epoch = data::BatchSampler(sampler).batches_per_epoch();
   if (result.batches_per_epoch <= 0 || spec.steps <= 0) return result;
-  const ModelSnapshot snapshot(*setup_.model, step_.device());
+  const ModelSnapshot snapshot(*setup_.model, step_.context().device());
   try {
     steps(spec, sampler, result);
     if (spec.val_batches > 0) validation(spec);
@@ -99,8 +100,7 @@ void TunerTrials::validation(const callbacks::TrialSpec& spec) {
       data::SamplerOptions::evaluation(val_reader_->num_rows(), spec.batch_size).set_shard(rank_, world_);
   data::Loader loader(val_reader_, sampler, loader_);
   const int64_t batches = std::min(spec.val_batches, loader.batches_per_epoch());
-  validation_pass(setup_.model, loader, 0, batches, step_.device(), step_.autocast(), {}, false, {}, step_.transfer(),
-                  step_.kernels());
+  validation_pass(setup_.model, loader, 0, batches, step_.context(), {}, false, {});
 }
 
 }  // namespace salt::training

@@ -53,8 +53,8 @@ TEST(BatchDevice, TheRunsSwitchesReachTheStepsTransfer) {
   config::TrainerConfig trainer;
   const auto plain = fit_step_options(trainer, torch::kCPU, switches({}));
   const auto no_twins = fit_step_options(trainer, torch::kCPU, switches({{"SALT_HOST_TWINS", "0"}}));
-  EXPECT_TRUE(plain.transfer().host_twins());
-  EXPECT_FALSE(no_twins.transfer().host_twins());
+  EXPECT_TRUE(plain.context().transfer().host_twins());
+  EXPECT_FALSE(no_twins.context().transfer().host_twins());
 }
 
 }  // namespace

@@ -81,7 +81,8 @@ TEST(TrainStep, ToDeviceFollowsTheStepsTransferOptions) {
   const auto batch = training::open_reader(setup, setup.run.data.train_file, 100, "num_train")->read(0, 10);
   training::TrainStep with(*setup.model, training::TrainStepOptions());
   training::TrainStep without(*setup.model,
-                              training::TrainStepOptions().transfer(training::TransferOptions().host_twins(false)));
+                              training::TrainStepOptions().context(training::StepContext().transfer(
+                                  training::TransferOptions().host_twins(false))));
   EXPECT_FALSE(with.to_device(batch).twins.empty());
   EXPECT_TRUE(without.to_device(batch).twins.empty());
 }
@@ -91,13 +92,13 @@ TEST(TrainStep, ToDeviceFollowsTheStepsTransferOptions) {
 // process; StepOptions' defaults are the forward pass's own (ForwardKernels{}).
 TEST(TrainStep, KernelsFollowTheRunsStepOptions) {
   const models::ForwardKernels defaults;
-  const auto taken = training::fit_step_options(config::TrainerConfig{}, torch::kCPU, {}).kernels();
+  const auto taken = training::fit_step_options(config::TrainerConfig{}, torch::kCPU, {}).context().kernels();
   EXPECT_EQ(taken.short_attention, defaults.short_attention);
   EXPECT_EQ(taken.segment_sum_kernel, defaults.segment_sum_kernel);
   training::StepOptions switches;
   switches.short_attention.value = !defaults.short_attention;
   switches.segment_sum_kernel.value = !defaults.segment_sum_kernel;
-  const auto chosen = training::fit_step_options(config::TrainerConfig{}, torch::kCPU, switches).kernels();
+  const auto chosen = training::fit_step_options(config::TrainerConfig{}, torch::kCPU, switches).context().kernels();
   EXPECT_EQ(chosen.short_attention, !defaults.short_attention);
   EXPECT_EQ(chosen.segment_sum_kernel, !defaults.segment_sum_kernel);
 }
@@ -115,7 +116,7 @@ TEST(TrainStep, BucketedRowsOnlyForNativeBf16StepsOnTheCpu) {
   emulated.cpu_bf16.value = training::CpuBf16Mode::kEmulated;
   off.cpu_bf16_static_rows.value = false;
   auto bucketed = [](const config::TrainerConfig& t, const training::StepOptions& o) {
-    return training::fit_step_options(t, torch::kCPU, o).kernels().bucketed_rows;
+    return training::fit_step_options(t, torch::kCPU, o).context().kernels().bucketed_rows;
   };
   EXPECT_TRUE(bucketed(bf16, native));
   EXPECT_TRUE(bucketed(half, native));
@@ -123,7 +124,7 @@ TEST(TrainStep, BucketedRowsOnlyForNativeBf16StepsOnTheCpu) {
   EXPECT_FALSE(bucketed(bf16, emulated));
   EXPECT_FALSE(bucketed(bf16, off));
   // On a card bf16 steps are no CPU bf16 steps (their static rows are the graphs').
-  EXPECT_FALSE(training::fit_step_options(bf16, torch::Device(torch::kCUDA, 0), native).kernels().bucketed_rows);
+  EXPECT_FALSE(training::fit_step_options(bf16, torch::Device(torch::kCUDA, 0), native).context().kernels().bucketed_rows);
 }
 
 }  // namespace
