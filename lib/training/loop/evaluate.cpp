@@ -119,17 +119,17 @@ void print_metrics(const std::map<std::string, double>& metrics) {
 
 std::map<std::string, double> validate_checkpoint(const config::ResolvedConfig& resolved, const StepOptions& switches) {
   auto setup = prepare_run(resolved, Stage::kFit);
-  const auto& D = setup.run.data;
+  const auto& data_config = setup.run.data;
   const auto checkpoint = chosen_checkpoint(setup);
   spdlog::info("validating checkpoint {}", checkpoint.string());
   load_module_state(*setup.model, load_checkpoint(checkpoint).state_dict, checkpoint.string());
-  auto reader = open_reader(setup, D.val_file, D.num_val, "num_val");
-  refuse_empty(*reader, D.val_file, D.num_val, "num_val", "nothing to validate");
+  auto reader = open_reader(setup, data_config.val_file, data_config.num_val, "num_val");
+  refuse_empty(*reader, data_config.val_file, data_config.num_val, "num_val", "nothing to validate");
   const auto device = select_device(setup.run.trainer);
   setup.model->to(device);
   data::LoaderOptions loader_options;
-  loader_options.set_num_workers(D.num_workers).set_prefetch_factor(D.prefetch_factor);
-  data::Loader loader(reader, data::SamplerOptions::evaluation(reader->num_rows(), D.batch_size), loader_options);
+  loader_options.set_num_workers(data_config.num_workers).set_prefetch_factor(data_config.prefetch_factor);
+  data::Loader loader(reader, data::SamplerOptions::evaluation(reader->num_rows(), data_config.batch_size), loader_options);
   const int64_t batches = setup.run.trainer.limit_val.apply(loader.batches_per_epoch());
   const auto step = make_step_context(setup.run.trainer, device, switches);
   auto means = validation_pass(setup.model, loader, 0, batches, step, {}, true, {}).means("val");
@@ -159,30 +159,30 @@ std::vector<std::filesystem::path> draw_plots(const EvaluateResult& result) {
 
 EvaluateResult evaluate(const config::ResolvedConfig& resolved, const StepOptions& switches) {
   auto setup = prepare_run(resolved, Stage::kTest);
-  const auto& T = setup.run.trainer;
-  const auto& D = setup.run.data;
+  const auto& trainer = setup.run.trainer;
+  const auto& data_config = setup.run.data;
   EvaluateResult result;
   result.checkpoint = chosen_checkpoint(setup);
   spdlog::info("testing checkpoint {}", result.checkpoint.string());
   auto state = load_checkpoint(result.checkpoint);
   load_module_state(*setup.model, state.state_dict, result.checkpoint.string());
 
-  auto reader = open_reader(setup, D.test_file, D.num_test, "num_test", /*test_stage=*/true);
-  refuse_empty(*reader, D.test_file, D.num_test, "num_test", "nothing to test, no predictions would be written");
-  const auto device = select_device(T);
+  auto reader = open_reader(setup, data_config.test_file, data_config.num_test, "num_test", /*test_stage=*/true);
+  refuse_empty(*reader, data_config.test_file, data_config.num_test, "num_test", "nothing to test, no predictions would be written");
+  const auto device = select_device(trainer);
   // Bucketed rows as in training: padding rows reach no prediction (the files equal
   // plain packing's, FitTest.CpuBf16BucketedRowsLeavePredictionsAlone).
-  const auto step = make_step_context(T, device, switches);
+  const auto step = make_step_context(trainer, device, switches);
   setup.model->to(device);
   setup.model->eval();
 
-  auto callbacks = callbacks::make_callbacks(T.callbacks, T);
+  auto callbacks = callbacks::make_callbacks(trainer.callbacks, trainer);
   callbacks::TestState test;
   test.setup = &setup;
   test.checkpoint = result.checkpoint;
   test.test_file = reader->path();  // for a wildcard, its virtual file (salt names the sample after it too)
   test.num_rows = reader->num_rows();
-  test.output = prediction_file(result.checkpoint, reader->path(), D.test_suff);
+  test.output = prediction_file(result.checkpoint, reader->path(), data_config.test_suff);
   callbacks.call(&callbacks::Callback::on_test_start, test);
   std::error_code ec;  // found before the test runs, not when the file is written after it
   if (test.wants_predictions && fs::is_directory(test.output, ec))
@@ -190,15 +190,15 @@ EvaluateResult evaluate(const config::ResolvedConfig& resolved, const StepOption
                      "choose another data.test_suff");
 
   data::LoaderOptions loader_options;
-  loader_options.set_num_workers(D.num_workers).set_prefetch_factor(D.prefetch_factor);
-  data::Loader loader(reader, data::SamplerOptions::evaluation(reader->num_rows(), D.batch_size), loader_options);
-  const int64_t batches = T.limit_test.apply(loader.batches_per_epoch());
+  loader_options.set_num_workers(data_config.num_workers).set_prefetch_factor(data_config.prefetch_factor);
+  data::Loader loader(reader, data::SamplerOptions::evaluation(reader->num_rows(), data_config.batch_size), loader_options);
+  const int64_t batches = trainer.limit_test.apply(loader.batches_per_epoch());
   FlavourCollector flavours{find_btag_task(*setup.model)};
   LossTotals losses;
   torch::NoGradGuard no_grad;
   // Batch logs get about ten lines; a terminal redraws the bar at every batch.
   const int refresh = Progress::stderr_is_terminal() ? 1 : static_cast<int>(std::max<int64_t>(1, batches / 10));
-  Progress progress(T.enable_progress_bar, refresh);
+  Progress progress(trainer.enable_progress_bar, refresh);
   progress.start("test", 0, 0, batches);
   loader.start_epoch(0);
   for (int64_t b = 0; b < batches; ++b) {

@@ -58,7 +58,7 @@ class FitRun : FitStart {
 
  private:
   void train_epochs() {
-    step_->start_graphs(!session_, T.accumulate_grad_batches);
+    step_->start_graphs(!session_, trainer_.accumulate_grad_batches);
     for (int64_t epoch = plan_.start_epoch; (plan_.max_epochs < 0 || epoch < plan_.max_epochs) && !stop_; ++epoch) {
       // A callback may have asked to stop before this epoch (a Timer already spent at the start).
       if (stop_requested(epoch)) break;
@@ -83,8 +83,8 @@ class FitRun : FitStart {
   // its batches are done).
   bool stop_requested(int64_t epochs_done) const {
     if (!state_.should_stop) return false;
-    const bool min_epochs_met = !T.min_epochs || epochs_done >= *T.min_epochs;
-    const bool min_steps_met = !T.min_steps || state_.global_step >= *T.min_steps;
+    const bool min_epochs_met = !trainer_.min_epochs || epochs_done >= *trainer_.min_epochs;
+    const bool min_steps_met = !trainer_.min_steps || state_.global_step >= *trainer_.min_steps;
     return min_epochs_met && min_steps_met;
   }
 
@@ -163,7 +163,7 @@ class FitRun : FitStart {
     meter_.start("train", epoch);
     const auto order = epoch_order(epoch);
     train_loader_->start_epoch(epoch, order, batch_order_->epoch_restart());
-    state_.accumulate_grad_batches = T.accumulate_grad_batches;
+    state_.accumulate_grad_batches = trainer_.accumulate_grad_batches;
     hook("on_epoch_start", &callbacks::Callback::on_epoch_start, state_, std::string("train"), plan_.train_batches);
     logged_batch_ = LossTotals{};
     optimization_->zero_grad();
@@ -223,7 +223,7 @@ class FitRun : FitStart {
     }
     hook("on_batch_end", &callbacks::Callback::on_batch_end, state_, std::string("train"), b, out.loss.detach(),
                     on_device.size);
-    step_->batch_done(!session_ && boundary && state_.global_step % T.log_every_n_steps != 0);
+    step_->batch_done(!session_ && boundary && state_.global_step % trainer_.log_every_n_steps != 0);
   }
 
   // Throws the NaN error for the first non-finite step the step's watch saw, if any.
@@ -253,11 +253,11 @@ class FitRun : FitStart {
     ++state_.global_step;
     state_.stepping = false;
     stepped_in_epoch_ = b + 1;
-    if (state_.global_step % T.log_every_n_steps == 0) {
+    if (state_.global_step % trainer_.log_every_n_steps == 0) {
       check_finite();
       log_interval();
     }
-    if (T.max_steps > 0 && state_.global_step >= T.max_steps) stop_ = true;
+    if (trainer_.max_steps > 0 && state_.global_step >= trainer_.max_steps) stop_ = true;
     if (requeue_now) {  // every rank stops here; rank 0 saves
       check_finite();
       if (main_rank_)

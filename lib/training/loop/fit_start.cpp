@@ -58,8 +58,8 @@ std::string callback_class_name(const callbacks::Callback& c) {
 
 FitStart::FitStart(const config::ResolvedConfig& resolved, const FitHooks& hooks,
                    const std::optional<StepOptions>& options)
-    : setup_(prepare_run(resolved, Stage::kFit)), hooks_(hooks), T(setup_.run.trainer), D(setup_.run.data) {
-  dev_run_ = T.fast_dev_run > 0;
+    : setup_(prepare_run(resolved, Stage::kFit)), hooks_(hooks), trainer_(setup_.run.trainer), data_(setup_.run.data) {
+  dev_run_ = trainer_.fast_dev_run > 0;
   // The switches, read once (a mistyped one refused here, not at the first step);
   // CPU bf16 set for the process, the others passed down (fit_step_options).
   options_ = options ? *options : read_step_options();
@@ -69,20 +69,20 @@ FitStart::FitStart(const config::ResolvedConfig& resolved, const FitHooks& hooks
 FitStart::~FitStart() = default;
 
 void FitStart::set_up() {
-  if (T.profiler) profiler_ = std::make_unique<SimpleProfiler>(*T.profiler);
+  if (trainer_.profiler) profiler_ = std::make_unique<SimpleProfiler>(*trainer_.profiler);
   join_data_parallel();
-  callbacks_ = callbacks::make_callbacks(T.callbacks, T);
+  callbacks_ = callbacks::make_callbacks(trainer_.callbacks, trainer_);
   state_.setup = &setup_;
   state_.main_rank = main_rank_;
   state_.rank = rank_;
   state_.dev_run = dev_run_;
   hook("on_setup", &callbacks::Callback::on_setup, state_);
   // Open (and so validate) the data before anything is written.
-  train_reader_ = open_reader(setup_, D.train_file, D.num_train, "num_train");
-  val_reader_ = open_reader(setup_, D.val_file, D.num_val, "num_val");
-  refuse_empty(*train_reader_, D.train_file, D.num_train, "num_train", "nothing to train on");
+  train_reader_ = open_reader(setup_, data_.train_file, data_.num_train, "num_train");
+  val_reader_ = open_reader(setup_, data_.val_file, data_.num_val, "num_val");
+  refuse_empty(*train_reader_, data_.train_file, data_.num_train, "num_train", "nothing to train on");
   // No validation means no val_loss, so salt's Checkpoint would keep nothing.
-  refuse_empty(*val_reader_, D.val_file, D.num_val, "num_val", "no validation loss, so no checkpoint would be kept");
+  refuse_empty(*val_reader_, data_.val_file, data_.num_val, "num_val", "no validation loss, so no checkpoint would be kept");
   train_members_ = train_reader_->members();  // before any temp copies
   val_members_ = val_reader_->members();
   decide_start();
@@ -125,8 +125,8 @@ void FitStart::restore_callbacks() {
 // Data parallel: a launcher (salt's own, torchrun-style, srun) says which rank this
 // is; devices x num_nodes must match the processes it started.
 void FitStart::join_data_parallel() {
-  const auto dist_env = parallel::Session::environment_for(T.num_devices, T.num_nodes);
-  device_ = select_device(T, dist_env.local_rank);
+  const auto dist_env = parallel::Session::environment_for(trainer_.num_devices, trainer_.num_nodes);
+  device_ = select_device(trainer_, dist_env.local_rank);
   meter_ = ResourceMeter(device_.is_cuda() ? device_.index() : -1);
   // salt: torch.set_float32_matmul_precision("medium") for training only (TF32
   // tensor cores); it changes CUDA results only, so CPU runs stay bitwise as before.
@@ -139,7 +139,7 @@ void FitStart::join_data_parallel() {
   if (session_) {
     spdlog::info("data parallel: {} processes ({}, master {}:{}), backend {}; global batch {} = {} x {}", world_,
                  parallel::launcher_name(dist_env.launcher), dist_env.master_addr, dist_env.master_port,
-                 session_->group().backend_name(), D.batch_size * world_, D.batch_size, world_);
+                 session_->group().backend_name(), data_.batch_size * world_, data_.batch_size, world_);
     // A drawn seed (seed_everything: false) differs per process; rank 0's is everyone's
     // (each epoch's batch order is rank 0's too: fit.cpp's epoch_order).
     setup_.seed =
@@ -148,7 +148,7 @@ void FitStart::join_data_parallel() {
     // (reset_seed): the batch orders and dropout start from the seed itself.
     seed_everything(setup_.seed);
   }
-  if (T.precision == Precision::kFloat16Mixed && device_.is_cpu())
+  if (trainer_.precision == Precision::kFloat16Mixed && device_.is_cpu())
     spdlog::warn("precision=16-mixed is not supported on CPU; using bf16-mixed instead (as salt does)");
 }
 
@@ -173,7 +173,7 @@ std::string FitStart::decide_on_rank0() {
   if (!dev_run_) {
     // Claimed (created or locked) before anything else can fail: a start that
     // fails from here on removes a directory it created.
-    claim_ = std::make_unique<RunDirClaim>(T.default_root_dir, setup_.run.name, setup_.run.log_suffix,
+    claim_ = std::make_unique<RunDirClaim>(trainer_.default_root_dir, setup_.run.name, setup_.run.log_suffix,
                                            timestamp_now(), setup_.run.overwrite_config);
     run_dir_ = claim_->dir();
     if (claim_->created()) cleanup_ = std::make_unique<RunDirCleanup>(run_dir_, claim_->created_parents());
@@ -257,13 +257,13 @@ std::vector<std::pair<std::string, std::string>> FitStart::rank_settings() const
   const auto text = [](auto v) { return "'" + c10::str(v) + "'"; };
   return {{"the model", fmt::format("{} parameters ({} trained) in {} tensors (layout {:016x})", count, trainable,
                                     params.size(), layout)},
-          {"data.batch_size", text(D.batch_size)},
+          {"data.batch_size", text(data_.batch_size)},
           {"the number of training jets", text(train_reader_->num_rows())},
           {"the number of validation jets", text(val_reader_->num_rows())},
-          {"trainer.precision", text(T.precision_name)},
-          {"trainer.accumulate_grad_batches", text(T.accumulate_grad_batches)},
-          {"trainer.max_epochs", text(T.max_epochs)},
-          {"trainer.max_steps", text(T.max_steps)},
+          {"trainer.precision", text(trainer_.precision_name)},
+          {"trainer.accumulate_grad_batches", text(trainer_.accumulate_grad_batches)},
+          {"trainer.max_epochs", text(trainer_.max_epochs)},
+          {"trainer.max_steps", text(trainer_.max_steps)},
           {"ckpt_path", text(resume_source_.empty() ? std::string("null") : resume_source_)},
           {"the step switches (SALT_*)", switches.c_str()}};
 }
@@ -273,9 +273,9 @@ std::vector<std::pair<std::string, std::string>> FitStart::rank_settings() const
 // Lightning's DistributedSampler gives it (data/sampler.h, data.md).
 void FitStart::plan_steps() {
   train_sampler_ =
-      data::SamplerOptions::training(train_reader_->num_rows(), D.batch_size, setup_.seed).set_shard(rank_, world_);
+      data::SamplerOptions::training(train_reader_->num_rows(), data_.batch_size, setup_.seed).set_shard(rank_, world_);
   TrainCounts counts{data::BatchSampler(train_sampler_).batches_per_epoch(), train_reader_->num_rows(),
-                     D.batch_size, world_};
+                     data_.batch_size, world_};
   std::optional<ResumePoint> resume;
   if (resume_) {
     const auto [saved_epochs, saved_steps] = saved_epochs_and_steps(resume_->config_yaml);
@@ -283,7 +283,7 @@ void FitStart::plan_steps() {
                          resume_->scheduler_total_steps, resume_->scheduler_last_epoch,
                          saved_world_size(resume_->config_yaml, world_), saved_epochs, saved_steps};
   }
-  plan_ = plan_training(T, counts, resume, setup_.run.model.lrs.last_epoch);
+  plan_ = plan_training(trainer_, counts, resume, setup_.run.model.lrs.last_epoch);
   train_sampler_.shuffle = plan_.shuffle;
   if (!plan_.shuffle)
     spdlog::info("overfit_batches: training on the first {} batches in file order every epoch, unshuffled",
@@ -323,11 +323,11 @@ void FitStart::run_git_checks() {
 
 // Temp copies (not under fast_dev_run, like salt); removed on every way out.
 void FitStart::copy_to_temp() {
-  if (dev_run_ || !D.move_files_temp) return;
-  temp_ = std::make_unique<data::TempCopies>(*D.move_files_temp);
+  if (dev_run_ || !data_.move_files_temp) return;
+  temp_ = std::make_unique<data::TempCopies>(*data_.move_files_temp);
   spdlog::info("copying training files to {}", temp_->dir().string());
-  train_reader_ = open_reader(setup_, copy_input(*train_reader_), D.num_train, "num_train");
-  val_reader_ = open_reader(setup_, copy_input(*val_reader_), D.num_val, "num_val");
+  train_reader_ = open_reader(setup_, copy_input(*train_reader_), data_.num_train, "num_train");
+  val_reader_ = open_reader(setup_, copy_input(*val_reader_), data_.num_val, "num_val");
 }
 
 // A virtual file's members are copied one by one and a virtual file over the
@@ -353,11 +353,11 @@ void FitStart::write_files() {
   result_.world_size = world_;
   if (dev_run_ || !main_rank_) return;
   RunInfo info{train_reader_.get(), val_reader_.get(), models::count_parameters(*setup_.model).trainable,
-               device_.is_cuda() ? T.num_devices * T.num_nodes : 0, {}, timestamp_now(), git_meta_,
+               device_.is_cuda() ? trainer_.num_devices * trainer_.num_nodes : 0, {}, timestamp_now(), git_meta_,
                train_members_, val_members_};
   if (device_.is_cuda())
-    for (int i = 0; i < T.num_devices; ++i)
-      info.gpu_ids.push_back(T.device_ids.empty() ? i : T.device_ids[static_cast<std::size_t>(i)]);
+    for (int i = 0; i < trainer_.num_devices; ++i)
+      info.gpu_ids.push_back(trainer_.device_ids.empty() ? i : trainer_.device_ids[static_cast<std::size_t>(i)]);
   info.float32_matmul_precision = cuda::float32_matmul_precision();
   info.step_options =
       step_options_yaml(options_, StepUse{device_.is_cuda(), cpu_bf16_steps(step_context_.autocast(), device_)});
@@ -368,10 +368,10 @@ void FitStart::write_files() {
 
 data::LoaderOptions FitStart::loader_options() const {
   data::LoaderOptions options;
-  options.set_num_workers(D.num_workers)
-      .set_prefetch_factor(D.prefetch_factor)
-      .set_pin_memory(D.pin_memory && device_.is_cuda())
-      .set_persistent_workers(D.persistent_workers);
+  options.set_num_workers(data_.num_workers)
+      .set_prefetch_factor(data_.prefetch_factor)
+      .set_pin_memory(data_.pin_memory && device_.is_cuda())
+      .set_persistent_workers(data_.persistent_workers);
   return options;
 }
 
@@ -382,8 +382,8 @@ data::SamplerOptions FitStart::val_sampler(int64_t batch_size) const {
 void FitStart::make_loaders() {
   train_loader_ = std::make_unique<data::Loader>(train_reader_, train_sampler_, loader_options());
   make_batch_order();
-  val_loader_ = std::make_unique<data::Loader>(val_reader_, val_sampler(D.batch_size), loader_options());
-  val_plan_ = plan_validation(T, val_loader_->batches_per_epoch(), plan_);
+  val_loader_ = std::make_unique<data::Loader>(val_reader_, val_sampler(data_.batch_size), loader_options());
+  val_plan_ = plan_validation(trainer_, val_loader_->batches_per_epoch(), plan_);
 }
 
 // salt's batch order from torch's generator (training/loop/batch_order.h); an exact
@@ -392,8 +392,8 @@ void FitStart::make_batch_order() {
   // A salt-cpp checkpoint restores the generator and which iterators the run had made;
   // Lightning runs no sanity check when it resumes (salt's checkpoints), nor under fast_dev_run.
   const bool continuing = resume_ && resume_->cpu_rng_state.defined();
-  BatchOrderOptions options{D.num_workers == 0 || !D.persistent_workers,
-                            !dev_run_ && !resume_ && T.num_sanity_val_steps != 0, world_, D.num_workers > 0};
+  BatchOrderOptions options{data_.num_workers == 0 || !data_.persistent_workers,
+                            !dev_run_ && !resume_ && trainer_.num_sanity_val_steps != 0, world_, data_.num_workers > 0};
   batch_order_ = std::make_unique<BatchOrder>(options, continuing ? resume_->loader_iterators : 0);
   if (!resume_ || resume_->batch_in_epoch < 0) return;
   // A checkpoint saved before the epoch's first batch (a signal at its start) has
@@ -424,7 +424,7 @@ void FitStart::make_batch_order() {
 // The run's training step (training/step/train_step.h); a resumed run's loss scale
 // continues from its checkpoint.
 TrainStepOptions FitStart::step_options() const {
-  return fit_step_options(T, device_, options_).grad_sync(grad_sync_.get()).profiler(profiler_.get());
+  return fit_step_options(trainer_, device_, options_).grad_sync(grad_sync_.get()).profiler(profiler_.get());
 }
 
 void FitStart::make_step() {
@@ -433,7 +433,7 @@ void FitStart::make_step() {
   step_ = std::make_unique<TrainStep>(*setup_.model, options);
 }
 
-void FitStart::choose_precision() { step_context_ = make_step_context(T, device_, options_); }
+void FitStart::choose_precision() { step_context_ = make_step_context(trainer_, device_, options_); }
 
 // ---- tuners (BatchSizeFinder, LearningRateFinder) ----
 // Before anything is planned from the batch size or the learning rate. Sets the
@@ -446,7 +446,7 @@ void FitStart::tune() {
   state_.sum_over_ranks = [this](const std::vector<double>& values) {
     return session_ ? session_->sum(values) : values;
   };
-  TunerTrials trials(setup_, step_options(), T.accumulate_grad_batches, train_reader_, val_reader_,
+  TunerTrials trials(setup_, step_options(), trainer_.accumulate_grad_batches, train_reader_, val_reader_,
                      loader_options(), session_.get());
   state_.run_trial = [&trials](const callbacks::TrialSpec& spec) { return trials.run(spec); };
   state_.edit_config = [this](const config::ConfigEdit& edit) { apply_tuned(edit); };
@@ -456,10 +456,10 @@ void FitStart::tune() {
 }
 
 // A tuner's result: the typed settings and config.yaml's record change together
-// (config::apply_edit), and D, the run's copy of the data settings, follows.
+// (config::apply_edit), and data_, the run's copy of the data settings, follows.
 void FitStart::apply_tuned(const config::ConfigEdit& edit) {
   config::apply_edit(setup_.run, setup_.config, edit);
-  D = setup_.run.data;
+  data_ = setup_.run.data;
 }
 
 void FitStart::prepare_state() {

@@ -95,8 +95,8 @@ class FitStart {
   RunSetup setup_;
   const FitHooks& hooks_;
   StepOptions options_;  // the switches, read once (training/step/step_options.h)
-  const TrainerConfig& T;
-  data::DataConfig D;  // a copy of setup_.run.data, refreshed by apply_tuned (a tuner's new batch size)
+  const TrainerConfig& trainer_;
+  data::DataConfig data_;  // a copy of setup_.run.data, refreshed by apply_tuned (a tuner's new batch size)
   bool dev_run_ = false;
   // process group
   torch::Device device_{torch::kCPU};
