@@ -88,6 +88,12 @@ class WeightAveraging : public Callback {
       throw UsageError(name_ + ": device '" + *o_.device + "' is not cpu, cuda or cuda:N");
   }
 
+  // A fit's: `salt test` of a run trained on a card reads the same config on a
+  // machine without one, and averages nothing.
+  void on_setup(FitState&) override {
+    if (o_.device) check_device(*o_.device);
+  }
+
   std::string state_key() const override { return name_; }  // Lightning's: the class name
 
   serialize::PyValue state_dict() const override {
@@ -180,6 +186,26 @@ class WeightAveraging : public Callback {
       update(s);
       latest_update_step_ = s.global_step;
     }
+  }
+
+  // Where the average lives, refused before the fit reads its data rather than at the
+  // first update (torch's "Invalid device string", "PyTorch is not linked with support for
+  // cuda devices"): cpu, cuda or cuda:N of a card this process has.
+  void check_device(const std::string& device) const {
+    const std::string refused = name_ + ": device '" + device + "' ";
+    if (device != "cpu" && device.rfind("cuda", 0) != 0) throw UsageError(refused + "is not cpu, cuda or cuda:N");
+    std::optional<torch::Device> parsed;
+    try {
+      parsed.emplace(device);
+    } catch (const c10::Error&) {
+      throw UsageError(refused + "is not cpu, cuda or cuda:N");
+    }
+    if (!parsed->is_cuda()) return;
+    const auto cards = torch::cuda::is_available() ? static_cast<int64_t>(torch::cuda::device_count()) : 0;
+    if (cards == 0) throw UsageError(refused + "names a card, and this process has none: use cpu or leave it out");
+    if (parsed->has_index() && parsed->index() >= cards)
+      throw UsageError(refused + "names card " + std::to_string(parsed->index()) + ", and this process has " +
+                       std::to_string(cards) + " (cuda:0 to cuda:" + std::to_string(cards - 1) + ")");
   }
 
   // The model's parameters then buffers, in AveragedModel's order.

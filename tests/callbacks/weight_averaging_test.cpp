@@ -159,3 +159,50 @@ print(int(c["averaging_state"]["n_averaged"]))
 }
 
 }  // namespace salt::testing
+
+namespace salt::testing {
+
+// `device: cpu` keeps the average where a CPU fit's model is: the same average as
+// without it. GN2's buffers (input norms, class weights) never change, but torch's
+// EMA of a constant rounds it (0.8 x + 0.2 x); use_buffers: false copies them: the
+// model's own values, the parameters' average unchanged. A device that is not cpu, cuda or cuda:N, or
+// a card this process does not have, is one line before the data are read (it was
+// torch's "Invalid device string" or "PyTorch is not linked with support for cuda
+// devices", exit 1).
+TEST_F(FitTest, EmaDeviceAndUseBuffersKeepTheAverageAndABadDeviceIsOneLine) {
+  auto ema = [&](const std::string& suffix, const std::string& extra) {
+    const auto r = salt("fit", small_gn2({"--trainer.max_epochs", "1", "-ls", suffix,
+                                          "--trainer.callbacks+={class_path: lightning.pytorch.callbacks."
+                                          "EMAWeightAveraging, init_args: {decay: 0.8" + extra + "}}"}));
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    return training::load_checkpoint(checkpoints(dir / "logs" / ("GN2_cpu_" + suffix)).back()).state_dict;
+  };
+  const auto plain = ema("plain", "");
+  expect_same_tensors(ema("on_cpu", ", device: cpu"), plain, "device: cpu");
+  const auto copied = ema("no_buffers", ", use_buffers: false");
+  ASSERT_EQ(salt("fit", small_gn2({"--trainer.max_epochs", "1", "-ls", "none"})).exit_code, 0);
+  const auto model = training::load_checkpoint(checkpoints(dir / "logs" / "GN2_cpu_none").back()).state_dict;
+  ASSERT_EQ(copied.size(), plain.size());
+  ASSERT_EQ(copied.size(), model.size());
+  int buffers_copied = 0;
+  for (std::size_t i = 0; i < copied.size(); ++i) {
+    if (torch::equal(copied[i].second, plain[i].second)) continue;  // a parameter's average
+    ++buffers_copied;
+    EXPECT_TRUE(torch::equal(copied[i].second, model[i].second)) << copied[i].first;  // the model's own buffer
+  }
+  EXPECT_GE(buffers_copied, 1);
+
+  const std::string missing_card = torch::cuda::is_available() ? "cuda:99" : "cuda:0";
+  for (const std::string& device : {std::string("gpu"), std::string("cuda:x"), missing_card}) {
+    SCOPED_TRACE(device);
+    const auto r = salt("fit", small_gn2({"--trainer.max_epochs", "1", "-ls", "bad",
+                                          "--trainer.callbacks+={class_path: lightning.pytorch.callbacks."
+                                          "EMAWeightAveraging, init_args: {decay: 0.8, device: '" + device + "'}}"}));
+    EXPECT_EQ(r.exit_code, 2) << r.err;
+    EXPECT_EQ(error_lines(r.err), 1) << r.err;
+    EXPECT_NE(r.err.find("salt: error: EMAWeightAveraging: device '" + device + "' "), std::string::npos) << r.err;
+    EXPECT_FALSE(fs::exists(dir / "logs" / "GN2_cpu_bad")) << r.err;
+  }
+}
+
+}  // namespace salt::testing
