@@ -58,7 +58,7 @@ class FitRun : FitStart {
 
  private:
   void train_epochs() {
-    step_->start_graphs(!session_, trainer_.accumulate_grad_batches);
+    step_->start_graphs(!processes_.session, trainer_.accumulate_grad_batches);
     for (int64_t epoch = plan_.start_epoch; (plan_.max_epochs < 0 || epoch < plan_.max_epochs) && !stop_; ++epoch) {
       // A callback may have asked to stop before this epoch (a Timer already spent at the start).
       if (stop_requested(epoch)) break;
@@ -141,8 +141,8 @@ class FitRun : FitStart {
   // salt's order of the epoch's batches; with several ranks, rank 0's.
   std::vector<int64_t> epoch_order(int64_t epoch) {
     auto order = batch_order_->train_epoch(train_loader_->sampler().full_batches(), plan_.shuffle);
-    if (!session_) return order;
-    const auto agreed = session_->from_rank0("batch order " + std::to_string(epoch), "draw the batch order", [&] {
+    if (!processes_.session) return order;
+    const auto agreed = processes_.session->from_rank0("batch order " + std::to_string(epoch), "draw the batch order", [&] {
       std::string text;
       for (int64_t k : order) text += std::to_string(k) + " ";
       return text;
@@ -169,7 +169,7 @@ class FitRun : FitStart {
     optimization_->zero_grad();
     stepped_in_epoch_ = skip_batches_;
     for (int64_t b = 0; b < plan_.train_batches; ++b) {
-      if (!session_) check_stop();  // several ranks agree on stopping at step boundaries instead
+      if (!processes_.session) check_stop();  // several ranks agree on stopping at step boundaries instead
       const auto asked = std::chrono::steady_clock::now();
       auto batch = [&] {
         const auto timed = profile("[_TrainingEpochLoop].train_dataloader_next");
@@ -200,7 +200,7 @@ class FitRun : FitStart {
     result_.resources.push_back(figures);
     if (attention_kernels_.empty()) attention_kernels_ = models::attention_kernels_used();
     spdlog::info("{}", figures.summary());
-    if (!main_rank_ || dev_run_) return;
+    if (!processes_.main_rank() || dev_run_) return;
     write_run_resources(run_dir_, result_.resources, attention_kernels_);
   }
 
@@ -213,7 +213,7 @@ class FitRun : FitStart {
     const int64_t accumulate = state_.accumulate_grad_batches;
     const bool boundary = (b + 1) % accumulate == 0 || b + 1 == plan_.train_batches;
     const auto out = step_->forward_backward(on_device, Accumulation{accumulate, boundary});
-    step_->watch_finite(out.loss, state_.global_step, session_ != nullptr);
+    step_->watch_finite(out.loss, state_.global_step, processes_.session != nullptr);
     logged_batch_ = LossTotals{};  // Lightning logs each step's own batch (salt's self.log), not a mean
     logged_batch_.add(out, on_device.size);
     result_.train_jets += on_device.size;
@@ -223,7 +223,7 @@ class FitRun : FitStart {
     }
     hook("on_batch_end", &callbacks::Callback::on_batch_end, state_, std::string("train"), b, out.loss.detach(),
                     on_device.size);
-    step_->batch_done(!session_ && boundary && state_.global_step % trainer_.log_every_n_steps != 0);
+    step_->batch_done(!processes_.session && boundary && state_.global_step % trainer_.log_every_n_steps != 0);
   }
 
   // Throws the NaN error for the first non-finite step the step's watch saw, if any.
@@ -234,9 +234,9 @@ class FitRun : FitStart {
 
   void optimizer_step(int64_t b) {
     bool requeue_now = !dev_run_ && take_requeue_request();
-    if (session_) {
+    if (processes_.session) {
       grad_sync_->finish();  // every .grad is now the mean over ranks
-      const auto flags = session_->agree(step_->nonfinite_seen(), stop_signal(), requeue_now);
+      const auto flags = processes_.session->agree(step_->nonfinite_seen(), stop_signal(), requeue_now);
       if (flags.nan_rank >= 0)
         throw InputError(nan_message("train/loss on rank " + std::to_string(flags.nan_rank), state_.epoch,
                                      state_.global_step, run_dir_));
@@ -260,7 +260,7 @@ class FitRun : FitStart {
     if (trainer_.max_steps > 0 && state_.global_step >= trainer_.max_steps) stop_ = true;
     if (requeue_now) {  // every rank stops here; rank 0 saves
       check_finite();
-      if (main_rank_)
+      if (processes_.main_rank())
         save_requeue_checkpoint(run_dir_, state_.capture(), b + 1, *optimization_);
       result_.requeued = true;
       stop_ = true;
@@ -271,7 +271,7 @@ class FitRun : FitStart {
   // losses with sync_dist when it trains on several devices.
   void log_interval() {
     auto m = logged_batch_.means("train");
-    if (session_) mean_over_ranks(m);
+    if (processes_.session) mean_over_ranks(m);
     hook("add_step_metrics", &callbacks::Callback::add_step_metrics, state_, m);
     state_.train_metrics = m;
     hook("on_metrics", &callbacks::Callback::on_metrics, state_, m);
@@ -281,9 +281,9 @@ class FitRun : FitStart {
   void mean_over_ranks(std::map<std::string, double>& metrics) {
     std::vector<double> values;
     for (const auto& [k, v] : metrics) values.push_back(v);
-    values = session_->sum(values);
+    values = processes_.session->sum(values);
     std::size_t i = 0;
-    for (auto& [k, v] : metrics) v = values[i++] / world_;
+    for (auto& [k, v] : metrics) v = values[i++] / processes_.world;
   }
 
   // ---- validation + checkpoint ----
@@ -322,9 +322,9 @@ class FitRun : FitStart {
     batch_order_->validation_pass();  // salt's loader may draw a base seed here
     if (!mid_epoch) meter_.start("val", epoch);  // a mid-epoch one counts in the train stage's figures
     auto val = validation_pass(setup_.model, *val_loader_, epoch, val_plan_.val_batches, step_->context(), on_batch,
-                               !session_, [this](double seconds) { meter_.add_data_wait(seconds); });
+                               !processes_.session, [this](double seconds) { meter_.add_data_wait(seconds); });
     if (!mid_epoch) record_resources(meter_.finish());
-    if (session_) sum_over_ranks(val);
+    if (processes_.session) sum_over_ranks(val);
     auto metrics = val.means("val");
     hook("add_val_metrics", &callbacks::Callback::add_val_metrics, state_, metrics);
     if (!std::isfinite(metrics["val/loss"]))
@@ -347,11 +347,11 @@ class FitRun : FitStart {
     val.settle();
     std::vector<double> totals{val.jets};
     for (const auto& [k, v] : val.sums) totals.push_back(v);
-    totals = session_->sum(totals);
+    totals = processes_.session->sum(totals);
     val.jets = totals[0];
     std::size_t i = 1;
     for (auto& [k, v] : val.sums) v = totals[i++];
-    if (const auto flags = session_->agree(false, stop_signal(), false); flags.stop_signal)
+    if (const auto flags = processes_.session->agree(false, stop_signal(), false); flags.stop_signal)
       throw StopRequested{flags.stop_signal};
   }
 
@@ -361,24 +361,24 @@ class FitRun : FitStart {
     hook("on_fit_end", &callbacks::Callback::on_fit_end, state_);
     result_.global_step = state_.global_step;
     if (result_.requeued) {
-      result_.requeue_submitted = main_rank_ ? request_requeue() : in_requeueable_slurm_job();
-    } else if (!dev_run_ && main_rank_) {
+      result_.requeue_submitted = processes_.main_rank() ? request_requeue() : in_requeueable_slurm_job();
+    } else if (!dev_run_ && processes_.main_rank()) {
       std::error_code ec;  // finished: a later run in this directory must not resume from it
       fs::remove(run_dir_ / "ckpts" / kRequeueCheckpoint, ec);
     }
     result_.host_reads_per_step = step_->host_reads_per_step();
     report_speed();
-    if (profiler_ && main_rank_) result_.profile = profiler_->report(dev_run_ ? fs::path() : run_dir_);
-    if (session_) session_->group().barrier();  // rank 0's files are complete when any rank reports success
+    if (profiler_ && processes_.main_rank()) result_.profile = profiler_->report(dev_run_ ? fs::path() : run_dir_);
+    if (processes_.session) processes_.session->group().barrier();  // rank 0's files are complete when any rank reports success
     return result_;
   }
 
   void report_speed() const {
     step_->report();
     if (result_.train_seconds > 0)
-      spdlog::info("trained {} jets in {:.2f} s: {:.0f} jets/s over {} process(es)", result_.train_jets * world_,
-                   result_.train_seconds, static_cast<double>(result_.train_jets * world_) / result_.train_seconds,
-                   world_);
+      spdlog::info("trained {} jets in {:.2f} s: {:.0f} jets/s over {} process(es)", result_.train_jets * processes_.world,
+                   result_.train_seconds, static_cast<double>(result_.train_jets * processes_.world) / result_.train_seconds,
+                   processes_.world);
     if (grad_sync_ && grad_sync_->stats().steps > 0) {
       const auto& st = grad_sync_->stats();
       spdlog::info(

@@ -73,8 +73,8 @@ void FitStart::set_up() {
   join_data_parallel();
   callbacks_ = callbacks::make_callbacks(trainer_.callbacks, trainer_);
   state_.setup = &setup_;
-  state_.main_rank = main_rank_;
-  state_.rank = rank_;
+  state_.main_rank = processes_.main_rank();
+  state_.rank = processes_.rank;
   state_.dev_run = dev_run_;
   hook("on_setup", &callbacks::Callback::on_setup, state_);
   // Open (and so validate) the data before anything is written.
@@ -125,39 +125,35 @@ void FitStart::restore_callbacks() {
 // Data parallel: a launcher (salt's own, torchrun-style, srun) says which rank this
 // is; devices x num_nodes must match the processes it started.
 void FitStart::join_data_parallel() {
-  const auto dist_env = parallel::Session::environment_for(trainer_.num_devices, trainer_.num_nodes);
-  device_ = select_device(trainer_, dist_env.local_rank);
-  meter_ = ResourceMeter(device_.is_cuda() ? device_.index() : -1);
+  processes_ = join_processes(trainer_);
+  const auto& dist_env = processes_.env;
+  meter_ = ResourceMeter(processes_.device.is_cuda() ? processes_.device.index() : -1);
   // salt: torch.set_float32_matmul_precision("medium") for training only (TF32
   // tensor cores); it changes CUDA results only, so CPU runs stay bitwise as before.
-  if (device_.is_cuda()) cuda::set_float32_matmul_precision("medium");
-  if (dist_env.distributed()) session_ = parallel::Session::join(dist_env, device_);
-  rank_ = session_ ? session_->rank() : 0;
-  world_ = session_ ? session_->size() : 1;
-  main_rank_ = rank_ == 0;
-  quiet_.emplace(!main_rank_);
-  if (session_) {
-    spdlog::info("data parallel: {} processes ({}, master {}:{}), backend {}; global batch {} = {} x {}", world_,
+  if (processes_.device.is_cuda()) cuda::set_float32_matmul_precision("medium");
+  quiet_.emplace(!processes_.main_rank());
+  if (processes_.session) {
+    spdlog::info("data parallel: {} processes ({}, master {}:{}), backend {}; global batch {} = {} x {}", processes_.world,
                  parallel::launcher_name(dist_env.launcher), dist_env.master_addr, dist_env.master_port,
-                 session_->group().backend_name(), data_.batch_size * world_, data_.batch_size, world_);
+                 processes_.session->group().backend_name(), data_.batch_size * processes_.world, data_.batch_size, processes_.world);
     // A drawn seed (seed_everything: false) differs per process; rank 0's is everyone's
     // (each epoch's batch order is rank 0's too: fit.cpp's epoch_order).
     setup_.seed =
-        std::stoull(session_->from_rank0("seed", "choose the seed", [&] { return std::to_string(setup_.seed); }));
+        std::stoull(processes_.session->from_rank0("seed", "choose the seed", [&] { return std::to_string(setup_.seed); }));
     // Lightning's DDPStrategy re-seeds each process once the model is built
     // (reset_seed): the batch orders and dropout start from the seed itself.
     seed_everything(setup_.seed);
   }
-  if (trainer_.precision == Precision::kFloat16Mixed && device_.is_cpu())
+  if (trainer_.precision == Precision::kFloat16Mixed && processes_.device.is_cpu())
     spdlog::warn("precision=16-mixed is not supported on CPU; using bf16-mixed instead (as salt does)");
 }
 
 // Rank 0 names the run directory (timestamps differ between processes), decides
 // what to resume from; the others follow its answer.
 void FitStart::decide_start() {
-  if (!session_) return (void)decide_on_rank0();
-  const auto decided = session_->from_rank0("start", "start the run", [this] { return decide_on_rank0(); });
-  if (main_rank_) return;
+  if (!processes_.session) return (void)decide_on_rank0();
+  const auto decided = processes_.session->from_rank0("start", "start the run", [this] { return decide_on_rank0(); });
+  if (processes_.main_rank()) return;
   std::istringstream lines(decided);
   std::string dir, source, same;
   std::getline(lines, dir);
@@ -231,11 +227,11 @@ void FitStart::init_weights() {
 }
 
 void FitStart::place_model() {
-  setup_.model->to(device_);
-  if (!session_) return;
-  session_->require_same(rank_settings());  // before the broadcast, which mismatched weights abort
-  parallel::broadcast_module(session_->group(), *setup_.model);  // every rank starts from rank 0's weights
-  grad_sync_ = session_->gradient_sync(setup_.model->parameters());
+  setup_.model->to(processes_.device);
+  if (!processes_.session) return;
+  processes_.session->require_same(rank_settings());  // before the broadcast, which mismatched weights abort
+  parallel::broadcast_module(processes_.session->group(), *setup_.model);  // every rank starts from rank 0's weights
+  grad_sync_ = processes_.session->gradient_sync(setup_.model->parameters());
 }
 
 // What every rank of a data-parallel run must have alike, in words for the error
@@ -273,15 +269,15 @@ std::vector<std::pair<std::string, std::string>> FitStart::rank_settings() const
 // Lightning's DistributedSampler gives it (data/sampler.h, data.md).
 void FitStart::plan_steps() {
   train_sampler_ =
-      data::SamplerOptions::training(train_reader_->num_rows(), data_.batch_size, setup_.seed).set_shard(rank_, world_);
+      data::SamplerOptions::training(train_reader_->num_rows(), data_.batch_size, setup_.seed).set_shard(processes_.rank, processes_.world);
   TrainCounts counts{data::BatchSampler(train_sampler_).batches_per_epoch(), train_reader_->num_rows(),
-                     data_.batch_size, world_};
+                     data_.batch_size, processes_.world};
   std::optional<ResumePoint> resume;
   if (resume_) {
     const auto [saved_epochs, saved_steps] = saved_epochs_and_steps(resume_->config_yaml);
     resume = ResumePoint{resume_->epoch, resume_->global_step, resume_->batch_in_epoch,
                          resume_->scheduler_total_steps, resume_->scheduler_last_epoch,
-                         saved_world_size(resume_->config_yaml, world_), saved_epochs, saved_steps};
+                         saved_world_size(resume_->config_yaml, processes_.world), saved_epochs, saved_steps};
   }
   plan_ = plan_training(trainer_, counts, resume, setup_.run.model.lrs.last_epoch);
   train_sampler_.shuffle = plan_.shuffle;
@@ -317,8 +313,8 @@ void FitStart::run_git_checks() {
     if (!dev_run_ && hooks_.before_start) git_meta_ = hooks_.before_start(run_dir_);
     return "";
   };
-  if (!session_) git_checks();
-  else session_->from_rank0("git", "check the git working tree", git_checks);
+  if (!processes_.session) git_checks();
+  else processes_.session->from_rank0("git", "check the git working tree", git_checks);
 }
 
 // Temp copies (not under fast_dev_run, like salt); removed on every way out.
@@ -349,18 +345,18 @@ void FitStart::pin_inputs() {
 
 void FitStart::write_files() {
   result_.run_dir = run_dir_;
-  result_.rank = rank_;
-  result_.world_size = world_;
-  if (dev_run_ || !main_rank_) return;
+  result_.rank = processes_.rank;
+  result_.world_size = processes_.world;
+  if (dev_run_ || !processes_.main_rank()) return;
   RunInfo info{train_reader_.get(), val_reader_.get(), models::count_parameters(*setup_.model).trainable,
-               device_.is_cuda() ? trainer_.num_devices * trainer_.num_nodes : 0, {}, timestamp_now(), git_meta_,
+               processes_.device.is_cuda() ? trainer_.num_devices * trainer_.num_nodes : 0, {}, timestamp_now(), git_meta_,
                train_members_, val_members_};
-  if (device_.is_cuda())
+  if (processes_.device.is_cuda())
     for (int i = 0; i < trainer_.num_devices; ++i)
       info.gpu_ids.push_back(trainer_.device_ids.empty() ? i : trainer_.device_ids[static_cast<std::size_t>(i)]);
   info.float32_matmul_precision = cuda::float32_matmul_precision();
   info.step_options =
-      step_options_yaml(options_, StepUse{device_.is_cuda(), cpu_bf16_steps(step_context_.autocast(), device_)});
+      step_options_yaml(options_, StepUse{processes_.device.is_cuda(), cpu_bf16_steps(step_context_.autocast(), processes_.device)});
   info.init_from = init_record_;
   run_config_yaml_ = config::to_yaml(write_run_files(run_dir_, setup_, info));
   spdlog::info("run directory: {}", run_dir_.string());
@@ -370,13 +366,13 @@ data::LoaderOptions FitStart::loader_options() const {
   data::LoaderOptions options;
   options.set_num_workers(data_.num_workers)
       .set_prefetch_factor(data_.prefetch_factor)
-      .set_pin_memory(data_.pin_memory && device_.is_cuda())
+      .set_pin_memory(data_.pin_memory && processes_.device.is_cuda())
       .set_persistent_workers(data_.persistent_workers);
   return options;
 }
 
 data::SamplerOptions FitStart::val_sampler(int64_t batch_size) const {
-  return data::SamplerOptions::evaluation(val_reader_->num_rows(), batch_size).set_shard(rank_, world_);
+  return data::SamplerOptions::evaluation(val_reader_->num_rows(), batch_size).set_shard(processes_.rank, processes_.world);
 }
 
 void FitStart::make_loaders() {
@@ -393,7 +389,7 @@ void FitStart::make_batch_order() {
   // Lightning runs no sanity check when it resumes (salt's checkpoints), nor under fast_dev_run.
   const bool continuing = resume_ && resume_->cpu_rng_state.defined();
   BatchOrderOptions options{data_.num_workers == 0 || !data_.persistent_workers,
-                            !dev_run_ && !resume_ && trainer_.num_sanity_val_steps != 0, world_, data_.num_workers > 0};
+                            !dev_run_ && !resume_ && trainer_.num_sanity_val_steps != 0, processes_.world, data_.num_workers > 0};
   batch_order_ = std::make_unique<BatchOrder>(options, continuing ? resume_->loader_iterators : 0);
   if (!resume_ || resume_->batch_in_epoch < 0) return;
   // A checkpoint saved before the epoch's first batch (a signal at its start) has
@@ -424,7 +420,7 @@ void FitStart::make_batch_order() {
 // The run's training step (training/step/train_step.h); a resumed run's loss scale
 // continues from its checkpoint.
 TrainStepOptions FitStart::step_options() const {
-  return fit_step_options(trainer_, device_, options_).grad_sync(grad_sync_.get()).profiler(profiler_.get());
+  return fit_step_options(trainer_, processes_.device, options_).grad_sync(grad_sync_.get()).profiler(profiler_.get());
 }
 
 void FitStart::make_step() {
@@ -433,21 +429,21 @@ void FitStart::make_step() {
   step_ = std::make_unique<TrainStep>(*setup_.model, options);
 }
 
-void FitStart::choose_precision() { step_context_ = make_step_context(trainer_, device_, options_); }
+void FitStart::choose_precision() { step_context_ = make_step_context(trainer_, processes_.device, options_); }
 
 // ---- tuners (BatchSizeFinder, LearningRateFinder) ----
 // Before anything is planned from the batch size or the learning rate. Sets the
 // parts of state_ tuners read (prepare_state the rest).
 void FitStart::tune() {
   state_.run_dir = run_dir_;
-  state_.world_size = world_;
+  state_.world_size = processes_.world;
   state_.train_rows = train_reader_->num_rows();
   if (resume_) state_.resumed_from = resume_source_;
   state_.sum_over_ranks = [this](const std::vector<double>& values) {
-    return session_ ? session_->sum(values) : values;
+    return processes_.session ? processes_.session->sum(values) : values;
   };
   TunerTrials trials(setup_, step_options(), trainer_.accumulate_grad_batches, train_reader_, val_reader_,
-                     loader_options(), session_.get());
+                     loader_options(), processes_.session.get());
   state_.run_trial = [&trials](const callbacks::TrialSpec& spec) { return trials.run(spec); };
   state_.edit_config = [this](const config::ConfigEdit& edit) { apply_tuned(edit); };
   hook("tune", &callbacks::Callback::tune, state_);
@@ -468,7 +464,7 @@ void FitStart::prepare_state() {
   state_.same_dir_resume = same_dir_resume_;
   state_.plan = &plan_;
   state_.val_plan = &val_plan_;
-  state_.cuda_device = device_.is_cuda() ? device_.index() : -1;
+  state_.cuda_device = processes_.device.is_cuda() ? processes_.device.index() : -1;
   state_.weight_decay = setup_.run.model.lrs.weight_decay;
   state_.capture = [this] {
     auto state = capture_state(setup_, *optimization_, state_.epoch, state_.global_step, plan_.total_steps);
@@ -505,9 +501,9 @@ void FitStart::prepare_state() {
 void FitStart::resume_position() {
   state_.global_step = optimization_->steps_done();
   if (!resume_ || resume_->batch_in_epoch < 0) return;
-  const int saved_world = saved_world_size(resume_->config_yaml, world_);
-  if (saved_world == world_) return;
-  spdlog::warn("resuming mid-epoch with {} processes from a run with {}: skipping {} batches per process", world_,
+  const int saved_world = saved_world_size(resume_->config_yaml, processes_.world);
+  if (saved_world == processes_.world) return;
+  spdlog::warn("resuming mid-epoch with {} processes from a run with {}: skipping {} batches per process", processes_.world,
                saved_world, plan_.skip_batches);
 }
 

@@ -29,6 +29,7 @@
 #include "training/optim/optimization.h"
 #include "training/outputs/profiler.h"
 #include "training/loop/run_dir.h"
+#include "training/loop/run_processes.h"
 #include "training/run_setup.h"
 #include "training/step/step_options.h"
 #include "training/step/train_step.h"
@@ -98,11 +99,7 @@ class FitStart {
   const TrainerConfig& trainer_;
   data::DataConfig data_;  // a copy of setup_.run.data, refreshed by apply_tuned (a tuner's new batch size)
   bool dev_run_ = false;
-  // process group
-  torch::Device device_{torch::kCPU};
-  std::unique_ptr<parallel::Session> session_;
-  int rank_ = 0, world_ = 1;
-  bool main_rank_ = true;
+  RunProcesses processes_;  // the device, and the session, rank and world of several processes
   std::optional<QuietLogs> quiet_;
   std::unique_ptr<parallel::GradSync> grad_sync_;
   // data
