@@ -77,14 +77,7 @@ void FitStart::set_up() {
   state_.rank = processes_.rank;
   state_.dev_run = dev_run_;
   hook("on_setup", &callbacks::Callback::on_setup, state_);
-  // Open (and so validate) the data before anything is written.
-  train_reader_ = open_reader(setup_, data_.train_file, data_.num_train, "num_train");
-  val_reader_ = open_reader(setup_, data_.val_file, data_.num_val, "num_val");
-  refuse_empty(*train_reader_, data_.train_file, data_.num_train, "num_train", "nothing to train on");
-  // No validation means no val_loss, so salt's Checkpoint would keep nothing.
-  refuse_empty(*val_reader_, data_.val_file, data_.num_val, "num_val", "no validation loss, so no checkpoint would be kept");
-  train_members_ = train_reader_->members();  // before any temp copies
-  val_members_ = val_reader_->members();
+  inputs_ = open_inputs(setup_, data_);  // before anything is written
   decide_start();
   init_weights();
   place_model();
@@ -94,7 +87,7 @@ void FitStart::set_up() {
   make_optimization();
   run_git_checks();
   copy_to_temp();
-  pin_inputs();
+  pin_inputs(inputs_);
   write_files();
   make_loaders();
   make_step();
@@ -254,8 +247,8 @@ std::vector<std::pair<std::string, std::string>> FitStart::rank_settings() const
   return {{"the model", fmt::format("{} parameters ({} trained) in {} tensors (layout {:016x})", count, trainable,
                                     params.size(), layout)},
           {"data.batch_size", text(data_.batch_size)},
-          {"the number of training jets", text(train_reader_->num_rows())},
-          {"the number of validation jets", text(val_reader_->num_rows())},
+          {"the number of training jets", text(inputs_.train->num_rows())},
+          {"the number of validation jets", text(inputs_.val->num_rows())},
           {"trainer.precision", text(trainer_.precision_name)},
           {"trainer.accumulate_grad_batches", text(trainer_.accumulate_grad_batches)},
           {"trainer.max_epochs", text(trainer_.max_epochs)},
@@ -269,8 +262,8 @@ std::vector<std::pair<std::string, std::string>> FitStart::rank_settings() const
 // Lightning's DistributedSampler gives it (data/sampler.h, data.md).
 void FitStart::plan_steps() {
   train_sampler_ =
-      data::SamplerOptions::training(train_reader_->num_rows(), data_.batch_size, setup_.seed).set_shard(processes_.rank, processes_.world);
-  TrainCounts counts{data::BatchSampler(train_sampler_).batches_per_epoch(), train_reader_->num_rows(),
+      data::SamplerOptions::training(inputs_.train->num_rows(), data_.batch_size, setup_.seed).set_shard(processes_.rank, processes_.world);
+  TrainCounts counts{data::BatchSampler(train_sampler_).batches_per_epoch(), inputs_.train->num_rows(),
                      data_.batch_size, processes_.world};
   std::optional<ResumePoint> resume;
   if (resume_) {
@@ -320,27 +313,7 @@ void FitStart::run_git_checks() {
 // Temp copies (not under fast_dev_run, like salt); removed on every way out.
 void FitStart::copy_to_temp() {
   if (dev_run_ || !data_.move_files_temp) return;
-  temp_ = std::make_unique<data::TempCopies>(*data_.move_files_temp);
-  spdlog::info("copying training files to {}", temp_->dir().string());
-  train_reader_ = open_reader(setup_, copy_input(*train_reader_), data_.num_train, "num_train");
-  val_reader_ = open_reader(setup_, copy_input(*val_reader_), data_.num_val, "num_val");
-}
-
-// A virtual file's members are copied one by one and a virtual file over the
-// copies is written next to them (removed with them).
-std::string FitStart::copy_input(const data::H5Reader& reader) {
-  if (reader.members().empty()) return temp_->copy(reader.path()).string();
-  std::vector<fs::path> copies;
-  for (const auto& m : reader.members()) copies.push_back(temp_->copy(m.file));
-  const auto vds = temp_->reserve(reader.path());
-  data::write_virtual_file(copies, vds, "temp copies of the members of " + reader.path().string());
-  return vds.string();
-}
-
-// Every file the readers read: the inputs (or their copies) and any virtual members.
-void FitStart::pin_inputs() {
-  for (const auto* reader : {train_reader_.get(), val_reader_.get()})
-    for (const auto& file : reader->files()) pins_.emplace_back(file);
+  copy_inputs_to(inputs_, setup_, data_, *data_.move_files_temp);
 }
 
 void FitStart::write_files() {
@@ -348,9 +321,9 @@ void FitStart::write_files() {
   result_.rank = processes_.rank;
   result_.world_size = processes_.world;
   if (dev_run_ || !processes_.main_rank()) return;
-  RunInfo info{train_reader_.get(), val_reader_.get(), models::count_parameters(*setup_.model).trainable,
+  RunInfo info{inputs_.train.get(), inputs_.val.get(), models::count_parameters(*setup_.model).trainable,
                processes_.device.is_cuda() ? trainer_.num_devices * trainer_.num_nodes : 0, {}, timestamp_now(), git_meta_,
-               train_members_, val_members_};
+               inputs_.train_members, inputs_.val_members};
   if (processes_.device.is_cuda())
     for (int i = 0; i < trainer_.num_devices; ++i)
       info.gpu_ids.push_back(trainer_.device_ids.empty() ? i : trainer_.device_ids[static_cast<std::size_t>(i)]);
@@ -372,13 +345,13 @@ data::LoaderOptions FitStart::loader_options() const {
 }
 
 data::SamplerOptions FitStart::val_sampler(int64_t batch_size) const {
-  return data::SamplerOptions::evaluation(val_reader_->num_rows(), batch_size).set_shard(processes_.rank, processes_.world);
+  return data::SamplerOptions::evaluation(inputs_.val->num_rows(), batch_size).set_shard(processes_.rank, processes_.world);
 }
 
 void FitStart::make_loaders() {
-  train_loader_ = std::make_unique<data::Loader>(train_reader_, train_sampler_, loader_options());
+  train_loader_ = std::make_unique<data::Loader>(inputs_.train, train_sampler_, loader_options());
   make_batch_order();
-  val_loader_ = std::make_unique<data::Loader>(val_reader_, val_sampler(data_.batch_size), loader_options());
+  val_loader_ = std::make_unique<data::Loader>(inputs_.val, val_sampler(data_.batch_size), loader_options());
   val_plan_ = plan_validation(trainer_, val_loader_->batches_per_epoch(), plan_);
 }
 
@@ -437,12 +410,12 @@ void FitStart::choose_precision() { step_context_ = make_step_context(trainer_, 
 void FitStart::tune() {
   state_.run_dir = run_dir_;
   state_.world_size = processes_.world;
-  state_.train_rows = train_reader_->num_rows();
+  state_.train_rows = inputs_.train->num_rows();
   if (resume_) state_.resumed_from = resume_source_;
   state_.sum_over_ranks = [this](const std::vector<double>& values) {
     return processes_.session ? processes_.session->sum(values) : values;
   };
-  TunerTrials trials(setup_, step_options(), trainer_.accumulate_grad_batches, train_reader_, val_reader_,
+  TunerTrials trials(setup_, step_options(), trainer_.accumulate_grad_batches, inputs_.train, inputs_.val,
                      loader_options(), processes_.session.get());
   state_.run_trial = [&trials](const callbacks::TrialSpec& spec) { return trials.run(spec); };
   state_.edit_config = [this](const config::ConfigEdit& edit) { apply_tuned(edit); };
@@ -509,7 +482,7 @@ void FitStart::resume_position() {
 
 // Input files are pinned for the run (data/file_pin.h): a change stops it in one line.
 void FitStart::check_inputs() const {
-  for (const auto& pin : pins_) pin.check();
+  for (const auto& pin : inputs_.pins) pin.check();
 }
 
 }  // namespace salt::training

@@ -29,6 +29,7 @@
 #include "training/optim/optimization.h"
 #include "training/outputs/profiler.h"
 #include "training/loop/run_dir.h"
+#include "training/loop/run_inputs.h"
 #include "training/loop/run_processes.h"
 #include "training/run_setup.h"
 #include "training/step/step_options.h"
@@ -78,8 +79,6 @@ class FitStart {
   void make_optimization();
   void run_git_checks();
   void copy_to_temp();
-  std::string copy_input(const data::H5Reader& reader);
-  void pin_inputs();
   void write_files();
   data::SamplerOptions val_sampler(int64_t batch_size) const;
   void make_loaders();
@@ -103,8 +102,7 @@ class FitStart {
   std::optional<QuietLogs> quiet_;
   std::unique_ptr<parallel::GradSync> grad_sync_;
   // data
-  std::shared_ptr<data::H5Reader> train_reader_, val_reader_;
-  std::unique_ptr<data::TempCopies> temp_;
+  RunInputs inputs_;  // the readers, members, temp copies and pins of the input files
   data::SamplerOptions train_sampler_;
   std::unique_ptr<data::Loader> train_loader_, val_loader_;
   std::unique_ptr<BatchOrder> batch_order_;  // salt's order of the training batches
@@ -116,8 +114,6 @@ class FitStart {
   bool same_dir_resume_ = false;
   YAML::Node init_record_;  // fine-tuning (init_from): what was taken and frozen, for metadata.yaml
   YAML::Node git_meta_;
-  std::vector<data::VirtualMember> train_members_, val_members_;  // wildcard inputs' files
-  std::vector<data::FilePin> pins_;  // the files the readers read (temp copies when made)
   std::unique_ptr<RunDirClaim> claim_;  // rank 0: the run directory, locked while the run lives
   std::unique_ptr<RunDirCleanup> cleanup_;
   // schedule and loop position
