@@ -201,7 +201,7 @@ class FitRun : FitStart {
     if (attention_kernels_.empty()) attention_kernels_ = models::attention_kernels_used();
     spdlog::info("{}", figures.summary());
     if (!processes_.main_rank() || dev_run_) return;
-    write_run_resources(run_dir_, result_.resources, attention_kernels_);
+    write_run_resources(start_.run_dir, result_.resources, attention_kernels_);
   }
 
   void train_batch(Batch batch, int64_t b) {
@@ -229,7 +229,7 @@ class FitRun : FitStart {
   // Throws the NaN error for the first non-finite step the step's watch saw, if any.
   void check_finite() {
     const auto step = step_->first_nonfinite_step();
-    if (step >= 0) throw InputError(nan_message("train/loss", state_.epoch, step, run_dir_));
+    if (step >= 0) throw InputError(nan_message("train/loss", state_.epoch, step, start_.run_dir));
   }
 
   void optimizer_step(int64_t b) {
@@ -239,7 +239,7 @@ class FitRun : FitStart {
       const auto flags = processes_.session->agree(step_->nonfinite_seen(), stop_signal(), requeue_now);
       if (flags.nan_rank >= 0)
         throw InputError(nan_message("train/loss on rank " + std::to_string(flags.nan_rank), state_.epoch,
-                                     state_.global_step, run_dir_));
+                                     state_.global_step, start_.run_dir));
       if (flags.stop_signal) throw StopRequested{flags.stop_signal};
       requeue_now = flags.requeue && !dev_run_;
     }
@@ -249,7 +249,7 @@ class FitRun : FitStart {
       state_.lr = optimization_->current_lr();
       state_.beta1 = optimization_->current_beta1();
     });
-    cleanup_->disarm();
+    start_.cleanup->disarm();
     ++state_.global_step;
     state_.stepping = false;
     stepped_in_epoch_ = b + 1;
@@ -261,7 +261,7 @@ class FitRun : FitStart {
     if (requeue_now) {  // every rank stops here; rank 0 saves
       check_finite();
       if (processes_.main_rank())
-        save_requeue_checkpoint(run_dir_, state_.capture(), b + 1, *optimization_);
+        save_requeue_checkpoint(start_.run_dir, state_.capture(), b + 1, *optimization_);
       result_.requeued = true;
       stop_ = true;
     }
@@ -328,7 +328,7 @@ class FitRun : FitStart {
     auto metrics = val.means("val");
     hook("add_val_metrics", &callbacks::Callback::add_val_metrics, state_, metrics);
     if (!std::isfinite(metrics["val/loss"]))
-      throw InputError(nan_message("val/loss", epoch, state_.global_step, run_dir_));
+      throw InputError(nan_message("val/loss", epoch, state_.global_step, start_.run_dir));
     result_.last_val_metrics = metrics;
     state_.val_metrics = metrics;
     std::string summary;
@@ -364,11 +364,11 @@ class FitRun : FitStart {
       result_.requeue_submitted = processes_.main_rank() ? request_requeue() : in_requeueable_slurm_job();
     } else if (!dev_run_ && processes_.main_rank()) {
       std::error_code ec;  // finished: a later run in this directory must not resume from it
-      fs::remove(run_dir_ / "ckpts" / kRequeueCheckpoint, ec);
+      fs::remove(start_.run_dir / "ckpts" / kRequeueCheckpoint, ec);
     }
     result_.host_reads_per_step = step_->host_reads_per_step();
     report_speed();
-    if (profiler_ && processes_.main_rank()) result_.profile = profiler_->report(dev_run_ ? fs::path() : run_dir_);
+    if (profiler_ && processes_.main_rank()) result_.profile = profiler_->report(dev_run_ ? fs::path() : start_.run_dir);
     if (processes_.session) processes_.session->group().barrier();  // rank 0's files are complete when any rank reports success
     return result_;
   }

@@ -99,20 +99,20 @@ void FitStart::set_up() {
 
 // Lightning restores each callback's state_dict by its state_key before on_fit_start.
 void FitStart::restore_callbacks() {
-  if (!resume_) return;
+  if (!start_.resume) return;
   for (const auto& callback : callbacks_.all()) {
     const auto key = callback->state_key();
     if (key.empty()) continue;
-    for (const auto& [saved_key, value] : resume_->callback_states) {
+    for (const auto& [saved_key, value] : start_.resume->callback_states) {
       if (saved_key != key) continue;
       try {
         callback->load_state_dict(state_, value);
       } catch (const std::invalid_argument& e) {  // a PyValue of the wrong kind, a missing entry
-        throw InputError(resume_source_ + ": the state of callback " + key + " cannot be read (" + e.what() + ")");
+        throw InputError(start_.resume_source + ": the state of callback " + key + " cannot be read (" + e.what() + ")");
       }
     }
   }
-  for (const auto& callback : callbacks_.all()) callback->on_load_checkpoint(state_, *resume_);
+  for (const auto& callback : callbacks_.all()) callback->on_load_checkpoint(state_, *start_.resume);
 }
 
 // Data parallel: a launcher (salt's own, torchrun-style, srun) says which rank this
@@ -152,9 +152,9 @@ void FitStart::decide_start() {
   std::getline(lines, dir);
   std::getline(lines, source);
   std::getline(lines, same);
-  run_dir_ = dir;
-  resume_source_ = source;
-  same_dir_resume_ = same == "1";
+  start_.run_dir = dir;
+  start_.resume_source = source;
+  start_.same_dir_resume = same == "1";
   load_resume();
 }
 
@@ -162,26 +162,26 @@ std::string FitStart::decide_on_rank0() {
   if (!dev_run_) {
     // Claimed (created or locked) before anything else can fail: a start that
     // fails from here on removes a directory it created.
-    claim_ = std::make_unique<RunDirClaim>(trainer_.default_root_dir, setup_.run.name, setup_.run.log_suffix,
+    start_.claim = std::make_unique<RunDirClaim>(trainer_.default_root_dir, setup_.run.name, setup_.run.log_suffix,
                                            timestamp_now(), setup_.run.overwrite_config);
-    run_dir_ = claim_->dir();
-    if (claim_->created()) cleanup_ = std::make_unique<RunDirCleanup>(run_dir_, claim_->created_parents());
-    if (const int n = claim_->created() ? 0 : remove_dead_temp_files(run_dir_))
-      spdlog::info("removed {} temp file(s) left in {} by killed processes", n, run_dir_.string());
+    start_.run_dir = start_.claim->dir();
+    if (start_.claim->created()) start_.cleanup = std::make_unique<RunDirCleanup>(start_.run_dir, start_.claim->created_parents());
+    if (const int n = start_.claim->created() ? 0 : remove_dead_temp_files(start_.run_dir))
+      spdlog::info("removed {} temp file(s) left in {} by killed processes", n, start_.run_dir.string());
   }
   // Resume: an explicit --ckpt_path, else a requeue checkpoint left in this run directory.
-  same_dir_resume_ = !dev_run_ && fs::exists(run_dir_ / "ckpts" / kRequeueCheckpoint);
-  if (setup_.run.ckpt_path) resume_source_ = *setup_.run.ckpt_path;
-  else if (same_dir_resume_) resume_source_ = (run_dir_ / "ckpts" / kRequeueCheckpoint).string();
+  start_.same_dir_resume = !dev_run_ && fs::exists(start_.run_dir / "ckpts" / kRequeueCheckpoint);
+  if (setup_.run.ckpt_path) start_.resume_source = *setup_.run.ckpt_path;
+  else if (start_.same_dir_resume) start_.resume_source = (start_.run_dir / "ckpts" / kRequeueCheckpoint).string();
   load_resume();
-  return run_dir_.string() + "\n" + resume_source_ + "\n" + (same_dir_resume_ ? "1" : "0");
+  return start_.run_dir.string() + "\n" + start_.resume_source + "\n" + (start_.same_dir_resume ? "1" : "0");
 }
 
 void FitStart::load_resume() {
-  if (resume_source_.empty()) return;
-  resume_ = load_checkpoint(resume_source_);
-  load_module_state(*setup_.model, resume_->state_dict, resume_source_);
-  spdlog::info("resuming from {} (epoch {}, step {})", resume_source_, resume_->epoch, resume_->global_step);
+  if (start_.resume_source.empty()) return;
+  start_.resume = load_checkpoint(start_.resume_source);
+  load_module_state(*setup_.model, start_.resume->state_dict, start_.resume_source);
+  spdlog::info("resuming from {} (epoch {}, step {})", start_.resume_source, start_.resume->epoch, start_.resume->global_step);
 }
 
 // Fine-tuning (init_from): a new run takes the weights the patterns pick; frozen
@@ -190,17 +190,17 @@ void FitStart::load_resume() {
 void FitStart::init_weights() {
   const auto& init = setup_.run.init_from;
   auto freeze = init ? init->freeze : std::vector<std::string>{};
-  if (resume_ && !resume_->config_yaml.empty()) {
-    const auto recorded = recorded_freeze(resume_->config_yaml);
+  if (start_.resume && !start_.resume->config_yaml.empty()) {
+    const auto recorded = recorded_freeze(start_.resume->config_yaml);
     if (!init) freeze = recorded;
     else if (recorded != freeze)
-      throw UsageError(resume_source_ + ": its run froze " + fmt::format("[{}]", fmt::join(recorded, ", ")) +
+      throw UsageError(start_.resume_source + ": its run froze " + fmt::format("[{}]", fmt::join(recorded, ", ")) +
                        " (init_from.freeze) and this config freezes " +
                        fmt::format("[{}]", fmt::join(freeze, ", ")) +
                        ": a resumed run trains the parameters its run trained (a new fine-tuning starts "
                        "with init_from and no ckpt_path)");
   }
-  if (init && !resume_) {
+  if (init && !start_.resume) {
     const auto source = init->ckpt_path;
     const auto taken = take_weights(*setup_.model, load_checkpoint(source).state_dict, *init, source);
     spdlog::info("init_from {}: {} tensors taken ({} values), {} left at their initial values", source,
@@ -210,7 +210,7 @@ void FitStart::init_weights() {
     init_record_["tensors_left"] = static_cast<int64_t>(taken.left.size());
   } else if (init) {
     spdlog::info("resuming from {}: init_from's {} is not read (the checkpoint holds the run's weights)",
-                 resume_source_, init->ckpt_path);
+                 start_.resume_source, init->ckpt_path);
   }
   const auto frozen = freeze_parameters(*setup_.model, freeze);
   if (frozen.names.empty()) return;
@@ -253,7 +253,7 @@ std::vector<std::pair<std::string, std::string>> FitStart::rank_settings() const
           {"trainer.accumulate_grad_batches", text(trainer_.accumulate_grad_batches)},
           {"trainer.max_epochs", text(trainer_.max_epochs)},
           {"trainer.max_steps", text(trainer_.max_steps)},
-          {"ckpt_path", text(resume_source_.empty() ? std::string("null") : resume_source_)},
+          {"ckpt_path", text(start_.resume_source.empty() ? std::string("null") : start_.resume_source)},
           {"the step switches (SALT_*)", switches.c_str()}};
 }
 
@@ -266,11 +266,11 @@ void FitStart::plan_steps() {
   TrainCounts counts{data::BatchSampler(train_sampler_).batches_per_epoch(), inputs_.train->num_rows(),
                      data_.batch_size, processes_.world};
   std::optional<ResumePoint> resume;
-  if (resume_) {
-    const auto [saved_epochs, saved_steps] = saved_epochs_and_steps(resume_->config_yaml);
-    resume = ResumePoint{resume_->epoch, resume_->global_step, resume_->batch_in_epoch,
-                         resume_->scheduler_total_steps, resume_->scheduler_last_epoch,
-                         saved_world_size(resume_->config_yaml, processes_.world), saved_epochs, saved_steps};
+  if (start_.resume) {
+    const auto [saved_epochs, saved_steps] = saved_epochs_and_steps(start_.resume->config_yaml);
+    resume = ResumePoint{start_.resume->epoch, start_.resume->global_step, start_.resume->batch_in_epoch,
+                         start_.resume->scheduler_total_steps, start_.resume->scheduler_last_epoch,
+                         saved_world_size(start_.resume->config_yaml, processes_.world), saved_epochs, saved_steps};
   }
   plan_ = plan_training(trainer_, counts, resume, setup_.run.model.lrs.last_epoch);
   train_sampler_.shuffle = plan_.shuffle;
@@ -281,7 +281,7 @@ void FitStart::plan_steps() {
     spdlog::info(
         "model.lrs_config.last_epoch {}: a new one-cycle schedule of {} steps starts at step {} "
         "(the checkpoint's planned {})",
-        setup_.run.model.lrs.last_epoch, plan_.total_steps, plan_.schedule_position, resume_->scheduler_total_steps);
+        setup_.run.model.lrs.last_epoch, plan_.total_steps, plan_.schedule_position, start_.resume->scheduler_total_steps);
   skip_batches_ = plan_.skip_batches;
 }
 
@@ -289,21 +289,21 @@ void FitStart::make_optimization() {
   const auto kind = optimizer_kind(setup_.run.model.optimizer);
   optimization_ =
       std::make_unique<Optimization>(setup_.model->named_parameters(), kind, setup_.run.model.lrs, plan_.total_steps,
-                                     resume_ ? resume_->global_step : 0, setup_.model->mup_width_mults);
-  if (!resume_) return;
+                                     start_.resume ? start_.resume->global_step : 0, setup_.model->mup_width_mults);
+  if (!start_.resume) return;
   if (plan_.schedule_position >= 0) optimization_->set_schedule_index(plan_.schedule_position);
-  load_adam_state(*optimization_, resume_->adam_state, resume_source_);
-  if (resume_->cpu_rng_state.defined()) set_cpu_rng_state(resume_->cpu_rng_state);
+  load_adam_state(*optimization_, start_.resume->adam_state, start_.resume_source);
+  if (start_.resume->cpu_rng_state.defined()) set_cpu_rng_state(start_.resume->cpu_rng_state);
 }
 
 // Every check that can refuse the run has passed: now the git checks (which may
 // write uncommitted.patch, and push a tag) on rank 0. A failure until the first
-// optimizer step removes a run directory this run created (cleanup_, armed when
+// optimizer step removes a run directory this run created (start_.cleanup, armed when
 // the directory was claimed), so a start that fails leaves none behind.
 void FitStart::run_git_checks() {
-  if (!cleanup_) cleanup_ = std::make_unique<RunDirCleanup>(fs::path());
+  if (!start_.cleanup) start_.cleanup = std::make_unique<RunDirCleanup>(fs::path());
   auto git_checks = [&]() -> std::string {
-    if (!dev_run_ && hooks_.before_start) git_meta_ = hooks_.before_start(run_dir_);
+    if (!dev_run_ && hooks_.before_start) git_meta_ = hooks_.before_start(start_.run_dir);
     return "";
   };
   if (!processes_.session) git_checks();
@@ -317,7 +317,7 @@ void FitStart::copy_to_temp() {
 }
 
 void FitStart::write_files() {
-  result_.run_dir = run_dir_;
+  result_.run_dir = start_.run_dir;
   result_.rank = processes_.rank;
   result_.world_size = processes_.world;
   if (dev_run_ || !processes_.main_rank()) return;
@@ -331,8 +331,8 @@ void FitStart::write_files() {
   info.step_options =
       step_options_yaml(options_, StepUse{processes_.device.is_cuda(), cpu_bf16_steps(step_context_.autocast(), processes_.device)});
   info.init_from = init_record_;
-  run_config_yaml_ = config::to_yaml(write_run_files(run_dir_, setup_, info));
-  spdlog::info("run directory: {}", run_dir_.string());
+  run_config_yaml_ = config::to_yaml(write_run_files(start_.run_dir, setup_, info));
+  spdlog::info("run directory: {}", start_.run_dir.string());
 }
 
 data::LoaderOptions FitStart::loader_options() const {
@@ -360,23 +360,23 @@ void FitStart::make_loaders() {
 void FitStart::make_batch_order() {
   // A salt-cpp checkpoint restores the generator and which iterators the run had made;
   // Lightning runs no sanity check when it resumes (salt's checkpoints), nor under fast_dev_run.
-  const bool continuing = resume_ && resume_->cpu_rng_state.defined();
+  const bool continuing = start_.resume && start_.resume->cpu_rng_state.defined();
   BatchOrderOptions options{data_.num_workers == 0 || !data_.persistent_workers,
-                            !dev_run_ && !resume_ && trainer_.num_sanity_val_steps != 0, processes_.world, data_.num_workers > 0};
-  batch_order_ = std::make_unique<BatchOrder>(options, continuing ? resume_->loader_iterators : 0);
-  if (!resume_ || resume_->batch_in_epoch < 0) return;
+                            !dev_run_ && !start_.resume && trainer_.num_sanity_val_steps != 0, processes_.world, data_.num_workers > 0};
+  batch_order_ = std::make_unique<BatchOrder>(options, continuing ? start_.resume->loader_iterators : 0);
+  if (!start_.resume || start_.resume->batch_in_epoch < 0) return;
   // A checkpoint saved before the epoch's first batch (a signal at its start) has
   // already drawn the order: its generator is past it, so the order is taken as recorded.
-  const auto& order = resume_->epoch_order;
+  const auto& order = start_.resume->epoch_order;
   if (order.defined()) {
     const auto* p = order.data_ptr<int64_t>();
     std::vector<int64_t> recorded(p, p + order.numel());
     try {
-      train_loader_->sampler().epoch_in(recorded, resume_->epoch);  // refused here, naming the file, not at the epoch's start
+      train_loader_->sampler().epoch_in(recorded, start_.resume->epoch);  // refused here, naming the file, not at the epoch's start
     } catch (const InputError& e) {
-      throw InputError(resume_source_ + ": salt_cpp.epoch_order: " + e.what());
+      throw InputError(start_.resume_source + ": salt_cpp.epoch_order: " + e.what());
     }
-    batch_order_->resume_epoch(std::move(recorded), resume_->epoch_restart);
+    batch_order_->resume_epoch(std::move(recorded), start_.resume->epoch_restart);
     return;
   }
   if (plan_.skip_batches == 0) return;
@@ -387,7 +387,7 @@ void FitStart::make_batch_order() {
   }
   spdlog::warn("{} records no batch order for epoch {} (a checkpoint of an older salt-cpp): the "
                "epoch's other batches follow a new order, so some may come twice and some not at all",
-               resume_source_, resume_->epoch);
+               start_.resume_source, start_.resume->epoch);
 }
 
 // The run's training step (training/step/train_step.h); a resumed run's loss scale
@@ -398,7 +398,7 @@ TrainStepOptions FitStart::step_options() const {
 
 void FitStart::make_step() {
   auto options = step_options();
-  if (resume_ && resume_->amp_scaling) options.scaler_state(*resume_->amp_scaling);
+  if (start_.resume && start_.resume->amp_scaling) options.scaler_state(*start_.resume->amp_scaling);
   step_ = std::make_unique<TrainStep>(*setup_.model, options);
 }
 
@@ -408,10 +408,10 @@ void FitStart::choose_precision() { step_context_ = make_step_context(trainer_, 
 // Before anything is planned from the batch size or the learning rate. Sets the
 // parts of state_ tuners read (prepare_state the rest).
 void FitStart::tune() {
-  state_.run_dir = run_dir_;
+  state_.run_dir = start_.run_dir;
   state_.world_size = processes_.world;
   state_.train_rows = inputs_.train->num_rows();
-  if (resume_) state_.resumed_from = resume_source_;
+  if (start_.resume) state_.resumed_from = start_.resume_source;
   state_.sum_over_ranks = [this](const std::vector<double>& values) {
     return processes_.session ? processes_.session->sum(values) : values;
   };
@@ -434,7 +434,7 @@ void FitStart::apply_tuned(const config::ConfigEdit& edit) {
 void FitStart::prepare_state() {
   state_.optimization = optimization_.get();
   state_.optimizer_name = optimization_->class_name();  // Lightning logs lr-<class name>
-  state_.same_dir_resume = same_dir_resume_;
+  state_.same_dir_resume = start_.same_dir_resume;
   state_.plan = &plan_;
   state_.val_plan = &val_plan_;
   state_.cuda_device = processes_.device.is_cuda() ? processes_.device.index() : -1;
@@ -473,8 +473,8 @@ void FitStart::prepare_state() {
 
 void FitStart::resume_position() {
   state_.global_step = optimization_->steps_done();
-  if (!resume_ || resume_->batch_in_epoch < 0) return;
-  const int saved_world = saved_world_size(resume_->config_yaml, processes_.world);
+  if (!start_.resume || start_.resume->batch_in_epoch < 0) return;
+  const int saved_world = saved_world_size(start_.resume->config_yaml, processes_.world);
   if (saved_world == processes_.world) return;
   spdlog::warn("resuming mid-epoch with {} processes from a run with {}: skipping {} batches per process", processes_.world,
                saved_world, plan_.skip_batches);

@@ -31,6 +31,7 @@
 #include "training/loop/run_dir.h"
 #include "training/loop/run_inputs.h"
 #include "training/loop/run_processes.h"
+#include "training/loop/run_start.h"
 #include "training/run_setup.h"
 #include "training/step/step_options.h"
 #include "training/step/train_step.h"
@@ -108,14 +109,9 @@ class FitStart {
   std::unique_ptr<BatchOrder> batch_order_;  // salt's order of the training batches
   std::string run_config_yaml_;  // config.yaml as written (rank 0): checkpoints' hyper_parameters
   // run directory and resume
-  std::filesystem::path run_dir_;
-  std::optional<CheckpointState> resume_;
-  std::string resume_source_;
-  bool same_dir_resume_ = false;
+  RunStart start_;  // the run directory and the checkpoint resumed from
   YAML::Node init_record_;  // fine-tuning (init_from): what was taken and frozen, for metadata.yaml
   YAML::Node git_meta_;
-  std::unique_ptr<RunDirClaim> claim_;  // rank 0: the run directory, locked while the run lives
-  std::unique_ptr<RunDirCleanup> cleanup_;
   // schedule and loop position
   std::unique_ptr<Optimization> optimization_;
   TrainPlan plan_;
