@@ -140,7 +140,7 @@ class FitRun : FitStart {
 
   // salt's order of the epoch's batches; with several ranks, rank 0's.
   std::vector<int64_t> epoch_order(int64_t epoch) {
-    auto order = batch_order_->train_epoch(train_loader_->sampler().full_batches(), plan_.shuffle);
+    auto order = loaders_.order->train_epoch(loaders_.train->sampler().full_batches(), plan_.shuffle);
     if (!processes_.session) return order;
     const auto agreed = processes_.session->from_rank0("batch order " + std::to_string(epoch), "draw the batch order", [&] {
       std::string text;
@@ -150,7 +150,7 @@ class FitRun : FitStart {
     std::istringstream in(agreed);
     order.clear();
     for (int64_t k; in >> k;) order.push_back(k);
-    batch_order_->adopt(order);
+    loaders_.order->adopt(order);
     return order;
   }
 
@@ -162,7 +162,7 @@ class FitRun : FitStart {
     const auto start = std::chrono::steady_clock::now();
     meter_.start("train", epoch);
     const auto order = epoch_order(epoch);
-    train_loader_->start_epoch(epoch, order, batch_order_->epoch_restart());
+    loaders_.train->start_epoch(epoch, order, loaders_.order->epoch_restart());
     state_.accumulate_grad_batches = trainer_.accumulate_grad_batches;
     hook("on_epoch_start", &callbacks::Callback::on_epoch_start, state_, std::string("train"), plan_.train_batches);
     logged_batch_ = LossTotals{};
@@ -173,7 +173,7 @@ class FitRun : FitStart {
       const auto asked = std::chrono::steady_clock::now();
       auto batch = [&] {
         const auto timed = profile("[_TrainingEpochLoop].train_dataloader_next");
-        return train_loader_->next();
+        return loaders_.train->next();
       }();
       meter_.add_data_wait(std::chrono::duration<double>(std::chrono::steady_clock::now() - asked).count());
       if (!batch) break;
@@ -185,7 +185,7 @@ class FitRun : FitStart {
       if (b + 1 < plan_.train_batches && val_plan_.after_batch(epoch, b)) validate_mid_epoch(epoch);
       if (stop_) break;
     }
-    train_loader_->stop();
+    loaders_.train->stop();
     check_finite();  // before the epoch's validation and checkpoint
     skip_batches_ = 0;
     result_.train_seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
@@ -319,9 +319,9 @@ class FitRun : FitStart {
     // A run stopped in this validation saves the generator as it was before it: its
     // resume runs the validation again, drawing the same base seed (save_on_exception).
     if (!mid_epoch) generator_before_validation_ = cpu_rng_state();
-    batch_order_->validation_pass();  // salt's loader may draw a base seed here
+    loaders_.order->validation_pass();  // salt's loader may draw a base seed here
     if (!mid_epoch) meter_.start("val", epoch);  // a mid-epoch one counts in the train stage's figures
-    auto val = validation_pass(setup_.model, *val_loader_, epoch, val_plan_.val_batches, step_->context(), on_batch,
+    auto val = validation_pass(setup_.model, *loaders_.val, epoch, val_plan_.val_batches, step_->context(), on_batch,
                                !processes_.session, [this](double seconds) { meter_.add_data_wait(seconds); });
     if (!mid_epoch) record_resources(meter_.finish());
     if (processes_.session) sum_over_ranks(val);

@@ -261,9 +261,9 @@ std::vector<std::pair<std::string, std::string>> FitStart::rank_settings() const
 // starts (training/fit_plan.h); each rank takes its share of the epoch's list as
 // Lightning's DistributedSampler gives it (data/sampler.h, data.md).
 void FitStart::plan_steps() {
-  train_sampler_ =
+  loaders_.train_sampler =
       data::SamplerOptions::training(inputs_.train->num_rows(), data_.batch_size, setup_.seed).set_shard(processes_.rank, processes_.world);
-  TrainCounts counts{data::BatchSampler(train_sampler_).batches_per_epoch(), inputs_.train->num_rows(),
+  TrainCounts counts{data::BatchSampler(loaders_.train_sampler).batches_per_epoch(), inputs_.train->num_rows(),
                      data_.batch_size, processes_.world};
   std::optional<ResumePoint> resume;
   if (start_.resume) {
@@ -273,7 +273,7 @@ void FitStart::plan_steps() {
                          saved_world_size(start_.resume->config_yaml, processes_.world), saved_epochs, saved_steps};
   }
   plan_ = plan_training(trainer_, counts, resume, setup_.run.model.lrs.last_epoch);
-  train_sampler_.shuffle = plan_.shuffle;
+  loaders_.train_sampler.shuffle = plan_.shuffle;
   if (!plan_.shuffle)
     spdlog::info("overfit_batches: training on the first {} batches in file order every epoch, unshuffled",
                  plan_.train_batches);
@@ -349,10 +349,10 @@ data::SamplerOptions FitStart::val_sampler(int64_t batch_size) const {
 }
 
 void FitStart::make_loaders() {
-  train_loader_ = std::make_unique<data::Loader>(inputs_.train, train_sampler_, loader_options());
+  loaders_.train = std::make_unique<data::Loader>(inputs_.train, loaders_.train_sampler, loader_options());
   make_batch_order();
-  val_loader_ = std::make_unique<data::Loader>(inputs_.val, val_sampler(data_.batch_size), loader_options());
-  val_plan_ = plan_validation(trainer_, val_loader_->batches_per_epoch(), plan_);
+  loaders_.val = std::make_unique<data::Loader>(inputs_.val, val_sampler(data_.batch_size), loader_options());
+  val_plan_ = plan_validation(trainer_, loaders_.val->batches_per_epoch(), plan_);
 }
 
 // salt's batch order from torch's generator (training/loop/batch_order.h); an exact
@@ -363,7 +363,7 @@ void FitStart::make_batch_order() {
   const bool continuing = start_.resume && start_.resume->cpu_rng_state.defined();
   BatchOrderOptions options{data_.num_workers == 0 || !data_.persistent_workers,
                             !dev_run_ && !start_.resume && trainer_.num_sanity_val_steps != 0, processes_.world, data_.num_workers > 0};
-  batch_order_ = std::make_unique<BatchOrder>(options, continuing ? start_.resume->loader_iterators : 0);
+  loaders_.order = std::make_unique<BatchOrder>(options, continuing ? start_.resume->loader_iterators : 0);
   if (!start_.resume || start_.resume->batch_in_epoch < 0) return;
   // A checkpoint saved before the epoch's first batch (a signal at its start) has
   // already drawn the order: its generator is past it, so the order is taken as recorded.
@@ -372,16 +372,16 @@ void FitStart::make_batch_order() {
     const auto* p = order.data_ptr<int64_t>();
     std::vector<int64_t> recorded(p, p + order.numel());
     try {
-      train_loader_->sampler().epoch_in(recorded, start_.resume->epoch);  // refused here, naming the file, not at the epoch's start
+      loaders_.train->sampler().epoch_in(recorded, start_.resume->epoch);  // refused here, naming the file, not at the epoch's start
     } catch (const InputError& e) {
       throw InputError(start_.resume_source + ": salt_cpp.epoch_order: " + e.what());
     }
-    batch_order_->resume_epoch(std::move(recorded), start_.resume->epoch_restart);
+    loaders_.order->resume_epoch(std::move(recorded), start_.resume->epoch_restart);
     return;
   }
   if (plan_.skip_batches == 0) return;
   if (!continuing) {  // salt's checkpoint, saved mid-epoch: Lightning starts the epoch over
-    batch_order_->restart_epoch(plan_.skip_batches);
+    loaders_.order->restart_epoch(plan_.skip_batches);
     lightning_restart_ = true;
     return;
   }
@@ -446,10 +446,10 @@ void FitStart::prepare_state() {
     state.loop_shape = {plan_.train_batches, val_plan_.val_batches, setup_.run.trainer.accumulate_grad_batches};
     state.batch_in_epoch = state_.batch_in_epoch;
     if (state.batch_in_epoch >= 0) {
-      state.epoch_order = torch::tensor(batch_order_->current(), torch::kLong);
-      state.epoch_restart = batch_order_->epoch_restart();
+      state.epoch_order = torch::tensor(loaders_.order->current(), torch::kLong);
+      state.epoch_restart = loaders_.order->epoch_restart();
     }
-    state.loader_iterators = batch_order_->iterators_made();
+    state.loader_iterators = loaders_.order->iterators_made();
     for (const auto& callback : callbacks_.all())
       if (auto key = callback->state_key(); !key.empty())
         state.callback_states.emplace_back(key, callback->state_dict());

@@ -30,6 +30,7 @@
 #include "training/outputs/profiler.h"
 #include "training/loop/run_dir.h"
 #include "training/loop/run_inputs.h"
+#include "training/loop/run_loaders.h"
 #include "training/loop/run_processes.h"
 #include "training/loop/run_start.h"
 #include "training/run_setup.h"
@@ -104,9 +105,7 @@ class FitStart {
   std::unique_ptr<parallel::GradSync> grad_sync_;
   // data
   RunInputs inputs_;  // the readers, members, temp copies and pins of the input files
-  data::SamplerOptions train_sampler_;
-  std::unique_ptr<data::Loader> train_loader_, val_loader_;
-  std::unique_ptr<BatchOrder> batch_order_;  // salt's order of the training batches
+  RunLoaders loaders_;  // the training sampler, both loaders and salt's batch order
   std::string run_config_yaml_;  // config.yaml as written (rank 0): checkpoints' hyper_parameters
   // run directory and resume
   RunStart start_;  // the run directory and the checkpoint resumed from
