@@ -59,11 +59,11 @@ class FitRun : FitStart {
  private:
   void train_epochs() {
     step_->start_graphs(!processes_.session, trainer_.accumulate_grad_batches);
-    for (int64_t epoch = plan_.start_epoch; (plan_.max_epochs < 0 || epoch < plan_.max_epochs) && !stop_; ++epoch) {
+    for (int64_t epoch = schedule_.plan.start_epoch; (schedule_.plan.max_epochs < 0 || epoch < schedule_.plan.max_epochs) && !stop_; ++epoch) {
       // A callback may have asked to stop before this epoch (a Timer already spent at the start).
       if (stop_requested(epoch)) break;
       state_.epoch = epoch;
-      const bool nothing_left = std::exchange(lightning_restart_, false) && skip_batches_ >= plan_.train_batches;
+      const bool nothing_left = std::exchange(schedule_.lightning_restart, false) && schedule_.skip_batches >= schedule_.plan.train_batches;
       train_epoch(epoch);
       if (result_.requeued) break;
       state_.batch_in_epoch = -1;
@@ -140,7 +140,7 @@ class FitRun : FitStart {
 
   // salt's order of the epoch's batches; with several ranks, rank 0's.
   std::vector<int64_t> epoch_order(int64_t epoch) {
-    auto order = loaders_.order->train_epoch(loaders_.train->sampler().full_batches(), plan_.shuffle);
+    auto order = loaders_.order->train_epoch(loaders_.train->sampler().full_batches(), schedule_.plan.shuffle);
     if (!processes_.session) return order;
     const auto agreed = processes_.session->from_rank0("batch order " + std::to_string(epoch), "draw the batch order", [&] {
       std::string text;
@@ -164,11 +164,11 @@ class FitRun : FitStart {
     const auto order = epoch_order(epoch);
     loaders_.train->start_epoch(epoch, order, loaders_.order->epoch_restart());
     state_.accumulate_grad_batches = trainer_.accumulate_grad_batches;
-    hook("on_epoch_start", &callbacks::Callback::on_epoch_start, state_, std::string("train"), plan_.train_batches);
+    hook("on_epoch_start", &callbacks::Callback::on_epoch_start, state_, std::string("train"), schedule_.plan.train_batches);
     logged_batch_ = LossTotals{};
-    optimization_->zero_grad();
-    stepped_in_epoch_ = skip_batches_;
-    for (int64_t b = 0; b < plan_.train_batches; ++b) {
+    schedule_.optimization->zero_grad();
+    stepped_in_epoch_ = schedule_.skip_batches;
+    for (int64_t b = 0; b < schedule_.plan.train_batches; ++b) {
       if (!processes_.session) check_stop();  // several ranks agree on stopping at step boundaries instead
       const auto asked = std::chrono::steady_clock::now();
       auto batch = [&] {
@@ -177,17 +177,17 @@ class FitRun : FitStart {
       }();
       meter_.add_data_wait(std::chrono::duration<double>(std::chrono::steady_clock::now() - asked).count());
       if (!batch) break;
-      if (b < skip_batches_) continue;  // done before the requeue: same batch order, so skip them
+      if (b < schedule_.skip_batches) continue;  // done before the requeue: same batch order, so skip them
       state_.batch_in_epoch = b + 1;
       train_batch(std::move(*batch), b);
       if (stop_requested(epoch)) stop_ = true;
       if (stop_) break;
-      if (b + 1 < plan_.train_batches && val_plan_.after_batch(epoch, b)) validate_mid_epoch(epoch);
+      if (b + 1 < schedule_.plan.train_batches && schedule_.val_plan.after_batch(epoch, b)) validate_mid_epoch(epoch);
       if (stop_) break;
     }
     loaders_.train->stop();
     check_finite();  // before the epoch's validation and checkpoint
-    skip_batches_ = 0;
+    schedule_.skip_batches = 0;
     result_.train_seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     hook("on_epoch_end", &callbacks::Callback::on_epoch_end, state_, std::string("train"),
                     "step " + std::to_string(state_.global_step));
@@ -211,7 +211,7 @@ class FitRun : FitStart {
     state_.batch_items = state_.count_items ? valid_constituents(batch) : 0;
     auto on_device = step_->to_device(std::move(batch));
     const int64_t accumulate = state_.accumulate_grad_batches;
-    const bool boundary = (b + 1) % accumulate == 0 || b + 1 == plan_.train_batches;
+    const bool boundary = (b + 1) % accumulate == 0 || b + 1 == schedule_.plan.train_batches;
     const auto out = step_->forward_backward(on_device, Accumulation{accumulate, boundary});
     step_->watch_finite(out.loss, state_.global_step, processes_.session != nullptr);
     logged_batch_ = LossTotals{};  // Lightning logs each step's own batch (salt's self.log), not a mean
@@ -235,7 +235,7 @@ class FitRun : FitStart {
   void optimizer_step(int64_t b) {
     bool requeue_now = !dev_run_ && take_requeue_request();
     if (processes_.session) {
-      grad_sync_->finish();  // every .grad is now the mean over ranks
+      processes_.grad_sync->finish();  // every .grad is now the mean over ranks
       const auto flags = processes_.session->agree(step_->nonfinite_seen(), stop_signal(), requeue_now);
       if (flags.nan_rank >= 0)
         throw InputError(nan_message("train/loss on rank " + std::to_string(flags.nan_rank), state_.epoch,
@@ -244,10 +244,10 @@ class FitRun : FitStart {
       requeue_now = flags.requeue && !dev_run_;
     }
     state_.stepping = true;
-    step_->apply(*optimization_, [this] {
+    step_->apply(*schedule_.optimization, [this] {
       hook("on_after_backward", &callbacks::Callback::on_after_backward, state_);
-      state_.lr = optimization_->current_lr();
-      state_.beta1 = optimization_->current_beta1();
+      state_.lr = schedule_.optimization->current_lr();
+      state_.beta1 = schedule_.optimization->current_beta1();
     });
     start_.cleanup->disarm();
     ++state_.global_step;
@@ -261,7 +261,7 @@ class FitRun : FitStart {
     if (requeue_now) {  // every rank stops here; rank 0 saves
       check_finite();
       if (processes_.main_rank())
-        save_requeue_checkpoint(start_.run_dir, state_.capture(), b + 1, *optimization_);
+        save_requeue_checkpoint(start_.run_dir, state_.capture(), b + 1, *schedule_.optimization);
       result_.requeued = true;
       stop_ = true;
     }
@@ -290,9 +290,9 @@ class FitRun : FitStart {
   // limit_val_batches=0 turns validation (and so checkpointing) off, as in Lightning.
   // A run that stops validates once more, unless it just did.
   bool validation_due(int64_t epoch) const {
-    if (val_plan_.val_batches <= 0) return false;
+    if (schedule_.val_plan.val_batches <= 0) return false;
     if (stop_) return !validated_last_batch_;
-    return val_plan_.at_epoch_end(epoch);
+    return schedule_.val_plan.at_epoch_end(epoch);
   }
 
   // A validation within the epoch: its checkpoints record the batches done, so a
@@ -309,7 +309,7 @@ class FitRun : FitStart {
   // Returns false when the run ends here (fast_dev_run).
   bool validate(int64_t epoch, bool mid_epoch = false) {
     check_inputs();  // the epoch just trained read unchanged files
-    hook("on_epoch_start", &callbacks::Callback::on_epoch_start, state_, std::string("val"), val_plan_.val_batches);
+    hook("on_epoch_start", &callbacks::Callback::on_epoch_start, state_, std::string("val"), schedule_.val_plan.val_batches);
     const auto on_batch = [this](int64_t b, const models::ModelOutput& out, const Batch& batch) {
       hook("on_validation_batch", &callbacks::Callback::on_validation_batch, state_, out, batch);
       hook("on_batch_end", &callbacks::Callback::on_batch_end, state_, std::string("val"), b, out.loss.detach(),
@@ -321,7 +321,7 @@ class FitRun : FitStart {
     if (!mid_epoch) generator_before_validation_ = cpu_rng_state();
     loaders_.order->validation_pass();  // salt's loader may draw a base seed here
     if (!mid_epoch) meter_.start("val", epoch);  // a mid-epoch one counts in the train stage's figures
-    auto val = validation_pass(setup_.model, *loaders_.val, epoch, val_plan_.val_batches, step_->context(), on_batch,
+    auto val = validation_pass(setup_.model, *loaders_.val, epoch, schedule_.val_plan.val_batches, step_->context(), on_batch,
                                !processes_.session, [this](double seconds) { meter_.add_data_wait(seconds); });
     if (!mid_epoch) record_resources(meter_.finish());
     if (processes_.session) sum_over_ranks(val);
@@ -379,11 +379,11 @@ class FitRun : FitStart {
       spdlog::info("trained {} jets in {:.2f} s: {:.0f} jets/s over {} process(es)", result_.train_jets * processes_.world,
                    result_.train_seconds, static_cast<double>(result_.train_jets * processes_.world) / result_.train_seconds,
                    processes_.world);
-    if (grad_sync_ && grad_sync_->stats().steps > 0) {
-      const auto& st = grad_sync_->stats();
+    if (processes_.grad_sync && processes_.grad_sync->stats().steps > 0) {
+      const auto& st = processes_.grad_sync->stats();
       spdlog::info(
           "gradient sync: {} bucket(s), {} started during backward and {} after it, {:.2f} ms waiting per step",
-          grad_sync_->num_buckets(), st.buckets_launched_in_backward, st.buckets_launched_after,
+          processes_.grad_sync->num_buckets(), st.buckets_launched_in_backward, st.buckets_launched_after,
           1000 * st.wait_seconds / static_cast<double>(st.steps));
     }
   }

@@ -205,9 +205,9 @@ void FitStart::init_weights() {
     const auto taken = take_weights(*setup_.model, load_checkpoint(source).state_dict, *init, source);
     spdlog::info("init_from {}: {} tensors taken ({} values), {} left at their initial values", source,
                  taken.tensors, taken.values, taken.left.size());
-    init_record_["ckpt_path"] = source;
-    init_record_["tensors_taken"] = taken.tensors;
-    init_record_["tensors_left"] = static_cast<int64_t>(taken.left.size());
+    record_.init_from["ckpt_path"] = source;
+    record_.init_from["tensors_taken"] = taken.tensors;
+    record_.init_from["tensors_left"] = static_cast<int64_t>(taken.left.size());
   } else if (init) {
     spdlog::info("resuming from {}: init_from's {} is not read (the checkpoint holds the run's weights)",
                  start_.resume_source, init->ckpt_path);
@@ -215,8 +215,8 @@ void FitStart::init_weights() {
   const auto frozen = freeze_parameters(*setup_.model, freeze);
   if (frozen.names.empty()) return;
   spdlog::info("frozen: {} parameter tensors ({} values) are not trained", frozen.names.size(), frozen.values);
-  init_record_["parameters_frozen"] = static_cast<int64_t>(frozen.names.size());
-  init_record_["frozen_values"] = frozen.values;
+  record_.init_from["parameters_frozen"] = static_cast<int64_t>(frozen.names.size());
+  record_.init_from["frozen_values"] = frozen.values;
 }
 
 void FitStart::place_model() {
@@ -224,7 +224,7 @@ void FitStart::place_model() {
   if (!processes_.session) return;
   processes_.session->require_same(rank_settings());  // before the broadcast, which mismatched weights abort
   parallel::broadcast_module(processes_.session->group(), *setup_.model);  // every rank starts from rank 0's weights
-  grad_sync_ = processes_.session->gradient_sync(setup_.model->parameters());
+  processes_.grad_sync = processes_.session->gradient_sync(setup_.model->parameters());
 }
 
 // What every rank of a data-parallel run must have alike, in words for the error
@@ -272,27 +272,27 @@ void FitStart::plan_steps() {
                          start_.resume->scheduler_total_steps, start_.resume->scheduler_last_epoch,
                          saved_world_size(start_.resume->config_yaml, processes_.world), saved_epochs, saved_steps};
   }
-  plan_ = plan_training(trainer_, counts, resume, setup_.run.model.lrs.last_epoch);
-  loaders_.train_sampler.shuffle = plan_.shuffle;
-  if (!plan_.shuffle)
+  schedule_.plan = plan_training(trainer_, counts, resume, setup_.run.model.lrs.last_epoch);
+  loaders_.train_sampler.shuffle = schedule_.plan.shuffle;
+  if (!schedule_.plan.shuffle)
     spdlog::info("overfit_batches: training on the first {} batches in file order every epoch, unshuffled",
-                 plan_.train_batches);
-  if (plan_.new_schedule)
+                 schedule_.plan.train_batches);
+  if (schedule_.plan.new_schedule)
     spdlog::info(
         "model.lrs_config.last_epoch {}: a new one-cycle schedule of {} steps starts at step {} "
         "(the checkpoint's planned {})",
-        setup_.run.model.lrs.last_epoch, plan_.total_steps, plan_.schedule_position, start_.resume->scheduler_total_steps);
-  skip_batches_ = plan_.skip_batches;
+        setup_.run.model.lrs.last_epoch, schedule_.plan.total_steps, schedule_.plan.schedule_position, start_.resume->scheduler_total_steps);
+  schedule_.skip_batches = schedule_.plan.skip_batches;
 }
 
 void FitStart::make_optimization() {
   const auto kind = optimizer_kind(setup_.run.model.optimizer);
-  optimization_ =
-      std::make_unique<Optimization>(setup_.model->named_parameters(), kind, setup_.run.model.lrs, plan_.total_steps,
+  schedule_.optimization =
+      std::make_unique<Optimization>(setup_.model->named_parameters(), kind, setup_.run.model.lrs, schedule_.plan.total_steps,
                                      start_.resume ? start_.resume->global_step : 0, setup_.model->mup_width_mults);
   if (!start_.resume) return;
-  if (plan_.schedule_position >= 0) optimization_->set_schedule_index(plan_.schedule_position);
-  load_adam_state(*optimization_, start_.resume->adam_state, start_.resume_source);
+  if (schedule_.plan.schedule_position >= 0) schedule_.optimization->set_schedule_index(schedule_.plan.schedule_position);
+  load_adam_state(*schedule_.optimization, start_.resume->adam_state, start_.resume_source);
   if (start_.resume->cpu_rng_state.defined()) set_cpu_rng_state(start_.resume->cpu_rng_state);
 }
 
@@ -303,7 +303,7 @@ void FitStart::make_optimization() {
 void FitStart::run_git_checks() {
   if (!start_.cleanup) start_.cleanup = std::make_unique<RunDirCleanup>(fs::path());
   auto git_checks = [&]() -> std::string {
-    if (!dev_run_ && hooks_.before_start) git_meta_ = hooks_.before_start(start_.run_dir);
+    if (!dev_run_ && hooks_.before_start) record_.git = hooks_.before_start(start_.run_dir);
     return "";
   };
   if (!processes_.session) git_checks();
@@ -322,7 +322,7 @@ void FitStart::write_files() {
   result_.world_size = processes_.world;
   if (dev_run_ || !processes_.main_rank()) return;
   RunInfo info{inputs_.train.get(), inputs_.val.get(), models::count_parameters(*setup_.model).trainable,
-               processes_.device.is_cuda() ? trainer_.num_devices * trainer_.num_nodes : 0, {}, timestamp_now(), git_meta_,
+               processes_.device.is_cuda() ? trainer_.num_devices * trainer_.num_nodes : 0, {}, timestamp_now(), record_.git,
                inputs_.train_members, inputs_.val_members};
   if (processes_.device.is_cuda())
     for (int i = 0; i < trainer_.num_devices; ++i)
@@ -330,8 +330,8 @@ void FitStart::write_files() {
   info.float32_matmul_precision = cuda::float32_matmul_precision();
   info.step_options =
       step_options_yaml(options_, StepUse{processes_.device.is_cuda(), cpu_bf16_steps(step_context_.autocast(), processes_.device)});
-  info.init_from = init_record_;
-  run_config_yaml_ = config::to_yaml(write_run_files(start_.run_dir, setup_, info));
+  info.init_from = record_.init_from;
+  record_.config_yaml = config::to_yaml(write_run_files(start_.run_dir, setup_, info));
   spdlog::info("run directory: {}", start_.run_dir.string());
 }
 
@@ -352,7 +352,7 @@ void FitStart::make_loaders() {
   loaders_.train = std::make_unique<data::Loader>(inputs_.train, loaders_.train_sampler, loader_options());
   make_batch_order();
   loaders_.val = std::make_unique<data::Loader>(inputs_.val, val_sampler(data_.batch_size), loader_options());
-  val_plan_ = plan_validation(trainer_, loaders_.val->batches_per_epoch(), plan_);
+  schedule_.val_plan = plan_validation(trainer_, loaders_.val->batches_per_epoch(), schedule_.plan);
 }
 
 // salt's batch order from torch's generator (training/loop/batch_order.h); an exact
@@ -379,10 +379,10 @@ void FitStart::make_batch_order() {
     loaders_.order->resume_epoch(std::move(recorded), start_.resume->epoch_restart);
     return;
   }
-  if (plan_.skip_batches == 0) return;
+  if (schedule_.plan.skip_batches == 0) return;
   if (!continuing) {  // salt's checkpoint, saved mid-epoch: Lightning starts the epoch over
-    loaders_.order->restart_epoch(plan_.skip_batches);
-    lightning_restart_ = true;
+    loaders_.order->restart_epoch(schedule_.plan.skip_batches);
+    schedule_.lightning_restart = true;
     return;
   }
   spdlog::warn("{} records no batch order for epoch {} (a checkpoint of an older salt-cpp): the "
@@ -393,7 +393,7 @@ void FitStart::make_batch_order() {
 // The run's training step (training/step/train_step.h); a resumed run's loss scale
 // continues from its checkpoint.
 TrainStepOptions FitStart::step_options() const {
-  return fit_step_options(trainer_, processes_.device, options_).grad_sync(grad_sync_.get()).profiler(profiler_.get());
+  return fit_step_options(trainer_, processes_.device, options_).grad_sync(processes_.grad_sync.get()).profiler(profiler_.get());
 }
 
 void FitStart::make_step() {
@@ -432,18 +432,18 @@ void FitStart::apply_tuned(const config::ConfigEdit& edit) {
 }
 
 void FitStart::prepare_state() {
-  state_.optimization = optimization_.get();
-  state_.optimizer_name = optimization_->class_name();  // Lightning logs lr-<class name>
+  state_.optimization = schedule_.optimization.get();
+  state_.optimizer_name = schedule_.optimization->class_name();  // Lightning logs lr-<class name>
   state_.same_dir_resume = start_.same_dir_resume;
-  state_.plan = &plan_;
-  state_.val_plan = &val_plan_;
+  state_.plan = &schedule_.plan;
+  state_.val_plan = &schedule_.val_plan;
   state_.cuda_device = processes_.device.is_cuda() ? processes_.device.index() : -1;
   state_.weight_decay = setup_.run.model.lrs.weight_decay;
   state_.capture = [this] {
-    auto state = capture_state(setup_, *optimization_, state_.epoch, state_.global_step, plan_.total_steps);
+    auto state = capture_state(setup_, *schedule_.optimization, state_.epoch, state_.global_step, schedule_.plan.total_steps);
     if (const auto* scaler = step_->scaler()) state.amp_scaling = scaler->state();
-    state.run_config_yaml = run_config_yaml_;
-    state.loop_shape = {plan_.train_batches, val_plan_.val_batches, setup_.run.trainer.accumulate_grad_batches};
+    state.run_config_yaml = record_.config_yaml;
+    state.loop_shape = {schedule_.plan.train_batches, schedule_.val_plan.val_batches, setup_.run.trainer.accumulate_grad_batches};
     state.batch_in_epoch = state_.batch_in_epoch;
     if (state.batch_in_epoch >= 0) {
       state.epoch_order = torch::tensor(loaders_.order->current(), torch::kLong);
@@ -472,12 +472,12 @@ void FitStart::prepare_state() {
 }
 
 void FitStart::resume_position() {
-  state_.global_step = optimization_->steps_done();
+  state_.global_step = schedule_.optimization->steps_done();
   if (!start_.resume || start_.resume->batch_in_epoch < 0) return;
   const int saved_world = saved_world_size(start_.resume->config_yaml, processes_.world);
   if (saved_world == processes_.world) return;
   spdlog::warn("resuming mid-epoch with {} processes from a run with {}: skipping {} batches per process", processes_.world,
-               saved_world, plan_.skip_batches);
+               saved_world, schedule_.plan.skip_batches);
 }
 
 // Input files are pinned for the run (data/file_pin.h): a change stops it in one line.

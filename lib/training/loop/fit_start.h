@@ -32,6 +32,7 @@
 #include "training/loop/run_inputs.h"
 #include "training/loop/run_loaders.h"
 #include "training/loop/run_processes.h"
+#include "training/loop/fit_schedule.h"
 #include "training/loop/run_start.h"
 #include "training/run_setup.h"
 #include "training/step/step_options.h"
@@ -102,23 +103,14 @@ class FitStart {
   bool dev_run_ = false;
   RunProcesses processes_;  // the device, and the session, rank and world of several processes
   std::optional<QuietLogs> quiet_;
-  std::unique_ptr<parallel::GradSync> grad_sync_;
   // data
   RunInputs inputs_;  // the readers, members, temp copies and pins of the input files
   RunLoaders loaders_;  // the training sampler, both loaders and salt's batch order
-  std::string run_config_yaml_;  // config.yaml as written (rank 0): checkpoints' hyper_parameters
+  RunRecord record_;  // config.yaml as written, git's metadata, what fine-tuning took
   // run directory and resume
   RunStart start_;  // the run directory and the checkpoint resumed from
-  YAML::Node init_record_;  // fine-tuning (init_from): what was taken and frozen, for metadata.yaml
-  YAML::Node git_meta_;
   // schedule and loop position
-  std::unique_ptr<Optimization> optimization_;
-  TrainPlan plan_;
-  ValPlan val_plan_;
-  int64_t skip_batches_ = 0;  // of the first epoch trained: done before a mid-epoch checkpoint
-  // Resumed from salt's mid-epoch checkpoint: Lightning starts that epoch over, and
-  // does not validate it when none of its batches is left.
-  bool lightning_restart_ = false;
+  FitSchedule schedule_;  // the optimizer and schedule, the plan, where a resumed epoch picks up
   StepContext step_context_;  // the step's device, autocast, transfer, kernels (choose_precision)
   ResourceMeter meter_;
   std::unique_ptr<TrainStep> step_;  // the training step: loss scaler, graphs, host-read meter, non-finite watch

@@ -6,6 +6,7 @@
 
 #include <memory>
 
+#include "parallel/grad_sync.h"
 #include "parallel/launch_env.h"
 #include "parallel/session.h"
 #include "training/trainer_config.h"
@@ -17,6 +18,7 @@ struct RunProcesses {
   std::unique_ptr<parallel::Session> session;  // null: one process
   parallel::DistEnv env;                       // what the launcher said
   int rank = 0, world = 1;
+  std::unique_ptr<parallel::GradSync> grad_sync;  // the gradients' all-reduce, once the model is placed
   bool main_rank() const { return rank == 0; }
 };
 
