@@ -425,11 +425,9 @@ void FitStart::tune() {
 }
 
 // A tuner's result: the typed settings and config.yaml's record change together
-// (config::apply_edit), and data_, the run's copy of the data settings, follows.
-void FitStart::apply_tuned(const config::ConfigEdit& edit) {
-  config::apply_edit(setup_.run, setup_.config, edit);
-  data_ = setup_.run.data;
-}
+// (config::apply_edit); what depends on them (the plan, the loaders, the step) is
+// built after the tuners, from the edited settings.
+void FitStart::apply_tuned(const config::ConfigEdit& edit) { config::apply_edit(setup_.run, setup_.config, edit); }
 
 void FitStart::prepare_state() {
   state_.optimization = schedule_.optimization.get();

@@ -99,7 +99,7 @@ class FitStart {
   const FitHooks& hooks_;
   StepOptions options_;  // the switches, read once (training/step/step_options.h)
   const TrainerConfig& trainer_;
-  data::DataConfig data_;  // a copy of setup_.run.data, refreshed by apply_tuned (a tuner's new batch size)
+  const data::DataConfig& data_;  // setup_.run.data, which a tuner's edit changes in place (apply_tuned)
   bool dev_run_ = false;
   RunProcesses processes_;  // the device, and the session, rank and world of several processes
   std::optional<QuietLogs> quiet_;
