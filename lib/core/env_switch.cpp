@@ -8,6 +8,12 @@
 
 namespace salt {
 
+std::optional<std::string> env_text(const EnvLookup& env, const std::string& name) {
+  const char* v = env(name.c_str());
+  if (!v || !*v) return std::nullopt;
+  return std::string(v);
+}
+
 std::string env_choice(const std::string& name, const char* value, const std::vector<EnvValue>& values) {
   const std::string v = value ? value : "";
   if (v.empty()) return v;

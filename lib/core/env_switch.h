@@ -20,6 +20,10 @@ using EnvLookup = std::function<const char*(const char* name)>;
 // A value a switch takes and what it means ("emulated", "bf16-rounded inputs ...").
 using EnvValue = std::pair<std::string, std::string>;
 
+// A variable's text through `env`, none when it is unset or empty (how the
+// launchers' variables, RANK or SLURM_NTASKS, are read).
+std::optional<std::string> env_text(const EnvLookup& env, const std::string& name);
+
 // `value` (the variable's, null when unset): unset or empty -> ""; one of `values`
 // -> that value; anything else a UsageError naming `name`, the value and every
 // value with its meaning: "SALT_X=yes: expected 0 (off) or 1 (on)".

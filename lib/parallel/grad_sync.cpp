@@ -79,10 +79,10 @@ struct GradSync::State {
 // a value outside it is refused, never read as one or the other.
 GradSyncOptions GradSyncOptions::from_environment(const EnvLookup& env) {
   GradSyncOptions o;
-  if (auto v = env("SALT_DIST_OVERLAP"))
+  if (auto v = env_text(env, "SALT_DIST_OVERLAP"))
     o.set_overlap(env_switch("SALT_DIST_OVERLAP", v->c_str(), true, "all-reduce after backward",
                              "all-reduce buckets from gradient hooks, during backward"));
-  const auto bucket = env("SALT_DIST_BUCKET_MB");  // 1 KiB to 1 TiB
+  const auto bucket = env_text(env, "SALT_DIST_BUCKET_MB");  // 1 KiB to 1 TiB
   if (const auto mb = env_number("SALT_DIST_BUCKET_MB", bucket ? bucket->c_str() : nullptr, 0.001, 1 << 20,
                                  "a bucket size in MiB"))
     o.set_bucket_bytes(static_cast<int64_t>(*mb * (1 << 20)));

@@ -13,7 +13,7 @@ namespace salt::parallel {
 namespace {
 
 std::optional<int> int_var(const EnvLookup& env, const std::string& name) {
-  auto v = env(name);
+  auto v = env_text(env, name);
   if (!v) return std::nullopt;
   try {
     std::size_t used = 0;
@@ -32,7 +32,7 @@ int required_int(const EnvLookup& env, const std::string& name, const std::strin
 
 // Slurm's per-node task counts look like "4", "4(x2)" or "4(x2),3": the first count.
 std::optional<int> leading_count(const EnvLookup& env, const std::string& name) {
-  auto v = env(name);
+  auto v = env_text(env, name);
   if (!v) return std::nullopt;
   std::size_t digits = 0;
   while (digits < v->size() && std::isdigit(static_cast<unsigned char>((*v)[digits]))) ++digits;
@@ -66,7 +66,7 @@ DistEnv torchrun_env(const EnvLookup& env) {
   check_ranks(d, "RANK", "WORLD_SIZE", "LOCAL_RANK");
   if (d.world_size > 1) {
     const std::string why = "WORLD_SIZE=" + std::to_string(d.world_size) + ": set it to the host and port of rank 0";
-    auto addr = env("MASTER_ADDR");
+    auto addr = env_text(env, "MASTER_ADDR");
     if (!addr) throw UsageError("environment variable MASTER_ADDR is not set but " + why);
     d.master_addr = *addr;
     d.master_port = required_int(env, "MASTER_PORT", why);
@@ -89,20 +89,20 @@ DistEnv slurm_env(const EnvLookup& env, int world) {
   d.local_world_size = per_node.value_or(std::max(1, world / d.num_nodes));
   check_ranks(d, "SLURM_PROCID", "SLURM_NTASKS", "SLURM_LOCALID");
 
-  if (auto addr = env("MASTER_ADDR")) {
+  if (auto addr = env_text(env, "MASTER_ADDR")) {
     d.master_addr = *addr;
   } else {
     std::string var = "SLURM_STEP_NODELIST";
-    auto list = env(var);
-    if (!list) list = env(var = "SLURM_JOB_NODELIST");
-    if (!list) list = env(var = "SLURM_NODELIST");
+    auto list = env_text(env, var);
+    if (!list) list = env_text(env, var = "SLURM_JOB_NODELIST");
+    if (!list) list = env_text(env, var = "SLURM_NODELIST");
     if (!list) throw UsageError("SLURM_NTASKS=" + std::to_string(world) + " but neither MASTER_ADDR nor SLURM_JOB_NODELIST is set");
     d.master_addr = first_host(*list, "environment variable " + var);
   }
   if (auto port = int_var(env, "MASTER_PORT")) {
     d.master_port = *port;
   } else {
-    auto job = env("SLURM_JOB_ID");
+    auto job = env_text(env, "SLURM_JOB_ID");
     if (!job) throw UsageError("neither MASTER_PORT nor SLURM_JOB_ID is set: set MASTER_PORT for the rendezvous");
     const std::string tail = job->size() > 4 ? job->substr(job->size() - 4) : *job;
     int n = 0;
@@ -116,11 +116,7 @@ DistEnv slurm_env(const EnvLookup& env, int world) {
 }  // namespace
 
 EnvLookup process_environment() {
-  return [](const std::string& name) -> std::optional<std::string> {
-    const char* v = process_env(name.c_str());
-    if (!v || !*v) return std::nullopt;
-    return std::string(v);
-  };
+  return [](const char* name) -> const char* { return process_env(name); };
 }
 
 const char* launcher_name(Launcher l) {
@@ -138,8 +134,8 @@ std::string DistEnv::describe() const {
 }
 
 DistEnv read_dist_env(const EnvLookup& env) {
-  if (env("RANK") || env("WORLD_SIZE")) return torchrun_env(env);
-  if (env("SLURM_PROCID")) {
+  if (env_text(env, "RANK") || env_text(env, "WORLD_SIZE")) return torchrun_env(env);
+  if (env_text(env, "SLURM_PROCID")) {
     auto world = int_var(env, "SLURM_STEP_NUM_TASKS");
     if (!world) world = int_var(env, "SLURM_NTASKS");
     // One task (salloc shell, batch script without srun): not a launch of ours.
@@ -162,7 +158,7 @@ void check_world_size(const DistEnv& env, int devices, int num_nodes) {
 }
 
 std::chrono::milliseconds dist_timeout(const EnvLookup& env) {
-  const auto v = env("SALT_DIST_TIMEOUT");
+  const auto v = env_text(env, "SALT_DIST_TIMEOUT");
   const auto seconds = env_number("SALT_DIST_TIMEOUT", v ? v->c_str() : nullptr, 0.001, 1e7, "a number of seconds");
   if (!seconds) return std::chrono::seconds(kDefaultTimeoutSeconds);
   return std::chrono::milliseconds(static_cast<int64_t>(*seconds * 1000));

@@ -17,11 +17,15 @@
 #include <optional>
 #include <string>
 
+#include "core/env_switch.h"
+
 namespace salt::parallel {
 
-using EnvLookup = std::function<std::optional<std::string>(const std::string& name)>;
+// The one lookup type of salt-cpp (core/env_switch.h): a variable's value, null
+// when unset; env_text reads one as text, empty counting as unset.
+using salt::EnvLookup;
 
-// getenv(); empty values count as unset.
+// This process's environment (core/env_switches.h's process_env).
 EnvLookup process_environment();
 
 enum class Launcher { kNone, kTorchrun, kSlurm };

@@ -64,8 +64,8 @@ struct PendingReduce::Impl {
 GroupOptions GroupOptions::from_environment(const EnvLookup& env) {
   GroupOptions o;
   o.set_timeout(dist_timeout(env));
-  if (auto i = env("GLOO_SOCKET_IFNAME")) o.set_gloo_interface(*i);
-  auto backend = env("SALT_DIST_BACKEND");
+  if (auto i = env_text(env, "GLOO_SOCKET_IFNAME")) o.set_gloo_interface(*i);
+  auto backend = env_text(env, "SALT_DIST_BACKEND");
   o.set_backend(env_choice("SALT_DIST_BACKEND", backend ? backend->c_str() : nullptr,
                            {{"nccl", "NCCL, one process per card"},
                             {"gloo", "Gloo, CUDA tensors staged through host memory"}}));

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <map>
+#include <memory>
 
 #include "core/errors.h"
 #include "parallel/backends.h"
@@ -15,10 +16,10 @@ namespace salt::parallel {
 namespace {
 
 EnvLookup fake(std::map<std::string, std::string> vars) {
-  return [vars](const std::string& name) -> std::optional<std::string> {
-    auto it = vars.find(name);
-    if (it == vars.end()) return std::nullopt;
-    return it->second;
+  const auto held = std::make_shared<std::map<std::string, std::string>>(std::move(vars));
+  return [held](const char* name) -> const char* {
+    auto it = held->find(name);
+    return it == held->end() ? nullptr : it->second.c_str();
   };
 }
 
