@@ -15,8 +15,7 @@ const std::vector<EnvSwitchSpec>& env_switches() {
       {"SALT_COPY_STREAM", "0 or 1", "1", "on a card, batches are copied on a stream of their own", "training/step"},
       {"SALT_CUDA_GRAPHS", "0 or 1", "1 where the run allows", "on a card, training steps run as CUDA graphs",
        "training/step"},
-      {"SALT_SHORT_ATTENTION", "0 or 1", "1", "on a card, salt-cpp's attention kernel for short jets",
-       "training/step"},
+      {"SALT_SHORT_ATTENTION", "0 or 1", "1", "on a card, salt-cpp's attention kernel for short jets", "training/step"},
       {"SALT_SEGMENT_SUM_KERNEL", "0 or 1", "0", "on a card, salt-cpp's kernel for segment sums", "training/step"},
       {"SALT_CPU_BF16", "native or emulated", "the machine's choice",
        "CPU bf16: LibTorch's kernels, or bf16-rounded inputs multiplied in float32", "training/step"},
@@ -51,7 +50,8 @@ const char* env_value(const char* name) {
 std::vector<std::pair<std::string, std::string>> env_switches_set() {
   std::vector<std::pair<std::string, std::string>> set;
   for (const auto& s : env_switches())
-    if (const char* v = std::getenv(s.name); v && std::strcmp(s.name, kShortSpinMarker) != 0) set.emplace_back(s.name, v);
+    if (const char* v = std::getenv(s.name); v && std::strcmp(s.name, kShortSpinMarker) != 0)
+      set.emplace_back(s.name, v);
   return set;
 }
 
@@ -73,8 +73,8 @@ std::string env_switches_help() {
   for (const auto& s : env_switches()) {
     const char* now = std::getenv(s.name);
     const std::string value = now ? std::string("=") + now : std::string(" unset (") + s.fallback + ")";
-    out += "  " + padded(std::string(s.name) + value, 52) + " " + s.values + "\n      " + s.help + " [" + s.owner +
-           "]\n";
+    out +=
+        "  " + padded(std::string(s.name) + value, 52) + " " + s.values + "\n      " + s.help + " [" + s.owner + "]\n";
   }
   return out;
 }

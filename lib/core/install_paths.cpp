@@ -34,7 +34,8 @@ std::string program_file() {
     in >> range >> perms >> offset >> device >> inode >> path;
     const auto dash = range.find('-');
     if (dash == std::string::npos || path.empty() || path[0] != '/') continue;
-    const auto start = std::strtoull(range.c_str(), nullptr, 16), end = std::strtoull(range.c_str() + dash + 1, nullptr, 16);
+    const auto start = std::strtoull(range.c_str(), nullptr, 16);
+    const auto end = std::strtoull(range.c_str() + dash + 1, nullptr, 16);
     if (start <= here && here < end) return path;
   }
   return {};

@@ -13,11 +13,11 @@
 #include "core/errors.h"
 #include "core/signals.h"
 #include "models/kernels/attention_kernels.h"
-#include "training/step/batch_device.h"
-#include "training/loop/fit_start.h"
 #include "training/checkpoints/rng_state.h"
-#include "training/outputs/metrics_log.h"
+#include "training/loop/fit_start.h"
 #include "training/loop/run_files.h"
+#include "training/outputs/metrics_log.h"
+#include "training/step/batch_device.h"
 #include "training/step/validation.h"
 
 namespace salt::training {
@@ -59,11 +59,13 @@ class FitRun : FitStart {
  private:
   void train_epochs() {
     step_->start_graphs(!processes_.session, trainer_.accumulate_grad_batches);
-    for (int64_t epoch = schedule_.plan.start_epoch; (schedule_.plan.max_epochs < 0 || epoch < schedule_.plan.max_epochs) && !stop_; ++epoch) {
+    for (int64_t epoch = schedule_.plan.start_epoch;
+         (schedule_.plan.max_epochs < 0 || epoch < schedule_.plan.max_epochs) && !stop_; ++epoch) {
       // A callback may have asked to stop before this epoch (a Timer already spent at the start).
       if (stop_requested(epoch)) break;
       state_.epoch = epoch;
-      const bool nothing_left = std::exchange(schedule_.lightning_restart, false) && schedule_.skip_batches >= schedule_.plan.train_batches;
+      const bool nothing_left =
+          std::exchange(schedule_.lightning_restart, false) && schedule_.skip_batches >= schedule_.plan.train_batches;
       train_epoch(epoch);
       if (result_.requeued) break;
       state_.batch_in_epoch = -1;
@@ -142,11 +144,12 @@ class FitRun : FitStart {
   std::vector<int64_t> epoch_order(int64_t epoch) {
     auto order = loaders_.order->train_epoch(loaders_.train->sampler().full_batches(), schedule_.plan.shuffle);
     if (!processes_.session) return order;
-    const auto agreed = processes_.session->from_rank0("batch order " + std::to_string(epoch), "draw the batch order", [&] {
-      std::string text;
-      for (int64_t k : order) text += std::to_string(k) + " ";
-      return text;
-    });
+    const auto agreed =
+        processes_.session->from_rank0("batch order " + std::to_string(epoch), "draw the batch order", [&] {
+          std::string text;
+          for (int64_t k : order) text += std::to_string(k) + " ";
+          return text;
+        });
     std::istringstream in(agreed);
     order.clear();
     for (int64_t k; in >> k;) order.push_back(k);
@@ -164,7 +167,8 @@ class FitRun : FitStart {
     const auto order = epoch_order(epoch);
     loaders_.train->start_epoch(epoch, order, loaders_.order->epoch_restart());
     state_.accumulate_grad_batches = trainer_.accumulate_grad_batches;
-    hook("on_epoch_start", &callbacks::Callback::on_epoch_start, state_, std::string("train"), schedule_.plan.train_batches);
+    hook("on_epoch_start", &callbacks::Callback::on_epoch_start, state_, std::string("train"),
+         schedule_.plan.train_batches);
     logged_batch_ = LossTotals{};
     schedule_.optimization->zero_grad();
     stepped_in_epoch_ = schedule_.skip_batches;
@@ -309,7 +313,8 @@ class FitRun : FitStart {
   // Returns false when the run ends here (fast_dev_run).
   bool validate(int64_t epoch, bool mid_epoch = false) {
     check_inputs();  // the epoch just trained read unchanged files
-    hook("on_epoch_start", &callbacks::Callback::on_epoch_start, state_, std::string("val"), schedule_.val_plan.val_batches);
+    hook("on_epoch_start", &callbacks::Callback::on_epoch_start, state_, std::string("val"),
+         schedule_.val_plan.val_batches);
     const auto on_batch = [this](int64_t b, const models::ModelOutput& out, const Batch& batch) {
       hook("on_validation_batch", &callbacks::Callback::on_validation_batch, state_, out, batch);
       hook("on_batch_end", &callbacks::Callback::on_batch_end, state_, std::string("val"), b, out.loss.detach(),
@@ -319,10 +324,11 @@ class FitRun : FitStart {
     // A run stopped in this validation saves the generator as it was before it: its
     // resume runs the validation again, drawing the same base seed (save_on_exception).
     if (!mid_epoch) generator_before_validation_ = cpu_rng_state();
-    loaders_.order->validation_pass();  // salt's loader may draw a base seed here
+    loaders_.order->validation_pass();           // salt's loader may draw a base seed here
     if (!mid_epoch) meter_.start("val", epoch);  // a mid-epoch one counts in the train stage's figures
-    auto val = validation_pass(setup_.model, *loaders_.val, epoch, schedule_.val_plan.val_batches, step_->context(), on_batch,
-                               !processes_.session, [this](double seconds) { meter_.add_data_wait(seconds); });
+    auto val =
+        validation_pass(setup_.model, *loaders_.val, epoch, schedule_.val_plan.val_batches, step_->context(), on_batch,
+                        !processes_.session, [this](double seconds) { meter_.add_data_wait(seconds); });
     if (!mid_epoch) record_resources(meter_.finish());
     if (processes_.session) sum_over_ranks(val);
     auto metrics = val.means("val");
@@ -368,16 +374,19 @@ class FitRun : FitStart {
     }
     result_.host_reads_per_step = step_->host_reads_per_step();
     report_speed();
-    if (profiler_ && processes_.main_rank()) result_.profile = profiler_->report(dev_run_ ? fs::path() : start_.run_dir);
-    if (processes_.session) processes_.session->group().barrier();  // rank 0's files are complete when any rank reports success
+    if (profiler_ && processes_.main_rank())
+      result_.profile = profiler_->report(dev_run_ ? fs::path() : start_.run_dir);
+    if (processes_.session)
+      processes_.session->group().barrier();  // rank 0's files are complete when any rank reports success
     return result_;
   }
 
   void report_speed() const {
     step_->report();
     if (result_.train_seconds > 0)
-      spdlog::info("trained {} jets in {:.2f} s: {:.0f} jets/s over {} process(es)", result_.train_jets * processes_.world,
-                   result_.train_seconds, static_cast<double>(result_.train_jets * processes_.world) / result_.train_seconds,
+      spdlog::info("trained {} jets in {:.2f} s: {:.0f} jets/s over {} process(es)",
+                   result_.train_jets * processes_.world, result_.train_seconds,
+                   static_cast<double>(result_.train_jets * processes_.world) / result_.train_seconds,
                    processes_.world);
     if (processes_.grad_sync && processes_.grad_sync->stats().steps > 0) {
       const auto& st = processes_.grad_sync->stats();

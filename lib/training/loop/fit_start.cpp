@@ -1,9 +1,8 @@
 #include "training/loop/fit_start.h"
 
+#include <cxxabi.h>
 #include <fmt/ranges.h>
 #include <spdlog/spdlog.h>
-
-#include <cxxabi.h>
 
 #include <cstdlib>
 #include <sstream>
@@ -18,31 +17,31 @@
 #include "data/loader.h"
 #include "data/temp_copy.h"
 #include "data/virtual_file.h"
-#include "parallel/session.h"
 #include "models/kernels/attention_kernels.h"
 #include "models/kernels/cpu_bf16.h"
 #include "models/summary.h"
-#include "training/step/batch_device.h"
+#include "parallel/session.h"
 #include "training/callback_registry.h"
 #include "training/checkpoints/checkpoint.h"
 #include "training/checkpoints/init_from.h"
-#include "training/step/cuda_runtime.h"
-#include "training/step/device.h"
-#include "training/loop/epoch_resources.h"
-#include "training/fit_plan.h"
-#include "training/loop/fit_support.h"
-#include "training/step/forward_batch.h"
-#include "training/optim/optimization.h"
-#include "training/outputs/profiler.h"
 #include "training/checkpoints/rng_state.h"
+#include "training/fit_plan.h"
+#include "training/loop/epoch_resources.h"
+#include "training/loop/fit_support.h"
 #include "training/loop/run_dir.h"
 #include "training/loop/run_files.h"
+#include "training/optim/optimization.h"
+#include "training/outputs/profiler.h"
 #include "training/run_setup.h"
+#include "training/step/batch_device.h"
+#include "training/step/cuda_runtime.h"
+#include "training/step/device.h"
+#include "training/step/forward_batch.h"
 #include "training/step/step_graphs.h"
 #include "training/step/steps_ahead.h"
 #include "training/step/train_step.h"
-#include "training/tuners/tuner_trials.h"
 #include "training/step/validation.h"
+#include "training/tuners/tuner_trials.h"
 
 namespace salt::training {
 namespace fs = std::filesystem;
@@ -108,7 +107,8 @@ void FitStart::restore_callbacks() {
       try {
         callback->load_state_dict(state_, value);
       } catch (const std::invalid_argument& e) {  // a PyValue of the wrong kind, a missing entry
-        throw InputError(start_.resume_source + ": the state of callback " + key + " cannot be read (" + e.what() + ")");
+        throw InputError(start_.resume_source + ": the state of callback " + key + " cannot be read (" + e.what() +
+                         ")");
       }
     }
   }
@@ -126,13 +126,14 @@ void FitStart::join_data_parallel() {
   if (processes_.device.is_cuda()) cuda::set_float32_matmul_precision("medium");
   quiet_.emplace(!processes_.main_rank());
   if (processes_.session) {
-    spdlog::info("data parallel: {} processes ({}, master {}:{}), backend {}; global batch {} = {} x {}", processes_.world,
-                 parallel::launcher_name(dist_env.launcher), dist_env.master_addr, dist_env.master_port,
-                 processes_.session->group().backend_name(), data_.batch_size * processes_.world, data_.batch_size, processes_.world);
+    spdlog::info("data parallel: {} processes ({}, master {}:{}), backend {}; global batch {} = {} x {}",
+                 processes_.world, parallel::launcher_name(dist_env.launcher), dist_env.master_addr,
+                 dist_env.master_port, processes_.session->group().backend_name(), data_.batch_size * processes_.world,
+                 data_.batch_size, processes_.world);
     // A drawn seed (seed_everything: false) differs per process; rank 0's is everyone's
     // (each epoch's batch order is rank 0's too: fit.cpp's epoch_order).
-    setup_.seed =
-        std::stoull(processes_.session->from_rank0("seed", "choose the seed", [&] { return std::to_string(setup_.seed); }));
+    setup_.seed = std::stoull(
+        processes_.session->from_rank0("seed", "choose the seed", [&] { return std::to_string(setup_.seed); }));
     // Lightning's DDPStrategy re-seeds each process once the model is built
     // (reset_seed): the batch orders and dropout start from the seed itself.
     seed_everything(setup_.seed);
@@ -163,16 +164,19 @@ std::string FitStart::decide_on_rank0() {
     // Claimed (created or locked) before anything else can fail: a start that
     // fails from here on removes a directory it created.
     start_.claim = std::make_unique<RunDirClaim>(trainer_.default_root_dir, setup_.run.name, setup_.run.log_suffix,
-                                           timestamp_now(), setup_.run.overwrite_config);
+                                                 timestamp_now(), setup_.run.overwrite_config);
     start_.run_dir = start_.claim->dir();
-    if (start_.claim->created()) start_.cleanup = std::make_unique<RunDirCleanup>(start_.run_dir, start_.claim->created_parents());
+    if (start_.claim->created())
+      start_.cleanup = std::make_unique<RunDirCleanup>(start_.run_dir, start_.claim->created_parents());
     if (const int n = start_.claim->created() ? 0 : remove_dead_temp_files(start_.run_dir))
       spdlog::info("removed {} temp file(s) left in {} by killed processes", n, start_.run_dir.string());
   }
   // Resume: an explicit --ckpt_path, else a requeue checkpoint left in this run directory.
   start_.same_dir_resume = !dev_run_ && fs::exists(start_.run_dir / "ckpts" / kRequeueCheckpoint);
-  if (setup_.run.ckpt_path) start_.resume_source = *setup_.run.ckpt_path;
-  else if (start_.same_dir_resume) start_.resume_source = (start_.run_dir / "ckpts" / kRequeueCheckpoint).string();
+  if (setup_.run.ckpt_path)
+    start_.resume_source = *setup_.run.ckpt_path;
+  else if (start_.same_dir_resume)
+    start_.resume_source = (start_.run_dir / "ckpts" / kRequeueCheckpoint).string();
   load_resume();
   return start_.run_dir.string() + "\n" + start_.resume_source + "\n" + (start_.same_dir_resume ? "1" : "0");
 }
@@ -181,7 +185,8 @@ void FitStart::load_resume() {
   if (start_.resume_source.empty()) return;
   start_.resume = load_checkpoint(start_.resume_source);
   load_module_state(*setup_.model, start_.resume->state_dict, start_.resume_source);
-  spdlog::info("resuming from {} (epoch {}, step {})", start_.resume_source, start_.resume->epoch, start_.resume->global_step);
+  spdlog::info("resuming from {} (epoch {}, step {})", start_.resume_source, start_.resume->epoch,
+               start_.resume->global_step);
 }
 
 // Fine-tuning (init_from): a new run takes the weights the patterns pick; frozen
@@ -195,8 +200,7 @@ void FitStart::init_weights() {
     if (!init) freeze = recorded;
     else if (recorded != freeze)
       throw UsageError(start_.resume_source + ": its run froze " + fmt::format("[{}]", fmt::join(recorded, ", ")) +
-                       " (init_from.freeze) and this config freezes " +
-                       fmt::format("[{}]", fmt::join(freeze, ", ")) +
+                       " (init_from.freeze) and this config freezes " + fmt::format("[{}]", fmt::join(freeze, ", ")) +
                        ": a resumed run trains the parameters its run trained (a new fine-tuning starts "
                        "with init_from and no ckpt_path)");
   }
@@ -261,16 +265,21 @@ std::vector<std::pair<std::string, std::string>> FitStart::rank_settings() const
 // starts (training/fit_plan.h); each rank takes its share of the epoch's list as
 // Lightning's DistributedSampler gives it (data/sampler.h, data.md).
 void FitStart::plan_steps() {
-  loaders_.train_sampler =
-      data::SamplerOptions::training(inputs_.train->num_rows(), data_.batch_size, setup_.seed).set_shard(processes_.rank, processes_.world);
+  loaders_.train_sampler = data::SamplerOptions::training(inputs_.train->num_rows(), data_.batch_size, setup_.seed)
+                               .set_shard(processes_.rank, processes_.world);
   TrainCounts counts{data::BatchSampler(loaders_.train_sampler).batches_per_epoch(), inputs_.train->num_rows(),
                      data_.batch_size, processes_.world};
   std::optional<ResumePoint> resume;
   if (start_.resume) {
     const auto [saved_epochs, saved_steps] = saved_epochs_and_steps(start_.resume->config_yaml);
-    resume = ResumePoint{start_.resume->epoch, start_.resume->global_step, start_.resume->batch_in_epoch,
-                         start_.resume->scheduler_total_steps, start_.resume->scheduler_last_epoch,
-                         saved_world_size(start_.resume->config_yaml, processes_.world), saved_epochs, saved_steps};
+    resume = ResumePoint{start_.resume->epoch,
+                         start_.resume->global_step,
+                         start_.resume->batch_in_epoch,
+                         start_.resume->scheduler_total_steps,
+                         start_.resume->scheduler_last_epoch,
+                         saved_world_size(start_.resume->config_yaml, processes_.world),
+                         saved_epochs,
+                         saved_steps};
   }
   schedule_.plan = plan_training(trainer_, counts, resume, setup_.run.model.lrs.last_epoch);
   loaders_.train_sampler.shuffle = schedule_.plan.shuffle;
@@ -281,17 +290,19 @@ void FitStart::plan_steps() {
     spdlog::info(
         "model.lrs_config.last_epoch {}: a new one-cycle schedule of {} steps starts at step {} "
         "(the checkpoint's planned {})",
-        setup_.run.model.lrs.last_epoch, schedule_.plan.total_steps, schedule_.plan.schedule_position, start_.resume->scheduler_total_steps);
+        setup_.run.model.lrs.last_epoch, schedule_.plan.total_steps, schedule_.plan.schedule_position,
+        start_.resume->scheduler_total_steps);
   schedule_.skip_batches = schedule_.plan.skip_batches;
 }
 
 void FitStart::make_optimization() {
   const auto kind = optimizer_kind(setup_.run.model.optimizer);
-  schedule_.optimization =
-      std::make_unique<Optimization>(setup_.model->named_parameters(), kind, setup_.run.model.lrs, schedule_.plan.total_steps,
-                                     start_.resume ? start_.resume->global_step : 0, setup_.model->mup_width_mults);
+  schedule_.optimization = std::make_unique<Optimization>(
+      setup_.model->named_parameters(), kind, setup_.run.model.lrs, schedule_.plan.total_steps,
+      start_.resume ? start_.resume->global_step : 0, setup_.model->mup_width_mults);
   if (!start_.resume) return;
-  if (schedule_.plan.schedule_position >= 0) schedule_.optimization->set_schedule_index(schedule_.plan.schedule_position);
+  if (schedule_.plan.schedule_position >= 0)
+    schedule_.optimization->set_schedule_index(schedule_.plan.schedule_position);
   load_adam_state(*schedule_.optimization, start_.resume->adam_state, start_.resume_source);
   if (start_.resume->cpu_rng_state.defined()) set_cpu_rng_state(start_.resume->cpu_rng_state);
 }
@@ -306,8 +317,10 @@ void FitStart::run_git_checks() {
     if (!dev_run_ && hooks_.before_start) record_.git = hooks_.before_start(start_.run_dir);
     return "";
   };
-  if (!processes_.session) git_checks();
-  else processes_.session->from_rank0("git", "check the git working tree", git_checks);
+  if (!processes_.session)
+    git_checks();
+  else
+    processes_.session->from_rank0("git", "check the git working tree", git_checks);
 }
 
 // Temp copies (not under fast_dev_run, like salt); removed on every way out.
@@ -321,15 +334,21 @@ void FitStart::write_files() {
   result_.rank = processes_.rank;
   result_.world_size = processes_.world;
   if (dev_run_ || !processes_.main_rank()) return;
-  RunInfo info{inputs_.train.get(), inputs_.val.get(), models::count_parameters(*setup_.model).trainable,
-               processes_.device.is_cuda() ? trainer_.num_devices * trainer_.num_nodes : 0, {}, timestamp_now(), record_.git,
-               inputs_.train_members, inputs_.val_members};
+  RunInfo info{inputs_.train.get(),
+               inputs_.val.get(),
+               models::count_parameters(*setup_.model).trainable,
+               processes_.device.is_cuda() ? trainer_.num_devices * trainer_.num_nodes : 0,
+               {},
+               timestamp_now(),
+               record_.git,
+               inputs_.train_members,
+               inputs_.val_members};
   if (processes_.device.is_cuda())
     for (int i = 0; i < trainer_.num_devices; ++i)
       info.gpu_ids.push_back(trainer_.device_ids.empty() ? i : trainer_.device_ids[static_cast<std::size_t>(i)]);
   info.float32_matmul_precision = cuda::float32_matmul_precision();
-  info.step_options =
-      step_options_yaml(options_, StepUse{processes_.device.is_cuda(), cpu_bf16_steps(step_context_.autocast(), processes_.device)});
+  info.step_options = step_options_yaml(
+      options_, StepUse{processes_.device.is_cuda(), cpu_bf16_steps(step_context_.autocast(), processes_.device)});
   info.init_from = record_.init_from;
   record_.config_yaml = config::to_yaml(write_run_files(start_.run_dir, setup_, info));
   spdlog::info("run directory: {}", start_.run_dir.string());
@@ -345,7 +364,8 @@ data::LoaderOptions FitStart::loader_options() const {
 }
 
 data::SamplerOptions FitStart::val_sampler(int64_t batch_size) const {
-  return data::SamplerOptions::evaluation(inputs_.val->num_rows(), batch_size).set_shard(processes_.rank, processes_.world);
+  return data::SamplerOptions::evaluation(inputs_.val->num_rows(), batch_size)
+      .set_shard(processes_.rank, processes_.world);
 }
 
 void FitStart::make_loaders() {
@@ -362,7 +382,8 @@ void FitStart::make_batch_order() {
   // Lightning runs no sanity check when it resumes (salt's checkpoints), nor under fast_dev_run.
   const bool continuing = start_.resume && start_.resume->cpu_rng_state.defined();
   BatchOrderOptions options{data_.num_workers == 0 || !data_.persistent_workers,
-                            !dev_run_ && !start_.resume && trainer_.num_sanity_val_steps != 0, processes_.world, data_.num_workers > 0};
+                            !dev_run_ && !start_.resume && trainer_.num_sanity_val_steps != 0, processes_.world,
+                            data_.num_workers > 0};
   loaders_.order = std::make_unique<BatchOrder>(options, continuing ? start_.resume->loader_iterators : 0);
   if (!start_.resume || start_.resume->batch_in_epoch < 0) return;
   // A checkpoint saved before the epoch's first batch (a signal at its start) has
@@ -372,7 +393,8 @@ void FitStart::make_batch_order() {
     const auto* p = order.data_ptr<int64_t>();
     std::vector<int64_t> recorded(p, p + order.numel());
     try {
-      loaders_.train->sampler().epoch_in(recorded, start_.resume->epoch);  // refused here, naming the file, not at the epoch's start
+      loaders_.train->sampler().epoch_in(
+          recorded, start_.resume->epoch);  // refused here, naming the file, not at the epoch's start
     } catch (const InputError& e) {
       throw InputError(start_.resume_source + ": salt_cpp.epoch_order: " + e.what());
     }
@@ -385,15 +407,18 @@ void FitStart::make_batch_order() {
     schedule_.lightning_restart = true;
     return;
   }
-  spdlog::warn("{} records no batch order for epoch {} (a checkpoint of an older salt-cpp): the "
-               "epoch's other batches follow a new order, so some may come twice and some not at all",
-               start_.resume_source, start_.resume->epoch);
+  spdlog::warn(
+      "{} records no batch order for epoch {} (a checkpoint of an older salt-cpp): the "
+      "epoch's other batches follow a new order, so some may come twice and some not at all",
+      start_.resume_source, start_.resume->epoch);
 }
 
 // The run's training step (training/step/train_step.h); a resumed run's loss scale
 // continues from its checkpoint.
 TrainStepOptions FitStart::step_options() const {
-  return fit_step_options(trainer_, processes_.device, options_).grad_sync(processes_.grad_sync.get()).profiler(profiler_.get());
+  return fit_step_options(trainer_, processes_.device, options_)
+      .grad_sync(processes_.grad_sync.get())
+      .profiler(profiler_.get());
 }
 
 void FitStart::make_step() {
@@ -438,10 +463,12 @@ void FitStart::prepare_state() {
   state_.cuda_device = processes_.device.is_cuda() ? processes_.device.index() : -1;
   state_.weight_decay = setup_.run.model.lrs.weight_decay;
   state_.capture = [this] {
-    auto state = capture_state(setup_, *schedule_.optimization, state_.epoch, state_.global_step, schedule_.plan.total_steps);
+    auto state =
+        capture_state(setup_, *schedule_.optimization, state_.epoch, state_.global_step, schedule_.plan.total_steps);
     if (const auto* scaler = step_->scaler()) state.amp_scaling = scaler->state();
     state.run_config_yaml = record_.config_yaml;
-    state.loop_shape = {schedule_.plan.train_batches, schedule_.val_plan.val_batches, setup_.run.trainer.accumulate_grad_batches};
+    state.loop_shape = {schedule_.plan.train_batches, schedule_.val_plan.val_batches,
+                        setup_.run.trainer.accumulate_grad_batches};
     state.batch_in_epoch = state_.batch_in_epoch;
     if (state.batch_in_epoch >= 0) {
       state.epoch_order = torch::tensor(loaders_.order->current(), torch::kLong);
@@ -474,8 +501,8 @@ void FitStart::resume_position() {
   if (!start_.resume || start_.resume->batch_in_epoch < 0) return;
   const int saved_world = saved_world_size(start_.resume->config_yaml, processes_.world);
   if (saved_world == processes_.world) return;
-  spdlog::warn("resuming mid-epoch with {} processes from a run with {}: skipping {} batches per process", processes_.world,
-               saved_world, schedule_.plan.skip_batches);
+  spdlog::warn("resuming mid-epoch with {} processes from a run with {}: skipping {} batches per process",
+               processes_.world, saved_world, schedule_.plan.skip_batches);
 }
 
 // Input files are pinned for the run (data/file_pin.h): a change stops it in one line.

@@ -26,7 +26,8 @@ RunInputs open_inputs(const RunSetup& setup, const data::DataConfig& data) {
   inputs.val = open_reader(setup, data.val_file, data.num_val, "num_val");
   refuse_empty(*inputs.train, data.train_file, data.num_train, "num_train", "nothing to train on");
   // No validation means no val_loss, so salt's Checkpoint would keep nothing.
-  refuse_empty(*inputs.val, data.val_file, data.num_val, "num_val", "no validation loss, so no checkpoint would be kept");
+  refuse_empty(*inputs.val, data.val_file, data.num_val, "num_val",
+               "no validation loss, so no checkpoint would be kept");
   inputs.train_members = inputs.train->members();
   inputs.val_members = inputs.val->members();
   return inputs;
