@@ -84,7 +84,7 @@ const config::Binding<AveragingOptions>& ema_binding() {
 class WeightAveraging : public Callback {
  public:
   WeightAveraging(std::string name, AveragingOptions o) : name_(std::move(name)), o_(std::move(o)) {
-    if (o_.device && *o_.device != "cpu" && o_.device->rfind("cuda", 0) != 0)
+    if (o_.device && !device_word(*o_.device))
       throw UsageError(name_ + ": device '" + *o_.device + "' is not cpu, cuda or cuda:N");
   }
 
@@ -193,7 +193,6 @@ class WeightAveraging : public Callback {
   // cuda devices"): cpu, cuda or cuda:N of a card this process has.
   void check_device(const std::string& device) const {
     const std::string refused = name_ + ": device '" + device + "' ";
-    if (device != "cpu" && device.rfind("cuda", 0) != 0) throw UsageError(refused + "is not cpu, cuda or cuda:N");
     std::optional<torch::Device> parsed;
     try {
       parsed.emplace(device);
@@ -207,6 +206,9 @@ class WeightAveraging : public Callback {
       throw UsageError(refused + "names card " + std::to_string(parsed->index()) + ", and this process has " +
                        std::to_string(cards) + " (cuda:0 to cuda:" + std::to_string(cards - 1) + ")");
   }
+
+  // The words a device may start with; the rest is torch's to parse (check_device).
+  static bool device_word(const std::string& device) { return device == "cpu" || device.rfind("cuda", 0) == 0; }
 
   // The model's parameters then buffers, in AveragedModel's order.
   static std::vector<torch::Tensor> model_tensors(FitState& s) {

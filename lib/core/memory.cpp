@@ -23,6 +23,7 @@ double status_field_mb(const std::string& field) {
 
 double peak_rss_mb() { return status_field_mb("VmHWM"); }
 double current_rss_mb() { return status_field_mb("VmRSS"); }
+double mapped_data_mb() { return status_field_mb("VmData"); }
 
 void keep_freed_memory() {
   mallopt(M_MMAP_MAX, 0);                     // large blocks from the heap, reused when freed,

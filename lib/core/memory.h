@@ -10,6 +10,8 @@ namespace salt {
 double peak_rss_mb();
 // Current resident set size (VmRSS), in MiB; 0 where /proc is unavailable.
 double current_rss_mb();
+// Private writable memory mapped now (VmData), in MiB; 0 where /proc is unavailable.
+double mapped_data_mb();
 // Starts a new peak (VmHWM back to the current RSS, /proc/self/clear_refs); false
 // where the kernel does not allow it, and VmHWM then stays the process's peak.
 bool reset_peak_rss();

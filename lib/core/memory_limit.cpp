@@ -3,10 +3,10 @@
 #include <sys/resource.h>
 
 #include <cmath>
-#include <fstream>
 #include <string>
 
 #include "core/cgroup.h"
+#include "core/memory.h"
 
 namespace salt {
 namespace fs = std::filesystem;
@@ -37,17 +37,6 @@ std::optional<double> v1_free(const fs::path& dir) {
 }
 std::optional<double> v2_free(const fs::path& dir) { return free_in(dir / "memory.max", dir / "memory.current"); }
 
-// Private writable memory mapped now (/proc/self/status VmData), in bytes.
-std::optional<double> mapped_data_bytes() {
-  std::ifstream status("/proc/self/status");
-  for (std::string line; std::getline(status, line);)
-    if (line.rfind("VmData:", 0) == 0) {
-      const auto kib = cgroup_number(line.substr(7));
-      if (kib) return *kib * 1024;
-    }
-  return std::nullopt;
-}
-
 // Set by keep_within_cgroup_memory: the cgroup's limit, and the cap before ours.
 double g_cgroup_limit = 0;
 bool g_capped = false;
@@ -66,9 +55,9 @@ std::optional<CgroupMemory> cgroup_memory(const fs::path& root, const std::strin
 
 std::optional<std::size_t> keep_within_cgroup_memory(int ranks) {
   const auto cgroup = cgroup_memory();
-  const auto mapped = mapped_data_bytes();
-  if (!cgroup || !mapped) return std::nullopt;
-  const double cap = std::floor(*mapped + cgroup->free_bytes / std::max(1, ranks));
+  const double mapped = mapped_data_mb() * (1 << 20);
+  if (!cgroup || mapped <= 0) return std::nullopt;
+  const double cap = std::floor(mapped + cgroup->free_bytes / std::max(1, ranks));
   rlimit now{};
   if (getrlimit(RLIMIT_DATA, &now) != 0) return std::nullopt;
   if (now.rlim_cur != RLIM_INFINITY && static_cast<double>(now.rlim_cur) <= cap) return std::nullopt;

@@ -416,7 +416,7 @@ void FitStart::make_batch_order() {
 // The run's training step (training/step/train_step.h); a resumed run's loss scale
 // continues from its checkpoint.
 TrainStepOptions FitStart::step_options() const {
-  return fit_step_options(trainer_, processes_.device, options_)
+  return fit_step_options(trainer_, step_context_, options_)
       .grad_sync(processes_.grad_sync.get())
       .profiler(profiler_.get());
 }

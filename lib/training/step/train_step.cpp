@@ -16,7 +16,11 @@ namespace salt::training {
 
 TrainStepOptions fit_step_options(const config::TrainerConfig& trainer, const torch::Device& device,
                                   const StepOptions& switches) {
-  const auto context = make_step_context(trainer, device, switches);
+  return fit_step_options(trainer, make_step_context(trainer, device, switches), switches);
+}
+
+TrainStepOptions fit_step_options(const config::TrainerConfig& trainer, const StepContext& context,
+                                  const StepOptions& switches) {
   return TrainStepOptions()
       .context(context)
       .loss_scaling(context.autocast().enabled && context.autocast().dtype == torch::kFloat16)

@@ -58,6 +58,9 @@ struct TrainStepOptions {
 // `switches`: the run's StepOptions (graphs, steps ahead, transfer, kernels).
 TrainStepOptions fit_step_options(const config::TrainerConfig& trainer, const torch::Device& device,
                                   const StepOptions& switches);
+// The same around a context already decided (the fit's own: make_step_context).
+TrainStepOptions fit_step_options(const config::TrainerConfig& trainer, const StepContext& context,
+                                  const StepOptions& switches);
 
 // The batches of one optimizer step: how many, and whether this one is the last
 // (the step's gradients are then complete: the ranks reduce them).
