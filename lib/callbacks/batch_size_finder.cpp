@@ -72,7 +72,7 @@ class BatchSizeFinder : public Callback {
     adjust(o_.init_val);
     int64_t found = o_.mode == "power" ? power_scaling() : binsearch_scaling();
     found = std::max<int64_t>(found, 1);
-    s.edit_config(config::ConfigEdit::set_batch_size(found));
+    s.actions.edit_config(config::ConfigEdit::set_batch_size(found));
     spdlog::info("Finished batch size finder, will continue with full run using batch size {}", found);
     state_ = nullptr;
   }
@@ -85,7 +85,7 @@ class BatchSizeFinder : public Callback {
     spec.batch_size = size;
     spec.steps = o_.steps_per_trial;
     spec.val_batches = o_.steps_per_trial;
-    const auto r = state_->run_trial(spec);
+    const auto r = state_->actions.run_trial(spec);
     if (r.batches_per_epoch <= 0) {
       spdlog::info("Batch size {} has no full batch of the {} training jets", size, state_->train_rows);
       return Trial::kNoBatch;

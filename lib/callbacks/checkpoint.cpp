@@ -83,15 +83,15 @@ class Checkpoint : public Callback {
 
  private:
   void save(FitState& s) {
-    if (s.dev_run || !s.main_rank || !s.setup->run.trainer.enable_checkpointing) return;
+    if (s.dev_run || !s.process.main_rank || !s.setup->run.trainer.enable_checkpointing) return;
     const auto path = s.run_dir / "ckpts" / checkpoint_name(s.epoch, o_.fname_string, monitored(s));
     write_checkpoint(s, path);
-    s.checkpoint_saved(path);
+    s.actions.checkpoint_saved(path);
   }
 
   double monitored(const FitState& s) const {
-    auto it = s.val_metrics.find(o_.monitor_loss);
-    return it == s.val_metrics.end() ? 0.0 : it->second;
+    auto it = s.metrics.val.find(o_.monitor_loss);
+    return it == s.metrics.val.end() ? 0.0 : it->second;
   }
 
   CheckpointOptions o_;

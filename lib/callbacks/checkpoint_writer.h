@@ -1,7 +1,7 @@
 // What every checkpoint-writing callback does (salt's Checkpoint, ModelCheckpoint,
 // StochasticWeightAveraging's swa.ckpt): the run's full state now, with the last
 // validation's metrics, into `path` (its folder made). Callers decide when and
-// whether to announce it (FitState::checkpoint_saved).
+// whether to announce it (FitActions::checkpoint_saved).
 #pragma once
 #include <filesystem>
 

@@ -82,9 +82,9 @@ class ConfusionMatrixCallback : public Callback {
   void on_validation_end(FitState& s) override {
     if (!matrix_) return;
     std::vector<double> counts(matrix_->counts.begin(), matrix_->counts.end());
-    if (s.sum_over_ranks) counts = s.sum_over_ranks(counts);  // every rank takes part
+    if (s.actions.sum_over_ranks) counts = s.actions.sum_over_ranks(counts);  // every rank takes part
     for (std::size_t i = 0; i < counts.size(); ++i) matrix_->counts[i] = static_cast<int64_t>(counts[i]);
-    if (s.main_rank && !s.dev_run) write(s);
+    if (s.process.main_rank && !s.dev_run) write(s);
     matrix_.reset();
   }
 
@@ -112,8 +112,8 @@ class ConfusionMatrixCallback : public Callback {
     create_directories_or_fail(dir, "confusion matrix directory");
     plot::save_confusion_matrix(*matrix_, title, join_below(dir, o_.task_name + "_" + epoch, "ConfusionMatrixCallback 'task_name'"));
     const std::string tag = "confusion_matrix/" + o_.task_name;
-    if (s.log_image) s.log_image(tag, plot::confusion_matrix_png(*matrix_, title));
-    if (s.log_text) s.log_text(tag, plot::confusion_matrix_markdown(*matrix_));
+    if (s.actions.log_image) s.actions.log_image(tag, plot::confusion_matrix_png(*matrix_, title));
+    if (s.actions.log_text) s.actions.log_text(tag, plot::confusion_matrix_markdown(*matrix_));
   }
 
   ConfusionMatrixOptions o_;

@@ -42,7 +42,7 @@ class DeviceStatsMonitor : public Callback {
   explicit DeviceStatsMonitor(DeviceStatsOptions o) : o_(o) {}
 
   void on_fit_start(FitState& s) override {
-    cuda_device_ = s.cuda_device;
+    cuda_device_ = s.process.cuda_device;
     cpu_ = cuda_device_ < 0 ? o_.cpu_stats.value_or(true) : o_.cpu_stats.value_or(false);
     if (cpu_) cpu_percent();  // psutil's first reading starts the interval
   }

@@ -75,7 +75,7 @@ class LearningRateFinder : public Callback {
       return spdlog::info("LearningRateFinder: skipped, the run resumes from {} and keeps its schedule",
                           s.resumed_from.string());
     sweep();
-    const auto result = s.run_trial(trial_spec(s));
+    const auto result = s.actions.run_trial(trial_spec(s));
     if (result.out_of_memory)
       throw UsageError("LearningRateFinder: out of memory at data.batch_size " +
                        std::to_string(s.setup->run.data.batch_size) + " (step " + std::to_string(result.steps_run + 1) +
@@ -89,7 +89,7 @@ class LearningRateFinder : public Callback {
     else
       spdlog::info("LearningRateFinder: suggested learning rate {} (steepest loss descent, step {} of {})",
                    python_float_repr(lrs_[*best]), *best, lrs_.size());
-    if (s.main_rank && !s.dev_run && !s.run_dir.empty()) save(s.run_dir, best);
+    if (s.process.main_rank && !s.dev_run && !s.run_dir.empty()) save(s.run_dir, best);
     if (o_.update_attr && best) apply(s, lrs_[*best]);
   }
 
@@ -118,7 +118,7 @@ class LearningRateFinder : public Callback {
 
   // salt's model.lrs_config takes the suggestion, and config.yaml records it.
   void apply(FitState& s, double lr) {
-    s.edit_config(config::ConfigEdit::set_learning_rate(*config::lrs_field(o_.attr_name), lr));
+    s.actions.edit_config(config::ConfigEdit::set_learning_rate(*config::lrs_field(o_.attr_name), lr));
     spdlog::info("Learning rate set to {} (model.{})", python_float_repr(lr), o_.attr_name);
   }
 

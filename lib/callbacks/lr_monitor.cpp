@@ -34,10 +34,10 @@ class LrMonitor : public Callback {
       if (s.epoch == last_epoch_) return;
       last_epoch_ = s.epoch;
     }
-    const auto name = "lr-" + s.optimizer_name;
-    m[name] = s.lr;
-    if (o_.log_momentum) m[name + "-momentum"] = s.beta1;
-    if (o_.log_weight_decay) m[name + "-weight_decay"] = s.weight_decay;
+    const auto name = "lr-" + s.last_step.optimizer_name;
+    m[name] = s.last_step.lr;
+    if (o_.log_momentum) m[name + "-momentum"] = s.last_step.beta1;
+    if (o_.log_weight_decay) m[name + "-weight_decay"] = s.last_step.weight_decay;
   }
 
  private:

@@ -64,9 +64,9 @@ class MaskformerConfusionMatrix : public Callback {
   void on_validation_end(FitState& s) override {
     if (!matrix_) return;
     std::vector<double> counts(matrix_->counts.begin(), matrix_->counts.end());
-    if (s.sum_over_ranks) counts = s.sum_over_ranks(counts);
+    if (s.actions.sum_over_ranks) counts = s.actions.sum_over_ranks(counts);
     for (size_t i = 0; i < counts.size(); ++i) matrix_->counts[i] = static_cast<int64_t>(counts[i]);
-    if (s.main_rank && !s.dev_run) write(s);
+    if (s.process.main_rank && !s.dev_run) write(s);
     matrix_.reset();
   }
 
@@ -78,8 +78,8 @@ class MaskformerConfusionMatrix : public Callback {
     const auto dir = s.run_dir / "confusion_matrix";
     create_directories_or_fail(dir, "confusion matrix directory");
     plot::save_confusion_matrix(*matrix_, title, dir / (std::string("objects_") + epoch));
-    if (s.log_image) s.log_image("confusion_matrix/objects", plot::confusion_matrix_png(*matrix_, title));
-    if (s.log_text) s.log_text("confusion_matrix/objects", plot::confusion_matrix_markdown(*matrix_));
+    if (s.actions.log_image) s.actions.log_image("confusion_matrix/objects", plot::confusion_matrix_png(*matrix_, title));
+    if (s.actions.log_text) s.actions.log_text("confusion_matrix/objects", plot::confusion_matrix_markdown(*matrix_));
     int64_t diagonal = 0, total = 0;
     for (size_t i = 0; i < classes_.size(); ++i)
       for (size_t j = 0; j < classes_.size(); ++j) (i == j ? diagonal : total) += matrix_->at(i, j);

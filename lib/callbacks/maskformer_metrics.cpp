@@ -79,7 +79,7 @@ class MaskformerMetricsCallback : public Callback {
 
   void add_val_metrics(FitState& s, Metrics& m) override {
     if (!metrics_) return;
-    if (s.sum_over_ranks) metrics_->set_counts(s.sum_over_ranks(metrics_->counts()));
+    if (s.actions.sum_over_ranks) metrics_->set_counts(s.actions.sum_over_ranks(metrics_->counts()));
     for (const auto& [k, v] : metrics_->compute())
       if (std::isfinite(v)) m["val/" + k] = v;
   }

@@ -10,8 +10,8 @@ namespace {
 class MetricsWriter : public Callback {
  public:
   void on_fit_start(FitState& s) override {
-    log_ = training::MetricsLog(s.dev_run || !s.main_rank ? std::filesystem::path() : s.run_dir / "metrics.csv");
-    if (s.same_dir_resume && s.main_rank) log_.load_existing();
+    log_ = training::MetricsLog(s.dev_run || !s.process.main_rank ? std::filesystem::path() : s.run_dir / "metrics.csv");
+    if (s.same_dir_resume && s.process.main_rank) log_.load_existing();
   }
   void on_metrics(FitState& s, const Metrics& m) override { log_.log(s.epoch, s.logged_step(), m); }
   void on_validation_end(FitState&) override { log_.flush(); }

@@ -234,7 +234,7 @@ class ModelCheckpoint : public Callback {
     const auto path = free_name(candidates, "", "");
     save(s, path);
     save_last(s, candidates);
-    if (s.main_rank) spdlog::info("ModelCheckpoint: saved {} at step {} after: {}", path, s.global_step, error);
+    if (s.process.main_rank) spdlog::info("ModelCheckpoint: saved {} at step {} after: {}", path, s.global_step, error);
   }
 
   void on_fit_end(FitState& s) override {
@@ -390,7 +390,7 @@ class ModelCheckpoint : public Callback {
   void save(FitState& s, const std::string& path) {
     last_global_step_saved_ = s.global_step;
     last_checkpoint_saved_ = path;
-    if (!s.main_rank) return;
+    if (!s.process.main_rank) return;
     // filename's folders stay below dirpath by name (check_filename); one of them
     // replaced by a link must not take the checkpoint elsewhere.
     if (!really_below(path, dirpath_))
@@ -398,11 +398,11 @@ class ModelCheckpoint : public Callback {
                        ": a symbolic link in it leads out of dirpath " + shown_in_message(dirpath_.string()) +
                        "; remove the link");
     write_checkpoint(s, path, o_.save_weights_only);  // after the ranking above: the file holds its new state
-    s.checkpoint_saved(path);
+    s.actions.checkpoint_saved(path);
   }
 
   void link(FitState& s, const std::string& target, const std::string& path) {
-    if (!s.main_rank) return;
+    if (!s.process.main_rank) return;
     std::error_code ec;
     fs::remove(path, ec);
     fs::create_directory_symlink(fs::path(target).filename(), path, ec);  // relative, as Lightning's
@@ -414,7 +414,7 @@ class ModelCheckpoint : public Callback {
   // checkpoint may name any file, and a folder below dirpath may since have been
   // replaced by a link to another place; such a file is kept, with one warning.
   void remove_if_ours(const FitState& s, const std::string& previous, const std::string& current) const {
-    if (!s.main_rank || previous == current) return;
+    if (!s.process.main_rank || previous == current) return;
     std::error_code ec;
     const auto prev = fs::absolute(previous, ec);
     if (!s.resumed_from.empty() &&

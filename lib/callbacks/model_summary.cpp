@@ -23,7 +23,7 @@ class ModelSummary : public Callback {
  public:
   explicit ModelSummary(ModelSummaryOptions o) : o_(o) {}
   void on_fit_start(FitState& s) override {
-    if (!s.setup->run.trainer.enable_model_summary || !s.main_rank) return;
+    if (!s.setup->run.trainer.enable_model_summary || !s.process.main_rank) return;
     std::fprintf(stderr, "%s", models::model_summary(*s.setup->model, static_cast<int>(o_.max_depth)).c_str());
   }
 

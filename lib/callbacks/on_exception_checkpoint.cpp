@@ -37,14 +37,14 @@ class OnExceptionCheckpoint : public Callback {
   bool saves_checkpoints() const override { return true; }
 
   void on_exception(FitState& s, const std::string& error) override {
-    if (s.global_step == 0 || !s.main_rank) return;  // nothing trained yet; rank 0 writes
+    if (s.global_step == 0 || !s.process.main_rank) return;  // nothing trained yet; rank 0 writes
     write_checkpoint(s, path());
-    s.checkpoint_saved(path());
+    s.actions.checkpoint_saved(path());
     spdlog::info("OnExceptionCheckpoint: saved {} at step {} after: {}", path().string(), s.global_step, error);
   }
 
   void on_fit_end(FitState& s) override {  // Lightning's teardown: the run finished
-    if (!s.main_rank || s.dev_run) return;
+    if (!s.process.main_rank || s.dev_run) return;
     std::error_code ec;
     fs::remove(path(), ec);
   }

@@ -49,7 +49,7 @@ class ParameterLogger : public Callback {
 
  private:
   bool due(const FitState& s) const {
-    return !s.dev_run && s.main_rank && s.global_step % o_.log_every_n_steps == 0 && s.global_step != last_step_;
+    return !s.dev_run && s.process.main_rank && s.global_step % o_.log_every_n_steps == 0 && s.global_step != last_step_;
   }
 
   void log_weights(FitState& s) {
@@ -60,7 +60,7 @@ class ParameterLogger : public Callback {
       if (name.find("weight") == std::string::npos && name.find("bias") == std::string::npos) continue;
       pending_["weights_weights/" + name + "_mean"] = p.value().mean().item<double>();
       pending_["weights_weights/" + name + "_std"] = p.value().std().item<double>();
-      if (s.log_histogram) s.log_histogram("weights/" + name, values_of(p.value()));
+      if (s.actions.log_histogram) s.actions.log_histogram("weights/" + name, values_of(p.value()));
     }
   }
 
@@ -77,7 +77,7 @@ class ParameterLogger : public Callback {
       entries += grad.numel();
       pending_["gradients_grad/" + name + "_mean"] = grad.mean().item<double>();
       pending_["gradients_grad/" + name + "_std"] = grad.std().item<double>();
-      if (s.log_histogram) s.log_histogram("gradients/" + name, values_of(grad));
+      if (s.actions.log_histogram) s.actions.log_histogram("gradients/" + name, values_of(grad));
     }
     if (entries > 0) {
       pending_["gradient_total_magnitude"] = total;

@@ -61,7 +61,7 @@ class PerformanceWriter : public Callback {
   }
 
   void on_fit_start(FitState& s) override {
-    if (s.dev_run || !s.main_rank) return;
+    if (s.dev_run || !s.process.main_rank) return;
     const fs::path dir = o_.dir_path ? fs::path(*o_.dir_path) : s.run_dir;
     create_directories_or_fail(dir, "PerformanceWriter dir_path");
     path_ = dir / "performance_metric.json";

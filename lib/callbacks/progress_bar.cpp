@@ -58,7 +58,7 @@ class ProgressBar : public Callback {
   }
 
   void on_fit_start(FitState& s) override {
-    progress_ = std::make_unique<training::Progress>(s.setup->run.trainer.enable_progress_bar && s.main_rank,
+    progress_ = std::make_unique<training::Progress>(s.setup->run.trainer.enable_progress_bar && s.process.main_rank,
                                                      static_cast<int>(o_.refresh_rate));
   }
   void on_epoch_start(FitState& s, const std::string& stage, int64_t batches) override {

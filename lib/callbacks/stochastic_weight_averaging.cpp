@@ -189,7 +189,7 @@ class StochasticWeightAveraging : public Callback {
   void on_fit_end(FitState& s) override {
     if (!initialized_ || s.epoch != swa_end_ || average_.empty()) return;
     transfer(s);
-    if (s.dev_run || !s.main_rank) return;
+    if (s.dev_run || !s.process.main_rank) return;
     const auto path = s.run_dir / "ckpts" / "swa.ckpt";
     write_checkpoint(s, path);
     spdlog::info("StochasticWeightAveraging: the average of {} epochs' weights is in {}", n_averaged_, path.string());

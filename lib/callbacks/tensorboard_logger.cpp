@@ -80,7 +80,7 @@ class TensorBoardLogger : public Callback {
       : options_(std::move(options)), instead_of_(std::move(instead_of)) {}
 
   void on_fit_start(FitState& s) override {
-    if (s.dev_run || !s.main_rank) return;
+    if (s.dev_run || !s.process.main_rank) return;
     const fs::path dir = options_ ? lightning_log_dir(*options_) : s.run_dir / "tensorboard";
     writer_ = std::make_unique<tensorboard::EventWriter>(dir);
     spdlog::info("TensorBoard event files{}: {}", instead_of_.empty() ? "" : " (for " + instead_of_ + ")", dir.string());
@@ -95,7 +95,7 @@ class TensorBoardLogger : public Callback {
   }
 
   void on_batch_end(FitState& s, const std::string& stage, int64_t, const torch::Tensor&, int64_t) override {
-    if (writer_ && stage == "train") writer_->scalar(tag(lr_tag(s)), s.lr, s.logged_step());
+    if (writer_ && stage == "train") writer_->scalar(tag(lr_tag(s)), s.last_step.lr, s.logged_step());
   }
 
   void on_metrics(FitState& s, const Metrics& m) override {
@@ -122,7 +122,7 @@ class TensorBoardLogger : public Callback {
   }
 
  private:
-  static std::string lr_tag(const FitState& s) { return "lr-" + s.optimizer_name; }
+  static std::string lr_tag(const FitState& s) { return "lr-" + s.last_step.optimizer_name; }
   std::string tag(const std::string& name) const {
     return options_ && !options_->prefix.empty() ? options_->prefix + "-" + name : name;
   }

@@ -59,17 +59,17 @@ class ThroughputMonitor : public Callback {
   explicit ThroughputMonitor(ThroughputOptions o) : o_(std::move(o)) {}
 
   void on_fit_start(FitState& s) override {
-    s.count_items = true;
+    s.batch.count_items = true;
     const auto& t = s.setup->run.trainer;
-    peak_ = s.cuda_device >= 0 ? training::peak_flops(cuda::device_name(s.cuda_device),
-                                                      cuda::compute_capability_major(s.cuda_device), t.precision,
+    peak_ = s.process.cuda_device >= 0 ? training::peak_flops(cuda::device_name(s.process.cuda_device),
+                                                      cuda::compute_capability_major(s.process.cuda_device), t.precision,
                                                       cuda::float32_matmul_precision())
                                : std::nullopt;
     t0_ = monitor_seconds();
   }
 
   void on_epoch_start(FitState& s, const std::string& stage, int64_t) override {
-    if (stage == "train" && !flops_per_batch_ && !counter_ && s.main_rank) {
+    if (stage == "train" && !flops_per_batch_ && !counter_ && s.process.main_rank) {
       counter_ = std::make_unique<training::FlopCounter>();
       counted_from_ = totals_.batches;
     }
@@ -88,7 +88,7 @@ class ThroughputMonitor : public Callback {
   }
 
   void on_batch_end(FitState& s, const std::string& stage, int64_t, const torch::Tensor&, int64_t) override {
-    if (stage != "train" || !s.main_rank) return;
+    if (stage != "train" || !s.process.main_rank) return;
     if (!std::exchange(updated_, false)) update(s);
   }
 
@@ -98,18 +98,18 @@ class ThroughputMonitor : public Callback {
   }
 
   void add_step_metrics(FitState& s, Metrics& m) override {
-    if (!s.main_rank) return;
-    if (s.cuda_device >= 0) torch::cuda::synchronize(s.cuda_device);  // what the card has done, not queued
+    if (!s.process.main_rank) return;
+    if (s.process.cuda_device >= 0) torch::cuda::synchronize(s.process.cuda_device);  // what the card has done, not queued
     update(s);
     updated_ = true;
-    compute(s.world_size, m);
+    compute(s.process.world_size, m);
   }
 
  private:
   void update(const FitState& s) {
     totals_.batches += 1;
-    totals_.samples += s.batch_jets;
-    totals_.lengths += s.batch_items;
+    totals_.samples += s.batch.jets;
+    totals_.lengths += s.batch.items;
     totals_.time = monitor_seconds() - t0_;
     last_update_ = monitor_seconds();
     window_.push_back(totals_);

@@ -105,7 +105,7 @@ class Timer : public Callback {
 
   void check(FitState& s) {
     bool up = train_elapsed() >= *o_.duration_seconds;
-    up = s.sum_over_ranks({up ? 1.0 : 0.0})[0] > 0;  // every rank stops at the same step
+    up = s.actions.sum_over_ranks({up ? 1.0 : 0.0})[0] > 0;  // every rank stops at the same step
     if (!up || s.should_stop) {
       s.should_stop = s.should_stop || up;
       return;

@@ -58,20 +58,20 @@ std::string percent(double efficiency) {
 // Every rank's rows of `local` ([n, columns], float64, host), in rank order, through
 // element-wise sums: the row counts first, then each rank's rows at its offset.
 torch::Tensor gather_rows(const FitState& s, const torch::Tensor& local) {
-  if (!s.sum_over_ranks || s.world_size <= 1) return local;
-  std::vector<double> counts(static_cast<std::size_t>(s.world_size), 0.0);
-  counts[static_cast<std::size_t>(s.rank)] = static_cast<double>(local.size(0));
-  counts = s.sum_over_ranks(counts);
+  if (!s.actions.sum_over_ranks || s.process.world_size <= 1) return local;
+  std::vector<double> counts(static_cast<std::size_t>(s.process.world_size), 0.0);
+  counts[static_cast<std::size_t>(s.process.rank)] = static_cast<double>(local.size(0));
+  counts = s.actions.sum_over_ranks(counts);
   int64_t offset = 0, total = 0;
-  for (int r = 0; r < s.world_size; ++r) {
-    if (r < s.rank) offset += static_cast<int64_t>(counts[static_cast<std::size_t>(r)]);
+  for (int r = 0; r < s.process.world_size; ++r) {
+    if (r < s.process.rank) offset += static_cast<int64_t>(counts[static_cast<std::size_t>(r)]);
     total += static_cast<int64_t>(counts[static_cast<std::size_t>(r)]);
   }
   const auto width = local.size(1);
   std::vector<double> all(static_cast<std::size_t>(total * width), 0.0);
   const auto flat = local.contiguous();
   std::copy(flat.data_ptr<double>(), flat.data_ptr<double>() + flat.numel(), all.begin() + offset * width);
-  all = s.sum_over_ranks(all);
+  all = s.actions.sum_over_ranks(all);
   return torch::tensor(all, torch::kFloat64).reshape({total, width});
 }
 
@@ -104,7 +104,7 @@ class WorkingPointsCallback : public Callback {
   }
 
   void add_val_metrics(FitState& s, Metrics& m) override {
-    if (probs_.empty() && (!s.sum_over_ranks || s.world_size <= 1)) return;
+    if (probs_.empty() && (!s.actions.sum_over_ranks || s.process.world_size <= 1)) return;
     auto rows = probs_.empty() ? torch::zeros({0, 4}, torch::kFloat64)
                                : torch::cat({torch::cat(probs_).to(torch::kFloat64),
                                              torch::cat(flavours_).to(torch::kFloat64).unsqueeze(1)},

@@ -337,21 +337,13 @@ SaltWrapper build_model(const YAML::Node& raw, const ModelContext& ctx, const st
     });
     bc.objects_dim = decoder->options().embed_dim;
   }
-  GlobalAttentionPooling pool{nullptr};
-  NodeQueryGAP node_query_pool{nullptr};
-  if (m.pool_net) {
-    const auto* spec = config::components().find(m.pool_net->class_path);
-    const bool node_query = spec && builders<NodeQueryGAP>().count(spec->class_path);
-    order.build(SaltOrder::kPool, [&, node_query, here = bc.at(p + ".pool_net")] {
-      if (node_query)
-        node_query_pool = build_component<NodeQueryGAP>(*m.pool_net, here);
-      else
-        pool = build_component<GlobalAttentionPooling>(*m.pool_net, here);
-    });
-  }
+  PoolNet pool{nullptr};
+  if (m.pool_net)
+    order.build(SaltOrder::kPool,
+                [&, here = bc.at(p + ".pool_net")] { pool = build_component<PoolNet>(*m.pool_net, here); });
 
   // salt appends un-pooled "global" inputs to the pooled vector.
-  bc.global_dim = node_query_pool ? 2 * bc.constituent_dim : bc.constituent_dim;
+  bc.global_dim = pool ? pool->output_dim(bc.constituent_dim) : bc.constituent_dim;
   if (auto g = ctx.variables.find("global"); g != ctx.variables.end())
     bc.global_dim += static_cast<int64_t>(g->second.size());
 
@@ -368,7 +360,7 @@ SaltWrapper build_model(const YAML::Node& raw, const ModelContext& ctx, const st
   auto edges = build_edges(m, encoder, ctx, p);  // draws right after the init nets, as salt's
 
   SaltModel model(ctx.global_object, std::move(init_nets), encoder, pool, std::move(tasks), global_fw, decoder,
-                  node_query_pool, edges.net);
+                  edges.net);
   model->set_merge_dict(merges);
   SaltWrapper wrapper(model, build_norm(ctx), ctx.loss_mode, ctx.name);
   if (edges.constructor) wrapper->set_edge_constructor(std::move(*edges.constructor));

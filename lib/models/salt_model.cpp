@@ -9,9 +9,8 @@
 namespace salt::models {
 
 SaltModelImpl::SaltModelImpl(std::string global_object, std::vector<InitNet> init_net_list, Transformer encoder_in,
-                             GlobalAttentionPooling pool_in, std::vector<std::shared_ptr<TaskImpl>> task_list,
-                             Featurewise featurewise_in, MaskDecoder decoder_in, NodeQueryGAP node_query_in,
-                             InitNet edge_in)
+                             PoolNet pool_in, std::vector<std::shared_ptr<TaskImpl>> task_list,
+                             Featurewise featurewise_in, MaskDecoder decoder_in, InitNet edge_in)
     : torch::nn::Module("SaltModel"), global_object_(std::move(global_object)), init_nets_(std::move(init_net_list)),
       tasks_(std::move(task_list)) {
   if (init_nets_.empty()) throw UsageError("SaltModel: init_nets is empty");
@@ -27,8 +26,9 @@ SaltModelImpl::SaltModelImpl(std::string global_object, std::vector<InitNet> ini
   names.clear();
   for (const auto& t : tasks_)
     if (!names.insert(t->name()).second) throw UsageError("SaltModel: two tasks named '" + t->name() + "'");
-  if (node_query_in && !decoder_in) throw UsageError("SaltModel: NodeQueryGAP pooling needs a mask_decoder");
-  if (!pool_in && !node_query_in) {
+  if (pool_in && pool_in->needs_queries() && !decoder_in)
+    throw UsageError("SaltModel: " + pool_in->name() + " pooling needs a mask_decoder");
+  if (!pool_in) {
     if (encoder_in) throw UsageError("SaltModel: pool_net must be set if encoder is set");
     if (init_nets_.size() != 1) throw UsageError("SaltModel: pool_net must be set if more than one init_net is set");
     if (init_nets_.front()->input_name() != global_object_)
@@ -62,7 +62,6 @@ SaltModelImpl::SaltModelImpl(std::string global_object, std::vector<InitNet> ini
       }
   }
   if (pool_in) pool_net = register_module("pool_net", pool_in);
-  if (node_query_in) node_query_pool = register_module("pool_net", node_query_in);
 }
 
 void SaltModelImpl::check_edge_init_net(const InitNet& net, const Transformer& encoder_in) {
@@ -140,7 +139,7 @@ SaltModelOutput SaltModelImpl::forward(const TensorMap& inputs, const TensorMap&
   // out.sequence is the padded view for callers (zeros at padded slots).
   PackedSequence packed;
   packed.kernels = context.kernels;
-  if (!pool_net && !node_query_pool) {
+  if (!pool_net) {
     out.global_rep = init_nets_.front()->forward(inputs);
   } else {
     for (auto& net : init_nets_) {
@@ -171,8 +170,7 @@ SaltModelOutput SaltModelImpl::forward(const TensorMap& inputs, const TensorMap&
     }
     if (featurewise_global) packed.x = featurewise_global->forward(params.index_select(0, packed.jet()), packed.x);
     out.sequence = packed.unpack();
-    out.global_rep = node_query_pool ? node_query_pool->forward(out.sequence.x, out.sequence.mask(), out.objects.objects.embed)
-                                     : pool_net->forward_packed(packed.x, TokenLayout::of(packed));
+    out.global_rep = pool_net->pool({packed, out.sequence, out.objects.objects.embed});
   }
   // salt appends un-pooled "global" inputs to the pooled vector when present.
   if (auto g = inputs.find("global"); g != inputs.end()) out.global_rep = torch::cat({out.global_rep, g->second}, -1);

@@ -11,8 +11,7 @@
 
 #include "models/layers/featurewise.h"
 #include "models/layers/init_net.h"
-#include "models/layers/node_query_gap.h"
-#include "models/layers/pooling.h"
+#include "models/layers/pool_net.h"
 #include "models/layers/transformer.h"
 #include "models/maskformer/mask_decoder.h"
 #include "models/packing/common.h"
@@ -46,15 +45,15 @@ struct OnnxModelInput {
 
 class SaltModelImpl : public torch::nn::Module {
  public:
-  // encoder and pool_net may be empty holders (nullptr). Throws UsageError for
+  // encoder and pool_net (any pooling: pool_net.h) may be empty holders (nullptr). Throws UsageError for
   // salt's consistency rules (unique names, equal embedding sizes, pooling needed
   // for constituents).
   // featurewise_global (may be empty): featurewise_nets' `layer: global`, on the
   // encoder output before pooling and the constituent tasks.
   SaltModelImpl(std::string global_object, std::vector<InitNet> init_nets, Transformer encoder,
-                GlobalAttentionPooling pool_net, std::vector<std::shared_ptr<TaskImpl>> tasks,
+                PoolNet pool_net, std::vector<std::shared_ptr<TaskImpl>> tasks,
                 Featurewise featurewise_global = nullptr, MaskDecoder mask_decoder = nullptr,
-                NodeQueryGAP node_query_pool = nullptr, InitNet edge_init_net = nullptr);
+                InitNet edge_init_net = nullptr);
 
   // inputs: normalised; pad_masks: constituent name -> bool [B, L] (true = padded;
   // missing = all valid); labels nullptr for inference. `context`: the batch's host
@@ -91,10 +90,9 @@ class SaltModelImpl : public torch::nn::Module {
 
   torch::nn::ModuleList init_nets{nullptr}, tasks{nullptr}, edge_init_nets{nullptr};
   Transformer encoder{nullptr};
-  GlobalAttentionPooling pool_net{nullptr};
+  PoolNet pool_net{nullptr};
   Featurewise featurewise_global{nullptr};
   MaskDecoder mask_decoder{nullptr};
-  NodeQueryGAP node_query_pool{nullptr};  // salt's pool_net when it is a NodeQueryGAP
 
  private:
   // One line naming what is wrong with an edge init net for this encoder; sets edge_input_.

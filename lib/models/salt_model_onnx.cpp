@@ -4,7 +4,6 @@
 
 #include "core/errors.h"
 #include "export/layers.h"
-#include "models/layers/node_query_gap.h"
 #include "models/maskformer/mask_decoder.h"
 #include "models/maskformer/maskformer_outputs.h"
 #include "models/salt_model.h"
@@ -104,7 +103,7 @@ std::vector<OnnxOutput> SaltModelImpl::to_onnx(ox::Graph& g, const OnnxModelInpu
   ox::Value global_rep, tokens;
   OnnxObjects objects;
   std::map<std::string, std::pair<ox::Value, ox::Value>> segment;  // constituent input -> (offset [1], count [1])
-  if (!pool_net && !node_query_pool) {
+  if (!pool_net) {
     global_rep = init_nets_.front()->to_onnx(g, in.inputs);
   } else {
     std::vector<ox::Value> parts;
@@ -125,7 +124,7 @@ std::vector<OnnxOutput> SaltModelImpl::to_onnx(ox::Graph& g, const OnnxModelInpu
       if (params.empty()) throw UsageError("to_onnx: featurewise nets need the `parameters` inputs");
       tokens = featurewise_global->to_onnx(g, params, tokens);
     }
-    global_rep = node_query_pool ? node_query_pool->to_onnx(g, tokens, objects.embed) : pool_net->to_onnx(g, tokens);
+    global_rep = pool_net->pool_onnx(g, tokens, objects.embed);
   }
   if (in.inputs.count("global")) global_rep = g.op("Concat", {global_rep, in.inputs.at("global")}, {{"axis", int64_t{-1}}});
 

@@ -1,5 +1,5 @@
 // The only place that knows how torch's c10d differs between LibTorch 1.13 (Debian,
-// CI) and 2.x (pip, GPU machines). Included by .cpp files of lib/dist only: the
+// CI) and 2.x (pip, GPU machines). Included by .cpp files of lib/parallel only: the
 // c10d and Gloo headers are heavy and must not leak into the rest of salt-cpp.
 //
 // What differs, and what does not:

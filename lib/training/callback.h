@@ -26,7 +26,7 @@ namespace salt::callbacks {
 
 using Metrics = std::map<std::string, double>;
 
-// A tuner's trial (BatchSizeFinder, LearningRateFinder; FitState::run_trial):
+// A tuner's trial (BatchSizeFinder, LearningRateFinder; FitActions::run_trial):
 // optimizer steps from the model's current weights with a throwaway optimizer,
 // outside the run (no callback, logger or checkpoint sees them); afterwards the
 // weights and the random generators are put back.
@@ -49,48 +49,37 @@ struct TrialResult {
 
 // What the fit hooks see. fit() owns it and keeps it current; callbacks read it
 // and may refuse the run from on_fit_start (throw UsageError).
-struct FitState {
-  training::RunSetup* setup = nullptr;
-  training::Optimization* optimization = nullptr;  // StochasticWeightAveraging swaps its schedule
-  std::filesystem::path run_dir;  // empty under fast_dev_run
-  bool main_rank = true;          // only rank 0 writes files and prints
-  int rank = 0;                   // this process's rank in a data-parallel run
-  int world_size = 1;             // processes training together
-  int64_t train_rows = 0;         // training jets each epoch draws from (after num_train)
-  bool dev_run = false;           // fast_dev_run: nothing written
-  bool same_dir_resume = false;   // resumed from a requeue checkpoint in run_dir
-  int64_t epoch = 0, global_step = 0;
-  // The step Lightning labels what is logged now with (its loop's
-  // `_batches_that_stepped`): the optimizer steps taken before the current batch's,
-  // so the 50th step's losses (and its gradients, in on_after_backward) are logged at
-  // 49, a validation after 120 steps at 119. metrics.csv and TensorBoard use it.
-  // stepping: fit() is inside an optimizer step, whose global_step is not yet counted.
-  bool stepping = false;
-  int64_t logged_step() const { return stepping || global_step == 0 ? global_step : global_step - 1; }
-  // The run's plan (training/fit_plan.h), which fit() owns: null until it is worked
-  // out, i.e. in on_setup and tune; the accessors below then give 0.
-  const training::TrainPlan* plan = nullptr;
-  const training::ValPlan* val_plan = nullptr;
-  double lr = 0, beta1 = 0, weight_decay = 0;  // what the last optimizer step used
-  std::string optimizer_name = "AdamW";
-  Metrics val_metrics;    // the last validation's
-  Metrics train_metrics;  // the last logged train interval's (Lightning's callback_metrics hold both)
-  // Training batches done in this epoch while a mid-epoch hook runs (a step
-  // checkpoint, a validation within the epoch); -1 once the epoch's batches are
-  // done. Checkpoints record it, so a resume continues after those batches.
-  int64_t batch_in_epoch = -1;
-  // Lightning's trainer.should_stop: a callback asks the run to end; it ends at
-  // the next batch or epoch boundary once min_epochs/min_steps are met.
-  bool should_stop = false;
-  int cuda_device = -1;  // the CUDA device this rank trains on; -1 on the CPU
-  // The training batch in hand, from before its step to its on_batch_end: its jets,
-  // and (once a callback sets count_items, e.g. ThroughputMonitor) its valid constituents.
-  int64_t batch_jets = 0, batch_items = 0;
+// Where this process is in the run.
+struct RankPlace {
+  bool main_rank = true;  // only rank 0 writes files and prints
+  int rank = 0;           // this process's rank in a data-parallel run
+  int world_size = 1;     // processes training together
+  int cuda_device = -1;   // the CUDA device this rank trains on; -1 on the CPU
+};
+
+// What the last optimizer step used.
+struct LastStep {
+  double lr = 0, beta1 = 0, weight_decay = 0;
+  std::string optimizer_name = "AdamW";  // Lightning logs lr-<class name>
+};
+
+// The metrics last logged (Lightning's callback_metrics hold both).
+struct LoggedMetrics {
+  Metrics val;    // the last validation's
+  Metrics train;  // the last logged train interval's
+};
+
+// The training batch in hand: its jets, and (once a callback sets count_items,
+// e.g. ThroughputMonitor) its valid constituents.
+struct BatchInHand {
+  int64_t jets = 0, items = 0;
   bool count_items = false;
-  // Batches per optimizer step in this epoch (trainer.accumulate_grad_batches;
-  // GradientAccumulationScheduler sets it at each train epoch's start).
-  int64_t accumulate_grad_batches = 1;
-  std::filesystem::path resumed_from;  // --ckpt_path (or the requeue checkpoint), empty if none
+};
+
+// What the run lends its callbacks to do, beside the values FitState holds; each
+// may be empty where the run does not offer it (a test's own FitState, a tuner's
+// trial, the hooks outside which run_trial and edit_config exist).
+struct FitActions {
   // The full training state now (weights, optimizer, scheduler, RNG), for checkpoints.
   std::function<training::CheckpointState()> capture;
   // Tells every callback that a checkpoint was written (on_checkpoint_saved).
@@ -109,6 +98,43 @@ struct FitState {
   // settings and what config.yaml records change together (config::apply_edit);
   // only during the tune hook. Tuners change settings through this alone.
   std::function<void(const config::ConfigEdit&)> edit_config;
+};
+
+struct FitState {
+  training::RunSetup* setup = nullptr;
+  training::Optimization* optimization = nullptr;  // StochasticWeightAveraging swaps its schedule
+  std::filesystem::path run_dir;  // empty under fast_dev_run
+  RankPlace process;              // this process's rank and device among the run's
+  int64_t train_rows = 0;         // training jets each epoch draws from (after num_train)
+  bool dev_run = false;           // fast_dev_run: nothing written
+  bool same_dir_resume = false;   // resumed from a requeue checkpoint in run_dir
+  int64_t epoch = 0, global_step = 0;
+  // The step Lightning labels what is logged now with (its loop's
+  // `_batches_that_stepped`): the optimizer steps taken before the current batch's,
+  // so the 50th step's losses (and its gradients, in on_after_backward) are logged at
+  // 49, a validation after 120 steps at 119. metrics.csv and TensorBoard use it.
+  // stepping: fit() is inside an optimizer step, whose global_step is not yet counted.
+  bool stepping = false;
+  int64_t logged_step() const { return stepping || global_step == 0 ? global_step : global_step - 1; }
+  // The run's plan (training/fit_plan.h), which fit() owns: null until it is worked
+  // out, i.e. in on_setup and tune; the accessors below then give 0.
+  const training::TrainPlan* plan = nullptr;
+  const training::ValPlan* val_plan = nullptr;
+  LastStep last_step;      // what the last optimizer step used
+  LoggedMetrics metrics;   // the last validation's and the last logged train interval's
+  // Training batches done in this epoch while a mid-epoch hook runs (a step
+  // checkpoint, a validation within the epoch); -1 once the epoch's batches are
+  // done. Checkpoints record it, so a resume continues after those batches.
+  int64_t batch_in_epoch = -1;
+  // Lightning's trainer.should_stop: a callback asks the run to end; it ends at
+  // the next batch or epoch boundary once min_epochs/min_steps are met.
+  bool should_stop = false;
+  BatchInHand batch;  // the training batch from before its step to its on_batch_end
+  // Batches per optimizer step in this epoch (trainer.accumulate_grad_batches;
+  // GradientAccumulationScheduler sets it at each train epoch's start).
+  int64_t accumulate_grad_batches = 1;
+  std::filesystem::path resumed_from;  // --ckpt_path (or the requeue checkpoint), empty if none
+  FitActions actions;  // what a callback may ask of the run
 
   int64_t max_epochs() const { return plan ? plan->max_epochs : 0; }          // -1: until max_steps
   int64_t train_batches() const { return plan ? plan->train_batches : 0; }    // per epoch
@@ -124,8 +150,8 @@ struct FitState {
 // What a monitor (EarlyStopping, ModelCheckpoint) can name: the last train and
 // validation metrics, as Lightning's trainer.callback_metrics.
 inline Metrics monitor_candidates(const FitState& s) {
-  Metrics m = s.train_metrics;
-  for (const auto& [k, v] : s.val_metrics) m[k] = v;
+  Metrics m = s.metrics.train;
+  for (const auto& [k, v] : s.metrics.val) m[k] = v;
   return m;
 }
 
@@ -150,8 +176,8 @@ class Callback {
   virtual void on_setup(FitState&) {}
   // The data are open and the model is placed; the batches per epoch and the
   // one-cycle schedule are not planned yet. Tuners (BatchSizeFinder,
-  // LearningRateFinder) run trials here (FitState::run_trial) and may change
-  // data.batch_size or model.lrs_config (FitState::edit_config), which the run then plans with.
+  // LearningRateFinder) run trials here (FitActions::run_trial) and may change
+  // data.batch_size or model.lrs_config (FitActions::edit_config), which the run then plans with.
   virtual void tune(FitState&) {}
   // The run directory and any resume are decided, run files written, nothing
   // trained yet.
@@ -166,16 +192,16 @@ class Callback {
   // gradient sync), before clipping and the step: the gradients are complete.
   // global_step is the step about to be taken.
   virtual void on_after_backward(FitState&) {}
-  // A histogram to store at the current global_step (FitState::log_histogram).
+  // A histogram to store at the current global_step (FitActions::log_histogram).
   virtual void on_histogram(FitState&, const std::string& tag, const std::vector<double>& values) {}
-  // A PNG picture to store at the current global_step (FitState::log_image).
+  // A PNG picture to store at the current global_step (FitActions::log_image).
   virtual void on_image(FitState&, const std::string& tag, const std::string& png) {}
-  // Text (markdown) to store at the current global_step (FitState::log_text).
+  // Text (markdown) to store at the current global_step (FitActions::log_text).
   virtual void on_text(FitState&, const std::string& tag, const std::string& markdown) {}
   // Each validation batch's model output and the batch (on the device), before on_batch_end.
   virtual void on_validation_batch(FitState&, const models::ModelOutput&, const Batch&) {}
   // After a validation's losses are averaged: add val/... metrics of its own (every
-  // rank calls it; sums over ranks through FitState::sum_over_ranks).
+  // rank calls it; sums over ranks through FitActions::sum_over_ranks).
   virtual void add_val_metrics(FitState&, Metrics&) {}
   virtual void on_epoch_end(FitState&, const std::string& stage, const std::string& summary) {}
   // Every log_every_n_steps optimizer steps: the train metrics about to be logged.
@@ -188,7 +214,7 @@ class Callback {
   virtual void on_fit_end(FitState&) {}
   // Training ended with an error (thrown, a non-finite loss, another rank's failure,
   // SIGINT/SIGTERM), before the error is reported: Lightning's on_exception. The
-  // state (FitState::capture) is the last optimizer step's; `error` is its message.
+  // state (FitActions::capture) is the last optimizer step's; `error` is its message.
   virtual void on_exception(FitState&, const std::string& error) {}
 
   // After the epoch's training and its validation, if it had one (Lightning's

@@ -48,7 +48,7 @@ class CountingCallback : public callbacks::Callback {
   void on_metrics(callbacks::FitState&, const callbacks::Metrics&) override { counts.metrics += w_; }
   void on_validation_end(callbacks::FitState& s) override {
     counts.validations += w_;
-    EXPECT_TRUE(s.val_metrics.count("val/loss"));
+    EXPECT_TRUE(s.metrics.val.count("val/loss"));
   }
   void on_checkpoint_saved(callbacks::FitState&, const std::filesystem::path& p) override {
     counts.checkpoints += w_;

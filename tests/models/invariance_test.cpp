@@ -2,6 +2,7 @@
 // empty jets are finite, registers are pooled, gradients flow.
 #include <gtest/gtest.h>
 
+#include "models/layers/pooling.h"
 #include "models/model_test_helpers.h"
 
 using namespace salt::models;
@@ -113,7 +114,7 @@ TEST(Invariance, RegistersTakePartInPooling) {
   auto out = f.model->forward(batch.inputs, batch.pad_masks);
   ASSERT_EQ(out.sequence.segments.back().name, "REGISTERS");
   ASSERT_EQ(out.sequence.x.size(1), 4 + 2);
-  auto w = f.model->model->pool_net->weights(out.sequence.x, out.sequence.mask());
+  auto w = f.model->model->pool_net->as<GlobalAttentionPooling>()->weights(out.sequence.x, out.sequence.mask());
   EXPECT_GT(w[0].narrow(0, 4, 2).sum().item<float>(), 0.0f);
   EXPECT_NEAR(w[1].narrow(0, 4, 2).sum().item<float>(), 1.0f, 1e-6);  // only registers are valid
   EXPECT_EQ(w[0].narrow(0, 3, 1).item<float>(), 0.0f);                  // the padded track gets nothing

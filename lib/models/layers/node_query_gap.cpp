@@ -20,7 +20,7 @@ const config::Binding<NodeQueryGAPConfig>& node_query_gap_binding() {
   return b;
 }
 
-const bool kNodeQueryGapRegistered = register_model_component<NodeQueryGAP>(
+const bool kNodeQueryGapRegistered = register_model_component<PoolNet>(
     {"salt.models.NodeQueryGAP", "pooling", node_query_gap_binding().type(),
      "Attention pooling of the constituents and of a MaskFormer decoder's object queries, concatenated (2 x input_size).",
      config::Support::kFull, "", {"salt.models.pooling.NodeQueryGAP"}},
@@ -32,12 +32,12 @@ const bool kNodeQueryGapRegistered = register_model_component<NodeQueryGAP>(
       if (c.input_size != ctx.constituent_dim || c.input_size != ctx.objects_dim)
         throw UsageError(ctx.arg("input_size") + ": " + std::to_string(c.input_size) + " must be the size of the encoded "
                          "constituents and of the object queries (" + std::to_string(ctx.constituent_dim) + ")");
-      return NodeQueryGAP(c.input_size);
+      return PoolNet(std::shared_ptr<PoolNetImpl>(NodeQueryGAP(c.input_size).ptr()));
     });
 
 }  // namespace
 
-NodeQueryGAPImpl::NodeQueryGAPImpl(int64_t input_size) : torch::nn::Module("NodeQueryGAP") {
+NodeQueryGAPImpl::NodeQueryGAPImpl(int64_t input_size) : PoolNetImpl("NodeQueryGAP") {
   gate_nn_1 = register_module("gate_nn_1", torch::nn::Linear(input_size, 1));
   gate_nn_2 = register_module("gate_nn_2", torch::nn::Linear(input_size, 1));
 }
@@ -56,6 +56,14 @@ ox::Value NodeQueryGAPImpl::to_onnx(ox::Graph& g, const ox::Value& nodes, const 
   const int64_t d = gate_nn_2->weight.size(1);
   auto padded = g.op("Concat", {queries, g.constant(torch::zeros({1, d}), "zero_query")}, {{"axis", int64_t{0}}});
   return g.op("Concat", {attention_pool_onnx(g, nodes, gate_nn_1), attention_pool_onnx(g, padded, gate_nn_2)}, {{"axis", int64_t{-1}}});
+}
+
+torch::Tensor NodeQueryGAPImpl::pool(const PoolInputs& in) {
+  return forward(in.sequence.x, in.sequence.mask(), in.queries);
+}
+
+ox::Value NodeQueryGAPImpl::pool_onnx(ox::Graph& g, const ox::Value& tokens, const ox::Value& queries) {
+  return to_onnx(g, tokens, queries);
 }
 
 }  // namespace salt::models

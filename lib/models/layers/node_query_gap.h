@@ -8,12 +8,18 @@
 #include <torch/torch.h>
 
 #include "export/fwd.h"
+#include "models/layers/pool_net.h"
 
 namespace salt::models {
 
-class NodeQueryGAPImpl : public torch::nn::Module {
+class NodeQueryGAPImpl : public PoolNetImpl {
  public:
   explicit NodeQueryGAPImpl(int64_t input_size);
+  // The pool_net interface: the padded sequence and the queries, to_onnx, 2D.
+  torch::Tensor pool(const PoolInputs& in) override;
+  ox::Value pool_onnx(ox::Graph& g, const ox::Value& tokens, const ox::Value& queries) override;
+  int64_t output_dim(int64_t constituent_dim) const override { return 2 * constituent_dim; }
+  bool needs_queries() const override { return true; }
   // nodes [B, L, D] with pad_mask bool [B, L] (true = padded; undefined = all
   // valid), queries [B, M, D] -> [B, 2D].
   torch::Tensor forward(const torch::Tensor& nodes, const torch::Tensor& pad_mask, const torch::Tensor& queries);

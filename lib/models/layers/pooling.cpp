@@ -14,15 +14,15 @@ const config::Binding<GlobalAttentionPoolingOptions>& pooling_binding() {
   return b;
 }
 
-GlobalAttentionPooling build_pooling(const YAML::Node& init_args, const BuildContext& ctx) {
+PoolNet build_pooling(const YAML::Node& init_args, const BuildContext& ctx) {
   const auto size = pooling_binding().read(init_args).input_size();
   if (size != ctx.constituent_dim)
     throw UsageError(ctx.arg("input_size") + ": " + std::to_string(size) + " does not match the embedding size " +
                      std::to_string(ctx.constituent_dim) + " it pools");
-  return GlobalAttentionPooling(size);
+  return PoolNet(std::shared_ptr<PoolNetImpl>(GlobalAttentionPooling(size).ptr()));
 }
 
-const bool kPoolingRegistered = register_model_component<GlobalAttentionPooling>(
+const bool kPoolingRegistered = register_model_component<PoolNet>(
     {"salt.models.GlobalAttentionPooling", "pooling", pooling_binding().type(),
      "Softmax-weighted sum over valid constituents and registers.", config::Support::kFull, "",
      {"salt.models.pooling.GlobalAttentionPooling"}},
@@ -31,7 +31,7 @@ const bool kPoolingRegistered = register_model_component<GlobalAttentionPooling>
 }  // namespace
 
 GlobalAttentionPoolingImpl::GlobalAttentionPoolingImpl(int64_t input_size)
-    : torch::nn::Module("GlobalAttentionPooling") {
+    : PoolNetImpl("GlobalAttentionPooling") {
   gate_nn = register_module("gate_nn", torch::nn::Linear(input_size, 1));
 }
 
@@ -58,6 +58,14 @@ ox::Value attention_pool_onnx(ox::Graph& g, const ox::Value& x, const torch::nn:
 
 ox::Value GlobalAttentionPoolingImpl::to_onnx(ox::Graph& g, const ox::Value& x) {
   return attention_pool_onnx(g, x, gate_nn);
+}
+
+torch::Tensor GlobalAttentionPoolingImpl::pool(const PoolInputs& in) {
+  return forward_packed(in.packed.x, TokenLayout::of(in.packed));
+}
+
+ox::Value GlobalAttentionPoolingImpl::pool_onnx(ox::Graph& g, const ox::Value& tokens, const ox::Value&) {
+  return to_onnx(g, tokens);
 }
 
 }  // namespace salt::models

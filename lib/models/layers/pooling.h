@@ -4,9 +4,9 @@
 #pragma once
 #include <torch/torch.h>
 
-#include "models/packing/common.h"
-
 #include "export/fwd.h"
+#include "models/layers/pool_net.h"
+#include "models/packing/common.h"
 
 namespace salt::models {
 
@@ -18,9 +18,13 @@ struct GlobalAttentionPoolingOptions {
 // (zeros for L = 0); also NodeQueryGAP's two halves.
 ox::Value attention_pool_onnx(ox::Graph& g, const ox::Value& x, const torch::nn::Linear& gate);
 
-class GlobalAttentionPoolingImpl : public torch::nn::Module {
+class GlobalAttentionPoolingImpl : public PoolNetImpl {
  public:
   explicit GlobalAttentionPoolingImpl(int64_t input_size);
+  // The pool_net interface: the packed rows, to_onnx, D.
+  torch::Tensor pool(const PoolInputs& in) override;
+  ox::Value pool_onnx(ox::Graph& g, const ox::Value& tokens, const ox::Value& queries) override;
+  int64_t output_dim(int64_t constituent_dim) const override { return constituent_dim; }
   // x: [B, L, D]; pad_mask: bool [B, L] true = padded (may be undefined).
   // Returns [B, D].
   torch::Tensor forward(const torch::Tensor& x, const torch::Tensor& pad_mask = {});

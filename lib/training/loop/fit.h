@@ -1,7 +1,7 @@
 // `salt fit`: the training loop over a resolved config, as salt (Lightning) runs
 // it: epochs of training then validation, AdamW + OneCycleLR per optimizer step,
 // checkpoints after every validation, metrics.csv, resume from a checkpoint.
-// Data parallel when a launcher started several processes (see lib/dist and
+// Data parallel when a launcher started several processes (see lib/parallel and
 // docs/distributed.md): each rank trains on its shard, gradients are averaged,
 // rank 0 alone writes the run directory.
 #pragma once

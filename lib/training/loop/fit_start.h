@@ -1,124 +1,104 @@
-// `salt fit`'s set-up, in named stages (process group, data, run directory and
-// resume, the tuners, schedule, git checks, run files, loaders, the training step),
-// and the state the run goes on with: FitRun (fit.cpp) trains from it. Internal to
-// fit.cpp; callbacks see the run through `state_`.
+// `salt fit`'s set-up, as stages: each a function from what it needs to what it
+// makes (the agreed seed, where the run starts, the weights taken, what the ranks
+// must have alike, the plan, the optimizer, git's record, the run files, the
+// loaders, salt's batch order, the step). FitRun (fit_run.h) calls them in order
+// and keeps what they make as its parts. Internal to training/loop.
 #pragma once
 #include <yaml-cpp/yaml.h>
 
-#include <filesystem>
+#include <cstdint>
 #include <memory>
-#include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
-#include "config/compose.h"
-#include "config/config_edit.h"
-#include "data/file_pin.h"
 #include "data/loader.h"
-#include "data/temp_copy.h"
-#include "parallel/grad_sync.h"
-#include "parallel/session.h"
-#include "training/callback.h"
-#include "training/loop/batch_order.h"
-#include "training/checkpoints/checkpoint.h"
-#include "training/loop/epoch_resources.h"
-#include "training/loop/fit.h"
+#include "data/sampler.h"
 #include "training/fit_plan.h"
-#include "training/loop/fit_support.h"
-#include "training/step/forward_batch.h"
-#include "training/optim/optimization.h"
-#include "training/outputs/profiler.h"
-#include "training/loop/run_dir.h"
+#include "training/loop/batch_order.h"
+#include "training/loop/fit.h"
 #include "training/loop/run_inputs.h"
 #include "training/loop/run_loaders.h"
 #include "training/loop/run_processes.h"
-#include "training/loop/fit_schedule.h"
 #include "training/loop/run_start.h"
+#include "training/optim/optimization.h"
 #include "training/run_setup.h"
+#include "training/step/step_context.h"
 #include "training/step/step_options.h"
 #include "training/step/train_step.h"
 
 namespace salt::training {
 
-// A callback's class without its namespaces (ProgressBar), for the profiler.
-std::string callback_class_name(const callbacks::Callback& c);
+// Readies the device (TF32 matmuls on a card, as salt trains) and, with several
+// processes, says so and gives every rank rank 0's seed, re-seeding as Lightning's
+// DDPStrategy does once the model is built. Returns the run's seed.
+uint64_t agree_on_seed(const RunProcesses& processes, const RunSetup& setup);
 
-class FitStart {
- protected:
-  FitStart(const config::ResolvedConfig& resolved, const FitHooks& hooks, const std::optional<StepOptions>& options);
-  ~FitStart();
+// Where the run starts: rank 0 claims the run directory and finds the checkpoint to
+// resume (--ckpt_path, or a requeue checkpoint in the same directory); the other
+// ranks take its answer. The resumed weights are loaded into the model.
+RunStart decide_start(RunSetup& setup, const RunProcesses& processes, bool dev_run);
 
-  // Every stage up to the first training batch, in order.
-  void set_up();
+// Fine-tuning (init_from) on a new run, and the freezing a run (or its resumed
+// run) asks for. Returns what metadata.yaml records under init_from.
+YAML::Node init_weights(RunSetup& setup, const RunStart& start);
 
-  // Calls a callback hook on every callback; under trainer.profiler each one's
-  // time is recorded as [Callback]<class>.<hook>.
-  template <class Hook, class... Args>
-  void hook(const char* name, Hook h, Args&&... args) {
-    if (!profiler_) return callbacks_.call(h, args...);
-    for (const auto& c : callbacks_.all()) {
-      SimpleProfiler::Scope scope(profiler_.get(), "[Callback]" + callback_class_name(*c) + "." + name);
-      ((*c).*h)(args...);
-    }
-  }
+// What every rank of a data-parallel run must have alike, in words for the error
+// naming a difference.
+std::vector<std::pair<std::string, std::string>> rank_settings(const RunSetup& setup, const StepOptions& options,
+                                                               const RunInputs& inputs, const RunStart& start);
 
-  SimpleProfiler::Scope profile(const char* action) { return SimpleProfiler::Scope(profiler_.get(), action); }
-
-  // Input files are pinned for the run (data/file_pin.h): a change stops it in one line.
-  void check_inputs() const;
-  data::LoaderOptions loader_options() const;
-
- private:
-  // The stages (fit_start.cpp says what each does).
-  void restore_callbacks();
-  void join_data_parallel();
-  void decide_start();
-  std::string decide_on_rank0();
-  void load_resume();
-  void init_weights();
-  void place_model();
-  std::vector<std::pair<std::string, std::string>> rank_settings() const;
-  void plan_steps();
-  void make_optimization();
-  void run_git_checks();
-  void copy_to_temp();
-  void write_files();
-  data::SamplerOptions val_sampler(int64_t batch_size) const;
-  void make_loaders();
-  void make_batch_order();
-  TrainStepOptions step_options() const;
-  void make_step();
-  void choose_precision();
-  void tune();
-  void apply_tuned(const config::ConfigEdit& edit);
-  void prepare_state();
-  void resume_position();
-
- protected:
-  RunSetup setup_;
-  const FitHooks& hooks_;
-  StepOptions options_;  // the switches, read once (training/step/step_options.h)
-  const TrainerConfig& trainer_;
-  const data::DataConfig& data_;  // setup_.run.data, which a tuner's edit changes in place (apply_tuned)
-  bool dev_run_ = false;
-  RunProcesses processes_;  // the device, and the session, rank and world of several processes
-  std::optional<QuietLogs> quiet_;
-  // data
-  RunInputs inputs_;  // the readers, members, temp copies and pins of the input files
-  RunLoaders loaders_;  // the training sampler, both loaders and salt's batch order
-  RunRecord record_;  // config.yaml as written, git's metadata, what fine-tuning took
-  // run directory and resume
-  RunStart start_;  // the run directory and the checkpoint resumed from
-  // schedule and loop position
-  FitSchedule schedule_;  // the optimizer and schedule, the plan, where a resumed epoch picks up
-  StepContext step_context_;  // the step's device, autocast, transfer, kernels (choose_precision)
-  ResourceMeter meter_;
-  std::unique_ptr<TrainStep> step_;  // the training step: loss scaler, graphs, host-read meter, non-finite watch
-  std::unique_ptr<SimpleProfiler> profiler_;  // trainer.profiler
-  // callbacks
-  callbacks::CallbackList callbacks_;
-  callbacks::FitState state_;
-  FitResult result_;
+// The batches of an epoch and the steps of the run (training/fit_plan.h), with the
+// training sampler they come from: this rank's share of salt's batches.
+struct StepPlan {
+  data::SamplerOptions train_sampler;
+  TrainPlan plan;
 };
+StepPlan plan_steps(const RunSetup& setup, const RunInputs& inputs, const RunProcesses& processes,
+                    const RunStart& start);
+
+// The optimizer and its schedule, at the resumed run's step with its state.
+std::unique_ptr<Optimization> make_optimization(const RunSetup& setup, const TrainPlan& plan, const RunStart& start);
+
+// The git checks (rank 0; none under fast_dev_run): may refuse the run, write
+// uncommitted.patch and push a tag. Returns git's metadata.
+YAML::Node run_git_checks(const FitHooks& hooks, const RunStart& start, const RunProcesses& processes,
+                          bool dev_run);
+
+// config.yaml, metadata.yaml and the dicts in the run directory (rank 0). Returns
+// config.yaml as written (the checkpoints' hyper_parameters).
+struct RunFilesInput {
+  const RunSetup& setup;
+  const RunInputs& inputs;
+  const RunProcesses& processes;
+  const StepOptions& options;
+  const StepContext& context;
+  const YAML::Node& git;
+  const YAML::Node& init_from;
+};
+std::string write_files(const RunFilesInput& in, const std::filesystem::path& run_dir);
+
+data::LoaderOptions loader_options(const data::DataConfig& data, const RunProcesses& processes);
+
+// The training loader over the planned sampler and the validation loader over
+// this rank's share of the validation file; the order is made by make_batch_order.
+RunLoaders make_loaders(const RunInputs& inputs, data::SamplerOptions train_sampler,
+                        const data::LoaderOptions& options, int64_t batch_size, const RunProcesses& processes);
+
+// salt's batch order from torch's generator (batch_order.h); an exact resume
+// mid-epoch finishes the epoch in the order its checkpoint recorded, a resume from
+// salt's mid-epoch checkpoint starts the epoch over as Lightning does.
+struct ResumedOrder {
+  std::unique_ptr<BatchOrder> order;
+  bool lightning_restart = false;  // that epoch starts over (FitSchedule::lightning_restart)
+};
+ResumedOrder make_batch_order(const BatchOrderOptions& options, const RunStart& start, const TrainPlan& plan,
+                              data::Loader& train);
+
+// The options make_batch_order starts from: how salt's loader makes its iterators.
+BatchOrderOptions batch_order_options(const RunSetup& setup, const RunStart& start, int world, bool dev_run);
+
+// The training step; a resumed run's loss scale continues from its checkpoint.
+std::unique_ptr<TrainStep> make_step(models::SaltWrapperImpl& model, TrainStepOptions options, const RunStart& start);
 
 }  // namespace salt::training

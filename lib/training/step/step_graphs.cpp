@@ -26,7 +26,6 @@ std::string cuda_graphs_refusal(const torch::Device& device, bool one_process, i
   if (accumulate_grad_batches != 1) return "accumulate_grad_batches is " + std::to_string(accumulate_grad_batches);
   const auto& model = *wrapper.model;
   if (model.mask_decoder) return "the mask decoder matches objects on the host";
-  if (model.node_query_pool) return "NodeQueryGAP pooling";
   if (!model.merge_dict().empty()) return "merged inputs (merge_dict)";
   if (model.encoder && model.encoder->options().edge_embed_dim() > 0) return "edge features";
   return "";

@@ -29,7 +29,8 @@ namespace salt::training {
 // one process (no NCCL all-reduce inside the step), one batch per optimizer step
 // and a model whose every static-rows capacity follows from the batch's pad
 // masks (bucket_key); a mask decoder (its matching runs on the host), merged
-// inputs (merge_dict: their counts sum several masks) and NodeQueryGAP do not.
+// inputs (merge_dict: their counts sum several masks) do not (nor NodeQueryGAP,
+// which pools a mask decoder's queries).
 std::string cuda_graphs_refusal(const torch::Device& device, bool one_process, int64_t accumulate_grad_batches,
                                 const models::SaltWrapperImpl& model);
 

@@ -10,6 +10,7 @@
 #include <sstream>
 
 #include "core/errors.h"
+#include "models/layers/node_query_gap.h"
 #include "models/model_factory.h"
 #include "models/model_test_helpers.h"
 #include "support/test_support.h"
@@ -171,7 +172,8 @@ TEST(MaskDecoder, NodeQueryGAPPoolsTheTracksAndTheQueries) {
   ctx.mf_config = mf;
   auto model = build_model(model_model, ctx);
   model->eval();
-  ASSERT_TRUE(model->model->node_query_pool);
+  auto* node_query = model->model->pool_net->as<NodeQueryGAP>();
+  ASSERT_TRUE(node_query);
   torch::manual_seed(1);
   TensorMap inputs{{"jets", torch::randn({3, 2})}, {"tracks", torch::randn({3, 6, 3})}};
   auto pad = torch::zeros({3, 6}, torch::kBool);
@@ -179,11 +181,11 @@ TEST(MaskDecoder, NodeQueryGAPPoolsTheTracksAndTheQueries) {
   TensorMap pads{{"tracks", pad}};
   const auto out = model->forward(inputs, pads);
   ASSERT_EQ(out.global_rep.size(1), 64);
-  const auto want = model->model->node_query_pool->forward(out.sequence.x, out.sequence.mask(), out.objects.objects.embed);
+  const auto want = node_query->forward(out.sequence.x, out.sequence.mask(), out.objects.objects.embed);
   EXPECT_TRUE(torch::allclose(out.global_rep, want));
   // The second half depends on the queries alone.
   const auto halves = out.global_rep.split(32, 1);
-  EXPECT_TRUE(torch::allclose(halves[1], model->model->node_query_pool->forward(out.sequence.x * 0, out.sequence.mask(),
+  EXPECT_TRUE(torch::allclose(halves[1], node_query->forward(out.sequence.x * 0, out.sequence.mask(),
                                                                                out.objects.objects.embed)
                                              .split(32, 1)[1]));
 }

@@ -6,6 +6,7 @@
 #include "core/torch_compat.h"
 #include "models/layers/attention.h"
 #include "models/layers/transformer.h"
+#include "models/layers/pooling.h"
 #include "models/model_test_helpers.h"
 #include "models/tasks/classification_task.h"
 #include "models/tasks/vertexing_task.h"
@@ -33,7 +34,7 @@ Reference padded_reference(SaltWrapper& wrapper, const ToyBatch& t) {
   for (size_t i = 0; i < m->encoder->layers->size(); ++i)
     x = m->encoder->layers->ptr<EncoderLayerImpl>(i)->forward(x, full_mask);
   x = m->encoder->out_norm->forward(m->encoder->out_proj->forward(x));
-  auto pooled = m->pool_net->forward(x, full_mask);
+  auto pooled = m->pool_net->as<GlobalAttentionPooling>()->forward(x, full_mask);
   auto trk = x.narrow(1, 0, l);
 
   Reference ref;

@@ -254,7 +254,7 @@ TEST(Loss, TotalLossModes) {
     tasks.push_back(std::make_shared<RegressionTaskImpl>(
         TaskOptions("b", "jets", DenseOptions(2).output_size(1), LossOptions(LossKind::MSE)).weight(w2),
         RegressionOptions().targets({"y"})));
-    return SaltModel("jets", std::vector<InitNet>{net}, Transformer(nullptr), GlobalAttentionPooling(nullptr), tasks);
+    return SaltModel("jets", std::vector<InitNet>{net}, Transformer(nullptr), PoolNet(nullptr), tasks);
   };
   InputNorm norm(std::map<std::string, NormStats>{{"jets", {{0, 0}, {1, 1}}}});
   SaltWrapper wsum(make_tasks(2.0), norm, "wsum");
