@@ -1,6 +1,7 @@
 #include "core/memory_limit.h"
 
 #include <sys/resource.h>
+#include <sys/vfs.h>
 
 #include <cmath>
 #include <string>
@@ -64,10 +65,29 @@ std::optional<std::size_t> keep_within_cgroup_memory(int ranks) {
   rlimit capped = now;
   capped.rlim_cur = static_cast<rlim_t>(cap);
   if (setrlimit(RLIMIT_DATA, &capped) != 0) return std::nullopt;
-  g_data_before = now;
+  if (!g_capped) g_data_before = now;  // the cap before salt's, which helpers get back
   g_capped = true;
   g_cgroup_limit = cgroup->limit_bytes;
   return static_cast<std::size_t>(cap);
+}
+
+std::optional<std::size_t> lower_data_cap(double bytes) {
+  rlimit now{};
+  if (!g_capped || getrlimit(RLIMIT_DATA, &now) != 0 || now.rlim_cur == RLIM_INFINITY) return std::nullopt;
+  rlimit lowered = now;
+  lowered.rlim_cur = static_cast<rlim_t>(std::max(0.0, static_cast<double>(now.rlim_cur) - std::max(0.0, bytes)));
+  if (setrlimit(RLIMIT_DATA, &lowered) != 0) return std::nullopt;
+  return static_cast<std::size_t>(lowered.rlim_cur);
+}
+
+bool kept_in_memory(const fs::path& dir) {
+  constexpr long kTmpfs = 0x01021994, kRamfs = 0x858458f6;  // linux/magic.h
+  std::error_code ec;
+  auto at = fs::absolute(dir, ec);
+  while (!at.empty() && !fs::exists(at, ec) && at.has_parent_path() && at.parent_path() != at) at = at.parent_path();
+  struct statfs st {};
+  if (statfs(at.c_str(), &st) != 0) return false;
+  return static_cast<long>(st.f_type) == kTmpfs || static_cast<long>(st.f_type) == kRamfs;
 }
 
 void restore_data_limit_in_child() {

@@ -28,6 +28,15 @@ std::optional<CgroupMemory> cgroup_memory(const std::filesystem::path& root = "/
 // cgroup's free memory divided among the node's `ranks`, where that is lower than
 // the cap in force. Returns the cap set, in bytes; none where nothing was capped.
 std::optional<std::size_t> keep_within_cgroup_memory(int ranks);
+// Lowers the cap keep_within_cgroup_memory set by `bytes` the process has since
+// put in memory that the cgroup counts and RLIMIT_DATA does not (copies in
+// tmpfs). Nothing where no cap was set (GPU runs, no cgroup limit). Returns the
+// new cap.
+std::optional<std::size_t> lower_data_cap(double bytes);
+// Whether files written under `dir` stay in memory (tmpfs or ramfs, e.g.
+// /dev/shm), charged to the job's cgroup until removed. `dir` need not exist yet:
+// its first existing parent is asked.
+bool kept_in_memory(const std::filesystem::path& dir);
 // In a forked child before exec (async-signal-safe): the cap in force before
 // keep_within_cgroup_memory, so that helpers (git, Node) run as they would.
 void restore_data_limit_in_child();

@@ -62,4 +62,17 @@ TEST(MemoryLimit, CgroupV1ReadsTheMemoryControllerAndItsNoLimitValue) {
   EXPECT_EQ(cgroup_memory(root.path(), self)->limit_bytes, 419430400.0);
 }
 
+// Files in tmpfs stay in memory (the cgroup counts them); on a disk they do not. A
+// folder not made yet is judged by the first parent that exists.
+TEST(MemoryLimit, TmpfsFoldersAreKeptInMemoryDiskFoldersAreNot) {
+  SALT_REQUIRE(fs::exists("/dev/shm"), "no /dev/shm");
+  TempDir disk;
+  const bool shm_tmpfs = run_process({"/usr/bin/stat", "-f", "-c", "%T", "/dev/shm"}).out == "tmpfs\n";
+  const bool disk_tmpfs = run_process({"/usr/bin/stat", "-f", "-c", "%T", disk.path().string()}).out == "tmpfs\n";
+  EXPECT_EQ(kept_in_memory("/dev/shm"), shm_tmpfs);
+  EXPECT_EQ(kept_in_memory("/dev/shm/not/made/yet"), shm_tmpfs);
+  EXPECT_EQ(kept_in_memory(disk.path() / "not" / "made"), disk_tmpfs);
+  EXPECT_FALSE(kept_in_memory("/proc/self"));  // procfs
+}
+
 }  // namespace salt::testing

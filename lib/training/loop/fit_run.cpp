@@ -60,7 +60,7 @@ void FitRun::set_up(const FitHooks& hooks, const StepOptions& options) {
   record_.git = run_git_checks(hooks, start_, processes_, dev);
   const auto& data = setup_.run.data;
   if (!dev && data.move_files_temp)  // not under fast_dev_run, like salt
-    copy_inputs_to(inputs_, setup_, data, *data.move_files_temp);
+    copy_inputs_to(inputs_, setup_, data, *data.move_files_temp, processes_.env.local_world_size);
   pin_inputs(inputs_);
   result_.run_dir = start_.run_dir;
   result_.rank = processes_.rank;

@@ -4,6 +4,9 @@
 
 #include <filesystem>
 
+#include "core/errors.h"
+#include "core/memory_limit.h"
+
 namespace salt::training {
 namespace fs = std::filesystem;
 
@@ -16,6 +19,40 @@ std::string copy_input(data::TempCopies& temp, const data::H5Reader& reader) {
   const auto vds = temp.reserve(reader.path());
   data::write_virtual_file(copies, vds, "temp copies of the members of " + reader.path().string());
   return vds.string();
+}
+
+// The files copy_input copies for a reader: the file, or a virtual file's members.
+std::vector<fs::path> files_to_copy(const data::H5Reader& reader) {
+  if (reader.members().empty()) return {reader.path()};
+  std::vector<fs::path> files;
+  for (const auto& m : reader.members()) files.push_back(m.file);
+  return files;
+}
+
+std::string mib_text(double bytes) { return std::to_string(static_cast<long long>(bytes / (1 << 20))) + " MiB"; }
+
+// Copies on tmpfs are memory the job's cgroup is charged for, never reclaimed while
+// they exist: refused before copying when they do not fit in this rank's share of
+// what the cgroup has free (the kernel would kill the run once it filled); once
+// made, they come off this process's cap (lower_data_cap).
+double total_bytes(const std::vector<fs::path>& files) {
+  double bytes = 0;
+  for (const auto& f : files) bytes += static_cast<double>(fs::file_size(f));
+  return bytes;
+}
+
+void check_room_for_copies(const fs::path& dir, double bytes, int ranks) {
+  if (!kept_in_memory(dir)) return;
+  const auto cgroup = cgroup_memory();
+  if (!cgroup) return;
+  const double share = cgroup->free_bytes / std::max(1, ranks);
+  if (bytes <= share) return;
+  throw InputError("out of memory: data.move_files_temp: the copies of the training and validation files (" +
+                   mib_text(bytes) + ") do not fit in " + dir.string() +
+                   ", which is kept in memory (tmpfs) and counted by the job's cgroup memory limit of " +
+                   mib_text(cgroup->limit_bytes) + ", with " + mib_text(share) + " free" +
+                   (ranks > 1 ? " for each of " + std::to_string(ranks) + " processes" : std::string()) +
+                   ": ask for more memory, or copy to a directory on disk");
 }
 
 }  // namespace
@@ -33,11 +70,20 @@ RunInputs open_inputs(const RunSetup& setup, const data::DataConfig& data) {
   return inputs;
 }
 
-void copy_inputs_to(RunInputs& inputs, const RunSetup& setup, const data::DataConfig& data, const std::string& dir) {
+void copy_inputs_to(RunInputs& inputs, const RunSetup& setup, const data::DataConfig& data, const std::string& dir,
+                    int local_ranks) {
+  auto files = files_to_copy(*inputs.train);
+  for (const auto& f : files_to_copy(*inputs.val)) files.push_back(f);
+  const double bytes = total_bytes(files);
+  check_room_for_copies(dir, bytes, local_ranks);
   inputs.temp = std::make_unique<data::TempCopies>(dir);
   spdlog::info("copying training files to {}", inputs.temp->dir().string());
   inputs.train = open_reader(setup, copy_input(*inputs.temp, *inputs.train), data.num_train, "num_train");
   inputs.val = open_reader(setup, copy_input(*inputs.temp, *inputs.val), data.num_val, "num_val");
+  if (!kept_in_memory(inputs.temp->dir())) return;
+  if (const auto cap = lower_data_cap(bytes))
+    spdlog::info("the temp copies in {} are memory the job's cgroup counts: this process now keeps within {}",
+                 inputs.temp->dir().string(), mib_text(static_cast<double>(*cap)));
 }
 
 void pin_inputs(RunInputs& inputs) {

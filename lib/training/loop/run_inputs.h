@@ -28,8 +28,12 @@ struct RunInputs {
 RunInputs open_inputs(const RunSetup& setup, const data::DataConfig& data);
 
 // The readers over copies in `dir` (a virtual file's members one by one, with a
-// virtual file over the copies beside them).
-void copy_inputs_to(RunInputs& inputs, const RunSetup& setup, const data::DataConfig& data, const std::string& dir);
+// virtual file over the copies beside them). Copies in memory (tmpfs) that do not
+// fit in the job's cgroup are refused in one line; once made, they lower this
+// process's memory cap (core/memory_limit.h). `local_ranks`: the processes on
+// this node, each with copies of its own.
+void copy_inputs_to(RunInputs& inputs, const RunSetup& setup, const data::DataConfig& data, const std::string& dir,
+                    int local_ranks);
 
 // A pin on every file the readers read: the inputs (or their copies) and any members.
 void pin_inputs(RunInputs& inputs);

@@ -14,6 +14,7 @@
 #include <yaml-cpp/yaml.h>
 
 #include "core/cgroup.h"
+#include "core/memory_limit.h"
 #include "training/fit_support.h"
 
 namespace salt::testing {
@@ -126,6 +127,53 @@ TEST_F(FitTest, UnderACgroupMemoryLimitFitAndTestTrainOrStopInOneLineNeverKilled
   EXPECT_EQ(error_lines(test.err), 1) << test.err;
   EXPECT_NE(test.err.find("under a limit of 150 MiB (the job's cgroup memory limit)"), std::string::npos) << test.err;
   EXPECT_EQ(std::distance(std::filesystem::recursive_directory_iterator(run), {}), files_before);  // no predictions
+  EXPECT_EQ(cgroup.oom_kills(), 0);
+}
+
+// data.move_files_temp in /dev/shm: the copies are memory the cgroup counts but
+// RLIMIT_DATA does not. Copies that fit lower the process's cap by what they took
+// (it trains, never killed); copies larger than the cgroup has free are one line
+// before anything is copied, with no run directory and no copies left.
+TEST_F(FitTest, TempCopiesInMemoryLowerTheCapOrAreRefusedInOneLineUnderACgroupLimit) {
+  MemoryCgroup cgroup;
+  SALT_REQUIRE(cgroup.usable(), cgroup.why_not());
+  SALT_REQUIRE(kept_in_memory("/dev/shm"), "/dev/shm is not tmpfs here");
+  const auto shm = std::filesystem::path("/dev/shm") / ("salt-test-" + std::to_string(getpid()));
+  const auto fit_in_cgroup = [&](std::vector<std::string> extra) {
+    extra.insert(extra.end(), {"--trainer.max_epochs", "1", "--data.move_files_temp", shm.string()});
+    auto args = small_gn2(extra);
+    args.insert(args.begin(), "fit");
+    return run_process(cgroup.argv(args), dir.path(), {"OMP_NUM_THREADS=1"});
+  };
+  cgroup.set_limit_mib(1000);
+  const auto fits = fit_in_cgroup({"-ls", "fits"});
+  EXPECT_EQ(fits.exit_code, 0) << fits.err;
+  EXPECT_NE(fits.err.find("are memory the job's cgroup counts: this process now keeps within "), std::string::npos)
+      << fits.err;
+  EXPECT_EQ(cgroup.oom_kills(), 0);
+
+  // Twelve names for one 60,000-jet file (~27 MiB): a wildcard input of ~330 MiB.
+  make_toy_data(60000, 500, 500);
+  std::filesystem::create_directories(dir / "data" / "parts");
+  for (int i = 0; i < 12; ++i)
+    std::filesystem::create_hard_link(dir / "data/toy/pp_output_train.h5",
+                                      dir / "data" / "parts" / ("part_" + std::to_string(i) + ".h5"));
+  const auto copied = 12 * std::filesystem::file_size(dir / "data/toy/pp_output_train.h5") +
+                      std::filesystem::file_size(dir / "data/toy/pp_output_val.h5");
+  ASSERT_GT(copied, std::uintmax_t{300} << 20);
+  cgroup.set_limit_mib(300);
+  const auto big = fit_in_cgroup({"-ls", "big", "--data.train_file", (dir / "data/parts/part_*.h5").string()});
+  EXPECT_EQ(big.exit_code, 1) << big.err;
+  EXPECT_EQ(error_lines(big.err), 1) << big.err;
+  EXPECT_NE(big.err.find("salt: error: out of memory: data.move_files_temp: the copies of the training and "
+                         "validation files (" + std::to_string(copied >> 20) + " MiB) do not fit in " + shm.string() +
+                         ", which is kept in memory (tmpfs) and counted by the job's cgroup memory limit of 300 MiB, "
+                         "with "),
+            std::string::npos)
+      << big.err;
+  EXPECT_NE(big.err.find(" free: ask for more memory, or copy to a directory on disk"), std::string::npos) << big.err;
+  EXPECT_FALSE(std::filesystem::exists(dir / "logs" / "GN2_cpu_big"));
+  EXPECT_FALSE(std::filesystem::exists(shm) && !std::filesystem::is_empty(shm));
   EXPECT_EQ(cgroup.oom_kills(), 0);
 }
 
