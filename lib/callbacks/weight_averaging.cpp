@@ -110,16 +110,16 @@ class WeightAveraging : public Callback {
   // checkpoint was written with averaging; its current_model_state goes back in.
   void on_load_checkpoint(FitState& s, const training::CheckpointState& ckpt) override {
     ensure_average(s);
-    if (ckpt.current_model_state.empty()) {
+    if (ckpt.averaging.current_model_state.empty()) {
       spdlog::warn("{}: the checkpoint was not made with weight averaging; the average starts from its weights", name_);
       return;
     }
     bool counted = false;
-    for (const auto& [key, value] : ckpt.averaging_state)
+    for (const auto& [key, value] : ckpt.averaging.averaging_state)
       if (key == "n_averaged") n_averaged_ = value.item<int64_t>(), counted = true;
     if (!counted)
       throw InputError("the checkpoint's averaging_state has no 'n_averaged' (written with WeightAveraging?)");
-    training::load_module_state(*s.setup->model, ckpt.current_model_state, "the checkpoint's current_model_state");
+    training::load_module_state(*s.setup->model, ckpt.averaging.current_model_state, "the checkpoint's current_model_state");
   }
 
   void on_fit_start(FitState& s) override { ensure_average(s); }
@@ -162,12 +162,12 @@ class WeightAveraging : public Callback {
     for (auto& [key, tensor] : substituted)
       if (auto it = other.find(tensor.unsafeGetTensorImpl()); it != other.end()) tensor = it->second;
     if (swapped_) {
-      state.current_model_state = std::move(substituted);
+      state.averaging.current_model_state = std::move(substituted);
     } else {
-      state.current_model_state = state.state_dict;
+      state.averaging.current_model_state = state.state_dict;
       state.state_dict = std::move(substituted);
     }
-    state.averaging_state = {{"n_averaged", torch::tensor(n_averaged_, torch::kLong)}};
+    state.averaging.averaging_state = {{"n_averaged", torch::tensor(n_averaged_, torch::kLong)}};
   }
 
  private:

@@ -94,8 +94,8 @@ print(len(sd), "tensors,", differ, "differ at the end")
   const auto a = training::load_checkpoint(step_checkpoint(run, 16));
   const auto b = training::load_checkpoint(step_checkpoint(dir / "logs" / "GN2_cpu_ema_resumed", 16));
   expect_same_tensors(a.state_dict, b.state_dict, "state_dict");
-  expect_same_tensors(a.current_model_state, b.current_model_state, "current_model_state");
-  expect_same_tensors(a.averaging_state, b.averaging_state, "averaging_state");
+  expect_same_tensors(a.averaging.current_model_state, b.averaging.current_model_state, "current_model_state");
+  expect_same_tensors(a.averaging.averaging_state, b.averaging.averaging_state, "averaging_state");
 }
 
 // A checkpoint whose averaging state torch's AveragedModel wrote (split as
@@ -143,15 +143,15 @@ print(int(c["averaging_state"]["n_averaged"]))
   const auto next = training::load_checkpoint(step_checkpoint(dir / "logs" / "GN2_cpu_from_python", 6));
   const auto straight = training::load_checkpoint(step_checkpoint(run, 6));
   // The weights went on from current_model_state: the uninterrupted run's step 6.
-  expect_same_tensors(next.current_model_state, straight.current_model_state, "current_model_state");
-  ASSERT_EQ(next.averaging_state.size(), 1u);
-  EXPECT_EQ(next.averaging_state[0].second.item<int64_t>(), 3);
+  expect_same_tensors(next.averaging.current_model_state, straight.averaging.current_model_state, "current_model_state");
+  ASSERT_EQ(next.averaging.averaging_state.size(), 1u);
+  EXPECT_EQ(next.averaging.averaging_state[0].second.item<int64_t>(), 3);
   // The average went on from Python's: 0.8 x it + 0.2 x the step-6 weights.
   const std::map<std::string, torch::Tensor> before(python.state_dict.begin(), python.state_dict.end());
   ASSERT_EQ(next.state_dict.size(), before.size());
   for (std::size_t i = 0; i < next.state_dict.size(); ++i) {
     const auto& [name, average] = next.state_dict[i];
-    const auto& cur = next.current_model_state[i].second;
+    const auto& cur = next.averaging.current_model_state[i].second;
     if (!cur.is_floating_point()) continue;
     const auto want = before.at(name).mul(0.8).add(cur.mul(1 - 0.8));
     EXPECT_TRUE(torch::equal(average, want)) << name;

@@ -484,9 +484,9 @@ CheckpointState read_checkpoint(const PyValue& root) {
     state.state_dict.emplace_back(std::move(name), tensor.as_tensor());
   }
   if (const auto* current = root.find("current_model_state"); current && current->is_mapping())
-    state.current_model_state = tensor_entries(*current, "current_model_state");
+    state.averaging.current_model_state = tensor_entries(*current, "current_model_state");
   if (const auto* averaging = root.find("averaging_state"); averaging && averaging->is_mapping())
-    state.averaging_state = tensor_entries(*averaging, "averaging_state");
+    state.averaging.averaging_state = tensor_entries(*averaging, "averaging_state");
   // Lightning writes no optimizer, scheduler or hyper-parameters with save_weights_only.
   if (const auto* optimizers = root.find("optimizer_states"); optimizers && !optimizers->items().empty())
     state.adam_state = read_optimizer(optimizers->items().front());
@@ -561,13 +561,13 @@ void save_checkpoint(const std::filesystem::path& path, const CheckpointState& s
     for (const auto& [key, tensor] : entries) weights.set_item(key, PyValue::tensor(tensor));
     return weights;
   };
-  const bool averaged = !state.current_model_state.empty() && !state.weights_only;
-  root.set_item("state_dict", ordered(state.current_model_state.empty() || averaged ? state.state_dict
-                                                                                      : state.current_model_state));
+  const bool averaged = !state.averaging.current_model_state.empty() && !state.weights_only;
+  root.set_item("state_dict", ordered(state.averaging.current_model_state.empty() || averaged ? state.state_dict
+                                                                                      : state.averaging.current_model_state));
   if (averaged) {
-    root.set_item("current_model_state", ordered(state.current_model_state));
+    root.set_item("current_model_state", ordered(state.averaging.current_model_state));
     auto averaging = PyValue::dict();
-    for (const auto& [key, tensor] : state.averaging_state) averaging.set_item(key, PyValue::tensor(tensor));
+    for (const auto& [key, tensor] : state.averaging.averaging_state) averaging.set_item(key, PyValue::tensor(tensor));
     root.set_item("averaging_state", averaging);
   }
   root.set_item("loops", lightning_loops(state));

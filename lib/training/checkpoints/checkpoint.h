@@ -47,6 +47,16 @@ struct LoopShape {
   int64_t accumulate = 1;     // batches per optimizer step
 };
 
+// Lightning's WeightAveraging layout (EMAWeightAveraging): the checkpoint's
+// state_dict holds the averaged weights, current_model_state those training goes
+// on from, and averaging_state the AveragedModel's own entries (n_averaged). A
+// weights-only save keeps the current weights in state_dict, as Lightning (its
+// callbacks' on_save_checkpoint is not called then).
+struct AveragedWeights {
+  std::vector<std::pair<std::string, torch::Tensor>> current_model_state;
+  std::vector<std::pair<std::string, torch::Tensor>> averaging_state;
+};
+
 struct CheckpointState {
   int64_t epoch = 0;        // the epoch the state belongs to (0-based, as Lightning)
   int64_t batch_in_epoch = -1;  // -1: saved after the epoch's validation; else training batches done in `epoch`
@@ -75,13 +85,7 @@ struct CheckpointState {
   // Lightning callbacks' state_dict()s by state_key (the checkpoint's `callbacks`
   // entry besides salt's Checkpoint, which is written from the path).
   std::vector<std::pair<std::string, serialize::PyValue>> callback_states;
-  // Lightning's WeightAveraging layout (EMAWeightAveraging): state_dict holds the
-  // averaged weights, current_model_state those training goes on from, and
-  // averaging_state the AveragedModel's own entries (n_averaged). Empty: none.
-  // A weights-only save keeps the current weights in state_dict, as Lightning
-  // (its callbacks' on_save_checkpoint is not called then).
-  std::vector<std::pair<std::string, torch::Tensor>> current_model_state;
-  std::vector<std::pair<std::string, torch::Tensor>> averaging_state;
+  AveragedWeights averaging;  // Lightning's WeightAveraging entries; empty: none
   // Lightning's save_weights_only: no optimizer, schedulers, loss scaler or callbacks.
   bool weights_only = false;
 };
