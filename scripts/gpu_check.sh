@@ -461,10 +461,18 @@ fi
 # ---- what a salt user's Python does with the checkpoints: torch 2.x's weights-only
 # load, Lightning's migration and load_from_checkpoint (issue 33; Debian's torch here
 # has neither) ----
-if step "lightning" 20; then
+if step "lightning" 60; then
   "$py" scripts/lightning_checks.py logs/GN2_gpu_bf16-mixed >>"$out/fit.log" 2>&1
   note "lightning checks (scripts/lightning_checks.py): exit $?"
   grep "^lightning_checks:" "$out/fit.log" | tail -3 | tee -a "$summary"
+  # Lightning resumes salt-cpp's EMA and on-exception checkpoints, salt-cpp Lightning's (CPU fits).
+  if "$py" -c 'import lightning.pytorch' 2>/dev/null; then
+    PY=$py SALT_BIN=$salt scripts/lightning_resume_check.sh "$out/lightning_resume" >>"$out/fit.log" 2>&1
+    note "lightning resume check (scripts/lightning_resume_check.sh): exit $?"
+    grep "^lightning_resume" "$out/fit.log" | tail -6 | tee -a "$summary"
+  else
+    note "lightning resume check: $py has no Lightning; not run"
+  fi
 fi
 
 # ---- the loader next to the step ----
