@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "core/errors.h"
+#include "core/memory_limit.h"
 
 namespace salt::data {
 
@@ -92,8 +93,9 @@ struct Loader::Impl {
       m.lock();
       threads.clear();
       exit_threads = false;
-      throw InputError(fmt::format("cannot start data.num_workers = {} loader threads (started {}: {}); lower it",
-                                   opts.num_workers, started, e.what()));
+      const auto limit = memory_limit_text();  // a thread's stack is memory too
+      throw InputError(fmt::format("cannot start data.num_workers = {} loader threads (started {}: {}){}", opts.num_workers,
+                                   started, e.what(), limit.empty() ? "; lower it" : limit + ": lower it or raise the limit"));
     }
   }
 

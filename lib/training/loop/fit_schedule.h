@@ -1,4 +1,4 @@
-// The fit's schedule, a part of FitStart: the optimizer with its learning-rate
+// The fit's schedule, a part of FitRun: the optimizer with its learning-rate
 // schedule, the plan of epochs and steps (fit_plan.h) with the validations', and
 // where a resumed run's first epoch picks up.
 #pragma once

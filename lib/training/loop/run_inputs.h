@@ -1,4 +1,4 @@
-// The fit's input files as its set-up leaves them, a part of FitStart: the
+// The fit's input files as its set-up leaves them, a part of FitRun: the
 // readers of the training and validation files (over their temp copies once
 // made), the wildcard inputs' members as first read, the temp copies themselves
 // and a pin on every file the readers read (data/file_pin.h: a file changed under

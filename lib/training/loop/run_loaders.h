@@ -1,4 +1,4 @@
-// The fit's batches, a part of FitStart: the training sampler (this rank's shard
+// The fit's batches, a part of FitRun: the training sampler (this rank's shard
 // of salt's weakly shuffled batches), the training and validation loaders over
 // the run's inputs, and the order of each epoch's training batches as salt draws
 // it (batch_order.h).

@@ -1,4 +1,4 @@
-// This process's place in a fit, the first of the fit's set-up parts (FitStart):
+// This process's place in a fit, the first of the fit's set-up parts (FitRun):
 // its device and, with several processes, the session over them, its rank and
 // the world. A single process is rank 0 of 1 with no session.
 #pragma once

@@ -1,4 +1,4 @@
-// Where a fit starts, a part of FitStart: its run directory (rank 0 claims it,
+// Where a fit starts, a part of FitRun: its run directory (rank 0 claims it,
 // and removes it again if the start fails before the first step) and the
 // checkpoint it resumes from, if any: --ckpt_path, or the requeue checkpoint a
 // Slurm job left in the same run directory.

@@ -153,11 +153,15 @@ TEST_F(Reliability, CheckpointsNestedTooDeeplyOrHoldingThemselvesAreOneLineEvery
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const auto run = dir / "logs" / "GN2_cpu_ok";
   auto made = run_python(R"(
-import sys, threading, torch
+import pickle, sys, threading, torch, types
 sys.setrecursionlimit(10**7)
-threading.stack_size(1 << 30)  # Python's pickle recurses in C
+threading.stack_size(1 << 30)  # deep values recurse: a thread with a large stack
+# Python's own pickler: the C one (_pickle) stops at a fixed C depth from Python 3.12 on.
+deep_pickle = types.SimpleNamespace(Pickler=pickle._Pickler, Unpickler=pickle._Unpickler, __name__="pickle")
+errors = []
 
 def work():
+  try:
     good, out = sys.argv[1], sys.argv[2]
     ckpt = torch.load(good)
     hp = ckpt["hyper_parameters"]
@@ -169,18 +173,22 @@ def work():
         inner["a"] = {}
         inner = inner["a"]
     hp["deep"] = deep
-    torch.save(ckpt, out + "/deep.ckpt")
+    torch.save(ckpt, out + "/deep.ckpt", pickle_module=deep_pickle)
     del hp["deep"]
     lists = inner = []
     for _ in range(1000000):
         inner.append([])
         inner = inner[0]
     ckpt["unknown"] = lists
-    torch.save(ckpt, out + "/lists.ckpt")
+    torch.save(ckpt, out + "/lists.ckpt", pickle_module=deep_pickle)
+  except BaseException as e:  # a thread's error does not fail the process by itself
+    errors.append(e)
 
 t = threading.Thread(target=work)
 t.start()
 t.join()
+if errors:
+    raise errors[0]
 )",
                          {checkpoints(run).at(0).string(), dir.path().string()});
   ASSERT_EQ(made.exit_code, 0) << made.err;
