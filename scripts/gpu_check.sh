@@ -493,7 +493,8 @@ fi
 # ---- the largest GN2 batch that fits in bf16 (issue 32): Lightning's BatchSizeFinder
 # (binsearch, one step and one validation batch per trial), then one batch of training ----
 if step "batch size" 90; then
-  if [ "$dry" = 1 ]; then bsf_max=1024; else bsf_max=$ntrain; fi
+  # max_val is taken untried once reached (as Lightning): at most the training jets.
+  if [ "$dry" = 1 ]; then bsf_max=512; else bsf_max=$ntrain; fi
   FIT_TAG=bsf fit bf16-mixed --trainer.devices 1 --trainer.limit_train_batches 1 --trainer.limit_val_batches 1 \
     --trainer.max_epochs 1 "--trainer.callbacks+={class_path: lightning.pytorch.callbacks.BatchSizeFinder, init_args: {mode: binsearch, steps_per_trial: 1, margin: 0, max_val: $bsf_max}}"
   grep -E "Batch size [0-9]+ (succeeded|failed)|Finished batch size finder" "$out/fit.log" | tail -6 | tee -a "$summary"
