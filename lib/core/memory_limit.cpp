@@ -43,8 +43,6 @@ double g_cgroup_limit = 0;
 bool g_capped = false;
 rlimit g_data_before{};
 
-std::string mib(double bytes) { return std::to_string(static_cast<long long>(bytes / (1 << 20))) + " MiB"; }
-
 }  // namespace
 
 std::optional<CgroupMemory> cgroup_memory(const fs::path& root, const std::string& self_cgroup) {
@@ -94,12 +92,14 @@ void restore_data_limit_in_child() {
   if (g_capped) setrlimit(RLIMIT_DATA, &g_data_before);
 }
 
+std::string mib_text(double bytes) { return std::to_string(static_cast<long long>(bytes / (1 << 20))) + " MiB"; }
+
 std::string memory_limit_text() {
   rlimit as{};
   const bool address_space = getrlimit(RLIMIT_AS, &as) == 0 && as.rlim_cur != RLIM_INFINITY;
   if (g_capped && (!address_space || g_cgroup_limit <= static_cast<double>(as.rlim_cur)))
-    return " under a limit of " + mib(g_cgroup_limit) + " (the job's cgroup memory limit)";
-  if (address_space) return " under a limit of " + mib(static_cast<double>(as.rlim_cur)) + " (ulimit -v)";
+    return " under a limit of " + mib_text(g_cgroup_limit) + " (the job's cgroup memory limit)";
+  if (address_space) return " under a limit of " + mib_text(static_cast<double>(as.rlim_cur)) + " (ulimit -v)";
   return "";
 }
 

@@ -45,5 +45,7 @@ void restore_data_limit_in_child();
 // of 683 MiB (ulimit -v)" or " under a limit of 400 MiB (the job's cgroup memory
 // limit)"; "" without one.
 std::string memory_limit_text();
+// Bytes as whole MiB for messages ("683 MiB").
+std::string mib_text(double bytes);
 
 }  // namespace salt

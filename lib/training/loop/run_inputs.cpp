@@ -29,20 +29,17 @@ std::vector<fs::path> files_to_copy(const data::H5Reader& reader) {
   return files;
 }
 
-std::string mib_text(double bytes) { return std::to_string(static_cast<long long>(bytes / (1 << 20))) + " MiB"; }
-
-// Copies on tmpfs are memory the job's cgroup is charged for, never reclaimed while
-// they exist: refused before copying when they do not fit in this rank's share of
-// what the cgroup has free (the kernel would kill the run once it filled); once
-// made, they come off this process's cap (lower_data_cap).
 double total_bytes(const std::vector<fs::path>& files) {
   double bytes = 0;
   for (const auto& f : files) bytes += static_cast<double>(fs::file_size(f));
   return bytes;
 }
 
+// Copies in memory (tmpfs) are charged to the job's cgroup, never reclaimed while
+// they exist: refused before copying when they do not fit in this rank's share of
+// what the cgroup has free (the kernel would kill the run once it filled); once
+// made, they come off this process's cap (lower_data_cap).
 void check_room_for_copies(const fs::path& dir, double bytes, int ranks) {
-  if (!kept_in_memory(dir)) return;
   const auto cgroup = cgroup_memory();
   if (!cgroup) return;
   const double share = cgroup->free_bytes / std::max(1, ranks);
@@ -75,12 +72,13 @@ void copy_inputs_to(RunInputs& inputs, const RunSetup& setup, const data::DataCo
   auto files = files_to_copy(*inputs.train);
   for (const auto& f : files_to_copy(*inputs.val)) files.push_back(f);
   const double bytes = total_bytes(files);
-  check_room_for_copies(dir, bytes, local_ranks);
+  const bool in_memory = kept_in_memory(dir);
+  if (in_memory) check_room_for_copies(dir, bytes, local_ranks);
   inputs.temp = std::make_unique<data::TempCopies>(dir);
   spdlog::info("copying training files to {}", inputs.temp->dir().string());
   inputs.train = open_reader(setup, copy_input(*inputs.temp, *inputs.train), data.num_train, "num_train");
   inputs.val = open_reader(setup, copy_input(*inputs.temp, *inputs.val), data.num_val, "num_val");
-  if (!kept_in_memory(inputs.temp->dir())) return;
+  if (!in_memory) return;
   if (const auto cap = lower_data_cap(bytes))
     spdlog::info("the temp copies in {} are memory the job's cgroup counts: this process now keeps within {}",
                  inputs.temp->dir().string(), mib_text(static_cast<double>(*cap)));
