@@ -21,6 +21,10 @@
 #   SALT_ATTN [torch-math]   salt's attn_type (flash-varlen needs flash_attn: none on a CPU)
 #   OVERLAYS ['']            config files over CONFIG for both trainers (before the settings here)
 #   EXTRA ['']               more `--key value` overrides for both trainers (last)
+#   CALLBACKS ['']           more callbacks for both trainers, one YAML flow mapping per
+#                            line, e.g. "{class_path: lightning.pytorch.callbacks.BatchSizeFinder,
+#                            init_args: {init_val: 100}}" (a tuner's trials then come first)
+#   MID_STEP [STEPS/2]       the step of salt-cpp's mid-epoch checkpoint (its batch order)
 #   EXACT [1]                1: salt fits a second time in float64 (precision 64), the
 #                            yardstick of float32 round-off: a step agrees when
 #                            salt-cpp is within 1e-5 of salt, or no farther from the
@@ -57,6 +61,7 @@ common=(--data.train_file "$data/pp_output_train.h5" --data.val_file "$data/pp_o
   --data.class_dict "$data/class_dict.yaml" --data.batch_size "$batch" --data.num_workers "$workers"
   --data.num_train "$((steps * batch))" --data.num_val "$num_val" --trainer.max_epochs "$epochs"
   --trainer.precision 32 --trainer.accelerator cpu --trainer.devices 1 --seed_everything "$seed" "${extra[@]}")
+callbacks=$(printf '%s\n' "${CALLBACKS:-}" | sed '/^$/d; s/^/    - /')
 # salt: its Checkpoint (the final state) and the probe; no logger (Comet needs an account).
 cat >"$out/salt_overlay.yaml" <<YAML
 trainer:
@@ -65,6 +70,7 @@ trainer:
     - class_path: salt.callbacks.Checkpoint
       init_args: {monitor_loss: val/jets_classification_loss}
     - class_path: parity_probe.ParityProbe
+$callbacks
 YAML
 # salt-cpp: metrics.csv every step (the lr, the losses, the gradients' magnitude), its
 # Checkpoint, and one checkpoint in the middle of the first epoch (its batch order).
@@ -78,7 +84,8 @@ trainer:
     - class_path: salt.callbacks.GradientLoggerCallback
       init_args: {log_every_n_steps: 1}
     - class_path: lightning.pytorch.callbacks.ModelCheckpoint
-      init_args: {every_n_train_steps: $((steps / 2 > 0 ? steps / 2 : 1)), save_top_k: -1, filename: "mid-{step}"}
+      init_args: {every_n_train_steps: ${MID_STEP:-$((steps / 2 > 0 ? steps / 2 : 1))}, save_top_k: -1, filename: "mid-{step}"}
+$callbacks
 YAML
 rm -rf "$out/cpp"
 t0=$(date +%s)

@@ -19,6 +19,7 @@ import math
 from pathlib import Path
 
 import torch
+import yaml
 
 
 def rel(a: float, b: float) -> float:
@@ -55,6 +56,33 @@ def compare_init(salt_init: dict, cpp_init: dict) -> bool:
     for r, k in worst[:5]:
         print(f"  differs: {k} (max relative difference {r:.3g})")
     return not worst and not missing
+
+
+def trained_batch(probe: Path, run: Path, configured: int) -> int:
+    """The batch size each fit trained with: the configured one, or a BatchSizeFinder's."""
+    start = probe / "train_start.json"
+    salt = json.loads(start.read_text()).get("batch_size") if start.exists() else None
+    cpp = yaml.safe_load(open(run / "config.yaml"))["data"]["batch_size"]
+    if salt is not None and (salt != configured or cpp != configured):
+        print(f"batch size trained: salt {salt}, salt-cpp {cpp} (configured {configured})")
+    return salt if salt is not None else configured
+
+
+def compare_lr_find(probe: Path, run: Path) -> bool:
+    """A LearningRateFinder's sweep: its learning rates and smoothed losses, step by step."""
+    if not (probe / "lr_find.json").exists():
+        return True
+    salt = json.loads((probe / "lr_find.json").read_text())
+    rows = list(csv.DictReader(open(run / "lr_find.csv")))
+    cpp_lr, cpp_loss = [float(r["lr"]) for r in rows], [float(r["loss"]) for r in rows]
+    same_len = len(cpp_lr) == len(salt["lr"])
+    lr_rel = max((rel(a, b) for a, b in zip(salt["lr"], cpp_lr)), default=0.0)
+    loss_rel = [rel(a, b) for a, b in zip(salt["loss"], cpp_loss)]
+    first = next((i for i, r in enumerate(loss_rel) if r > 1e-5), None)
+    print(f"lr_find: {len(salt['lr'])} steps (salt), {len(cpp_lr)} (salt-cpp); lr at most {lr_rel:.1e} apart, "
+          f"smoothed loss at most {max(loss_rel, default=0.0):.1e}"
+          + (f", first beyond 1e-5 at step {first}" if first is not None else ""))
+    return same_len and lr_rel < 1e-12
 
 
 def compare_order(salt_rows: list, run: Path, batch: int) -> bool:
@@ -176,12 +204,13 @@ def main() -> int:
     a = ap.parse_args()
     salt_rows = [json.loads(line) for line in open(a.probe / "steps.jsonl")]
     init_ok = compare_init(load(a.probe / "init.pt"), load(a.cpp_init)["state_dict"])
-    order_ok = compare_order(salt_rows, a.cpp_run, a.batch)
+    order_ok = compare_order(salt_rows, a.cpp_run, trained_batch(a.probe, a.cpp_run, a.batch))
+    lr_find_ok = compare_lr_find(a.probe, a.cpp_run)
     base_rows = [json.loads(line) for line in open(a.exact_probe / "steps.jsonl")] if a.exact_probe else None
     steps_ok = compare_steps(salt_rows, cpp_steps(a.cpp_run), a.rtol, base_rows)
     compare_final(load(a.probe / "final.pt"), a.cpp_run, load(a.exact_probe / "final.pt") if a.exact_probe else None)
     compare_val(a.probe, a.cpp_run)
-    ok = init_ok and order_ok and steps_ok
+    ok = init_ok and order_ok and steps_ok and lr_find_ok
     print("\nparity: " + ("salt-cpp trains as salt" if ok else "they part (above)"))
     return 0 if ok else 1
 

@@ -6,6 +6,9 @@ Written to $PARITY_PROBE_DIR (data parallel: rank r > 0 to $PARITY_PROBE_DIR_ran
 the losses in callback_metrics then the mean over ranks, "train/loss" the rank's own):
   init.pt      the model's state_dict when training starts (salt's initial weights)
   rng_at_train_start.pt  torch's CPU generator state then (before any loader draws)
+  train_start.json  the batch size the fit trains with (a BatchSizeFinder's, if any)
+  lr_find.json the LearningRateFinder's sweep, if one ran: its learning rates and
+               smoothed losses (Lightning keeps them in memory only)
   steps.jsonl  one line per training batch: epoch, step, the batch's first jet
                (the slice RandomBatchSampler gave), lr and beta1 of the step, the
                loss and each task's loss, the gradients' total magnitude as salt's
@@ -38,6 +41,10 @@ _plain_dist_iter = DistributedSamplerWrapper.__iter__
 
 
 def _recording_iter(self):
+    # A new training iterator: what an earlier one listed and no batch took is gone
+    # (a tuner's trial, a reload: Lightning's tuners iterate before the fit's epochs).
+    if self.drop_last and not getattr(self, "_listed_by_wrapper", False):
+        _train_slices.clear()
     for s in _plain_iter(self):
         # the training sampler (salt: drop_last = stage == "fit"), unless Lightning's
         # data-parallel wrapper lists it whole (that one records its rank's share)
@@ -90,6 +97,12 @@ class ParityProbe(Callback):
     def on_train_start(self, trainer, pl_module):
         torch.save({k: v.detach().clone() for k, v in pl_module.state_dict().items()}, self.dir / "init.pt")
         torch.save(torch.get_rng_state(), self.dir / "rng_at_train_start.pt")  # what the loaders draw from
+        batch_size = getattr(trainer.datamodule, "batch_size", None)
+        (self.dir / "train_start.json").write_text(json.dumps({"batch_size": batch_size}))
+        for cb in trainer.callbacks:
+            found = getattr(cb, "optimal_lr", None)
+            if found is not None:
+                (self.dir / "lr_find.json").write_text(json.dumps(found.results))
 
     def on_train_batch_start(self, trainer, pl_module, batch, batch_idx):
         group = trainer.optimizers[0].param_groups[0]

@@ -4,10 +4,17 @@
 // steps (and as many validation batches) until one runs out of memory, the
 // dataset is no larger than the batch, max_trials or max_val (power: the last
 // size that fitted, halved after a failure; binsearch: then a binary search
-// between the last fit and the failure, less `margin`). The weights and
-// generators are put back after every trial, and the run then plans its epochs
-// and one-cycle schedule for the size found (Lightning keeps the schedule it
-// planned for the configured size); config.yaml records it.
+// between the last fit and the failure, less `margin`). The weights are put
+// back after every trial; config.yaml records the size found.
+//
+// As in Lightning (docs/migrating.md): the trials train on the loaders as they
+// were last made, so the first one on the configured batch size (init_val's
+// adjustment does not reload them), and each size change, and the search's end,
+// makes them again; the trials' draws from torch's generator (their batch
+// orders, dropout, the reloads' base seeds) are not undone; and the run trains
+// on the one-cycle schedule planned for the configured size (a size that needs
+// more steps than it has is refused before training, where salt would stop at
+// the first step past it).
 //
 // One difference: a size with no full batch in the training set counts as the
 // end of the search (salt-cpp drops the partial batch, so it could not train),
@@ -72,6 +79,7 @@ class BatchSizeFinder : public Callback {
     adjust(o_.init_val);
     int64_t found = o_.mode == "power" ? power_scaling() : binsearch_scaling();
     found = std::max<int64_t>(found, 1);
+    s.actions.reload_loaders(found);  // Lightning's restore: the loaders made again at the size found
     s.actions.edit_config(config::ConfigEdit::set_batch_size(found));
     spdlog::info("Finished batch size finder, will continue with full run using batch size {}", found);
     state_ = nullptr;
@@ -80,14 +88,13 @@ class BatchSizeFinder : public Callback {
  private:
   enum class Trial { kFits, kOutOfMemory, kNoBatch };
 
-  Trial trial(int64_t size) {
+  Trial trial() {
     TrialSpec spec;
-    spec.batch_size = size;
     spec.steps = o_.steps_per_trial;
     spec.val_batches = o_.steps_per_trial;
     const auto r = state_->actions.run_trial(spec);
     if (r.batches_per_epoch <= 0) {
-      spdlog::info("Batch size {} has no full batch of the {} training jets", size, state_->train_rows);
+      spdlog::info("Batch size {} has no full batch of the {} training jets", r.batch_size, state_->train_rows);
       return Trial::kNoBatch;
     }
     return r.out_of_memory ? Trial::kOutOfMemory : Trial::kFits;
@@ -114,10 +121,19 @@ class BatchSizeFinder : public Callback {
   }
 
   // After a failure (Lightning's _adjust_batch_size with desc "failed"; a size
-  // with no full batch fails here too, so the dataset check does not apply).
+  // with no full batch fails here too, so the dataset check does not apply), and
+  // the loaders made again.
   void shrink(int64_t next) {
     spdlog::info("Batch size {} failed, trying batch size {}", size_, next);
     size_ = next;
+    state_->actions.reload_loaders(size_);
+  }
+
+  // A size that changed after a trial that fitted: the loaders made again.
+  bool grow(std::optional<int64_t> value, double factor) {
+    if (!adjust(value, factor, "succeeded")) return false;
+    state_->actions.reload_loaders(size_);
+    return true;
   }
 
   int64_t power_scaling() {
@@ -128,11 +144,11 @@ class BatchSizeFinder : public Callback {
         spdlog::info("Reached the maximum batch size limit of {}. Stopping search.", o_.max_val);
         break;
       }
-      const auto t = trial(size_);
+      const auto t = trial();
       if (t == Trial::kNoBatch) return any_success ? last_fit : size_;
       if (t == Trial::kFits) {
         last_fit = size_;
-        if (i + 1 >= o_.max_trials || !adjust(std::nullopt, 2.0, "succeeded")) break;
+        if (i + 1 >= o_.max_trials || !grow(std::nullopt, 2.0)) break;
         any_success = true;
       } else {
         shrink(size_ / 2);
@@ -150,14 +166,14 @@ class BatchSizeFinder : public Callback {
         spdlog::info("Reached the maximum batch size limit of {}. Stopping search.", o_.max_val);
         break;
       }
-      const auto t = trial(size_);
+      const auto t = trial();
       if (t == Trial::kFits) {
         if (++count >= o_.max_trials) break;
         low = size_;
         if (high) {
           if (*high - low <= 1) break;
-          if (!adjust((*high + low) / 2, 1, "succeeded")) break;
-        } else if (!adjust(std::nullopt, 2.0, "succeeded")) {
+          if (!grow((*high + low) / 2, 1)) break;
+        } else if (!grow(std::nullopt, 2.0)) {
           break;
         }
       } else {  // out of memory, or no full batch: too large either way

@@ -5,6 +5,13 @@
 // the run trains as it would have without it. The suggestion is the learning
 // rate of the loss's steepest descent (Lightning's suggestion()).
 //
+// As in Lightning (docs/migrating.md): the trial trains on the run's first
+// training iterator (the epoch's order from torch's generator, as the run's first
+// epoch would have it) and the loaders are made again after it, inside
+// isolate_rng: the same run without loader workers, and with workers the same
+// but for the first epoch's order, which the reload draws. On several processes
+// the losses are rank 0's, which Lightning broadcasts.
+//
 // Where the result goes: Lightning sets the model's `lr`/`learning_rate`
 // attribute, which salt's model does not have (salt's schedule is
 // model.lrs_config), so update_attr needs attr_name: lrs_config.max (the
@@ -77,9 +84,8 @@ class LearningRateFinder : public Callback {
     sweep();
     const auto result = s.actions.run_trial(trial_spec(s));
     if (result.out_of_memory)
-      throw UsageError("LearningRateFinder: out of memory at data.batch_size " +
-                       std::to_string(s.setup->run.data.batch_size) + " (step " + std::to_string(result.steps_run + 1) +
-                       ")");
+      throw UsageError("LearningRateFinder: out of memory at data.batch_size " + std::to_string(result.batch_size) +
+                       " (step " + std::to_string(result.steps_run + 1) + ")");
     if (lrs_.size() != static_cast<std::size_t>(o_.num_training_steps))
       spdlog::info("LR finder stopped early after {} steps due to diverging loss.", lrs_.size());
     const auto best = training::lr_suggestion_index(lrs_, losses_);
@@ -103,8 +109,9 @@ class LearningRateFinder : public Callback {
   TrialSpec trial_spec(const FitState& s) {
     const training::LrSweep sweep{o_.min_lr, o_.max_lr, o_.num_training_steps, o_.mode == "exponential"};
     TrialSpec spec;
-    spec.batch_size = s.setup->run.data.batch_size;
     spec.steps = o_.num_training_steps;
+    spec.isolate_rng = true;  // Lightning's LearningRateFinder.lr_find
+    spec.reload_after = true;
     spec.lr_at = [this, sweep](int64_t step) {
       lrs_.push_back(sweep.lr_at(step));
       return lrs_.back();

@@ -28,22 +28,31 @@ using Metrics = std::map<std::string, double>;
 
 // A tuner's trial (BatchSizeFinder, LearningRateFinder; FitActions::run_trial):
 // optimizer steps from the model's current weights with a throwaway optimizer,
-// outside the run (no callback, logger or checkpoint sees them); afterwards the
-// weights and the random generators are put back.
+// outside the run (no callback, logger or checkpoint sees them), on the training
+// loader as the tuners last made it (the configured batch size until
+// FitActions::reload_loaders), in salt's batch order from torch's generator, as
+// Lightning's trials draw it; afterwards the weights are put back.
 struct TrialSpec {
-  int64_t batch_size = 0;  // per process
   int64_t steps = 0;       // optimizer steps (each of trainer.accumulate_grad_batches batches)
   int64_t val_batches = 0; // validation batches after the steps (memory is checked there too)
+  // Lightning's isolate_rng around the trial (LearningRateFinder): the generators are
+  // put back afterwards, after the reload below. Without it (BatchSizeFinder) the
+  // trial's draws stay drawn, as in Lightning.
+  bool isolate_rng = false;
+  // The loaders made again at the same size after the trial (LearningRateFinder's end).
+  bool reload_after = false;
   // Step i's learning rate (muP factors applied on top); empty: the one-cycle
   // schedule's first steps.
   std::function<double(int64_t step)> lr_at;
-  // After step i with its loss (the mean over processes): false ends the trial.
+  // After step i with its loss (rank 0's on several processes, which Lightning
+  // broadcasts): false ends the trial.
   std::function<bool(int64_t step, double loss)> after_step;
 };
 
 struct TrialResult {
   int64_t steps_run = 0;
-  int64_t batches_per_epoch = 0;  // at this batch size (0: not one full batch; nothing ran)
+  int64_t batch_size = 0;         // per process: the loader's
+  int64_t batches_per_epoch = 0;  // at that batch size (0: not one full batch; nothing ran)
   bool out_of_memory = false;     // the device (or host) allocator gave up
 };
 
@@ -94,6 +103,9 @@ struct FitActions {
   std::function<std::vector<double>(const std::vector<double>&)> sum_over_ranks;
   // Runs a tuner's trial (see TrialSpec); only during the tune hook.
   std::function<TrialResult(const TrialSpec&)> run_trial;
+  // A tuner's reset of the loaders (Lightning's _reset_dataloaders): made again at
+  // this batch size per process, which the next trials use; only during the tune hook.
+  std::function<void(int64_t batch_size)> reload_loaders;
   // A tuner's result (data.batch_size, a model.lrs_config rate): the run's typed
   // settings and what config.yaml records change together (config::apply_edit);
   // only during the tune hook. Tuners change settings through this alone.

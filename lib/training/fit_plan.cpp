@@ -137,13 +137,27 @@ std::string never_validates(const config::TrainerConfig& t, const ValPlan& v, co
 
 }  // namespace
 
+bool shuffles(const config::TrainerConfig& t) { return !overfitting(t); }
+
+void keep_configured_schedule(TrainPlan& plan, int64_t schedule_steps, int64_t configured, int64_t found) {
+  if (plan.total_steps > schedule_steps)
+    throw UsageError("BatchSizeFinder: data.batch_size " + std::to_string(found) + " trains " +
+                     std::to_string(plan.total_steps) + " optimizer steps, more than the " +
+                     std::to_string(schedule_steps) + " of the one-cycle schedule planned before the finder at " +
+                     "data.batch_size " + std::to_string(configured) +
+                     " (as Lightning plans it: salt's OneCycleLR would stop the run at step " +
+                     std::to_string(schedule_steps + 1) + "); set data.batch_size: " + std::to_string(found) +
+                     " without the finder, or trainer.max_steps: " + std::to_string(schedule_steps));
+  plan.total_steps = schedule_steps;
+}
+
 TrainPlan plan_training(const config::TrainerConfig& t, const TrainCounts& c, const std::optional<ResumePoint>& resume,
                         int64_t lrs_last_epoch) {
   TrainPlan p;
   const int64_t available = c.available_batches;
   p.train_batches = dev_run(t) ? std::min(t.fast_dev_run, available) : t.limit_train.apply(available);
+  p.shuffle = shuffles(t);
   if (overfitting(t)) {
-    p.shuffle = false;
     p.train_batches = t.overfit_batches.apply(available);
   }
   if (p.train_batches <= 0)

@@ -48,6 +48,16 @@ struct TrainPlan {
 TrainPlan plan_training(const config::TrainerConfig& trainer, const TrainCounts& counts,
                         const std::optional<ResumePoint>& resume, int64_t lrs_last_epoch);
 
+// A batch size found by BatchSizeFinder trains on the one-cycle schedule of
+// `schedule_steps` that Lightning planned before the finder ran (configure_optimizers,
+// at data.batch_size `configured`): plan.total_steps becomes it. A plan of more
+// optimizer steps than that is refused (UsageError), where salt's OneCycleLR would
+// stop the run at the first step past its end.
+void keep_configured_schedule(TrainPlan& plan, int64_t schedule_steps, int64_t configured, int64_t found);
+
+// Whether the training batches are shuffled (TrainPlan::shuffle), known before the plan.
+bool shuffles(const config::TrainerConfig& trainer);
+
 // Validation: how many batches, and after which training batches (Lightning's
 // val_check_interval and check_val_every_n_epoch).
 struct ValPlan {

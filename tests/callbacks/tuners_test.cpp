@@ -1,7 +1,7 @@
 // Lightning's tuners as callbacks (LearningRateFinder, BatchSizeFinder), on real
 // fits of salt's DL1 on toy data (1000 training jets, batches of 250): what they
-// find, checked by hand or against torch, and that their trials leave the run
-// exactly as it would have been without them.
+// find, checked by hand or against torch, and what their trials leave of the run
+// as Lightning leaves it (the draws against the real salt: training.salt_training_parity_tuners).
 #include <gtest/gtest.h>
 #include <yaml-cpp/yaml.h>
 
@@ -44,9 +44,9 @@ YAML::Node run_config(const training::FitResult& r) { return YAML::LoadFile((r.r
 
 TEST(LearningRateFinder, SweepsTheLearningRateThenTrainsExactlyAsWithoutIt) {
   InProcessRun run;
-  const auto plain = fit("plain", {"--trainer.max_epochs", "2"});
+  const auto plain = fit("plain", {"--trainer.max_epochs", "5"});
   // 20 steps over five epochs of 4 batches: the trial goes on into the next epochs.
-  const auto tuned = fit("lrf", {"--trainer.max_epochs", "2",
+  const auto tuned = fit("lrf", {"--trainer.max_epochs", "5",
                                  callback("LearningRateFinder", "min_lr: 1.0e-6, max_lr: 0.01, num_training_steps: 20, "
                                                                 "early_stop_threshold: null, update_attr: false")});
   EXPECT_TRUE(same_weights(plain.checkpoints.back(), tuned.checkpoints.back()));
@@ -62,11 +62,17 @@ TEST(LearningRateFinder, SweepsTheLearningRateThenTrainsExactlyAsWithoutIt) {
   // update_attr false: the schedule is the configured one.
   EXPECT_EQ(run_config(tuned)["model"]["lrs_config"]["max"].as<double>(),
             run_config(plain)["model"]["lrs_config"]["max"].as<double>());
+  // As Lightning's loop, a trial ends with trainer.max_epochs: 2 epochs of 4 batches.
+  const auto short_run = fit("lrf2", {"--trainer.max_epochs", "2",
+                                      callback("LearningRateFinder", "min_lr: 1.0e-6, max_lr: 0.01, num_training_steps: 20, "
+                                                                     "early_stop_threshold: null, update_attr: false")});
+  EXPECT_EQ(read_sweep(short_run.run_dir / "lr_find.csv").lrs.size(), 8u);
 }
 
 TEST(LearningRateFinder, TrainsWithTheSuggestionTorchGradientAgreesWith) {
   InProcessRun run;
-  const auto r = fit("lrset", {"--trainer.max_epochs", "1",
+  // batches of 25: 40 steps in the epoch, within which the trial's 30 run (as Lightning's, within max_epochs)
+  const auto r = fit("lrset", {"--trainer.max_epochs", "1", "--data.batch_size", "25",
                                callback("LearningRateFinder", "min_lr: 1.0e-5, max_lr: 0.1, num_training_steps: 30, "
                                                               "attr_name: lrs_config.max")});
   const auto sweep = read_sweep(r.run_dir / "lr_find.csv");
@@ -98,7 +104,7 @@ print(repr(lrs[idx]))
 
 TEST(LearningRateFinder, StopsWhenTheLossDivergesAndRefusesAnUpdateItCannotPlace) {
   InProcessRun run;
-  const auto r = fit("lrdiv", {"--trainer.max_epochs", "1",
+  const auto r = fit("lrdiv", {"--trainer.max_epochs", "1", "--data.batch_size", "20",
                                callback("LearningRateFinder", "min_lr: 1.0e-3, max_lr: 1000.0, num_training_steps: 40, "
                                                               "update_attr: false")});
   const auto sweep = read_sweep(r.run_dir / "lr_find.csv");
@@ -119,11 +125,26 @@ TEST(BatchSizeFinder, DoublesUntilTheTrainingSetRunsOutAndTheRunTrainsAtThatSize
   // power: 2, 4, ..., 512 fit; 1024 has no full batch of the 1000 jets -> 512.
   const auto r = fit("bsf", {"--trainer.max_epochs", "2", callback("BatchSizeFinder", "steps_per_trial: 1")});
   EXPECT_EQ(run_config(r)["data"]["batch_size"].as<int>(), 512);
-  EXPECT_EQ(r.global_step, 2);  // one batch of 512 per epoch: the run planned for the size found
+  EXPECT_EQ(r.global_step, 2);  // one batch of 512 per epoch
+  // on the one-cycle schedule Lightning planned before the finder: 2 epochs of 4 batches of 250
+  EXPECT_EQ(training::load_checkpoint(r.checkpoints.back()).scheduler_total_steps, 8);
   // max_val caps the search (Lightning stops at it untried): 2 ... 32, then 64.
-  const auto capped = fit("bsfcap", {"--trainer.max_epochs", "1", callback("BatchSizeFinder", "steps_per_trial: 1, max_val: 64")});
+  const auto capped = fit("bsfcap", {"--trainer.max_epochs", "1", "--data.batch_size", "32",
+                                     callback("BatchSizeFinder", "steps_per_trial: 1, max_val: 64")});
   EXPECT_EQ(run_config(capped)["data"]["batch_size"].as<int>(), 64);
-  EXPECT_EQ(capped.global_step, 15);  // 1000 / 64
+  EXPECT_EQ(capped.global_step, 15);  // 1000 / 64, of the 31 steps planned at batch 32
+  EXPECT_EQ(training::load_checkpoint(capped.checkpoints.back()).scheduler_total_steps, 31);
+  // More steps than the schedule planned at the configured size has: refused before
+  // training, where salt's OneCycleLR would stop the run at step 5.
+  try {
+    fit("bsfshort", {"--trainer.max_epochs", "1", callback("BatchSizeFinder", "steps_per_trial: 1, max_val: 64")});
+    FAIL() << "no error";
+  } catch (const UsageError& e) {
+    EXPECT_NE(std::string(e.what()).find("data.batch_size 64 trains 15 optimizer steps, more than the 4 of the "
+                                         "one-cycle schedule planned before the finder at data.batch_size 250"),
+              std::string::npos)
+        << e.what();
+  }
   // A resumed run keeps its batch size: the finder is skipped.
   const auto resumed = fit("bsfres", {"--trainer.max_epochs", "2", "--ckpt_path", capped.checkpoints.back().string(),
                                       "--model.lrs_config.last_epoch", "0", callback("BatchSizeFinder", "")});

@@ -117,7 +117,7 @@ def main():
     # the script tests calling /usr/bin/python3
     scripts = {"zoo", "deploy.to_onnx_bad_inputs", "scripts.compare_predictions_bad_inputs",
                "scripts.salt_roundtrip_bad_inputs", "scripts.salt_site_layout", "bench.gn2_packed_check",
-               "training.salt_training_parity"}
+               "training.salt_training_parity", "training.salt_training_parity_tuners"}
     stale = sorted(n for n in python if n not in suites and n not in scripts)
     if missing:
         print("tests/extra_labels.txt: these run Python but are not in the python line:", " ".join(missing))

@@ -36,6 +36,25 @@ TEST(FitPlan, StepsPerEpochRoundUpUnderAccumulation) {
   EXPECT_TRUE(p.shuffle);
 }
 
+// BatchSizeFinder's size trains on the schedule Lightning planned at the configured
+// size: 2 epochs of 10 batches of 100 planned 20 steps; at 200, 2 x 5 steps of it.
+TEST(FitPlan, AFoundBatchSizeKeepsTheConfiguredScheduleAndRefusesMoreSteps) {
+  auto p = plan_training(trainer(2), batches(5), std::nullopt, -1);
+  keep_configured_schedule(p, 20, 100, 200);
+  EXPECT_EQ(p.total_steps, 20);
+  EXPECT_EQ(p.steps_per_epoch, 5);
+  auto more = plan_training(trainer(2), batches(20), std::nullopt, -1);  // at 50: 40 steps
+  try {
+    keep_configured_schedule(more, 20, 100, 50);
+    FAIL() << "no error";
+  } catch (const UsageError& e) {
+    EXPECT_STREQ(e.what(),
+                 "BatchSizeFinder: data.batch_size 50 trains 40 optimizer steps, more than the 20 of the one-cycle "
+                 "schedule planned before the finder at data.batch_size 100 (as Lightning plans it: salt's OneCycleLR "
+                 "would stop the run at step 21); set data.batch_size: 50 without the finder, or trainer.max_steps: 20");
+  }
+}
+
 TEST(FitPlan, MaxStepsCapsTheScheduleAndLeadsWithoutMaxEpochs) {
   EXPECT_EQ(plan_training(trainer(2, 50, 3), batches(100), std::nullopt, -1).total_steps, 50);
   const auto p = plan_training(trainer(-1, 250), batches(100), std::nullopt, -1);

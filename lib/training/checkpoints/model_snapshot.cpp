@@ -2,8 +2,7 @@
 
 namespace salt::training {
 
-ModelSnapshot::ModelSnapshot(torch::nn::Module& model, const torch::Device& device)
-    : model_(model), rng_(device), training_(model.is_training()) {
+ModelSnapshot::ModelSnapshot(torch::nn::Module& model) : model_(model), training_(model.is_training()) {
   torch::NoGradGuard no_grad;
   for (const auto& p : model.parameters()) parameters_.push_back(p.detach().clone());
   for (const auto& b : model.buffers()) buffers_.push_back(b.detach().clone());
@@ -19,7 +18,6 @@ ModelSnapshot::~ModelSnapshot() {
   i = 0;
   for (auto& b : model_.buffers()) b.copy_(buffers_.at(i++));
   model_.train(training_);
-  rng_.restore();
 }
 
 }  // namespace salt::training

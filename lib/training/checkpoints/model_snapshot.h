@@ -1,19 +1,18 @@
-// A model's weights, buffers and the random generators, copied now and put back
-// when the snapshot goes (every way out, exceptions included): what a tuner's
-// trial changes, undone, so the run then trains exactly as it would have
-// without it (Lightning restores a checkpoint and isolates the RNG).
+// A model's weights and buffers, copied now and put back when the snapshot goes
+// (every way out, exceptions included): what a tuner's trial changes, undone, as
+// Lightning's tuners restore the checkpoint they saved first. The generators are
+// not part of it: Lightning's LearningRateFinder isolates them, its BatchSizeFinder
+// does not (training/tuners/tuner_trials.h).
 #pragma once
 #include <torch/torch.h>
 
 #include <vector>
 
-#include "training/checkpoints/rng_state.h"
-
 namespace salt::training {
 
 class ModelSnapshot {
  public:
-  ModelSnapshot(torch::nn::Module& model, const torch::Device& device);
+  explicit ModelSnapshot(torch::nn::Module& model);
   ~ModelSnapshot();
   ModelSnapshot(const ModelSnapshot&) = delete;
   ModelSnapshot& operator=(const ModelSnapshot&) = delete;
@@ -21,7 +20,6 @@ class ModelSnapshot {
  private:
   torch::nn::Module& model_;
   std::vector<torch::Tensor> parameters_, buffers_;
-  RngSnapshot rng_;
   bool training_;
 };
 

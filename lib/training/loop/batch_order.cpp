@@ -4,6 +4,8 @@
 
 #include <algorithm>
 #include <numeric>
+#include <stdexcept>
+#include <string>
 #include <utility>
 
 namespace salt::training {
@@ -29,6 +31,7 @@ std::vector<int64_t> BatchOrder::train_epoch(int64_t full_batches, bool shuffle)
     resumed_ = false;
     return current_;
   }
+  if (made_) return take_made(full_batches, shuffle);
   const bool new_iterator = options_.iterator_per_pass || !train_iterator_made_;
   train_iterator_made_ = true;
   epoch_restart_ = std::exchange(restart_done_, 0);
@@ -65,6 +68,48 @@ void BatchOrder::draw(int64_t n, bool shuffle) {
   const auto perm = torch::randperm(n, torch::kLong);
   const auto* p = perm.data_ptr<int64_t>();
   current_.assign(p, p + n);
+}
+
+// torch's DataLoader makes an iterator when Lightning's setup_data asks for one: the
+// base seed then, and the order at once where the loader lists the epoch ahead
+// (worker processes prefetch; Lightning's DistributedSamplerWrapper lists it before
+// the base seed), otherwise at the first batch (train_epoch).
+void BatchOrder::make_train_iterator(int64_t full_batches, bool shuffle) {
+  MadeIterator made{full_batches, false};
+  if (options_.world_size > 1) {
+    draw(full_batches, shuffle);
+    draw_base_seed();
+    if (options_.worker_processes) draw(full_batches, shuffle);
+    made.drawn = true;
+  } else {
+    draw_base_seed();
+    if (options_.worker_processes) {
+      draw(full_batches, shuffle);
+      made.drawn = true;
+    }
+  }
+  made_ = made;
+}
+
+const std::vector<int64_t>& BatchOrder::take_made(int64_t full_batches, bool shuffle) {
+  const auto made = *std::exchange(made_, std::nullopt);
+  if (made.full_batches != full_batches)
+    throw std::logic_error("BatchOrder: an iterator of " + std::to_string(made.full_batches) +
+                           " batches was made, an epoch of " + std::to_string(full_batches) + " asked for");
+  train_iterator_made_ = true;
+  epoch_restart_ = std::exchange(restart_done_, 0);
+  if (!made.drawn) draw(full_batches, shuffle);
+  return current_;
+}
+
+void BatchOrder::start_tuning(int64_t full_batches, bool shuffle) {
+  val_iterator_made_ = false;
+  if (!made_ && !train_iterator_made_) make_train_iterator(full_batches, shuffle);
+}
+
+void BatchOrder::reload(int64_t full_batches, bool shuffle) {
+  make_train_iterator(full_batches, shuffle);
+  val_iterator_made_ = !options_.iterator_per_pass && options_.sanity_check;
 }
 
 void BatchOrder::validation_pass() {

@@ -18,12 +18,21 @@
 // generator state) draws as salt does after its re-seed: from the state right
 // after the weights, with no sanity check (Lightning skips it when resuming).
 //
+// Lightning's tuners (BatchSizeFinder, LearningRateFinder: on_fit_start) run after
+// configure_optimizers has made the first training iterator (fit_loop.setup_data,
+// at the configured batch size) and before the sanity check makes the validation
+// one; their trials train on the iterator made last, and each reload of the loaders
+// (a size changed, the search's end, the learning-rate finder's end) makes a new
+// training iterator at once: start_tuning() and reload() below. The run's first
+// epoch then trains on the iterator the tuners made last.
+//
 // Data parallel, Lightning re-seeds every process after the model is built
 // (DDPStrategy.setup_distributed: reset_seed) and wraps salt's sampler in its
 // DistributedSamplerWrapper, which lists the epoch when the iterator is made
 // (distributed_epoch below); data::BatchSampler splits the list over the ranks.
 #pragma once
 #include <cstdint>
+#include <optional>
 #include <utility>
 #include <vector>
 
@@ -56,6 +65,14 @@ class BatchOrder {
   std::vector<int64_t> train_epoch(int64_t full_batches, bool shuffle);
   // A validation pass starts: the base seed, when salt's loader makes a new iterator.
   void validation_pass();
+  // Lightning's tuners start (on_fit_start): the first training iterator made, of
+  // `full_batches`, if none is yet (configure_optimizers made it), and no validation
+  // iterator yet.
+  void start_tuning(int64_t full_batches, bool shuffle);
+  // New loaders (Lightning's fit_loop.setup_data after a reset): a training iterator
+  // of `full_batches` made now, which the next train_epoch() trains on; the
+  // validation iterator is made again later (by the sanity check where there is one).
+  void reload(int64_t full_batches, bool shuffle);
   // A mid-epoch checkpoint's order for the epoch it was saved in, and the batches
   // Lightning's restart had done in that epoch (epoch_restart(); 0 if none).
   void resume_epoch(std::vector<int64_t> order, int64_t restart_done);
@@ -80,10 +97,19 @@ class BatchOrder {
   bool resumed_ = false;
   int64_t restart_done_ = 0, epoch_restart_ = 0;
   std::vector<int64_t> current_;
+  // An iterator made ahead of its epoch (start_tuning, reload): its full batches,
+  // and whether its order is already drawn (a loader that lists the epoch at once).
+  struct MadeIterator {
+    int64_t full_batches = 0;
+    bool drawn = false;
+  };
+  std::optional<MadeIterator> made_;
 
   std::vector<int64_t> distributed_epoch(int64_t full_batches, bool shuffle, bool new_iterator);
   const std::vector<int64_t>& identity(int64_t n);
   void draw(int64_t n, bool shuffle);  // salt's order of n batches into current_
+  void make_train_iterator(int64_t full_batches, bool shuffle);
+  const std::vector<int64_t>& take_made(int64_t full_batches, bool shuffle);
 };
 
 }  // namespace salt::training

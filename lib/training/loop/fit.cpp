@@ -138,16 +138,16 @@ bool FitRun::weights_finite() const {
   return true;
 }
 
-// salt's order of the epoch's batches; with several ranks, rank 0's.
-std::vector<int64_t> FitRun::epoch_order(int64_t epoch) {
-  auto order = loaders_.order->train_epoch(loaders_.train->sampler().full_batches(), schedule_.plan.shuffle);
+// salt's order of the epoch's batches (the run's, or a tuner trial's); with
+// several ranks, rank 0's, agreed under `key` (one per epoch).
+std::vector<int64_t> FitRun::epoch_order(int64_t full_batches, const std::string& key) {
+  auto order = loaders_.order->train_epoch(full_batches, shuffles(trainer()));
   if (!processes_.session) return order;
-  const auto agreed =
-      processes_.session->from_rank0("batch order " + std::to_string(epoch), "draw the batch order", [&] {
-        std::string text;
-        for (int64_t k : order) text += std::to_string(k) + " ";
-        return text;
-      });
+  const auto agreed = processes_.session->from_rank0(key, "draw the batch order", [&] {
+    std::string text;
+    for (int64_t k : order) text += std::to_string(k) + " ";
+    return text;
+  });
   std::istringstream in(agreed);
   order.clear();
   for (int64_t k; in >> k;) order.push_back(k);
@@ -162,7 +162,7 @@ void FitRun::train_epoch(int64_t epoch) {
   setup_.model->train();
   const auto start = std::chrono::steady_clock::now();
   meter_.start("train", epoch);
-  const auto order = epoch_order(epoch);
+  const auto order = epoch_order(loaders_.train->sampler().full_batches(), "batch order " + std::to_string(epoch));
   loaders_.train->start_epoch(epoch, order, loaders_.order->epoch_restart());
   state_.accumulate_grad_batches = trainer().accumulate_grad_batches;
   hook("on_epoch_start", &callbacks::Callback::on_epoch_start, state_, std::string("train"),

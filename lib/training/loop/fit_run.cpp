@@ -52,8 +52,13 @@ void FitRun::set_up(const FitHooks& hooks, const StepOptions& options) {
         .grad_sync(processes_.grad_sync.get())
         .profiler(callbacks_.profiler());
   };
+  loaders_.order = make_batch_order(batch_order_options(setup_, start_, processes_.world, dev), start_);
+  const int64_t configured_batch = setup_.run.data.batch_size;
+  const int64_t configured_schedule = schedule_steps_at(setup_, inputs_, processes_, configured_batch);
   run_tuners(step_options());  // before anything is planned from the batch size or the learning rate
   auto planned = plan_steps(setup_, inputs_, processes_, start_);
+  if (setup_.run.data.batch_size != configured_batch && configured_schedule > 0)
+    keep_configured_schedule(planned.plan, configured_schedule, configured_batch, setup_.run.data.batch_size);
   schedule_.plan = planned.plan;
   schedule_.skip_batches = planned.plan.skip_batches;
   schedule_.optimization = make_optimization(setup_, schedule_.plan, start_);
@@ -68,12 +73,11 @@ void FitRun::set_up(const FitHooks& hooks, const StepOptions& options) {
   if (!dev && processes_.main_rank())
     record_.config_yaml = write_files({setup_, inputs_, processes_, options, context, record_.git, record_.init_from},
                                       start_.run_dir);
+  auto order = std::move(loaders_.order);
   loaders_ =
       make_loaders(inputs_, planned.train_sampler, loader_options(data, processes_), data.batch_size, processes_);
-  auto order = make_batch_order(batch_order_options(setup_, start_, processes_.world, dev), start_, schedule_.plan,
-                                *loaders_.train);
-  loaders_.order = std::move(order.order);
-  schedule_.lightning_restart = order.lightning_restart;
+  loaders_.order = std::move(order);
+  schedule_.lightning_restart = resume_batch_order(*loaders_.order, start_, schedule_.plan, *loaders_.train);
   schedule_.val_plan = plan_validation(trainer(), loaders_.val->batches_per_epoch(), schedule_.plan);
   step_ = make_step(*setup_.model, step_options(), start_);
   connect_state();
@@ -105,12 +109,22 @@ void FitRun::run_tuners(const TrainStepOptions& step_options) {
   state_.actions.sum_over_ranks = [this](const std::vector<double>& values) {
     return processes_.session ? processes_.session->sum(values) : values;
   };
+  int64_t trial_epochs = 0;
+  TrialOrder order{
+      [this, &trial_epochs](int64_t full_batches) {
+        return epoch_order(full_batches, "tuner batch order " + std::to_string(trial_epochs++));
+      },
+      [this] { loaders_.order->validation_pass(); },
+      [this](int64_t full_batches) { loaders_.order->start_tuning(full_batches, shuffles(trainer())); },
+      [this](int64_t full_batches) { loaders_.order->reload(full_batches, shuffles(trainer())); }};
   TunerTrials trials(setup_, step_options, trainer().accumulate_grad_batches, inputs_.train, inputs_.val,
-                     loader_options(setup_.run.data, processes_), processes_.session.get());
+                     loader_options(setup_.run.data, processes_), std::move(order), processes_.session.get());
   state_.actions.run_trial = [&trials](const callbacks::TrialSpec& spec) { return trials.run(spec); };
+  state_.actions.reload_loaders = [&trials](int64_t batch_size) { trials.reload_loaders(batch_size); };
   state_.actions.edit_config = [this](const config::ConfigEdit& edit) { config::apply_edit(setup_.run, setup_.config, edit); };
   hook("tune", &callbacks::Callback::tune, state_);
   state_.actions.run_trial = nullptr;
+  state_.actions.reload_loaders = nullptr;
   state_.actions.edit_config = nullptr;
 }
 

@@ -64,7 +64,7 @@ class FitRun {
   bool stop_requested(int64_t epochs_done) const;
   void save_on_exception(const std::exception_ptr& error);
   bool weights_finite() const;
-  std::vector<int64_t> epoch_order(int64_t epoch);
+  std::vector<int64_t> epoch_order(int64_t full_batches, const std::string& key);
   void train_epoch(int64_t epoch);
   void record_resources(const EpochResources& figures);
   void train_batch(Batch batch, int64_t b);

@@ -226,6 +226,16 @@ StepPlan plan_steps(const RunSetup& setup, const RunInputs& inputs, const RunPro
   return out;
 }
 
+int64_t schedule_steps_at(const RunSetup& setup, const RunInputs& inputs, const RunProcesses& processes,
+                          int64_t batch_size) {
+  const auto sampler = data::SamplerOptions::training(inputs.train->num_rows(), batch_size, setup.seed)
+                           .set_shard(processes.rank, processes.world);
+  const TrainCounts counts{data::BatchSampler(sampler).batches_per_epoch(), inputs.train->num_rows(), batch_size,
+                           processes.world};
+  if (counts.available_batches <= 0) return 0;
+  return plan_training(setup.run.trainer, counts, std::nullopt, setup.run.model.lrs.last_epoch).total_steps;
+}
+
 std::unique_ptr<Optimization> make_optimization(const RunSetup& setup, const TrainPlan& plan, const RunStart& start) {
   const auto& model = setup.run.model;
   auto optimization = std::make_unique<Optimization>(setup.model->named_parameters(), optimizer_kind(model.optimizer),
@@ -309,37 +319,38 @@ BatchOrderOptions batch_order_options(const RunSetup& setup, const RunStart& sta
                            data.num_workers > 0};
 }
 
-ResumedOrder make_batch_order(const BatchOrderOptions& options, const RunStart& start, const TrainPlan& plan,
-                              data::Loader& train) {
+std::unique_ptr<BatchOrder> make_batch_order(const BatchOrderOptions& options, const RunStart& start) {
   const auto& saved = start.resume;
   const bool continuing = saved && saved->cpu_rng_state.defined();
-  ResumedOrder out;
-  out.order = std::make_unique<BatchOrder>(options, continuing ? saved->loader_iterators : 0);
-  if (!saved || saved->batch_in_epoch < 0) return out;
+  return std::make_unique<BatchOrder>(options, continuing ? saved->loader_iterators : 0);
+}
+
+bool resume_batch_order(BatchOrder& order, const RunStart& start, const TrainPlan& plan, data::Loader& train) {
+  const auto& saved = start.resume;
+  if (!saved || saved->batch_in_epoch < 0) return false;
   // A checkpoint saved before the epoch's first batch (a signal at its start) has
   // already drawn the order: its generator is past it, so the order is taken as recorded.
-  if (const auto& order = saved->epoch_order; order.defined()) {
-    const auto* p = order.data_ptr<int64_t>();
-    std::vector<int64_t> recorded(p, p + order.numel());
+  if (const auto& recorded_order = saved->epoch_order; recorded_order.defined()) {
+    const auto* p = recorded_order.data_ptr<int64_t>();
+    std::vector<int64_t> recorded(p, p + recorded_order.numel());
     try {
       train.sampler().epoch_in(recorded, saved->epoch);  // refused here, naming the file, not at the epoch's start
     } catch (const InputError& e) {
       throw InputError(start.resume_source + ": salt_cpp.epoch_order: " + e.what());
     }
-    out.order->resume_epoch(std::move(recorded), saved->epoch_restart);
-    return out;
+    order.resume_epoch(std::move(recorded), saved->epoch_restart);
+    return false;
   }
-  if (plan.skip_batches == 0) return out;
-  if (!continuing) {  // salt's checkpoint, saved mid-epoch: Lightning starts the epoch over
-    out.order->restart_epoch(plan.skip_batches);
-    out.lightning_restart = true;
-    return out;
+  if (plan.skip_batches == 0) return false;
+  if (!saved->cpu_rng_state.defined()) {  // salt's checkpoint, saved mid-epoch: Lightning starts the epoch over
+    order.restart_epoch(plan.skip_batches);
+    return true;
   }
   spdlog::warn(
       "{} records no batch order for epoch {} (a checkpoint of an older salt-cpp): the "
       "epoch's other batches follow a new order, so some may come twice and some not at all",
       start.resume_source, saved->epoch);
-  return out;
+  return false;
 }
 
 std::unique_ptr<TrainStep> make_step(models::SaltWrapperImpl& model, TrainStepOptions options, const RunStart& start) {

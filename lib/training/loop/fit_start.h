@@ -57,6 +57,11 @@ struct StepPlan {
 StepPlan plan_steps(const RunSetup& setup, const RunInputs& inputs, const RunProcesses& processes,
                     const RunStart& start);
 
+// The one-cycle schedule's length at data.batch_size `batch_size` (0 when that size
+// has no full batch): what Lightning plans before the tuners change the size.
+int64_t schedule_steps_at(const RunSetup& setup, const RunInputs& inputs, const RunProcesses& processes,
+                          int64_t batch_size);
+
 // The optimizer and its schedule, at the resumed run's step with its state.
 std::unique_ptr<Optimization> make_optimization(const RunSetup& setup, const TrainPlan& plan, const RunStart& start);
 
@@ -85,15 +90,13 @@ data::LoaderOptions loader_options(const data::DataConfig& data, const RunProces
 RunLoaders make_loaders(const RunInputs& inputs, data::SamplerOptions train_sampler,
                         const data::LoaderOptions& options, int64_t batch_size, const RunProcesses& processes);
 
-// salt's batch order from torch's generator (batch_order.h); an exact resume
-// mid-epoch finishes the epoch in the order its checkpoint recorded, a resume from
-// salt's mid-epoch checkpoint starts the epoch over as Lightning does.
-struct ResumedOrder {
-  std::unique_ptr<BatchOrder> order;
-  bool lightning_restart = false;  // that epoch starts over (FitSchedule::lightning_restart)
-};
-ResumedOrder make_batch_order(const BatchOrderOptions& options, const RunStart& start, const TrainPlan& plan,
-                              data::Loader& train);
+// salt's batch order from torch's generator (batch_order.h), made before the
+// tuners, whose trials draw from it.
+std::unique_ptr<BatchOrder> make_batch_order(const BatchOrderOptions& options, const RunStart& start);
+// A resumed run's first epoch: an exact resume mid-epoch finishes the epoch in the
+// order its checkpoint recorded, a resume from salt's mid-epoch checkpoint starts
+// the epoch over as Lightning does (returns true: FitSchedule::lightning_restart).
+bool resume_batch_order(BatchOrder& order, const RunStart& start, const TrainPlan& plan, data::Loader& train);
 
 // The options make_batch_order starts from: how salt's loader makes its iterators.
 BatchOrderOptions batch_order_options(const RunSetup& setup, const RunStart& start, int world, bool dev_run);

@@ -5,10 +5,12 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <optional>
 #include <sstream>
 
 #include "data/sampler.h"
 #include "support/test_support.h"
+#include "training/checkpoints/rng_state.h"
 #include "training/loop/batch_order.h"
 
 #include <torch/torch.h>
@@ -216,6 +218,84 @@ TEST(BatchOrder, DataParallelRanksTrainOnTheBatchesLightningGivesThem) {
     // Padded: 7 batches over 2 ranks are 4 each (rank, epoch, 4 batches), one trained twice.
     std::istringstream lines(expected);
     for (std::string line; std::getline(lines, line);) EXPECT_EQ(std::count(line.begin(), line.end(), ' '), 5) << line;
+  }
+}
+
+// Lightning's tuners: setup_data makes an iterator at once (its base seed; its order
+// too with worker processes, which prefetch), an epoch trains on the iterator made
+// last, and the run's first epoch on the one the tuners made last. By hand, torch's
+// calls in the order Lightning makes them, for a LearningRateFinder (isolate_rng
+// around its trial and its reload) and a BatchSizeFinder (a trial whose epoch ends:
+// its validation's base seed, a new iterator).
+std::vector<int64_t> perm_now(int64_t n) {
+  const auto p = torch::randperm(n, torch::kLong);
+  return {p.data_ptr<int64_t>(), p.data_ptr<int64_t>() + n};
+}
+void base_seed() { torch::empty({}, torch::kLong).random_(); }
+void dropout() { torch::rand({7}); }  // what a trial's steps draw
+
+TEST(BatchOrder, TunersTrainOnTheIteratorMadeLastAndTheRunOnTheirs) {
+  for (bool workers : {false, true}) {
+    const training::BatchOrderOptions options{true, true, 1, workers};
+    // LearningRateFinder.
+    torch::manual_seed(5);
+    base_seed();
+    const auto prefetched = workers ? perm_now(10) : std::vector<int64_t>{};
+    std::optional<training::RngSnapshot> isolated{torch::Device(torch::kCPU)};
+    const auto trial = workers ? prefetched : perm_now(10);
+    dropout();
+    base_seed();  // the reload, inside isolate_rng
+    const auto reloaded = workers ? perm_now(10) : std::vector<int64_t>{};
+    isolated->restore();
+    const auto first_epoch = workers ? reloaded : perm_now(10);
+    const auto next = torch::randint(1 << 30, {1}, torch::kLong);
+
+    torch::manual_seed(5);
+    training::BatchOrder lrf(options, 0);
+    lrf.start_tuning(10, true);
+    isolated.emplace(torch::Device(torch::kCPU));
+    EXPECT_EQ(lrf.train_epoch(10, true), trial) << "workers " << workers;
+    dropout();
+    lrf.reload(10, true);
+    isolated->restore();
+    EXPECT_EQ(lrf.train_epoch(10, true), first_epoch) << "workers " << workers;
+    EXPECT_TRUE(torch::equal(torch::randint(1 << 30, {1}, torch::kLong), next)) << "workers " << workers;
+    if (!workers) EXPECT_EQ(first_epoch, trial);  // no workers: as without the finder
+    else EXPECT_NE(first_epoch, trial);           // workers: the reload's order
+
+    // BatchSizeFinder.
+    torch::manual_seed(9);
+    std::vector<std::vector<int64_t>> expected;
+    base_seed();                          // configure_optimizers' iterator, 10 batches
+    expected.push_back(perm_now(10));     // trial 1's first batch (or its prefetch)
+    dropout();
+    base_seed();                          // a reload at 5 batches
+    expected.push_back(perm_now(5));
+    dropout();
+    base_seed();                          // the trial's epoch ended: its validation
+    base_seed();                          // and a new iterator for the next
+    expected.push_back(perm_now(5));
+    dropout();
+    base_seed();                          // the search's end: made again
+    if (workers) expected.push_back(perm_now(5));
+    dropout();                            // (with workers the run's order is drawn before this)
+    if (!workers) expected.push_back(perm_now(5));
+
+    torch::manual_seed(9);
+    training::BatchOrder bsf(options, 0);
+    bsf.start_tuning(10, true);
+    std::vector<std::vector<int64_t>> ours{bsf.train_epoch(10, true)};
+    dropout();
+    bsf.reload(5, true);
+    ours.push_back(bsf.train_epoch(5, true));
+    dropout();
+    bsf.validation_pass();
+    ours.push_back(bsf.train_epoch(5, true));
+    dropout();
+    bsf.reload(5, true);
+    dropout();
+    ours.push_back(bsf.train_epoch(5, true));
+    EXPECT_EQ(ours, expected) << "workers " << workers;
   }
 }
 
