@@ -16,6 +16,10 @@
 #   BATCH [60] NUM_TRAIN [420] NUM_VAL [130] EPOCHS [2] SEED [42]
 #   WORKERS [0]            loader workers (salt's persistent_workers: its config's)
 #   RESUME_STEP [1]        which of salt's mid-epoch checkpoints both trainers resume
+#                          (none: no resume)
+#   OVERLAYS ['']          config files over configs/GN2_cpu.yaml for both trainers
+#   CALLBACKS ['']         more callbacks for both, one YAML flow mapping per line (a
+#                          tuner: bench/train_parity.sh's setting)
 # Exits non-zero when a fit fails or a comparison is out of its bound (1e-6 on the
 # losses; weights are reported: Adam turns the round-off of gradients that are zero
 # in exact arithmetic, such as attention's key bias, into whole steps of lr).
@@ -35,7 +39,9 @@ say() { echo "$*" | tee -a "$log"; }
 
 sed "s/attn_type: flash-varlen/attn_type: torch-math/" "${CONFIG:-$root/tests/fixtures/salt_training/GN2.yaml}" \
   >"$out/salt_config.yaml"
-common=(-c "$out/salt_config.yaml" -c "$root/configs/GN2_cpu.yaml"
+overlays=()
+for f in ${OVERLAYS:-}; do overlays+=(-c "$(realpath "$f")"); done
+common=(-c "$out/salt_config.yaml" -c "$root/configs/GN2_cpu.yaml" "${overlays[@]}"
   --data.train_file "$data/pp_output_train.h5" --data.val_file "$data/pp_output_val.h5"
   --data.test_file "$data/pp_output_test_ttbar.h5" --data.norm_dict "$data/norm_dict.yaml"
   --data.class_dict "$data/class_dict.yaml" --data.batch_size "${BATCH:-60}" --data.num_workers "${WORKERS:-0}"
@@ -47,6 +53,9 @@ callbacks='    - class_path: salt.callbacks.Checkpoint
       init_args: {monitor_loss: val/jets_classification_loss}
     - class_path: lightning.pytorch.callbacks.ModelCheckpoint
       init_args: {every_n_train_steps: 1, save_top_k: -1, filename: "mid-{step}"}'
+extra=$(printf '%s\n' "${CALLBACKS:-}" | sed '/^$/d; s/^/    - /')
+[ -z "$extra" ] || callbacks="$callbacks
+$extra"
 printf 'trainer:\n  logger: false\n  log_every_n_steps: 1\n  callbacks:\n%s\n    - class_path: parity_probe.ParityProbe\n' \
   "$callbacks" >"$out/salt_overlay.yaml"
 printf 'trainer:\n  log_every_n_steps: 1\n  callbacks:\n%s\n' "$callbacks" >"$out/cpp_overlay.yaml"
@@ -78,6 +87,7 @@ fit salt salt
 fit cpp cpp
 say "== 2 ranks from salt's seed"
 compare salt cpp || status=1
+[ "${RESUME_STEP:-1}" = none ] && exit "${status:-0}"
 resume=$(ls -d "$out"/salt/*/checkpoints)/mid-step=${RESUME_STEP:-1}.ckpt
 fit salt salt_resumed --ckpt_path "$resume"
 fit cpp cpp_resumed --ckpt_path "$resume"
