@@ -13,6 +13,7 @@
 #include <signal.h>
 #include <sys/socket.h>
 #include <unistd.h>
+#include <yaml-cpp/yaml.h>
 
 #include "parallel/dist_support.h"
 #include "parallel/free_port.h"
@@ -104,6 +105,27 @@ TEST_F(DistFitTest, WorkingPointsGatherEveryRanksJets) {
       ASSERT_TRUE(a[e].count(key) && b[e].count(key)) << key;
       EXPECT_NEAR(a[e].at(key), b[e].at(key), 1e-9 * a[e].at(key)) << key << " at epoch " << e;
     }
+}
+
+// LearningRateFinder on 2 ranks: the trial's epochs (crossing into new ones) in rank
+// 0's order, its losses rank 0's (Lightning broadcasts rank 0's results), so both
+// ranks stop, suggest and train alike; the sweep is rank 0's file.
+TEST_F(DistFitTest, TheLearningRateFinderSweepsOnEveryRankWithRankZerosLosses) {
+  auto dist = salt("fit", two_ranks({"--trainer.max_epochs", "5", "-ls", "lrf",
+                                     "--trainer.callbacks+={class_path: lightning.pytorch.callbacks.LearningRateFinder, "
+                                     "init_args: {min_lr: 1.0e-5, max_lr: 0.01, num_training_steps: 20, "
+                                     "early_stop_threshold: null, attr_name: lrs_config.max}}"}));
+  ASSERT_EQ(dist.exit_code, 0) << dist.err;
+  const auto run = dir / "logs" / "GN2_cpu_lrf";
+  std::ifstream csv(run / "lr_find.csv");
+  int rows = -1;  // the header
+  for (std::string line; std::getline(csv, line);) ++rows;
+  EXPECT_EQ(rows, 20);  // 4 batches a rank an epoch: the trial goes on through 5
+  std::smatch m;
+  ASSERT_TRUE(std::regex_search(dist.err, m, std::regex("Learning rate set to ([0-9.e-]+)"))) << dist.err;
+  const auto config = YAML::LoadFile((run / "config.yaml").string());
+  EXPECT_EQ(config["model"]["lrs_config"]["max"].as<double>(), std::stod(m[1]));
+  EXPECT_EQ(checkpoints(run).size(), 5u);
 }
 
 // A validation set of fewer batches than ranks (1 batch, 2 ranks): as Lightning's
