@@ -20,8 +20,10 @@
 #                  the copy stream) and 16-mixed (as graphs and eager), then salt test,
 #                  then scripts/lightning_checks.py on the bf16 run's checkpoints
 #   bench.txt      the model step next to the same model in the machine's PyTorch; the loader at 16 threads
-#   profile.txt    the kernels of one GN2 step by total time (ncu), with salt-cpp's short-jet
-#                  attention kernel (the default) and with flash attention's
+#   profile.txt    the kernels of one GN2 step by total time (ncu), each with its DRAM bytes,
+#                  bandwidth and share of the card's memory roofline, and per kind of work
+#                  (scripts/ncu_summary.py), with salt-cpp's short-jet attention kernel (the
+#                  default) and with flash attention's
 #   summary.txt    one table: every figure with the commit and the machine
 # Each step has a deadline (SALT_GPU_BUDGET_S, default 540 s for the whole): a step
 # that would start too late is skipped with a line saying so, and the summary is
@@ -276,25 +278,37 @@ if step "bench model" $([ ${#quick[@]} = 1 ] && echo 40 || echo 90); then
   grep -E "^  (salt-cpp|PyTorch)" "$out/bench.txt" | tail -8 | tee -a "$summary"
   grep -E "^    (short-varlen|segment-sum kernel|static rows, eager|CUDA graphs):" "$out/bench.txt" | tee -a "$summary"
 fi
-# ---- which kernels take the step's time (ncu, one metric: each kernel's duration);
+# ---- which kernels take the step's time (ncu: each kernel's duration and the DRAM
+# bytes it read and wrote, against the card's bandwidth: scripts/ncu_summary.py);
 # the default step (salt-cpp's short-jet attention kernel) ----
 ncu=$(command -v ncu || ls /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | tail -1)
+case "$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1)" in
+  *H200*) peak_gbs=4800 ;;
+  *H100*PCIe*) peak_gbs=2000 ;;
+  *H100*) peak_gbs=3350 ;;
+  *A100*80GB*) peak_gbs=2039 ;;
+  *) peak_gbs= ;;
+esac
+ncu_metrics=gpu__time_duration.sum,dram__bytes_read.sum,dram__bytes_write.sum
 if [ "$dry" != 1 ] && [ -n "$ncu" ] && step "profile" 60; then
-  timeout 120 "$ncu" --profile-from-start off --clock-control none --metrics gpu__time_duration.sum --csv \
+  timeout 120 "$ncu" --profile-from-start off --clock-control none --metrics "$ncu_metrics" --csv \
     --page raw "$build/bench/bench_model" --device cuda --precision bf16-mixed --profile-steps 1 \
     >/tmp/salt_profile.csv 2>/tmp/salt_profile.err
   note "profile (ncu, one bf16 GN2 step at batch 4000): exit $?"
-  "$py" scripts/ncu_summary.py /tmp/salt_profile.csv >"$out/profile.txt" 2>&1 || tail -5 /tmp/salt_profile.err >>"$out/profile.txt"
+  "$py" scripts/ncu_summary.py /tmp/salt_profile.csv 40 ${peak_gbs:+--peak-gbs "$peak_gbs"} >"$out/profile.txt" 2>&1 ||
+    tail -5 /tmp/salt_profile.err >>"$out/profile.txt"
   head -14 "$out/profile.txt" | tee -a "$summary"
+  sed -n '/^by kind/,$p' "$out/profile.txt" | tee -a "$summary"
 fi
 # The same step with flash attention's kernels in place of salt-cpp's short-jet
 # kernel (SALT_SHORT_ATTENTION=0, models/kernels/short_attention.h), appended to profile.txt.
 if [ "$dry" != 1 ] && [ -n "$ncu" ] && step "profile flash" 45; then
   SALT_SHORT_ATTENTION=0 timeout 120 "$ncu" --profile-from-start off --clock-control none \
-    --metrics gpu__time_duration.sum --csv --page raw "$build/bench/bench_model" --device cuda \
+    --metrics "$ncu_metrics" --csv --page raw "$build/bench/bench_model" --device cuda \
     --precision bf16-mixed --profile-steps 1 >/tmp/salt_profile_flash.csv 2>/tmp/salt_profile_flash.err
   note "profile flash (ncu, the same step, SALT_SHORT_ATTENTION=0): exit $?"
-  { echo; echo "== SALT_SHORT_ATTENTION=0"; "$py" scripts/ncu_summary.py /tmp/salt_profile_flash.csv 2>&1 ||
+  { echo; echo "== SALT_SHORT_ATTENTION=0"; "$py" scripts/ncu_summary.py /tmp/salt_profile_flash.csv 40 \
+      ${peak_gbs:+--peak-gbs "$peak_gbs"} 2>&1 ||
     tail -5 /tmp/salt_profile_flash.err; } >/tmp/salt_profile_flash.txt
   head -10 /tmp/salt_profile_flash.txt | tail -8 | tee -a "$summary"
   cat /tmp/salt_profile_flash.txt >>"$out/profile.txt"

@@ -116,7 +116,7 @@ def main():
     suites = {s for s, _ in found} | {f"{s}.{c}" for s, c in found}
     # the script tests calling /usr/bin/python3
     scripts = {"zoo", "deploy.to_onnx_bad_inputs", "scripts.compare_predictions_bad_inputs",
-               "scripts.salt_roundtrip_bad_inputs", "scripts.salt_site_layout", "bench.gn2_packed_check",
+               "scripts.salt_roundtrip_bad_inputs", "scripts.salt_site_layout", "scripts.ncu_summary_table", "bench.gn2_packed_check",
                "training.salt_training_parity", "training.salt_training_parity_tuners"}
     stale = sorted(n for n in python if n not in suites and n not in scripts)
     if missing:
