@@ -14,7 +14,7 @@
 #   CONFIG [GN2/GN2.yaml]      salt's config (under salt's configs/, or a path)
 #   OVERLAYS [configs/GN2_cpu.yaml]  config files over it, for both trainers
 #   SEEDS ["1 2 3"] EPOCHS [4] BATCH [500] WORKERS [2] NUM_TRAIN [-1] NUM_VAL [-1]
-#   ACCELERATOR [cpu]
+#   ACCELERATOR [cpu] PRECISION [32]
 # Exits non-zero when a fit or a test fails.
 set -uo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -48,7 +48,7 @@ common=(--data.train_file "$data/pp_output_train.h5" --data.val_file "$data/pp_o
   --data.test_file "$data/pp_output_test_ttbar.h5" --data.norm_dict "$data/norm_dict.yaml"
   --data.class_dict "$data/class_dict.yaml" --data.batch_size "${BATCH:-500}" --data.num_workers "${WORKERS:-2}"
   --data.num_train "${NUM_TRAIN:--1}" --data.num_val "${NUM_VAL:--1}" --trainer.max_epochs "${EPOCHS:-4}"
-  --trainer.precision 32 --trainer.accelerator "${ACCELERATOR:-cpu}" --trainer.devices 1)
+  --trainer.precision "${PRECISION:-32}" --trainer.accelerator "${ACCELERATOR:-cpu}" --trainer.devices 1)
 failed=0
 # fit_and_test TRAINER SEED COMMAND...: the fit, then `test` of its last checkpoint.
 fit_and_test() {

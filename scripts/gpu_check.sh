@@ -24,6 +24,8 @@
 #                  bandwidth and share of the card's memory roofline, and per kind of work
 #                  (scripts/ncu_summary.py), with salt-cpp's short-jet attention kernel (the
 #                  default) and with flash attention's
+#   seeds.log      salt and salt-cpp over 3 seeds each, side by side (only where SALT_GPU_ONLY
+#                  names "seeds": GN2 at salt's size, 500,000 jets, ~7 minutes)
 #   summary.txt    one table: every figure with the commit and the machine
 # Each step has a deadline (SALT_GPU_BUDGET_S, default 540 s for the whole): a step
 # that would start too late is skipped with a line saying so, and the summary is
@@ -559,5 +561,26 @@ if step "cpu bf16" 150; then
       "$(grep -c ',exec,' /tmp/cpu_onednn.log) executions; $(grep -E 'trained [0-9]+ jets' /tmp/cpu_onednn.log |
         sed 's/.*trained/trained/')"
   done
+fi
+# ---- the same tagger at the end, on the card (issue 65): salt and salt-cpp, 3 seeds
+# each, GN2 at salt's size over 500,000 toy jets, bf16-mixed (bench/seeds_vs_salt.sh);
+# only when SALT_GPU_ONLY names it (~7 minutes of the card) ----
+if [ -n "${SALT_GPU_ONLY:-}" ] && step "seeds" 420; then
+  if [ ! -d "$salt_site/salt" ]; then
+    note "seeds: no $salt_site (run scripts/salt_site.py here and carry .saltpy)"
+  else
+    seeds_data=$root/data/gpu_seeds
+    if [ "$dry" = 1 ]; then sd=(--num_train 2000 --num_val 500 --num_test 1000)
+      sv=(ACCELERATOR=cpu PRECISION=32 BATCH=250 EPOCHS=2 WORKERS=2 SEEDS="1 2" "OVERLAYS=$root/configs/GN2_cpu.yaml")
+    else sd=(--num_train 500000 --num_val 50000 --num_test 100000)
+      sv=(ACCELERATOR=gpu PRECISION=bf16-mixed BATCH=$batch EPOCHS=4 WORKERS=$workers SEEDS="1 2 3" OVERLAYS=); fi
+    [ -f "$seeds_data/pp_output_train.h5" ] ||
+      "$salt" toydata --output_dir "$seeds_data" "${sd[@]}" >>"$out/fit.log" 2>&1
+    env "${sv[@]}" SALT_BIN="$salt" SALT_PY="${SALT_GPU_SALT_PY:-$py}" PYTHONPATH="$salt_site" \
+      timeout $((budget - $(elapsed) - 10)) bench/seeds_vs_salt.sh "$seeds_data" /tmp/seeds_vs_salt >/dev/null 2>&1
+    note "seeds (bench/seeds_vs_salt.sh): exit $?"
+    cp /tmp/seeds_vs_salt/seeds.log "$out/seeds.log" 2>/dev/null
+    tee -a "$summary" </tmp/seeds_vs_salt/seeds.log
+  fi
 fi
 note "gpu_check: done in $(elapsed) s (commit $commit)"
