@@ -24,6 +24,7 @@
 #                  bandwidth and share of the card's memory roofline, and per kind of work
 #                  (scripts/ncu_summary.py), with salt-cpp's short-jet attention kernel (the
 #                  default) and with flash attention's
+#   (the throughput step's ThroughputMonitor rates and MFU go to summary.txt)
 #   seeds.log      salt and salt-cpp over 3 seeds each, side by side (only where SALT_GPU_ONLY
 #                  names "seeds": GN2 at salt's size, 500,000 jets, ~7 minutes)
 #   summary.txt    one table: every figure with the commit and the machine
@@ -472,6 +473,23 @@ if step "salt test" 30; then
   "$salt" test -c logs/GN2_gpu_bf16-mixed/config.yaml --data.num_test -1 --trainer.accelerator \
     "$([ "$device" = cuda ] && echo gpu || echo cpu)" >>"$out/fit.log" 2>&1
   note "salt test (bf16-mixed run): exit $?; $(grep -E 'jets/s|written' "$out/fit.log" | tail -1)"
+fi
+
+# ---- Lightning's ThroughputMonitor on the card (issue 67): its rates and MFU against the
+# card's peak (training/outputs/peak_flops.h) in metrics.csv, every 20 steps ----
+if step "throughput" 45; then
+  FIT_TAG=bf16-throughput fit bf16-mixed --trainer.devices 1 --trainer.log_every_n_steps "$([ "$dry" = 1 ] && echo 2 || echo 20)" \
+    "--trainer.callbacks+={class_path: lightning.pytorch.callbacks.ThroughputMonitor, init_args: {batch_size_fn: null}}"
+  "$py" - logs/GN2_gpu_bf16-throughput/metrics.csv <<'PY' 2>&1 | tee -a "$summary"
+import csv, sys
+rows = [r for r in csv.DictReader(open(sys.argv[1])) if r.get("train/device/samples_per_sec")]
+if not rows:
+    sys.exit("throughput: no ThroughputMonitor rows in metrics.csv")
+last = rows[-1]
+mfu = last.get("train/device/mfu") or "none (no peak known for this device)"
+print(f"  throughput: {len(rows)} rows; last: {float(last['train/device/samples_per_sec']):.0f} jets/s, "
+      f"{float(last['train/device/flops_per_sec']) / 1e12:.2f} TFLOP/s, mfu {mfu}")
+PY
 fi
 
 # ---- what a salt user's Python does with the checkpoints: torch 2.x's weights-only
