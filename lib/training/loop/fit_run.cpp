@@ -54,11 +54,11 @@ void FitRun::set_up(const FitHooks& hooks, const StepOptions& options) {
   };
   loaders_.order = make_batch_order(batch_order_options(setup_, start_, processes_.world, dev), start_);
   const int64_t configured_batch = setup_.run.data.batch_size;
-  const int64_t configured_schedule = schedule_steps_at(setup_, inputs_, processes_, configured_batch);
   run_tuners(step_options());  // before anything is planned from the batch size or the learning rate
   auto planned = plan_steps(setup_, inputs_, processes_, start_);
-  if (setup_.run.data.batch_size != configured_batch && configured_schedule > 0)
-    keep_configured_schedule(planned.plan, configured_schedule, configured_batch, setup_.run.data.batch_size);
+  if (const int64_t found = setup_.run.data.batch_size; found != configured_batch)
+    if (const int64_t steps = schedule_steps_at(setup_, inputs_, processes_, configured_batch); steps > 0)
+      keep_configured_schedule(planned.plan, steps, configured_batch, found);
   schedule_.plan = planned.plan;
   schedule_.skip_batches = planned.plan.skip_batches;
   schedule_.optimization = make_optimization(setup_, schedule_.plan, start_);
