@@ -62,6 +62,7 @@
 #include "training/step/batch_device.h"
 #include "training/optim/optimization.h"
 #include "training/step/step_options.h"
+#include "training/step/step_graphs.h"
 #include "training/step/train_step.h"
 
 using namespace salt::models;
@@ -197,7 +198,9 @@ Result run_salt_cpp(const Size& s, int64_t length, int64_t iters, const Setup& s
   if (s.kernels) context.kernels(*s.kernels);
   step_options.context(context);
   salt::training::TrainStep train_step(*model, step_options);
-  if (s.graphs) train_step.start_graphs(/*one_process=*/true, /*accumulate_grad_batches=*/1);
+  if (s.graphs)
+    train_step.start_graphs(salt::training::cuda_graphs_refusal(setup.device, /*one_process=*/true,
+                                                                /*accumulate_grad_batches=*/1, *model));
   // The optimizer salt fit runs (AdamW in multi-tensor kernels) at the reference's
   // learning rate 1e-4 and weight decay 0.01 (torch's default), its schedule flat
   // and long enough for every step here.

@@ -340,6 +340,9 @@ fit() {  # [FIT_TAG=name] [FIT_DATA=dir] fit PRECISION EXTRA_ARGS...   (the run:
   note "fit $tag: exit $rc; $speed; epoch 1: $res"
   sed -n '/attention_kernels:/,/stages:/p' "logs/GN2_gpu_$tag/metadata.yaml" 2>/dev/null | grep -v "stages:" |
     tr -s ' \n' ' ' | sed 's/^/  /' | tee -a "$summary"
+  # What the graphs did (issue 69: metadata's `used`, counts, or `why` not).
+  awk '/^  cuda_graphs:/{f=1;printf "  cuda_graphs:";next} f&&/^    /{sub(/^ +/, ""); printf " %s;", $0; next} f{exit}' \
+    "logs/GN2_gpu_$tag/metadata.yaml" 2>/dev/null | tee -a "$summary"
   echo | tee -a "$summary"
 }
 # --trainer.devices [0] and 1 both select the card (issue 32's placement check).

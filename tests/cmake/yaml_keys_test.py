@@ -33,6 +33,8 @@ EXCEPTIONS = {
     ("lib/deploy/check.cpp", ""): "reads the answer of the ONNX Runtime helper process (jets -> outputs)",
     ("lib/submit/sweep.cpp", ""): "reads a sweep file (grid/list of --key=value settings)",
     ("lib/training/loop/run_files.cpp", "info.git"): "reads the git state (repro::git_info_yaml) for metadata.yaml",
+    ("lib/training/loop/run_files.cpp", "meta"): "rewrites metadata.yaml (salt-cpp's record of the run) at a stage's end",
+    ("lib/training/step/step_options.cpp", "step_options"): "rewrites metadata.yaml's step_options (what the graphs did)",
 }
 
 root = Path(sys.argv[1])

@@ -78,7 +78,7 @@ FitResult FitRun::run(const FitHooks& hooks, const std::optional<StepOptions>& o
 }
 
 void FitRun::train_epochs() {
-  step_->start_graphs(!processes_.session, trainer().accumulate_grad_batches);
+  step_->start_graphs(record_.graphs_refusal);
   for (int64_t epoch = schedule_.plan.start_epoch;
        (schedule_.plan.max_epochs < 0 || epoch < schedule_.plan.max_epochs) && !position_.stop; ++epoch) {
     // A callback may have asked to stop before this epoch (a Timer already spent at the start).
@@ -203,7 +203,9 @@ void FitRun::record_resources(const EpochResources& figures) {
   if (attention_kernels_.empty()) attention_kernels_ = models::attention_kernels_used();
   spdlog::info("{}", figures.summary());
   if (!processes_.main_rank() || dev_run()) return;
-  write_run_resources(start_.run_dir, result_.resources, attention_kernels_);
+  std::optional<GraphsCount> graphs;
+  if (record_.graphs_refusal.empty() && step_) graphs = step_->graphs_count();
+  write_run_resources(start_.run_dir, result_.resources, attention_kernels_, graphs);
 }
 
 void FitRun::train_batch(Batch batch, int64_t b) {

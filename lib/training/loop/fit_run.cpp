@@ -12,6 +12,7 @@
 #include "training/loop/fit_run.h"
 #include "training/loop/fit_start.h"
 #include "training/step/step_context.h"
+#include "training/step/step_graphs.h"
 #include "training/tuners/tuner_trials.h"
 
 namespace salt::training {
@@ -63,6 +64,9 @@ void FitRun::set_up(const FitHooks& hooks, const StepOptions& options) {
   schedule_.skip_batches = planned.plan.skip_batches;
   schedule_.optimization = make_optimization(setup_, schedule_.plan, start_);
   record_.git = run_git_checks(hooks, start_, processes_, dev);
+  record_.graphs_refusal =
+      decide_graphs(context.graphs(), processes_.device, !processes_.session, trainer().accumulate_grad_batches,
+                    *setup_.model);
   const auto& data = setup_.run.data;
   if (!dev && data.move_files_temp)  // not under fast_dev_run, like salt
     copy_inputs_to(inputs_, setup_, data, *data.move_files_temp, processes_.env.local_world_size);
@@ -71,8 +75,9 @@ void FitRun::set_up(const FitHooks& hooks, const StepOptions& options) {
   result_.rank = processes_.rank;
   result_.world_size = processes_.world;
   if (!dev && processes_.main_rank())
-    record_.config_yaml = write_files({setup_, inputs_, processes_, options, context, record_.git, record_.init_from},
-                                      start_.run_dir);
+    record_.config_yaml = write_files(
+        {setup_, inputs_, processes_, options, context, record_.git, record_.init_from, record_.graphs_refusal},
+        start_.run_dir);
   auto order = std::move(loaders_.order);
   loaders_ =
       make_loaders(inputs_, planned.train_sampler, loader_options(data, processes_), data.batch_size, processes_);

@@ -29,6 +29,7 @@ struct RunRecord {
   std::string config_yaml;
   YAML::Node git;
   YAML::Node init_from;  // init_from: what was taken and frozen, for metadata.yaml
+  std::string graphs_refusal;  // decide_graphs: empty when the training steps are graphed
 };
 
 }  // namespace salt::training

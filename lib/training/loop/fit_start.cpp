@@ -283,7 +283,8 @@ std::string write_files(const RunFilesInput& in, const fs::path& run_dir) {
       info.gpu_ids.push_back(trainer.device_ids.empty() ? i : trainer.device_ids[static_cast<std::size_t>(i)]);
   info.float32_matmul_precision = cuda::float32_matmul_precision();
   info.step_options =
-      step_options_yaml(in.options, StepUse{device.is_cuda(), cpu_bf16_steps(in.context.autocast(), device)});
+      step_options_yaml(in.options, StepUse{device.is_cuda(), cpu_bf16_steps(in.context.autocast(), device),
+                                            in.graphs_refusal});
   info.init_from = in.init_from;
   auto yaml = config::to_yaml(write_run_files(run_dir, in.setup, info));
   spdlog::info("run directory: {}", run_dir.string());

@@ -80,6 +80,7 @@ struct RunFilesInput {
   const StepContext& context;
   const YAML::Node& git;
   const YAML::Node& init_from;
+  const std::string& graphs_refusal;
 };
 std::string write_files(const RunFilesInput& in, const std::filesystem::path& run_dir);
 

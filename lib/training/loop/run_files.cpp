@@ -162,7 +162,8 @@ YAML::Node optional_mb(const std::optional<double>& mb) {
 }  // namespace
 
 void write_run_resources(const fs::path& run_dir, const std::vector<EpochResources>& stages,
-                         const std::vector<std::string>& attention_kernels) {
+                         const std::vector<std::string>& attention_kernels,
+                         const std::optional<GraphsCount>& graphs) {
   const auto path = run_dir / "metadata.yaml";
   YAML::Node meta = config::load_yaml_file(path.string()).root;
   YAML::Node resources(YAML::NodeType::Map);
@@ -189,6 +190,7 @@ void write_run_resources(const fs::path& run_dir, const std::vector<EpochResourc
   resources["attention_kernels"] = kernels;
   resources["stages"] = list;
   meta["resources"] = resources;
+  if (graphs && meta["step_options"]) record_graphs_count(meta["step_options"], *graphs);
   write_file_atomic(path, yaml_text(meta));
 }
 

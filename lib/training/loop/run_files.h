@@ -5,10 +5,12 @@
 #include <yaml-cpp/yaml.h>
 
 #include <filesystem>
+#include <optional>
 
 #include "data/h5_reader.h"
 #include "training/loop/epoch_resources.h"
 #include "training/run_setup.h"
+#include "training/step/step_options.h"
 
 namespace salt::training {
 
@@ -33,8 +35,10 @@ YAML::Node write_run_files(const std::filesystem::path& run_dir, const RunSetup&
 
 // Rewrites metadata.yaml's `resources`: every stage measured so far (time, time
 // waiting for data, peak host and GPU memory), the run's peaks and the attention
-// kernels the model ran; the rest of the file is kept.
+// kernels the model ran; with `graphs`, what the CUDA graphs did so far
+// (record_graphs_count); the rest of the file is kept.
 void write_run_resources(const std::filesystem::path& run_dir, const std::vector<EpochResources>& stages,
-                         const std::vector<std::string>& attention_kernels);
+                         const std::vector<std::string>& attention_kernels,
+                         const std::optional<GraphsCount>& graphs = std::nullopt);
 
 }  // namespace salt::training

@@ -31,6 +31,16 @@ std::string cuda_graphs_refusal(const torch::Device& device, bool one_process, i
   return "";
 }
 
+std::string decide_graphs(const GraphsChoice& choice, const torch::Device& device, bool one_process,
+                          int64_t accumulate_grad_batches, const models::SaltWrapperImpl& model) {
+  if (!choice.wanted) return "SALT_CUDA_GRAPHS=0";
+  auto refusal = cuda_graphs_refusal(device, one_process, accumulate_grad_batches, model);
+  if (refusal.empty() && choice.deterministic && !choice.asked)
+    refusal = "trainer.deterministic (graphed fits are not yet shown bitwise repeatable on a card; SALT_CUDA_GRAPHS=1 "
+              "uses them)";
+  return refusal;
+}
+
 std::vector<int64_t> bucket_capacities(const DeviceBatch& batch) {
   std::vector<int64_t> out;
   for (const auto& [name, mask] : batch.pad_masks) {

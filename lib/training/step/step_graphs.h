@@ -18,6 +18,7 @@
 
 #include "models/salt_wrapper.h"
 #include "training/step/batch_device.h"
+#include "training/step/step_context.h"
 
 namespace salt::training {
 
@@ -33,6 +34,13 @@ namespace salt::training {
 // which pools a mask decoder's queries).
 std::string cuda_graphs_refusal(const torch::Device& device, bool one_process, int64_t accumulate_grad_batches,
                                 const models::SaltWrapperImpl& model);
+
+// A fit's graphs decision, settled once before its files are written (so that
+// metadata.yaml's step_options.cuda_graphs says `used` and `why`): empty when its
+// training steps run as graphs, else why they run eagerly: SALT_CUDA_GRAPHS=0,
+// cuda_graphs_refusal, or trainer.deterministic without SALT_CUDA_GRAPHS=1.
+std::string decide_graphs(const GraphsChoice& choice, const torch::Device& device, bool one_process,
+                          int64_t accumulate_grad_batches, const models::SaltWrapperImpl& model);
 
 // The capacities static rows give `batch`, from its host copies: for each pad mask
 // (in name order) its valid slots' and its vertexing edges' (ordered pairs of

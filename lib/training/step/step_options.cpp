@@ -114,7 +114,8 @@ YAML::Node step_options_yaml(const StepOptions& options, const StepUse& use) {
   auto node = step_options_yaml(options);
   node["host_twins"]["used"] = use.on_cuda && options.host_twins.value;
   node["copy_stream"]["used"] = use.on_cuda && options.copy_stream.value;
-  if (!use.on_cuda) node["cuda_graphs"]["used"] = false;
+  node["cuda_graphs"]["used"] = use.graphs_refusal.empty();
+  if (!use.graphs_refusal.empty()) node["cuda_graphs"]["why"] = use.graphs_refusal;
   // salt-cpp's own CUDA kernels, where asked for: on a card each batch settles them
   // (resources' attention_kernels says which ran), elsewhere never.
   const bool own_kernels = use.on_cuda && models::segment_sum_kernel_compiled();
@@ -123,6 +124,14 @@ YAML::Node step_options_yaml(const StepOptions& options, const StepUse& use) {
   node["cpu_bf16"]["used"] = use.cpu_bf16_steps;
   node["cpu_bf16_static_rows"]["used"] = forward_kernels(options, use.cpu_bf16_steps).bucketed_rows;
   return node;
+}
+
+void record_graphs_count(YAML::Node step_options, const GraphsCount& count) {
+  auto graphs = step_options["cuda_graphs"];
+  graphs["used"] = count.replayed > 0;
+  graphs["captured"] = count.captured;
+  graphs["replayed"] = count.replayed;
+  graphs["given_up"] = count.given_up;
 }
 
 }  // namespace salt::training

@@ -83,13 +83,27 @@ YAML::Node step_options_yaml(const StepOptions& options);
 struct StepUse {
   bool on_cuda = false;
   bool cpu_bf16_steps = false;  // forward_batch.h's cpu_bf16_steps: bf16 autocast on the CPU
+  std::string graphs_refusal;   // decide_graphs (step_graphs.h): empty when the steps are graphed
 };
 
 // step_options_yaml, and beside what was asked `used: true|false` where the run
 // settles it before its files are written: the card's switches (host twins, copy
-// stream, graphs) are unused on the CPU, the CPU bf16 ones without CPU bf16 steps,
-// and bucketed rows only where forward_kernels buckets them. A card's graphs are
-// settled later (their log line says: "CUDA graphs: N captured").
+// stream) are unused on the CPU, the CPU bf16 ones without CPU bf16 steps, and
+// bucketed rows only where forward_kernels buckets them. cuda_graphs says `used`
+// and, where unused, `why` (the graphs decision); record_graphs_count corrects
+// `used` from what the graphs did.
 YAML::Node step_options_yaml(const StepOptions& options, const StepUse& use);
+
+// What a fit's CUDA graphs did: graphs captured, training steps they replayed,
+// and whether they gave up (a step that waited for the card; eager since).
+struct GraphsCount {
+  int64_t captured = 0;
+  int64_t replayed = 0;
+  bool given_up = false;
+};
+
+// metadata.yaml's step_options.cuda_graphs for a fit that graphs its steps: `used`
+// once a step was replayed, the counts beside it.
+void record_graphs_count(YAML::Node step_options, const GraphsCount& count);
 
 }  // namespace salt::training

@@ -92,18 +92,15 @@ void TrainStep::clip_gradients() {
     clip_grad_norm(model_.parameters(), *options_.gradient_clip_val());
 }
 
-// The training steps' forward and backward passes as CUDA graphs (step_graphs.h) where
-// the run allows, else one line saying why not: a warning when SALT_CUDA_GRAPHS=1 asked
-// for them, an info line when they were the default on a card.
-void TrainStep::start_graphs(bool one_process, int64_t accumulate_grad_batches) {
-  if (!options_.context().graphs().wanted) return;
-  auto refusal = cuda_graphs_refusal(options_.context().device(), one_process, accumulate_grad_batches, model_);
-  if (refusal.empty() && options_.context().graphs().deterministic && !options_.context().graphs().asked)
-    refusal = "trainer.deterministic (graphed fits are not yet shown bitwise repeatable on a card; SALT_CUDA_GRAPHS=1 "
-              "uses them)";
+// The training steps' forward and backward passes as CUDA graphs (step_graphs.h)
+// where decide_graphs allowed them, else one line saying why not: a warning when
+// SALT_CUDA_GRAPHS=1 asked for them, an info line when they were the default on a card.
+void TrainStep::start_graphs(const std::string& refusal) {
+  const auto& choice = options_.context().graphs();
+  if (!choice.wanted) return;
   if (refusal.empty()) {
     graphs_ = std::make_unique<StepGraphs>(model_, options_.context().device());
-  } else if (options_.context().graphs().asked) {
+  } else if (choice.asked) {
     spdlog::warn("SALT_CUDA_GRAPHS=1 but the steps run eagerly: {}", refusal);
   } else if (options_.context().device().is_cuda()) {
     spdlog::info("training steps run eagerly, not as CUDA graphs: {}", refusal);
@@ -112,9 +109,15 @@ void TrainStep::start_graphs(bool one_process, int64_t accumulate_grad_batches) 
 
 void TrainStep::stop_graphs() {
   if (!graphs_) return;
-  spdlog::info("CUDA graphs: {} captured, {} training steps replayed{}", graphs_->graphs(), graphs_->replays(),
-               graphs_->given_up() ? " (then a step waited for the card: eager since)" : "");
+  graphs_count_ = graphs_count();
+  spdlog::info("CUDA graphs: {} captured, {} training steps replayed{}", graphs_count_.captured,
+               graphs_count_.replayed, graphs_count_.given_up ? " (then a step waited for the card: eager since)" : "");
   graphs_.reset();
+}
+
+GraphsCount TrainStep::graphs_count() const {
+  if (!graphs_) return graphs_count_;
+  return {graphs_->graphs(), graphs_->replays(), graphs_->given_up()};
 }
 
 void TrainStep::watch_finite(const torch::Tensor& loss, int64_t step, bool read_now) {

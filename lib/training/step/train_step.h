@@ -96,10 +96,12 @@ class TrainStep {
   void set_phase_observer(std::function<void(const char*)> observer) { at_phase_ = std::move(observer); }
 
   // With options.context().graphs wanted: CUDA graphs for the steps from now on
-  // (training/step/step_graphs.h) where the run allows (cuda_graphs_refusal), else one
+  // (training/step/step_graphs.h) where `refusal` (decide_graphs) is empty, else one
   // line saying why the steps run eagerly; stop_graphs logs what they did and ends them.
-  void start_graphs(bool one_process, int64_t accumulate_grad_batches);
+  void start_graphs(const std::string& refusal);
   void stop_graphs();
+  // What the graphs did so far (after stop_graphs: in all); zeros when none ran.
+  GraphsCount graphs_count() const;
 
   // A non-finite loss stops the run. On one process the first step with one is
   // kept on the device (watch_finite) and read when asked (first_nonfinite_step),
@@ -135,6 +137,7 @@ class TrainStep {
   TrainStepOptions options_;
   std::optional<GradScaler> scaler_;
   std::unique_ptr<StepGraphs> graphs_;
+  GraphsCount graphs_count_;  // kept from stop_graphs
   struct Meters;
   std::unique_ptr<Meters> meters_;  // host reads, steps ahead
   torch::Tensor first_nonfinite_;   // the first step with a non-finite loss (-1: none), on the device

@@ -62,6 +62,24 @@ TEST(StepGraphs, RefusalsNameWhatTheRunDoes) {
   EXPECT_EQ(training::cuda_graphs_refusal(card, true, 1, *gn2), "merged inputs (merge_dict)");
 }
 
+// The fit's decision (metadata.yaml's `why`): the switch, then the run, then
+// trainer.deterministic unless SALT_CUDA_GRAPHS=1 asked by name.
+TEST(StepGraphs, TheFitsDecisionSaysWhyItsStepsRunEagerly) {
+  auto gn2 = build(small_gn2_yaml(), make_context(2, 19));
+  const torch::Device card(torch::kCUDA, 0);
+  const training::GraphsChoice by_default{true, false, false}, off{false, false, false};
+  const training::GraphsChoice deterministic{true, false, true}, asked_deterministic{true, true, true};
+  EXPECT_EQ(training::decide_graphs(by_default, card, true, 1, *gn2), "");
+  EXPECT_EQ(training::decide_graphs(off, card, true, 1, *gn2), "SALT_CUDA_GRAPHS=0");
+  EXPECT_EQ(training::decide_graphs(by_default, torch::kCPU, true, 1, *gn2), "the run is not on a card");
+  EXPECT_EQ(training::decide_graphs(by_default, card, true, 2, *gn2), "accumulate_grad_batches is 2");
+  EXPECT_EQ(training::decide_graphs(deterministic, card, true, 1, *gn2).rfind("trainer.deterministic", 0), 0u);
+  EXPECT_EQ(training::decide_graphs(asked_deterministic, card, true, 1, *gn2), "");
+  // A refusal of the run comes before the deterministic one.
+  EXPECT_EQ(training::decide_graphs(deterministic, card, false, 1, *gn2),
+            "several processes reduce gradients inside the step");
+}
+
 TEST(StepGraphs, LabelsAreCheckedBeforeAReplayAsTheStepChecksThem) {
   auto gn2 = build(small_gn2_yaml(), make_context(2, 19));
   auto t = nan_padded_batch({1, 3, 1, 8, 7, 8, 7, 0}, 9, 7);

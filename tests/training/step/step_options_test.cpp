@@ -134,6 +134,28 @@ TEST(StepOptions, MetadataListsEachSwitchWithItsValueAndSource) {
   EXPECT_GE(yaml["threads"]["value"].as<int>(), 1);  // the count LibTorch computes with
 }
 
+// A card's graphs: decided before metadata.yaml is written (`used`, or `why` not),
+// then corrected from what they did (record_graphs_count: used once a step replayed).
+TEST(StepOptions, MetadataSaysWhetherTheGraphsRanAndWhyNot) {
+  const auto o = parse_step_options(environment({}), 2, true);
+  const auto refused = step_options_yaml(o, StepUse{true, false, "accumulate_grad_batches is 4"});
+  EXPECT_FALSE(refused["cuda_graphs"]["used"].as<bool>());
+  EXPECT_EQ(refused["cuda_graphs"]["why"].as<std::string>(), "accumulate_grad_batches is 4");
+  EXPECT_TRUE(refused["host_twins"]["used"].as<bool>());  // on the card all the same
+
+  auto graphed = step_options_yaml(o, StepUse{true, false, ""});
+  EXPECT_TRUE(graphed["cuda_graphs"]["used"].as<bool>());
+  EXPECT_FALSE(graphed["cuda_graphs"]["why"]);
+  record_graphs_count(graphed, GraphsCount{0, 0, false});  // no step replayed yet (every bucket's warm-up)
+  EXPECT_FALSE(graphed["cuda_graphs"]["used"].as<bool>());
+  record_graphs_count(graphed, GraphsCount{3, 120, true});
+  EXPECT_TRUE(graphed["cuda_graphs"]["used"].as<bool>());
+  EXPECT_EQ(graphed["cuda_graphs"]["captured"].as<int>(), 3);
+  EXPECT_EQ(graphed["cuda_graphs"]["replayed"].as<int>(), 120);
+  EXPECT_TRUE(graphed["cuda_graphs"]["given_up"].as<bool>());
+  EXPECT_EQ(graphed["cuda_graphs"]["source"].as<std::string>(), "default");  // the rest kept
+}
+
 // Read once, in one place: no other file of lib names a switch's variable (a
 // function static reading it at first use is how they hid before), but the table
 // that declares every variable (core/env_switches.cpp).
@@ -214,6 +236,8 @@ TEST_F(FitTest, MetadataRecordsEveryStepSwitchWithItsSource) {
   for (const char* name : {"host_twins", "copy_stream", "cuda_graphs", "short_attention", "segment_sum_kernel",
                            "cpu_bf16", "cpu_bf16_static_rows"})
     EXPECT_FALSE(defaults[name]["used"].as<bool>()) << name;
+  EXPECT_EQ(defaults["cuda_graphs"]["why"].as<std::string>(), "the run is not on a card");
+  EXPECT_FALSE(defaults["cuda_graphs"]["replayed"]);  // counts only where graphs were decided
   // Several cores beside OpenBLAS's own threads: the fit started again with a short
   // spin (core/omp_spin.h), before it printed anything (one start line, not two).
   const bool restarts = salt::affinity_cores() > 1 && salt::blas_runs_own_threads();
@@ -246,6 +270,8 @@ TEST_F(FitTest, MetadataRecordsEveryStepSwitchWithItsSource) {
   for (const char* name : {"cpu_bf16", "cpu_bf16_static_rows", "steps_ahead", "threads", "cuda_graphs", "gomp_spin"})
     EXPECT_EQ(set[name]["source"].as<std::string>(), "environment") << name;
   EXPECT_EQ(set["host_twins"]["source"].as<std::string>(), "default");
+  EXPECT_FALSE(set["cuda_graphs"]["used"].as<bool>());
+  EXPECT_EQ(set["cuda_graphs"]["why"].as<std::string>(), "the run is not on a card");
   // metadata.yaml's `environment`: every variable of `salt --help-env` that was set.
   const auto environment = YAML::LoadFile((dir / "logs" / "GN2_cpu_set" / "metadata.yaml").string())["environment"];
   ASSERT_TRUE(environment.IsMap()) << environment;
