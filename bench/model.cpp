@@ -422,6 +422,18 @@ void compare_segment_sum(const Size& gn2, int64_t length, int64_t iters, const S
               torch_ops.jets_per_s, kernel.jets_per_s / torch_ops.jets_per_s);
 }
 
+// salt-cpp's norm-and-cast kernel for the pre-norms (models/kernels/norm_cast.h,
+// SALT_NORM_CAST_KERNEL=1, off by default until a card has measured it) against
+// LibTorch's float32 layer_norm and autocast's cast; bf16 or half steps only.
+void compare_norm_cast(const Size& gn2, int64_t length, int64_t iters, const Setup& setup) {
+  if (!setup.device.is_cuda() || !setup.bf16())
+    return (void)std::printf("    norm-and-cast kernel: timed on a card in bf16-mixed only\n");
+  const auto [torch_ops, kernel] =
+      off_then_on(&salt::models::ForwardKernels::norm_cast_kernel, gn2, length, iters, setup);
+  std::printf("    norm-and-cast kernel: %.0f jets/s (layer_norm and cast right before %.0f: %.2fx)\n",
+              kernel.jets_per_s, torch_ops.jets_per_s, kernel.jets_per_s / torch_ops.jets_per_s);
+}
+
 // Static rows (models/packing/static_rows.h) eagerly, then the step as a CUDA graph
 // (training/step/step_graphs.h, SALT_CUDA_GRAPHS=1), each against the default step
 // timed right before: what padding costs, and what replaying saves.
@@ -477,6 +489,7 @@ int run_gpu_suite(const Setup& setup, int64_t iters, int threads, int64_t batch,
   if (quick) {
     compare_short_attention(gn2, length, iters, setup, mfu, 1);
     compare_segment_sum(gn2, length, iters, setup);
+    compare_norm_cast(gn2, length, iters, setup);
     compare_graphs(gn2, length, iters, setup);
     compare_threads(gn2, length, iters, setup, cores);
     return 0;
@@ -509,6 +522,7 @@ int run_gpu_suite(const Setup& setup, int64_t iters, int threads, int64_t batch,
     }
     compare_short_attention(gn2, length, iters, setup, mfu, 2);
     compare_segment_sum(gn2, length, iters, setup);
+    compare_norm_cast(gn2, length, iters, setup);
     compare_graphs(gn2, length, iters, setup);
     compare_threads(gn2, length, iters, setup, cores);
   }

@@ -360,6 +360,9 @@ step "fit bf16-mixed eager" 45 && SALT_CUDA_GRAPHS=0 FIT_TAG=bf16-eager fit bf16
 # salt-cpp's segment-sum kernel for the vertexing gradients (SALT_SEGMENT_SUM_KERNEL=1,
 # off until a card has run it): what the fit gains from the 1 GB of float32 casts it saves.
 step "fit bf16-mixed segment-sum" 45 && SALT_SEGMENT_SUM_KERNEL=1 FIT_TAG=bf16-segsum fit bf16-mixed --trainer.devices 1
+# salt-cpp's norm-and-cast kernel for the pre-norms (SALT_NORM_CAST_KERNEL=1, off until
+# a card has run it): issue 68 item 2's first fusion, a float32 row and its cast per norm.
+step "fit bf16-mixed norm-cast" 45 && SALT_NORM_CAST_KERNEL=1 FIT_TAG=bf16-normcast fit bf16-mixed --trainer.devices 1
 # Issue 54 item 6: two fits with the same seed and `deterministic: true` give bitwise
 # equal weights and optimizer state (compared tensor by tensor with the machine's torch),
 # and what deterministic mode costs: its epoch 1 against the default fit's above.

@@ -17,6 +17,8 @@ const std::vector<EnvSwitchSpec>& env_switches() {
        "training/step"},
       {"SALT_SHORT_ATTENTION", "0 or 1", "1", "on a card, salt-cpp's attention kernel for short jets", "training/step"},
       {"SALT_SEGMENT_SUM_KERNEL", "0 or 1", "0", "on a card, salt-cpp's kernel for segment sums", "training/step"},
+      {"SALT_NORM_CAST_KERNEL", "0 or 1", "0",
+       "on a card, salt-cpp's kernel for a pre-norm LayerNorm written in autocast's type", "training/step"},
       {"SALT_CPU_BF16", "native or emulated", "the machine's choice",
        "CPU bf16: LibTorch's kernels, or bf16-rounded inputs multiplied in float32", "training/step"},
       {"SALT_CPU_BF16_STATIC_ROWS", "0 or 1", "1 with native bf16",

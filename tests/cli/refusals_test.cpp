@@ -286,6 +286,7 @@ TEST(Refusals, EveryStepSwitchMistypedIsOneLine) {
       {"SALT_CUDA_GRAPHS", "expected 0 (eager steps) or 1 (CUDA graphs for the training steps)"},
       {"SALT_SHORT_ATTENTION", "expected 0 (flash attention) or 1 (salt-cpp's kernel for short jets)"},
       {"SALT_SEGMENT_SUM_KERNEL", "expected 0 (LibTorch's operators) or 1 (salt-cpp's kernel)"},
+      {"SALT_NORM_CAST_KERNEL", "expected 0 (LibTorch's layer_norm and autocast's cast) or 1 (salt-cpp's kernel)"},
       {"SALT_CPU_BF16_STATIC_ROWS", "expected 0 (each batch's own row count) or 1 (rows padded to their bucket)"},
       {"SALT_MAX_STEPS_AHEAD", "expected a whole number from 0 to 1000"},
   };

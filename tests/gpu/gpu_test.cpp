@@ -21,6 +21,7 @@
 #include "parallel/process_group.h"
 #include "models/layers/attention.h"
 #include "models/kernels/attention_kernels.h"
+#include "models/kernels/norm_cast.h"
 #include "models/kernels/segment_sum.h"
 #include "models/kernels/short_attention.h"
 #include "models/packing/static_rows.h"
@@ -383,6 +384,44 @@ TEST_F(Gpu, SegmentSumKernelFollowsLibTorch) {
   }
 }
 
+// salt-cpp's norm-and-cast kernel (models/kernels/cuda/norm_cast.cu) against its lane
+// maths on the CPU (tests/models/kernels/norm_cast_test.cpp holds those to LibTorch's
+// layer_norm and cast) and against LibTorch's layer_norm and cast on the card, forward
+// and gradient: 70000 rows (GN2's tracks at batch 4000 are ~64000) of GN2's 256
+// columns, of 24 (fewer than a warp's lanes) and of 200. The forward may differ by
+// one unit of the half type where the float32 sums, added in another order or with
+// nvcc's fused multiply-adds, fall on either side of a rounding boundary.
+TEST_F(Gpu, NormCastKernelFollowsItsCpuMaths) {
+  ASSERT_TRUE(models::norm_cast_kernel_compiled()) << "built without salt-cpp's CUDA kernels";
+  torch::manual_seed(12);
+  for (const int64_t d : {256, 24, 200}) {
+    for (const auto type : {torch::kBFloat16, torch::kHalf}) {
+      const std::string what = std::string(c10::toString(type)) + ", " + std::to_string(d) + " columns";
+      const auto rows = torch::randn({70000, d}) * 3 + 1.5;
+      const auto upstream = torch::randn({70000, d}).to(type);
+      auto x = rows.clone().requires_grad_(true);
+      auto y = models::layer_norm_cast(x, type);
+      y.backward(upstream);
+      auto xg = rows.to(kCuda).requires_grad_(true);
+      auto yg = models::layer_norm_cast(xg, type);
+      yg.backward(upstream.to(kCuda));
+      auto xr = rows.to(kCuda).requires_grad_(true);
+      auto want = models::layer_norm_cast_reference(xr, type);
+      want.backward(upstream.to(kCuda));
+      ASSERT_EQ(yg.scalar_type(), type) << what;
+      ASSERT_EQ(xg.grad().scalar_type(), torch::kFloat) << what;
+      const double unit = type == torch::kBFloat16 ? 1.0 / 128 : 1.0 / 1024;  // one unit, relative, at most
+      for (const auto* other : {&y, &want}) {
+        const auto o = other->to(kCuda, torch::kFloat);
+        EXPECT_TRUE(torch::allclose(yg.to(torch::kFloat), o, unit, 1e-6)) << what;
+        EXPECT_GT(torch::eq(yg.to(torch::kFloat), o).to(torch::kFloat).mean().item<double>(), 0.999) << what;
+      }
+      EXPECT_LT(rel_diff(xg.grad(), x.grad()), 1e-5) << what;
+      EXPECT_LT(rel_diff(xg.grad(), xr.grad()), 1e-5) << what;
+    }
+  }
+}
+
 // The run-ahead limit (training/step/steps_ahead.h): with depth 1, a step issued while
 // the previous one (20 float32 4096^3 products, tens of ms on any card) is still
 // running waits for it; with depth 0 nothing waits.
@@ -568,6 +607,52 @@ TEST_F(Gpu, StepGraphsReplayTheEagerStep) {
   EXPECT_FALSE(graphs.given_up());
   EXPECT_EQ(graphs.graphs(), 2);
   EXPECT_EQ(graphs.replays(), 3);
+}
+
+// A bf16 step of a small GN2 with the norm-and-cast kernel (ForwardKernels::
+// norm_cast_kernel) against LibTorch's layer_norm and cast: every pre-norm of the
+// packed encoder takes the kernel forward and backward (its operators in the
+// trace), and the loss and gradients agree within bf16's rounding, eager and as a
+// replayed CUDA graph.
+TEST_F(Gpu, NormCastStepFollowsLibTorchsNormAndCast) {
+  using namespace models::testing;
+  torch::manual_seed(4);
+  auto model = build(small_gn2_yaml(2, "flash-varlen"), make_context(2, 19));
+  model->to(kCuda);
+  model->train();
+  const auto batch = nan_padded_batch({1, 3, 1, 8, 7, 8, 7, 0}, 9, 5);
+  models::ForwardContext plain_context, fused_context;
+  fused_context.kernels.norm_cast_kernel = true;
+  const auto plain = bf16_step(model, batch, plain_context);
+  OpTrace trace;
+  const auto fused = bf16_step(model, batch, fused_context);
+  int64_t forwards = 0, backwards = 0;
+  for (const auto& line : trace.take()) {
+    forwards += line.rfind("salt::layer_norm_cast ", 0) == 0 || line == "salt::layer_norm_cast";
+    backwards += line.rfind("salt::layer_norm_cast_backward", 0) == 0;
+  }
+  EXPECT_GT(forwards, 0);
+  EXPECT_EQ(forwards, backwards);
+  ASSERT_TRUE(fused.first.isfinite().item<bool>());
+  EXPECT_LT(rel_diff(fused.first, plain.first), 1e-2);
+  expect_gradients_close(plain.second, fused.second, 1e-2, 5e-2, "norm and cast, eager");
+
+  const training::Autocast bf16{true, torch::kBFloat16};
+  training::StepGraphs graphs(*model, kCuda);
+  for (int i = 0; i < 3; ++i) {  // warm-up, capture, replay of one bucket
+    model->zero_grad();
+    const auto got = graphs.run(training::batch_to_device(as_batch(batch), kCuda),
+                                [&](const training::DeviceBatch& b, models::StaticRows* static_rows) {
+                                  models::ForwardContext context = fused_context;
+                                  context.static_rows = static_rows;
+                                  auto out = training::forward_batch(*model, b, true, bf16, kCuda, context);
+                                  out.loss.backward();
+                                  return out;
+                                });
+    EXPECT_LT(rel_diff(got.loss.to(torch::kFloat), plain.first), 1e-2) << "graphed step " << i;
+  }
+  EXPECT_FALSE(graphs.given_up());
+  EXPECT_GE(graphs.replays(), 1);
 }
 
 // A step that waits for the card (here: no host copies of the masks, so static

@@ -1,6 +1,7 @@
 #include "models/layers/norm.h"
 
 #include "core/errors.h"
+#include "models/kernels/norm_cast.h"
 
 #include "export/layers.h"
 
@@ -19,6 +20,12 @@ torch::Tensor NormImpl::forward(const torch::Tensor& x) {
   return normed.to(x.scalar_type()) * weight;
 }
 
+torch::Tensor NormImpl::forward_for_product(const torch::Tensor& x, bool norm_cast_kernel) {
+  if (!rms_ && x.size(-1) == dim_) {
+    if (auto y = layer_norm_for_product(x, norm_cast_kernel); y.defined()) return y;
+  }
+  return forward(x);
+}
 
 ox::Value NormImpl::to_onnx(ox::Graph& g, const ox::Value& x) {
   return rms_ ? ox::rms_norm(g, x, weight) : ox::layer_norm(g, x, dim_);

@@ -14,6 +14,11 @@ class NormImpl : public torch::nn::Module {
   // kind: "LayerNorm" or "RMSNorm"; throws UsageError otherwise.
   NormImpl(const std::string& kind, int64_t dim);
   torch::Tensor forward(const torch::Tensor& x);
+  // forward(x) where only a matrix product reads the result (a pre-norm layer's
+  // attention or dense block): with `norm_cast_kernel` (ForwardKernels), a
+  // LayerNorm on a card under bf16 or half autocast is written in that type in one
+  // pass (models/kernels/norm_cast.h) instead of in float32 for autocast to cast.
+  torch::Tensor forward_for_product(const torch::Tensor& x, bool norm_cast_kernel);
   ox::Value to_onnx(ox::Graph& g, const ox::Value& x);
 
   torch::Tensor weight;  // RMSNorm only

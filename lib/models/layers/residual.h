@@ -75,11 +75,14 @@ class NormResidualImpl : public torch::nn::Module {
   }
 
   // forward() on packed tokens [N, D] (jet [N] of `batch` jets), fn replaced by
-  // call(normed x) so that the caller picks fn's packed entry point.
+  // call(normed x) so that the caller picks fn's packed entry point. fn's packed
+  // entry points read the normed rows through one linear layer only, so a pre-norm
+  // may write them in autocast's type (`norm_cast_kernel`, Norm::forward_for_product).
   template <class Call>
-  torch::Tensor forward_tokens(const torch::Tensor& x, const torch::Tensor& jet, int64_t batch, Call&& call) {
+  torch::Tensor forward_tokens(const torch::Tensor& x, const torch::Tensor& jet, int64_t batch, bool norm_cast_kernel,
+                               Call&& call) {
     const bool pre = options_.norm_type() == "pre";
-    auto out = call(pre ? norm->forward(x) : x);
+    auto out = call(pre ? norm->forward_for_product(x, norm_cast_kernel) : x);
     if (ls) out = ls->forward(out);
     out = x + drop_path_tokens(out, options_.drop_path(), is_training(), jet, batch);
     return options_.norm_type() == "post" ? norm->forward(out) : out;

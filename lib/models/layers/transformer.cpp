@@ -103,7 +103,7 @@ torch::Tensor EncoderLayerImpl::dense_forward(torch::Tensor x, const TokenLayout
       x = block->forward(x);
       continue;
     }
-    x = block->forward_tokens(x, layout->jet, layout->batch,
+    x = block->forward_tokens(x, layout->jet, layout->batch, layout->kernels.norm_cast_kernel,
                               [&](const torch::Tensor& t) { return block->fn->forward(t, layout); });
   }
   return x;
@@ -129,7 +129,7 @@ std::pair<torch::Tensor, torch::Tensor> EncoderLayerImpl::forward_edges(const to
 
 torch::Tensor EncoderLayerImpl::forward_packed(const torch::Tensor& x, const TokenLayout& layout) {
   if (!attn) throw UsageError("Transformer: a layer with edge features needs the edges");
-  auto y = attn->forward_tokens(x, layout.jet, layout.batch,
+  auto y = attn->forward_tokens(x, layout.jet, layout.batch, layout.kernels.norm_cast_kernel,
                                 [&](const torch::Tensor& t) { return attn->fn->forward_packed(t, layout); });
   return dense_forward(y, &layout);
 }

@@ -17,9 +17,10 @@ namespace salt::models {
 class StaticRows;
 
 // Which of salt-cpp's own kernels a card's forward and backward take, and the shapes
-// the CPU's bf16 products meet. The first two change the kernel only, on a card (the
+// the CPU's bf16 products meet. The first three change the kernel only, on a card (the
 // CPU runs the same operators either way). These initialisers are the defaults of
-// SALT_SHORT_ATTENTION and SALT_SEGMENT_SUM_KERNEL (StepOptions starts from them);
+// SALT_SHORT_ATTENTION, SALT_SEGMENT_SUM_KERNEL and SALT_NORM_CAST_KERNEL (StepOptions
+// starts from them);
 // the step sets bucketed_rows (training/step/step_options.h's forward_kernels).
 struct ForwardKernels {
   // Flash-varlen attention on short jets through salt-cpp's kernel
@@ -30,6 +31,10 @@ struct ForwardKernels {
   // (models/kernels/segment_sum.h) instead of LibTorch's operators: off, as on an
   // H200 its gpu test passed but the step ran 0.85x LibTorch's operators.
   bool segment_sum_kernel = false;
+  // A pre-norm layer's LayerNorm written in autocast's bf16 or half through
+  // salt-cpp's kernel (models/kernels/norm_cast.h) instead of LibTorch's float32
+  // layer_norm and autocast's cast of it: off until a card has measured it.
+  bool norm_cast_kernel = false;
   // Packed rows and vertexing edges padded to their bucket (static_rows.h) as under
   // a CUDA graph, without a record. For bf16 steps on a CPU whose bf16 products run
   // in oneDNN (AVX-512 BF16, AMX): oneDNN builds a primitive for each new shape, and

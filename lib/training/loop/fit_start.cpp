@@ -284,7 +284,8 @@ std::string write_files(const RunFilesInput& in, const fs::path& run_dir) {
   info.float32_matmul_precision = cuda::float32_matmul_precision();
   info.step_options =
       step_options_yaml(in.options, StepUse{device.is_cuda(), cpu_bf16_steps(in.context.autocast(), device),
-                                            in.graphs_refusal});
+                                            in.graphs_refusal,
+                                            in.context.autocast().enabled});
   info.init_from = in.init_from;
   auto yaml = config::to_yaml(write_run_files(run_dir, in.setup, info));
   spdlog::info("run directory: {}", run_dir.string());

@@ -60,6 +60,8 @@ StepOptions parse_step_options(const EnvLookup& env, int cores, bool cpu_emulate
                                   "salt-cpp's kernel for short jets");
   o.segment_sum_kernel = switch_from(env, "SALT_SEGMENT_SUM_KERNEL", o.segment_sum_kernel.value,
                                      "LibTorch's operators", "salt-cpp's kernel");
+  o.norm_cast_kernel = switch_from(env, "SALT_NORM_CAST_KERNEL", o.norm_cast_kernel.value,
+                                   "LibTorch's layer_norm and autocast's cast", "salt-cpp's kernel");
   o.cpu_bf16 = cpu_bf16_from(env, cpu_emulates_bf16);
   o.cpu_bf16_static_rows = switch_from(env, "SALT_CPU_BF16_STATIC_ROWS", o.cpu_bf16.value == CpuBf16Mode::kNative,
                                        "each batch's own row count", "rows padded to their bucket");
@@ -83,6 +85,7 @@ models::ForwardKernels forward_kernels(const StepOptions& options, bool cpu_bf16
   models::ForwardKernels kernels;
   kernels.short_attention = options.short_attention.value;
   kernels.segment_sum_kernel = options.segment_sum_kernel.value;
+  kernels.norm_cast_kernel = options.norm_cast_kernel.value;
   kernels.bucketed_rows =
       cpu_bf16_steps && options.cpu_bf16.value == CpuBf16Mode::kNative && options.cpu_bf16_static_rows.value;
   return kernels;
@@ -99,6 +102,7 @@ YAML::Node step_options_yaml(const StepOptions& options) {
   node["cuda_graphs"] = entry(options.cuda_graphs);
   node["short_attention"] = entry(options.short_attention);
   node["segment_sum_kernel"] = entry(options.segment_sum_kernel);
+  node["norm_cast_kernel"] = entry(options.norm_cast_kernel);
   StepOption<std::string> bf16{options.cpu_bf16.value == CpuBf16Mode::kEmulated ? "emulated" : "native",
                                options.cpu_bf16.source};
   node["cpu_bf16"] = entry(bf16);
@@ -121,6 +125,7 @@ YAML::Node step_options_yaml(const StepOptions& options, const StepUse& use) {
   const bool own_kernels = use.on_cuda && models::segment_sum_kernel_compiled();
   if (!own_kernels || !options.short_attention.value) node["short_attention"]["used"] = false;
   if (!own_kernels || !options.segment_sum_kernel.value) node["segment_sum_kernel"]["used"] = false;
+  if (!own_kernels || !use.half_autocast || !options.norm_cast_kernel.value) node["norm_cast_kernel"]["used"] = false;
   node["cpu_bf16"]["used"] = use.cpu_bf16_steps;
   node["cpu_bf16_static_rows"]["used"] = forward_kernels(options, use.cpu_bf16_steps).bucketed_rows;
   return node;

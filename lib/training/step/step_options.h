@@ -42,6 +42,7 @@ struct StepOptions {
   StepOption<bool> cuda_graphs{true};
   StepOption<bool> short_attention{models::ForwardKernels{}.short_attention};
   StepOption<bool> segment_sum_kernel{models::ForwardKernels{}.segment_sum_kernel};
+  StepOption<bool> norm_cast_kernel{models::ForwardKernels{}.norm_cast_kernel};
   StepOption<CpuBf16Mode> cpu_bf16{CpuBf16Mode::kNative};  // default: what the CPU runs fast
   StepOption<bool> cpu_bf16_static_rows{true};              // default: cpu_bf16 native
   StepOption<int> steps_ahead{0};
@@ -63,7 +64,7 @@ StepOptions parse_step_options(const EnvLookup& env, int cores, bool cpu_emulate
 // started without options (benches, in-process tests).
 StepOptions read_step_options();
 
-// The kernels' choices (short attention, segment sum) for the model's forward passes
+// The kernels' choices (short attention, segment sum, norm and cast) for the model's forward passes
 // (models::ForwardContext::kernels), passed down through TrainStep, validation and
 // `salt test` as the batches' transfer is (batch_device.h's transfer_from), and
 // bucketed rows where `cpu_bf16_steps` (bf16 autocast on the CPU) meets native bf16
@@ -84,11 +85,13 @@ struct StepUse {
   bool on_cuda = false;
   bool cpu_bf16_steps = false;  // forward_batch.h's cpu_bf16_steps: bf16 autocast on the CPU
   std::string graphs_refusal;   // decide_graphs (step_graphs.h): empty when the steps are graphed
+  bool half_autocast = false;   // autocast to bf16 or half (the norm-and-cast kernel writes those)
 };
 
 // step_options_yaml, and beside what was asked `used: true|false` where the run
 // settles it before its files are written: the card's switches (host twins, copy
-// stream) are unused on the CPU, the CPU bf16 ones without CPU bf16 steps, and
+// stream) are unused on the CPU, the CPU bf16 ones without CPU bf16 steps, the
+// norm-and-cast kernel without half-type autocast, and
 // bucketed rows only where forward_kernels buckets them. cuda_graphs says `used`
 // and, where unused, `why` (the graphs decision); record_graphs_count corrects
 // `used` from what the graphs did.

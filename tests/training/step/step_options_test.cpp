@@ -18,6 +18,7 @@
 #include "models/kernels/cpu_bf16.h"
 #include "training/fit_support.h"
 #include "training/step/step_options.h"
+#include "models/kernels/norm_cast.h"
 
 namespace salt::training {
 namespace {
@@ -44,7 +45,7 @@ TEST(StepOptions, UnsetOrEmptyGivesEachDefault) {
     std::map<std::string, std::string> vars;
     if (empty.empty())
       for (const char* name : {"SALT_HOST_TWINS", "SALT_COPY_STREAM", "SALT_CUDA_GRAPHS", "SALT_SHORT_ATTENTION",
-                               "SALT_SEGMENT_SUM_KERNEL", "SALT_CPU_BF16", "SALT_CPU_BF16_STATIC_ROWS",
+                               "SALT_SEGMENT_SUM_KERNEL", "SALT_NORM_CAST_KERNEL", "SALT_CPU_BF16", "SALT_CPU_BF16_STATIC_ROWS",
                                "SALT_MAX_STEPS_AHEAD", "OMP_NUM_THREADS"})
         vars[name] = "";
     for (bool cpu_emulates : {false, true}) {
@@ -54,12 +55,13 @@ TEST(StepOptions, UnsetOrEmptyGivesEachDefault) {
       EXPECT_TRUE(o.cuda_graphs.value);
       EXPECT_TRUE(o.short_attention.value);
       EXPECT_FALSE(o.segment_sum_kernel.value);
+      EXPECT_FALSE(o.norm_cast_kernel.value);
       EXPECT_EQ(o.cpu_bf16.value, cpu_emulates ? CpuBf16Mode::kEmulated : CpuBf16Mode::kNative);
       EXPECT_EQ(o.cpu_bf16_static_rows.value, !cpu_emulates);  // where bf16 products run in oneDNN
       EXPECT_EQ(o.steps_ahead.value, 0);
       EXPECT_EQ(o.threads.value, 0);
       for (auto source : {o.host_twins.source, o.copy_stream.source, o.cuda_graphs.source, o.short_attention.source,
-                          o.segment_sum_kernel.source, o.cpu_bf16.source, o.cpu_bf16_static_rows.source,
+                          o.segment_sum_kernel.source, o.norm_cast_kernel.source, o.cpu_bf16.source, o.cpu_bf16_static_rows.source,
                           o.steps_ahead.source, o.threads.source})
         EXPECT_EQ(source, OptionSource::kDefault) << empty;
     }
@@ -72,6 +74,7 @@ TEST(StepOptions, EachSwitchComesFromTheEnvironment) {
                                                  {"SALT_CUDA_GRAPHS", "0"},
                                                  {"SALT_SHORT_ATTENTION", "0"},
                                                  {"SALT_SEGMENT_SUM_KERNEL", "1"},
+                                                 {"SALT_NORM_CAST_KERNEL", "1"},
                                                  {"SALT_CPU_BF16", "native"},
                                                  {"SALT_CPU_BF16_STATIC_ROWS", "0"},
                                                  {"SALT_MAX_STEPS_AHEAD", "3"},
@@ -82,12 +85,13 @@ TEST(StepOptions, EachSwitchComesFromTheEnvironment) {
   EXPECT_FALSE(o.cuda_graphs.value);
   EXPECT_FALSE(o.short_attention.value);
   EXPECT_TRUE(o.segment_sum_kernel.value);
+  EXPECT_TRUE(o.norm_cast_kernel.value);
   EXPECT_EQ(o.cpu_bf16.value, CpuBf16Mode::kNative);  // the variable over the CPU
   EXPECT_FALSE(o.cpu_bf16_static_rows.value);          // the variable over cpu_bf16's default
   EXPECT_EQ(o.steps_ahead.value, 3);
   EXPECT_EQ(o.threads.value, 8);
   for (auto source : {o.host_twins.source, o.copy_stream.source, o.cuda_graphs.source, o.short_attention.source,
-                      o.segment_sum_kernel.source, o.cpu_bf16.source, o.cpu_bf16_static_rows.source,
+                      o.segment_sum_kernel.source, o.norm_cast_kernel.source, o.cpu_bf16.source, o.cpu_bf16_static_rows.source,
                       o.steps_ahead.source, o.threads.source})
     EXPECT_EQ(source, OptionSource::kEnvironment);
 }
@@ -101,6 +105,7 @@ TEST(StepOptions, AMistypedValueOfEachSwitchNamesItAndWhatItTakes) {
       {"SALT_CUDA_GRAPHS", "expected 0 (eager steps) or 1 (CUDA graphs for the training steps)"},
       {"SALT_SHORT_ATTENTION", "expected 0 (flash attention) or 1 (salt-cpp's kernel for short jets)"},
       {"SALT_SEGMENT_SUM_KERNEL", "expected 0 (LibTorch's operators) or 1 (salt-cpp's kernel)"},
+      {"SALT_NORM_CAST_KERNEL", "expected 0 (LibTorch's layer_norm and autocast's cast) or 1 (salt-cpp's kernel)"},
       {"SALT_CPU_BF16",
        "expected native (LibTorch's bf16 kernels) or emulated (bf16-rounded inputs multiplied in float32)"},
       {"SALT_CPU_BF16_STATIC_ROWS",
@@ -120,7 +125,7 @@ TEST(StepOptions, AMistypedValueOfEachSwitchNamesItAndWhatItTakes) {
 TEST(StepOptions, MetadataListsEachSwitchWithItsValueAndSource) {
   const auto o = parse_step_options(environment({{"SALT_CUDA_GRAPHS", "0"}, {"SALT_MAX_STEPS_AHEAD", "2"}}), 2, true);
   const auto yaml = step_options_yaml(o);
-  EXPECT_EQ(yaml.size(), 11u);
+  EXPECT_EQ(yaml.size(), 12u);
   EXPECT_EQ(yaml["openblas_thread_timeout"]["value"].as<std::string>(), "OpenBLAS's own (28)");
   EXPECT_EQ(yaml["gomp_spin"]["value"].as<std::string>(), "libgomp's own (300000)");
   EXPECT_FALSE(yaml["cuda_graphs"]["value"].as<bool>());
@@ -156,6 +161,21 @@ TEST(StepOptions, MetadataSaysWhetherTheGraphsRanAndWhyNot) {
   EXPECT_EQ(graphed["cuda_graphs"]["source"].as<std::string>(), "default");  // the rest kept
 }
 
+// The norm-and-cast kernel writes bf16 or half rows: asked for on a card, it is
+// used only under half-type autocast, and only in a build with salt-cpp's kernels.
+TEST(StepOptions, TheNormCastKernelIsUsedOnlyUnderHalfAutocastOnACard) {
+  const auto asked = parse_step_options(environment({{"SALT_NORM_CAST_KERNEL", "1"}}), 2, true);
+  EXPECT_FALSE(step_options_yaml(asked, StepUse{true, false, "", false})["norm_cast_kernel"]["used"].as<bool>());
+  EXPECT_FALSE(step_options_yaml(asked, StepUse{false, true, "", true})["norm_cast_kernel"]["used"].as<bool>());
+  const auto half = step_options_yaml(asked, StepUse{true, false, "", true})["norm_cast_kernel"];
+  EXPECT_EQ(half["used"].IsDefined(), !models::norm_cast_kernel_compiled()) << half;  // else each batch settles it
+  EXPECT_EQ(half["source"].as<std::string>(), "environment");
+  const auto unasked = parse_step_options(environment({}), 2, true);
+  EXPECT_FALSE(step_options_yaml(unasked, StepUse{true, false, "", true})["norm_cast_kernel"]["used"].as<bool>());
+  EXPECT_TRUE(forward_kernels(asked, false).norm_cast_kernel);
+  EXPECT_FALSE(forward_kernels(unasked, false).norm_cast_kernel);
+}
+
 // Read once, in one place: no other file of lib names a switch's variable (a
 // function static reading it at first use is how they hid before), but the table
 // that declares every variable (core/env_switches.cpp).
@@ -169,13 +189,13 @@ TEST(StepOptions, OnlyStepOptionsReadsTheSwitches) {
     std::ifstream in(entry.path());
     const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
     for (const char* name : {"SALT_HOST_TWINS", "SALT_COPY_STREAM", "SALT_CUDA_GRAPHS", "SALT_SHORT_ATTENTION",
-                             "SALT_SEGMENT_SUM_KERNEL", "SALT_CPU_BF16", "SALT_CPU_BF16_STATIC_ROWS",
+                             "SALT_SEGMENT_SUM_KERNEL", "SALT_NORM_CAST_KERNEL", "SALT_CPU_BF16", "SALT_CPU_BF16_STATIC_ROWS",
                              "SALT_MAX_STEPS_AHEAD"})
       if (text.find('"' + std::string(name) + '"') != std::string::npos)
         readers.push_back(fs::relative(entry.path(), salt::testing::source_dir()).string() + ": " + name);
   }
   std::sort(readers.begin(), readers.end());
-  EXPECT_EQ(readers.size(), 8u);
+  EXPECT_EQ(readers.size(), 9u);
   for (const auto& r : readers) EXPECT_EQ(r.rfind("lib/training/step/step_options.cpp: ", 0), 0u) << r;
 }
 
@@ -196,7 +216,7 @@ TEST_F(FitTest, MetadataRecordsEveryStepSwitchWithItsSource) {
                  const std::vector<std::string>& more = {}) {
     std::vector<std::string> argv{"env"};
     for (const char* name : {"SALT_HOST_TWINS", "SALT_COPY_STREAM", "SALT_CUDA_GRAPHS", "SALT_SHORT_ATTENTION",
-                             "SALT_SEGMENT_SUM_KERNEL", "SALT_CPU_BF16", "SALT_CPU_BF16_STATIC_ROWS",
+                             "SALT_SEGMENT_SUM_KERNEL", "SALT_NORM_CAST_KERNEL", "SALT_CPU_BF16", "SALT_CPU_BF16_STATIC_ROWS",
                              "SALT_MAX_STEPS_AHEAD", "OMP_NUM_THREADS", "GOMP_SPINCOUNT", "OMP_WAIT_POLICY", "OPENBLAS_THREAD_TIMEOUT", salt::kShortSpinMarker})
       for (const char* a : {"-u", name}) argv.push_back(a);
     argv.insert(argv.end(), set.begin(), set.end());
@@ -216,7 +236,7 @@ TEST_F(FitTest, MetadataRecordsEveryStepSwitchWithItsSource) {
   // CUDA graphs are on by default but no concern of a CPU run: not a word of them.
   EXPECT_EQ(err.find("CUDA graphs"), std::string::npos) << err;
   const std::vector<std::string> names = {"host_twins",  "copy_stream", "cuda_graphs", "short_attention",
-                                          "segment_sum_kernel", "cpu_bf16", "cpu_bf16_static_rows", "steps_ahead",
+                                          "segment_sum_kernel", "norm_cast_kernel", "cpu_bf16", "cpu_bf16_static_rows", "steps_ahead",
                                           "threads", "gomp_spin", "openblas_thread_timeout"};
   EXPECT_EQ(defaults.size(), names.size());
   for (const auto& name : names) {
@@ -229,12 +249,13 @@ TEST_F(FitTest, MetadataRecordsEveryStepSwitchWithItsSource) {
   EXPECT_TRUE(defaults["cuda_graphs"]["value"].as<bool>());
   EXPECT_TRUE(defaults["short_attention"]["value"].as<bool>());
   EXPECT_FALSE(defaults["segment_sum_kernel"]["value"].as<bool>());
+  EXPECT_FALSE(defaults["norm_cast_kernel"]["value"].as<bool>());
   EXPECT_EQ(defaults["cpu_bf16_static_rows"]["value"].as<bool>(), !salt::models::cpu_bf16_emulated_by_default());
   EXPECT_EQ(defaults["steps_ahead"]["value"].as<int>(), 0);
   EXPECT_EQ(defaults["threads"]["value"].as<int>(), salt::choose_threads(salt::this_machine()).threads);
   // A float32 fit on the CPU: none of the card's switches, no CPU bf16 step, no bucket.
   for (const char* name : {"host_twins", "copy_stream", "cuda_graphs", "short_attention", "segment_sum_kernel",
-                           "cpu_bf16", "cpu_bf16_static_rows"})
+                           "norm_cast_kernel", "cpu_bf16", "cpu_bf16_static_rows"})
     EXPECT_FALSE(defaults[name]["used"].as<bool>()) << name;
   EXPECT_EQ(defaults["cuda_graphs"]["why"].as<std::string>(), "the run is not on a card");
   EXPECT_FALSE(defaults["cuda_graphs"]["replayed"]);  // counts only where graphs were decided
