@@ -412,14 +412,15 @@ void compare_short_attention(const Size& gn2, int64_t length, int64_t iters, con
   }
 }
 
-// salt-cpp's segment-sum kernel for the vertexing gradients (models/kernels/segment_sum.h,
-// SALT_SEGMENT_SUM_KERNEL=1, off by default until a card has run its gpu test)
-// against LibTorch's operators.
+// salt-cpp's vertexing edge kernels (SALT_SEGMENT_SUM_KERNEL=1, off by default until a
+// card has measured them): the gradients' segment sums (models/kernels/segment_sum.h) and
+// the edge net's first layer with its ReLU (pair_relu.h), against LibTorch's operators.
 void compare_segment_sum(const Size& gn2, int64_t length, int64_t iters, const Setup& setup) {
   const auto [torch_ops, kernel] =
       off_then_on(&salt::models::ForwardKernels::segment_sum_kernel, gn2, length, iters, setup);
-  std::printf("    segment-sum kernel: %.0f jets/s (LibTorch's operators right before %.0f: %.2fx)\n", kernel.jets_per_s,
-              torch_ops.jets_per_s, kernel.jets_per_s / torch_ops.jets_per_s);
+  std::printf("    edge kernels (segment sums, pair ReLU): %.0f jets/s (LibTorch's operators right before %.0f: "
+              "%.2fx)\n",
+              kernel.jets_per_s, torch_ops.jets_per_s, kernel.jets_per_s / torch_ops.jets_per_s);
 }
 
 // salt-cpp's norm-and-cast kernel for the pre-norms (models/kernels/norm_cast.h,

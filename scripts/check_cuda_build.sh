@@ -59,7 +59,10 @@ built=$(date +%s)
 
 # The binary must load, carry the CUDA code paths and take LibTorch from the scratch root.
 trixie_check_loads "$build/app/salt" "$cuda/lib64"
-"$trixie_lib/ld-linux-x86-64.so.2" --list "$build/app/salt" | grep -q "libtorch_cuda.so" \
+# Listed to a file first: grep -q stops reading early, and under pipefail the loader's
+# SIGPIPE would fail the check now and then.
+"$trixie_lib/ld-linux-x86-64.so.2" --list "$build/app/salt" > "$work/salt_libs.txt"
+grep -q "libtorch_cuda.so" "$work/salt_libs.txt" \
   || { echo "check_cuda_build: salt does not link libtorch_cuda" >&2; exit 1; }
 mixed=$("$trixie_lib/ld-linux-x86-64.so.2" --list "$build/app/salt" \
         | grep -E 'lib(torch|c10|gloo|onnx|c|stdc\+\+)[._]' | grep -v "$trixie_sys" || true)

@@ -357,8 +357,9 @@ step "fit bf16-mixed" 45 && SALT_MAX_STEPS_AHEAD=2 fit bf16-mixed --trainer.devi
 # are the default since call M (13d010b), where a 2-million-jet fit's epoch took 6.35 s
 # as graphs against 10.88 s eager; the default fits above log how many graphs and replays.
 step "fit bf16-mixed eager" 45 && SALT_CUDA_GRAPHS=0 FIT_TAG=bf16-eager fit bf16-mixed --trainer.devices 1
-# salt-cpp's segment-sum kernel for the vertexing gradients (SALT_SEGMENT_SUM_KERNEL=1,
-# off until a card has run it): what the fit gains from the 1 GB of float32 casts it saves.
+# salt-cpp's vertexing edge kernels (SALT_SEGMENT_SUM_KERNEL=1, off until a card has run
+# them): the gradients' segment sums, which save 1 GB of float32 casts, and the edge net's
+# first layer (gathers, add, ReLU) in one pass with its mask folded into those sums.
 step "fit bf16-mixed segment-sum" 45 && SALT_SEGMENT_SUM_KERNEL=1 FIT_TAG=bf16-segsum fit bf16-mixed --trainer.devices 1
 # salt-cpp's norm-and-cast kernel for the pre-norms (SALT_NORM_CAST_KERNEL=1, off until
 # a card has run it): issue 68 item 2's first fusion, a float32 row and its cast per norm.

@@ -22,6 +22,7 @@
 #include "models/layers/attention.h"
 #include "models/kernels/attention_kernels.h"
 #include "models/kernels/norm_cast.h"
+#include "models/kernels/pair_relu.h"
 #include "models/kernels/segment_sum.h"
 #include "models/kernels/short_attention.h"
 #include "models/packing/static_rows.h"
@@ -422,6 +423,49 @@ TEST_F(Gpu, NormCastKernelFollowsItsCpuMaths) {
   }
 }
 
+// salt-cpp's vertexing edge kernels (models/kernels/cuda/pair_relu.cu forward, the
+// segment sums with the ReLU's mask backward) against LibTorch's gathers, add and
+// ReLU on the card, at GN2's size (70,000 tracks, ~1M edges, 128 columns, the two
+// halves of one product 256 apart), and against the kernels' functions on the CPU
+// (tests/models/kernels/pair_relu_test.cpp) in float32. The forward adds and rounds
+// as LibTorch's add does: equal. The gradients are float32 sums in another order.
+TEST_F(Gpu, PairReluKernelFollowsLibTorch) {
+  ASSERT_TRUE(models::pair_relu_kernel_compiled()) << "built without salt-cpp's CUDA kernels";
+  torch::manual_seed(13);
+  const int64_t rows = 70000, hidden = 128;
+  const auto counts = torch::randint(0, 30, {rows}, torch::kLong);
+  const auto row_i = torch::repeat_interleave(torch::arange(rows, torch::kLong), counts);
+  const int64_t edges = row_i.size(0);
+  const auto row_j = torch::randint(0, rows, {edges}, torch::kLong);
+  const auto order = std::get<1>(row_j.sort(/*stable=*/true, 0, false));
+  const auto counts_j = torch::bincount(row_j, {}, rows);
+  const auto p = torch::randn({rows, 2 * hidden});
+  const auto upstream = torch::randn({edges, hidden});
+  auto run = [&](torch::Device device, torch::ScalarType type, bool fused) {
+    auto leaf = p.to(device, type).requires_grad_(true);
+    const models::PairSide senders{counts.to(device), torch::Tensor()};
+    const models::PairSide receivers{counts_j.to(device), order.to(device)};
+    const auto p_i = leaf.narrow(1, 0, hidden), p_j = leaf.narrow(1, hidden, hidden);
+    const auto ri = row_i.to(device), rj = row_j.to(device);
+    auto h = fused ? models::pair_relu(p_i, p_j, ri, rj, senders, receivers)
+                   : models::pair_relu_reference(p_i, p_j, ri, rj);
+    h.backward(upstream.to(device, type));
+    return std::make_pair(h.detach().to(torch::kCPU, torch::kFloat), leaf.grad().to(torch::kCPU, torch::kFloat));
+  };
+  for (const auto type : {torch::kFloat, torch::kBFloat16, torch::kHalf}) {
+    const std::string what = c10::toString(type);
+    const auto [h, grad] = run(kCuda, type, true);
+    const auto [want_h, want_grad] = run(kCuda, type, false);
+    EXPECT_TRUE(torch::equal(h, want_h)) << what;
+    const double tol = type == torch::kFloat ? 1e-5 : type == torch::kHalf ? 1e-3 : 8e-3;
+    EXPECT_TRUE(torch::allclose(grad, want_grad, tol, 1e-5)) << what;
+    if (type != torch::kFloat) continue;
+    const auto [cpu_h, cpu_grad] = run(torch::kCPU, type, true);
+    EXPECT_TRUE(torch::equal(h, cpu_h)) << what;
+    EXPECT_TRUE(torch::allclose(grad, cpu_grad, 1e-5, 1e-5)) << what;
+  }
+}
+
 // The run-ahead limit (training/step/steps_ahead.h): with depth 1, a step issued while
 // the previous one (20 float32 4096^3 products, tens of ms on any card) is still
 // running waits for it; with depth 0 nothing waits.
@@ -636,6 +680,52 @@ TEST_F(Gpu, NormCastStepFollowsLibTorchsNormAndCast) {
   ASSERT_TRUE(fused.first.isfinite().item<bool>());
   EXPECT_LT(rel_diff(fused.first, plain.first), 1e-2);
   expect_gradients_close(plain.second, fused.second, 1e-2, 5e-2, "norm and cast, eager");
+
+  const training::Autocast bf16{true, torch::kBFloat16};
+  training::StepGraphs graphs(*model, kCuda);
+  for (int i = 0; i < 3; ++i) {  // warm-up, capture, replay of one bucket
+    model->zero_grad();
+    const auto got = graphs.run(training::batch_to_device(as_batch(batch), kCuda),
+                                [&](const training::DeviceBatch& b, models::StaticRows* static_rows) {
+                                  models::ForwardContext context = fused_context;
+                                  context.static_rows = static_rows;
+                                  auto out = training::forward_batch(*model, b, true, bf16, kCuda, context);
+                                  out.loss.backward();
+                                  return out;
+                                });
+    EXPECT_LT(rel_diff(got.loss.to(torch::kFloat), plain.first), 1e-2) << "graphed step " << i;
+  }
+  EXPECT_FALSE(graphs.given_up());
+  EXPECT_GE(graphs.replays(), 1);
+}
+
+// A bf16 step of a small GN2 with the vertexing edge kernels (ForwardKernels::
+// segment_sum_kernel: pair_relu.h's forward and the masked segment sums) against
+// LibTorch's gathers, add and ReLU: the edge net's first hidden layer takes the
+// kernels forward and backward (their operators in the trace), and the loss and
+// gradients agree within bf16's rounding, eager and as a replayed CUDA graph.
+TEST_F(Gpu, EdgeKernelsStepFollowsLibTorchsOperators) {
+  using namespace models::testing;
+  torch::manual_seed(4);
+  auto model = build(small_gn2_yaml(2, "flash-varlen"), make_context(2, 19));
+  model->to(kCuda);
+  model->train();
+  const auto batch = nan_padded_batch({1, 3, 1, 8, 7, 8, 7, 0}, 9, 5);
+  models::ForwardContext plain_context, fused_context;
+  fused_context.kernels.segment_sum_kernel = true;
+  const auto plain = bf16_step(model, batch, plain_context);
+  OpTrace trace;
+  const auto fused = bf16_step(model, batch, fused_context);
+  int64_t forwards = 0, backwards = 0;
+  for (const auto& line : trace.take()) {
+    forwards += line.rfind("salt::pair_relu ", 0) == 0 || line == "salt::pair_relu";
+    backwards += line.rfind("salt::pair_relu_backward", 0) == 0;
+  }
+  EXPECT_EQ(forwards, 1);   // one vertexing task
+  EXPECT_EQ(backwards, 2);  // its senders' and receivers' sums
+  ASSERT_TRUE(fused.first.isfinite().item<bool>());
+  EXPECT_LT(rel_diff(fused.first, plain.first), 1e-2);
+  expect_gradients_close(plain.second, fused.second, 1e-2, 5e-2, "edge kernels, eager");
 
   const training::Autocast bf16{true, torch::kBFloat16};
   training::StepGraphs graphs(*model, kCuda);

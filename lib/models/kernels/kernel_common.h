@@ -16,6 +16,15 @@
 #define SALT_BLOCK_SYNC() ((void)0)
 #endif
 
+// Unrolls a loop by n in device code, where independent loads then overlap; the
+// host's compilers are left to their own choice.
+#if defined(__CUDA_ARCH__)
+#define SALT_PRAGMA(x) _Pragma(#x)
+#define SALT_UNROLL(n) SALT_PRAGMA(unroll n)
+#else
+#define SALT_UNROLL(n)
+#endif
+
 namespace salt::models {
 
 struct FloatIo {

@@ -13,14 +13,17 @@ namespace salt::models {
 // kernel, else LibTorch's operators (index_select, a float32 copy, segment_reduce,
 // a cast back). It is off by default: on an H200 its gpu test passed but the step
 // ran 0.85x LibTorch's operators (docs/performance.md, call L).
+// With `keep` (a ReLU's output, g's shape) g counts only where keep is not <= 0:
+// the ReLU's backward (LibTorch's threshold_backward) and the sum in one pass.
 torch::Tensor segment_sum_rows(const torch::Tensor& g, const torch::Tensor& counts, const torch::Tensor& order,
-                               bool use_kernel);
+                               bool use_kernel, const torch::Tensor& keep = {});
 
 // LibTorch's way, on any device (what segment_sum_rows runs when the kernel does not).
-torch::Tensor segment_sum_rows_reference(const torch::Tensor& g, const torch::Tensor& counts, const torch::Tensor& order);
+torch::Tensor segment_sum_rows_reference(const torch::Tensor& g, const torch::Tensor& counts, const torch::Tensor& order,
+                                         const torch::Tensor& keep = {});
 // The kernel's own function run on the CPU (float32 rows), for the tests.
 torch::Tensor segment_sum_rows_blocks_on_cpu(const torch::Tensor& g, const torch::Tensor& counts,
-                                             const torch::Tensor& order);
+                                             const torch::Tensor& order, const torch::Tensor& keep = {});
 
 // Whether this build has the kernel (a CUDA LibTorch, SALT_CUDA_KERNELS on).
 bool segment_sum_kernel_compiled();

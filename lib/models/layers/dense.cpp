@@ -101,6 +101,18 @@ torch::Tensor DenseImpl::forward_after_first(torch::Tensor h) {
   return h;
 }
 
+bool DenseImpl::relu_follows_first() const {
+  if (!first_layer_is_linear() || net->size() < 2) return false;
+  const auto relu = std::dynamic_pointer_cast<torch::nn::ReLUImpl>(net->ptr(1));
+  return relu && !relu->options.inplace();
+}
+
+torch::Tensor DenseImpl::forward_after_first_relu(torch::Tensor h) {
+  if (!relu_follows_first()) throw UsageError("Dense: no ReLU after the first Linear");
+  for (auto it = net->begin() + 2; it != net->end(); ++it) h = it->forward(h);
+  return h;
+}
+
 torch::Tensor DenseImpl::forward_gathered(const torch::Tensor& x, const torch::Tensor& context,
                                           const torch::Tensor& jet, const TokenIndex* rows_of) {
   const int64_t c = options_.context_size();

@@ -64,10 +64,14 @@ class DenseImpl : public torch::nn::Module {
   ox::Value to_onnx(ox::Graph& g, const ox::Value& x, const ox::Value& context = {});
 
   // For callers that split the first layer themselves (vertexing): whether net
-  // starts with its Linear (no dropout before it), that Linear, and the rest of net.
+  // starts with its Linear (no dropout before it), that Linear, and the rest of net;
+  // whether a plain ReLU follows that Linear, and the rest of net after it (for a
+  // caller that applied the ReLU itself: models/kernels/pair_relu.h).
   bool first_layer_is_linear() const { return options_.dropout() <= 0; }
   torch::nn::Linear first_linear() const;
   torch::Tensor forward_after_first(torch::Tensor h);
+  bool relu_follows_first() const;
+  torch::Tensor forward_after_first_relu(torch::Tensor h);
 
   int64_t input_size() const { return options_.input_size(); }
   int64_t output_size() const { return output_size_; }

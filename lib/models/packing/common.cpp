@@ -3,6 +3,7 @@
 #include "core/errors.h"
 #include "core/memory.h"
 #include "core/signals.h"
+#include "models/kernels/pair_relu.h"
 #include "models/kernels/segment_sum.h"
 #include "models/packing/host_read.h"
 #include "models/packing/host_twins.h"
@@ -395,6 +396,16 @@ torch::Tensor gather_rows(const torch::Tensor& x, const torch::Tensor& index) {
   const bool half = x.scalar_type() == torch::kBFloat16 || x.scalar_type() == torch::kHalf;
   if (!half || !x.requires_grad() || !torch::GradMode::is_enabled()) return x.index_select(0, index);
   return GatherRows::apply(x, index);
+}
+
+torch::Tensor gather_pair_relu(const torch::Tensor& p_i, const torch::Tensor& p_j, const torch::Tensor& row_i,
+                               const torch::Tensor& row_j, const RowGroups& senders, const RowGroups& receivers) {
+  const PairSide sends{senders.counts, senders.order}, receives{receivers.counts, receivers.order};
+  if (senders.segment_sum_kernel && pair_relu_takes(p_i, p_j, sends, receives))
+    return pair_relu(p_i, p_j, row_i, row_j, sends, receives);
+  auto h = gather_rows(p_i, row_i, senders);
+  h.add_(gather_rows(p_j, row_j, receivers));
+  return torch::relu(h);
 }
 
 void check_layers_fit(const torch::nn::Module& first, int64_t count, const std::string& what) {

@@ -178,6 +178,13 @@ torch::Tensor gather_rows_by_segments(const torch::Tensor& x, const torch::Tenso
 // index_add is faster there (docs/performance.md).
 torch::Tensor gather_rows(const torch::Tensor& x, const torch::Tensor& index, const RowGroups& groups);
 
+// relu(gather_rows(p_i, row_i, senders) + gather_rows(p_j, row_j, receivers)): a
+// vertexing edge net's first hidden layer (vertexing_task.cpp). On a card with
+// senders.segment_sum_kernel (SALT_SEGMENT_SUM_KERNEL) in one pass through salt-cpp's
+// kernels (models/kernels/pair_relu.h), else through these operators.
+torch::Tensor gather_pair_relu(const torch::Tensor& p_i, const torch::Tensor& p_j, const torch::Tensor& row_i,
+                               const torch::Tensor& row_j, const RowGroups& senders, const RowGroups& receivers);
+
 // Before building `count` layers like `first` (built already): refuses, in one line
 // naming `what`, a stack whose parameters alone would exceed this machine's memory.
 // Such a stack filled the memory for minutes, deaf to SIGTERM, until the OOM killer

@@ -27,9 +27,11 @@ struct ForwardKernels {
   // (models/kernels/short_attention.h) instead of flash attention's, which pads
   // each jet to 128 rows (docs/performance.md).
   bool short_attention = true;
-  // The vertexing gradients' row sums through salt-cpp's kernel
-  // (models/kernels/segment_sum.h) instead of LibTorch's operators: off, as on an
-  // H200 its gpu test passed but the step ran 0.85x LibTorch's operators.
+  // The vertexing edges through salt-cpp's kernels instead of LibTorch's operators:
+  // the gradients' row sums (models/kernels/segment_sum.h) and, where a ReLU follows
+  // the edge net's first Linear, that layer's gathers, add and ReLU
+  // (models/kernels/pair_relu.h). Off, as on an H200 the sums' gpu test passed but
+  // the step ran 0.85x LibTorch's operators (before the fused ReLU and the unrolling).
   bool segment_sum_kernel = false;
   // A pre-norm layer's LayerNorm written in autocast's bf16 or half through
   // salt-cpp's kernel (models/kernels/norm_cast.h) instead of LibTorch's float32

@@ -134,6 +134,10 @@ torch::Tensor VertexingTaskImpl::edge_logits(const torch::Tensor& rows, const To
     p_i = p_i + gather_rows(torch::nn::functional::linear(context, w.narrow(1, 0, c), first->bias), idx.jet);
   else if (first->bias.defined())
     p_i = p_i + first->bias;
+  // With a ReLU next, the gathers, the add and the ReLU as one step, which a card with
+  // salt-cpp's edge kernels takes in one pass (gather_pair_relu).
+  if (net->relu_follows_first())
+    return net->forward_after_first_relu(gather_pair_relu(p_i, p_j, row_i, row_j, edges.senders, edges.receivers));
   auto h = gather_rows(p_i, row_i, edges.senders);
   h.add_(gather_rows(p_j, row_j, edges.receivers));
   return net->forward_after_first(h);

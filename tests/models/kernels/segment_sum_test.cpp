@@ -56,6 +56,26 @@ TEST(SegmentSum, TheKernelsFunctionFollowsLibTorch) {
   EXPECT_TRUE(torch::allclose(half.to(torch::kFloat), rounded.to(torch::kBFloat16).to(torch::kFloat), 8e-3, 1e-6));
 }
 
+// With a ReLU's output to keep by (pair_relu.h's backward), a row's gradient counts
+// where the output is not <= 0, as LibTorch's threshold_backward keeps it: a NaN
+// output keeps it, a zero drops it, and a dropped NaN gradient leaves no trace.
+TEST(SegmentSum, KeepFoldsAReluBackwardIntoTheSum) {
+  const auto counts = torch::tensor({2, 3}, kLong);
+  const auto order = torch::tensor({4, 3, 2, 1, 0}, kLong);
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  auto g = five_rows();
+  g[3][1] = nan;
+  // Rows 0..4 kept: (yes, no), (no, yes), (yes, yes), (yes, no), (NaN, 0).
+  const auto keep = torch::tensor({{1.f, -1.f}, {0.f, 2.f}, {3.f, 4.f}, {5.f, 0.f}, {nan, 0.f}});
+  // Segment 0: rows 4, 3: column 0 5 + 4, column 1 nothing; segment 1: rows 2, 1, 0:
+  // column 0 3 + 1, column 1 30 + 20.
+  const auto want = torch::tensor({{9.f, 0.f}, {4.f, 50.f}});
+  EXPECT_TRUE(torch::equal(segment_sum_rows_reference(g, counts, order, keep), want));
+  EXPECT_TRUE(torch::equal(segment_sum_rows_blocks_on_cpu(g, counts, order, keep), want));
+  EXPECT_TRUE(torch::equal(segment_sum_rows(g, counts, order, true, keep), want));
+  EXPECT_THROW(segment_sum_rows_blocks_on_cpu(g, counts, order, keep.narrow(0, 0, 4)), salt::UsageError);
+}
+
 TEST(SegmentSum, RefusesWhatItsCpuBlocksCannotTake) {
   EXPECT_THROW(segment_sum_rows_blocks_on_cpu(five_rows().to(torch::kDouble), torch::tensor({5}, kLong), {}),
                salt::UsageError);

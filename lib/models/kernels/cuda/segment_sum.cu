@@ -15,19 +15,20 @@ namespace {
 constexpr int kThreads = 128;
 
 template <class T, class Io>
-__global__ void sum_kernel(const T* g, const int64_t* order, const int64_t* offsets, T* out, int64_t columns) {
+__global__ void sum_kernel(const T* g, const int64_t* order, const int64_t* offsets, T* out, int64_t columns,
+                           const T* keep) {
   for (int64_t c = threadIdx.x; c < columns; c += blockDim.x)
-    sum_column<T, Io>(g, order, offsets, out, columns, blockIdx.x, c);
+    sum_column<T, Io>(g, order, offsets, out, columns, blockIdx.x, c, keep);
 }
 
 template <class T, class Io>
 std::string launch(const void* g, const int64_t* order, const int64_t* offsets, void* out, int64_t segments,
-                   int64_t columns, void* stream) {
+                   int64_t columns, const void* keep, void* stream) {
   if (segments == 0 || columns == 0) return {};
   if (segments > 2147483647LL) return "segment sum: more than 2^31 - 1 segments";
   const int threads = static_cast<int>(std::min<int64_t>(kThreads, (columns + 31) / 32 * 32));
   sum_kernel<T, Io><<<static_cast<unsigned>(segments), threads, 0, static_cast<cudaStream_t>(stream)>>>(
-      static_cast<const T*>(g), order, offsets, static_cast<T*>(out), columns);
+      static_cast<const T*>(g), order, offsets, static_cast<T*>(out), columns, static_cast<const T*>(keep));
   const auto e = cudaGetLastError();
   return e == cudaSuccess ? std::string() : std::string(cudaGetErrorString(e));
 }
@@ -35,11 +36,12 @@ std::string launch(const void* g, const int64_t* order, const int64_t* offsets, 
 }  // namespace
 
 std::string sum_rows(Dtype dtype, const void* g, const int64_t* order, const int64_t* offsets, void* out,
-                     int64_t segments, int64_t columns, void* stream) {
+                     int64_t segments, int64_t columns, const void* keep, void* stream) {
   switch (dtype) {
-    case Dtype::kBFloat16: return launch<__nv_bfloat16, Bf16Io>(g, order, offsets, out, segments, columns, stream);
-    case Dtype::kHalf: return launch<__half, HalfIo>(g, order, offsets, out, segments, columns, stream);
-    case Dtype::kFloat: return launch<float, FloatIo>(g, order, offsets, out, segments, columns, stream);
+    case Dtype::kBFloat16:
+      return launch<__nv_bfloat16, Bf16Io>(g, order, offsets, out, segments, columns, keep, stream);
+    case Dtype::kHalf: return launch<__half, HalfIo>(g, order, offsets, out, segments, columns, keep, stream);
+    case Dtype::kFloat: return launch<float, FloatIo>(g, order, offsets, out, segments, columns, keep, stream);
   }
   return "segment sum: unknown dtype";
 }

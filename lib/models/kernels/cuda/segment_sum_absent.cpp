@@ -5,7 +5,7 @@
 
 namespace salt::models::segment_sum {
 
-std::string sum_rows(Dtype, const void*, const int64_t*, const int64_t*, void*, int64_t, int64_t, void*) {
+std::string sum_rows(Dtype, const void*, const int64_t*, const int64_t*, void*, int64_t, int64_t, const void*, void*) {
   return "salt-cpp was built without its CUDA kernels (SALT_CUDA_KERNELS=OFF)";
 }
 

@@ -12,8 +12,9 @@ namespace salt::models::segment_sum {
 
 using short_attention::Dtype;
 
-// out [segments, columns] from g [rows, columns]: sum_column for every (segment, column).
+// out [segments, columns] from g [rows, columns]: sum_column for every (segment, column);
+// keep null or [rows, columns] in g's type (a ReLU's output).
 std::string sum_rows(Dtype dtype, const void* g, const int64_t* order, const int64_t* offsets, void* out,
-                     int64_t segments, int64_t columns, void* stream);
+                     int64_t segments, int64_t columns, const void* keep, void* stream);
 
 }  // namespace salt::models::segment_sum
